@@ -1,0 +1,233 @@
+"""Pure, jittable Yahtzee engine: `init`, `step`, `legal_action_mask`.
+
+A game is exactly 39 decisions: each of the 13 turns is keep, keep, score. Actions are one
+integer in [0, 45): ``a < 32`` keeps the sorted dice whose bit is set in ``a`` and re-rolls the
+rest (31 keeps all five); ``a >= 32`` scores box ``a - 32``. The reward of a step is the change in
+the total score, bonuses included.
+
+An illegal action (a score action during a keep decision, a keep action during a score decision,
+a used or Joker-forbidden box, or any action once the game is over) leaves the state unchanged
+with reward 0: it can never corrupt a game. Use :func:`step_checked` outside `jit` to get a
+clear error instead.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import (
+    CATEGORY_NAMES,
+    NUM_ACTIONS,
+    NUM_CATEGORIES,
+    NUM_DICE,
+    NUM_FACES,
+    NUM_KEEP_ACTIONS,
+    NUM_TURNS,
+    NUM_UPPER,
+    OFFICIAL,
+    UPPER_BONUS,
+    UPPER_BONUS_THRESHOLD,
+    YAHTZEE_BONUS,
+    Category,
+    Rules,
+    base_scores,
+    face_counts,
+    get_rules,
+    score_options,
+)
+
+LAST_ROLL = 2  # roll_index at the scoring decision
+
+
+def _int(value: int = 0) -> jax.Array:
+    return jnp.int32(value)
+
+
+@struct.dataclass
+class State:
+    """A Yahtzee position. Every field has a default so tests can build positions by hand.
+
+    dice: int32[5], sorted ascending, faces 1..6.
+    roll_index: int32, 0 and 1 are keep decisions, 2 is the scoring decision.
+    scores: int32[13], points written in each box (0 while open).
+    filled: bool[13], which boxes are used.
+    yahtzee_bonus_count: int32, number of +100 Yahtzee bonuses earned.
+    turns_left: int32, scoring decisions left in this episode (13 for a game, 1 for a single turn).
+    reward: int32, the reward of the step that produced this state.
+    terminated: bool, no decisions left.
+    """
+
+    dice: jax.Array = struct.field(default_factory=lambda: jnp.ones(NUM_DICE, jnp.int32))
+    roll_index: jax.Array = struct.field(default_factory=_int)
+    scores: jax.Array = struct.field(default_factory=lambda: jnp.zeros(NUM_CATEGORIES, jnp.int32))
+    filled: jax.Array = struct.field(default_factory=lambda: jnp.zeros(NUM_CATEGORIES, jnp.bool_))
+    yahtzee_bonus_count: jax.Array = struct.field(default_factory=_int)
+    turns_left: jax.Array = struct.field(default_factory=lambda: _int(NUM_TURNS))
+    reward: jax.Array = struct.field(default_factory=_int)
+    terminated: jax.Array = struct.field(default_factory=lambda: jnp.bool_(False))
+
+
+def roll_dice(key: jax.Array) -> jax.Array:
+    """Five fair dice, sorted ascending (int32[5])."""
+    return jnp.sort(jax.random.randint(key, (NUM_DICE,), 1, NUM_FACES + 1, dtype=jnp.int32))
+
+
+def init(key: jax.Array) -> State:
+    """Start a full game: empty score card, first roll of the first turn."""
+    return State(dice=roll_dice(key))
+
+
+def upper_total(state: State) -> jax.Array:
+    """Sum of the upper boxes (uncapped)."""
+    return jnp.sum(state.scores[..., :NUM_UPPER], axis=-1)
+
+
+def upper_bonus(state: State) -> jax.Array:
+    """The 35-point upper bonus if the upper boxes reach 63, else 0."""
+    return jnp.where(upper_total(state) >= UPPER_BONUS_THRESHOLD, UPPER_BONUS, 0).astype(jnp.int32)
+
+
+def total_score(state: State) -> jax.Array:
+    """Total score so far: boxes + upper bonus + Yahtzee bonuses."""
+    boxes = jnp.sum(state.scores, axis=-1)
+    return boxes + upper_bonus(state) + YAHTZEE_BONUS * state.yahtzee_bonus_count
+
+
+def turn_index(state: State) -> jax.Array:
+    """Number of used boxes, the paper's t in 0..13."""
+    return jnp.sum(state.filled, axis=-1, dtype=jnp.int32)
+
+
+def current_score_options(
+    state: State, rules: Rules = OFFICIAL
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """`score_options` for the state's dice and card: (points[13], legal[13], yahtzee_bonus)."""
+    return score_options(
+        face_counts(state.dice), state.filled, state.scores[Category.YAHTZEE], rules
+    )
+
+
+def legal_action_mask(state: State, rules: Rules = OFFICIAL) -> jax.Array:
+    """Legal actions, bool[45]; all true once terminated (so a policy never divides by zero)."""
+    _, legal_boxes, _ = current_score_options(state, rules)
+    keeping = state.roll_index < LAST_ROLL
+    mask = jnp.concatenate([jnp.broadcast_to(keeping, (NUM_KEEP_ACTIONS,)), legal_boxes & ~keeping])
+    return mask | state.terminated
+
+
+def _keep_and_reroll(state: State, action: jax.Array, fresh: jax.Array) -> State:
+    keep = (action >> jnp.arange(NUM_DICE)) & 1
+    dice = jnp.sort(jnp.where(keep == 1, state.dice, fresh))
+    return state.replace(dice=dice, roll_index=state.roll_index + 1, reward=_int())
+
+
+def _score(state: State, action: jax.Array, fresh: jax.Array, rules: Rules) -> State:
+    category = action - NUM_KEEP_ACTIONS
+    points, _, bonus = current_score_options(state, rules)
+    scores = state.scores.at[category].set(points[category])
+    filled = state.filled.at[category].set(True)
+    bonus_count = state.yahtzee_bonus_count + bonus.astype(jnp.int32)
+    turns_left = state.turns_left - 1
+    scored = state.replace(
+        scores=scores,
+        filled=filled,
+        yahtzee_bonus_count=bonus_count,
+        turns_left=turns_left,
+        roll_index=_int(),
+        dice=jnp.where(turns_left > 0, jnp.sort(fresh), state.dice),
+        terminated=turns_left == 0,
+    )
+    return scored.replace(reward=(total_score(scored) - total_score(state)).astype(jnp.int32))
+
+
+def step(state: State, action: jax.Array, key: jax.Array, rules: Rules = OFFICIAL) -> State:
+    """Apply one decision; the key supplies the re-rolled (or next turn's) dice."""
+    action = jnp.asarray(action, jnp.int32)
+    fresh = jax.random.randint(key, (NUM_DICE,), 1, NUM_FACES + 1, dtype=jnp.int32)
+    safe_action = jnp.clip(action, 0, NUM_ACTIONS - 1)
+    is_legal = (
+        (action >= 0)
+        & (action < NUM_ACTIONS)
+        & legal_action_mask(state, rules)[safe_action]
+        & ~state.terminated
+    )
+    keeping = state.roll_index < LAST_ROLL
+    kept = _keep_and_reroll(state, jnp.minimum(safe_action, NUM_KEEP_ACTIONS - 1), fresh)
+    scored = _score(state, jnp.maximum(safe_action, NUM_KEEP_ACTIONS), fresh, rules)
+    moved = jax.tree.map(lambda a, b: jnp.where(keeping, a, b), kept, scored)
+    unchanged = state.replace(reward=_int())
+    return jax.tree.map(lambda a, b: jnp.where(is_legal, a, b), moved, unchanged)
+
+
+def init_single_turn(key: jax.Array, random_context: bool = False) -> State:
+    """The paper's single-turn task (section 3.3): one turn of 3 decisions on the same engine.
+
+    With ``random_context`` a uniformly random number (0..12) of random boxes is already used,
+    each holding the score of an independent random roll in that box; otherwise the card is empty.
+    """
+    dice_key, count_key, order_key, card_key = jax.random.split(key, 4)
+    if not random_context:
+        return State(dice=roll_dice(dice_key), turns_left=_int(1))
+    num_filled = jax.random.randint(count_key, (), 0, NUM_CATEGORIES)
+    rank = jnp.argsort(jax.random.uniform(order_key, (NUM_CATEGORIES,)))
+    filled = rank < num_filled
+    card_dice = jax.random.randint(card_key, (NUM_CATEGORIES, NUM_DICE), 1, NUM_FACES + 1)
+    card_scores = jax.vmap(lambda dice: base_scores(face_counts(dice)))(card_dice)
+    scores = jnp.where(filled, jnp.diagonal(card_scores), 0).astype(jnp.int32)
+    return State(dice=roll_dice(dice_key), scores=scores, filled=filled, turns_left=_int(1))
+
+
+class IllegalActionError(UserError):
+    """Raised by :func:`step_checked` for an action that is not legal in the state."""
+
+
+def describe_action(action: int) -> str:
+    """Human-readable action: 'keep [..]' or 'score <box>'."""
+    action = int(action)
+    if 0 <= action < NUM_KEEP_ACTIONS:
+        kept = [i for i in range(NUM_DICE) if action >> i & 1]
+        return f"keep dice at positions {kept}"
+    if NUM_KEEP_ACTIONS <= action < NUM_ACTIONS:
+        return f"score {CATEGORY_NAMES[action - NUM_KEEP_ACTIONS]}"
+    return f"out-of-range action {action} (valid: 0..{NUM_ACTIONS - 1})"
+
+
+def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules = OFFICIAL) -> State:
+    """`step` for one concrete (unbatched) state; raises `IllegalActionError` on a bad action."""
+    rules = get_rules(rules)
+    if bool(state.terminated):
+        raise IllegalActionError("the game is over: no action is legal in a terminated state")
+    legal = np.asarray(legal_action_mask(state, rules))
+    action = int(action)
+    if not (0 <= action < NUM_ACTIONS) or not legal[action]:
+        phase = "keep" if int(state.roll_index) < LAST_ROLL else "score"
+        allowed = ", ".join(describe_action(a) for a in np.flatnonzero(legal))
+        allowed_text = allowed if phase == "score" else "any keep action 0..31"
+        raise IllegalActionError(
+            f"illegal action {action} ({describe_action(action)}) at a {phase} decision with dice "
+            f"{np.asarray(state.dice).tolist()}; legal: {allowed_text}"
+        )
+    return step(state, jnp.int32(action), key, rules)
+
+
+@struct.dataclass
+class Yahtzee:
+    """The engine bound to a rule variant (static), pgx-style: `env.init`, `env.step`, ..."""
+
+    rules: Rules = struct.field(pytree_node=False, default=OFFICIAL)
+
+    def init(self, key: jax.Array) -> State:
+        """Start a full game."""
+        return init(key)
+
+    def step(self, state: State, action: jax.Array, key: jax.Array) -> State:
+        """Apply one decision."""
+        return step(state, action, key, self.rules)
+
+    def legal_action_mask(self, state: State) -> jax.Array:
+        """Legal actions, bool[45]."""
+        return legal_action_mask(state, self.rules)
