@@ -1,0 +1,90 @@
+"""Exhaustive parity of the JAX scorer with the independent plain-Python reference.
+
+Every ordered outcome of five dice (6**5 = 7,776) is scored in all 13 boxes in 27 score-card
+contexts (Yahtzee box open / 50 / 0; upper boxes open / all used / odd faces used, so the box
+matching a five of a kind is both open and used; lower boxes open / all used / some used) under
+each rule variant: points, legality and the +100 bonus must all agree.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax import reference
+from yahtzee_jax.game import RULE_VARIANTS, Category, face_counts, score_options
+
+ALL_DICE = np.array(list(itertools.product(range(1, 7), repeat=5)), dtype=np.int32)
+YAHTZEE_BOX_STATES = ("open", 50, 0)
+UPPER_PATTERNS = {"none": (), "all": tuple(range(6)), "odd faces": (0, 2, 4)}
+LOWER_PATTERNS = {
+    "none": (),
+    "all": (6, 7, 8, 9, 10, 12),
+    "some": (Category.FULL_HOUSE, Category.LARGE_STRAIGHT, Category.CHANCE),
+}
+
+
+def contexts() -> list[tuple[np.ndarray, int, dict[str, int]]]:
+    """(filled mask, Yahtzee box points, reference card) for every context of the module doc."""
+    result = []
+    for yahtzee_state, upper, lower in itertools.product(
+        YAHTZEE_BOX_STATES, UPPER_PATTERNS.values(), LOWER_PATTERNS.values()
+    ):
+        filled = np.zeros(13, bool)
+        filled[list(upper) + list(lower)] = True
+        card = {reference.BOXES[i]: 0 for i in np.flatnonzero(filled)}
+        yahtzee_points = 0
+        if yahtzee_state != "open":
+            filled[Category.YAHTZEE] = True
+            yahtzee_points = int(yahtzee_state)
+            card["yahtzee"] = yahtzee_points
+        result.append((filled, yahtzee_points, card))
+    return result
+
+
+CONTEXTS = contexts()
+
+
+@pytest.mark.parametrize("variant", list(RULE_VARIANTS))
+def test_scorer_matches_reference_on_every_roll_and_context(variant: str) -> None:
+    """All 7,776 ordered rolls x 13 boxes x 27 contexts agree with the reference scorer."""
+    rules = RULE_VARIANTS[variant]
+    filled = jnp.asarray(np.stack([c[0] for c in CONTEXTS]))
+    yahtzee_box = jnp.asarray([c[1] for c in CONTEXTS], jnp.int32)
+
+    def per_roll(dice: jax.Array):
+        counts = face_counts(dice)
+        return jax.vmap(lambda f, y: score_options(counts, f, y, rules))(filled, yahtzee_box)
+
+    points, legal, bonus = jax.device_get(jax.jit(jax.vmap(per_roll))(jnp.asarray(ALL_DICE)))
+    assert points.dtype == np.int32 and legal.dtype == np.bool_ and bonus.dtype == np.bool_
+
+    mismatches = []
+    for roll_index, dice in enumerate(ALL_DICE.tolist()):
+        for context_index, (_, _, card) in enumerate(CONTEXTS):
+            expected = reference.choices(dice, card, variant)
+            got_legal = legal[roll_index, context_index]
+            for box_index, box in enumerate(reference.BOXES):
+                if bool(got_legal[box_index]) != (box in expected):
+                    mismatches.append((dice, card, box, "legality"))
+                elif box in expected:
+                    expected_points, expected_bonus = expected[box]
+                    if points[roll_index, context_index, box_index] != expected_points:
+                        mismatches.append((dice, card, box, "points"))
+                    if bool(bonus[roll_index, context_index]) != (expected_bonus == 100):
+                        mismatches.append((dice, card, box, "bonus"))
+    assert not mismatches, f"{len(mismatches)} mismatches, first: {mismatches[:3]}"
+
+
+def test_contexts_cover_joker_cases() -> None:
+    """The contexts include a used Yahtzee box with the matching upper box open and used."""
+    sixes_open_yahtzee_used = [
+        c for c in CONTEXTS if c[0][Category.YAHTZEE] and not c[0][Category.SIXES]
+    ]
+    ones_used_yahtzee_used = [c for c in CONTEXTS if c[0][Category.YAHTZEE] and c[0][Category.ONES]]
+    assert sixes_open_yahtzee_used and ones_used_yahtzee_used
+    assert len(CONTEXTS) == 27
