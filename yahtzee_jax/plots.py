@@ -1,0 +1,147 @@
+"""PNG plots of an evaluation: score histogram, points per category, first category chosen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, never a window
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_UPPER
+
+if TYPE_CHECKING:
+    from yahtzee_jax.evaluate import GameRecords
+
+BIN_WIDTH = 5
+DPI = 120
+AGENT_COLOR = "tab:blue"
+OPTIMAL_COLOR = "black"
+
+
+def _label(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def plot_score_histogram(
+    records: GameRecords, optimal_records: GameRecords | None, path: Path
+) -> Path:
+    """Histogram of final scores (share of games per 5-point bin), the optimum's overlaid."""
+    totals = [records.total] + ([optimal_records.total] if optimal_records is not None else [])
+    # Up to the 99.9th percentile: the long Yahtzee-bonus tail would squash the bulk.
+    upper = max(float(np.percentile(total, 99.9)) for total in totals) + BIN_WIDTH
+    bins = np.arange(0, upper + BIN_WIDTH, BIN_WIDTH)
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    weights = np.full(records.num_games, 1 / records.num_games)
+    axes.hist(
+        records.total,
+        bins=bins,
+        weights=weights,
+        color=AGENT_COLOR,
+        alpha=0.6,
+        label=f"{records.agent} (mean {records.total.mean():.1f})",
+    )
+    if optimal_records is not None:
+        optimal_weights = np.full(optimal_records.num_games, 1 / optimal_records.num_games)
+        axes.hist(
+            optimal_records.total,
+            bins=bins,
+            weights=optimal_weights,
+            histtype="step",
+            color=OPTIMAL_COLOR,
+            linewidth=1.5,
+            label=f"optimal (mean {optimal_records.total.mean():.1f})",
+        )
+    axes.set_xlim(0, upper)
+    axes.set_xlabel("final score")
+    axes.set_ylabel(f"share of games per {BIN_WIDTH}-point bin")
+    axes.set_title(f"Final score, {records.rules} rules, {records.num_games:,} games")
+    axes.legend()
+    axes.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def plot_category_scores(summary: dict, path: Path) -> Path:
+    """Mean points per box and bonus, agent beside the optimum, % of optimal on top."""
+    names = list(summary["category_means"])
+    groups = [  # the paper's Figure 20 (upper and bonus) and Figure 21 (lower)
+        ("upper section and bonuses", names[:NUM_UPPER] + names[len(CATEGORY_NAMES) :]),
+        ("lower section", names[NUM_UPPER : len(CATEGORY_NAMES)]),
+    ]
+    optimal = summary["optimal"]
+    figure, all_axes = plt.subplots(1, 2, figsize=(13, 4.8), width_ratios=[8, 7])
+    width = 0.4 if optimal else 0.7
+    for axes, (title, group) in zip(all_axes, groups, strict=True):
+        positions = np.arange(len(group))
+        agent_values = [summary["category_means"][name] for name in group]
+        offset = -width / 2 if optimal else 0.0
+        bars = axes.bar(
+            positions + offset, agent_values, width, color=AGENT_COLOR, label=summary["agent"]
+        )
+        if optimal:
+            optimal_values = [optimal["category_means"][name] for name in group]
+            axes.bar(
+                positions + width / 2,
+                optimal_values,
+                width,
+                color="lightgray",
+                edgecolor=OPTIMAL_COLOR,
+                label="optimal",
+            )
+            for bar, name in zip(bars, group, strict=True):
+                share = optimal["percent_of_optimal"][name]
+                top = max(bar.get_height(), optimal["category_means"][name])
+                axes.annotate(
+                    "-" if share is None else f"{share:.0f}%",
+                    (bar.get_x() + width, top),
+                    xytext=(0, 3),
+                    textcoords="offset points",
+                    ha="center",
+                    fontsize=8,
+                )
+        axes.set_xticks(positions, [_label(name) for name in group], rotation=30, ha="right")
+        axes.set_ylabel("mean points")
+        axes.set_title(title)
+        axes.margins(y=0.12)
+        axes.grid(axis="y", alpha=0.3)
+    all_axes[0].legend()
+    note = "; % of optimal above the bars" if optimal else ""
+    figure.suptitle(
+        f"Mean points per category, {summary['agent']} ({summary['rules']} rules, "
+        f"{summary['games']:,} games{note})"
+    )
+    return _save(figure, path)
+
+
+def plot_first_category(summary: dict, path: Path) -> Path:
+    """Share of games by the first category chosen (the paper's Figure 22)."""
+    shares = summary["first_category"]
+    figure, axes = plt.subplots(figsize=(9, 4.2))
+    axes.bar(range(len(shares)), [100 * share for share in shares.values()], color=AGENT_COLOR)
+    axes.set_xticks(range(len(shares)), [_label(name) for name in shares], rotation=30, ha="right")
+    axes.set_ylabel("% of games")
+    axes.set_title(f"First category chosen by {summary['agent']} ({summary['rules']} rules)")
+    axes.grid(axis="y", alpha=0.3)
+    return _save(figure, path)
+
+
+def _save(figure: plt.Figure, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=DPI)
+    plt.close(figure)
+    return path
+
+
+def write_plots(
+    summary: dict, records: GameRecords, optimal_records: GameRecords | None, out_dir: Path
+) -> list[Path]:
+    """Write every plot of the report into `out_dir`; returns their paths."""
+    return [
+        plot_score_histogram(records, optimal_records, out_dir / "score_histogram.png"),
+        plot_category_scores(summary, out_dir / "category_scores.png"),
+        plot_first_category(summary, out_dir / "first_category.png"),
+    ]
