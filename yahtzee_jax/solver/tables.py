@@ -1,0 +1,169 @@
+"""Static index tables of the turn "widget" and the score tables obtained from `score_options`.
+
+Dice are handled as multisets: the 252 sorted rolls of five dice and the 462 "keeps" (multisets of
+0..5 dice). Keeps are numbered by size (all size-0 keeps first, then size 1, ...) and, within a
+size, in lexicographic order; the size-5 keeps are the 252 rolls in the same order as `ROLLS`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.game.rules import (
+    NUM_CATEGORIES,
+    NUM_DICE,
+    NUM_FACES,
+    NUM_KEEP_ACTIONS,
+    YAHTZEE_SCORE,
+    Rules,
+    face_counts,
+    score_options,
+)
+
+NUM_MASKS = 1 << NUM_CATEGORIES  # filled-box masks
+NUM_FLAGS = 2  # Yahtzee box holds 50 (1) or not (0)
+
+
+def _multisets(size: int) -> list[tuple[int, ...]]:
+    return list(itertools.combinations_with_replacement(range(1, NUM_FACES + 1), size))
+
+
+KEEPS_BY_SIZE: tuple[list[tuple[int, ...]], ...] = tuple(
+    _multisets(size) for size in range(NUM_DICE + 1)
+)
+KEEP_OFFSETS = np.cumsum(
+    [0] + [len(keeps) for keeps in KEEPS_BY_SIZE]
+)  # [0, 1, 7, 28, 84, 210, 462]
+NUM_KEEPS = int(KEEP_OFFSETS[-1])
+ROLLS = np.array(KEEPS_BY_SIZE[NUM_DICE], dtype=np.int32)  # int32[252, 5], sorted dice
+NUM_ROLLS = len(ROLLS)
+FIRST_ROLL_KEEP = int(KEEP_OFFSETS[NUM_DICE])  # keep index of ROLLS[0]
+
+_INDEX_IN_SIZE = [{keep: i for i, keep in enumerate(keeps)} for keeps in KEEPS_BY_SIZE]
+
+
+def keep_index(keep: tuple[int, ...]) -> int:
+    """Global index (0..461) of a sorted keep multiset."""
+    return int(KEEP_OFFSETS[len(keep)]) + _INDEX_IN_SIZE[len(keep)][tuple(sorted(keep))]
+
+
+def roll_index_of(dice: tuple[int, ...]) -> int:
+    """Index (0..251) of a roll of five dice in `ROLLS`."""
+    return _INDEX_IN_SIZE[NUM_DICE][tuple(sorted(dice))]
+
+
+def _roll_probabilities() -> np.ndarray:
+    """Probability of each sorted roll: multinomial coefficient / 6^5."""
+    counts = np.stack([np.bincount(roll, minlength=NUM_FACES + 1)[1:] for roll in ROLLS])
+    ways = [math.factorial(NUM_DICE) / np.prod([math.factorial(c) for c in row]) for row in counts]
+    return np.array(ways, dtype=np.float64) / NUM_FACES**NUM_DICE
+
+
+ROLL_PROBABILITIES = _roll_probabilities()  # float64[252], sums to 1
+
+# ADD_DIE[size][i, f]: index within size+1 of keep i of `size` plus one die showing f+1.
+ADD_DIE: tuple[np.ndarray, ...] = tuple(
+    np.array(
+        [
+            [_INDEX_IN_SIZE[size + 1][tuple(sorted((*keep, face)))] for face in range(1, 7)]
+            for keep in KEEPS_BY_SIZE[size]
+        ],
+        dtype=np.int32,
+    )
+    for size in range(NUM_DICE)
+)
+
+
+def _remove_one_die(size: int) -> np.ndarray:
+    """REMOVE_DIE[size][i, j]: index within size-1 of keep i minus its j-th distinct face.
+
+    Rows have `size` columns (the most distinct faces a keep of that size can have); shorter rows
+    repeat their last entry, which is harmless under a max.
+    """
+    rows = []
+    for keep in KEEPS_BY_SIZE[size]:
+        smaller = []
+        for face in sorted(set(keep)):
+            rest = list(keep)
+            rest.remove(face)
+            smaller.append(_INDEX_IN_SIZE[size - 1][tuple(rest)])
+        rows.append(smaller + [smaller[-1]] * (size - len(smaller)))
+    return np.array(rows, dtype=np.int32)
+
+
+REMOVE_DIE: tuple[np.ndarray, ...] = (
+    np.zeros((1, 0), np.int32),  # the empty keep has nothing to remove
+    *(_remove_one_die(size) for size in range(1, NUM_DICE + 1)),
+)
+
+# KEEP_OF_ACTION[r, a]: global keep index of the dice of roll r that keep action a keeps.
+KEEP_OF_ACTION = np.array(
+    [
+        [
+            keep_index(tuple(int(roll[i]) for i in range(NUM_DICE) if action >> i & 1))
+            for action in range(NUM_KEEP_ACTIONS)
+        ]
+        for roll in ROLLS
+    ],
+    dtype=np.int32,
+)
+
+# Face counts of every roll, int32[252, 6].
+ROLL_COUNTS = np.stack([np.bincount(roll, minlength=NUM_FACES + 1)[1:] for roll in ROLLS]).astype(
+    np.int32
+)
+
+
+def mask_to_filled(masks: np.ndarray) -> np.ndarray:
+    """Filled-box masks (int[...]) -> bool[..., 13]; bit c is box c."""
+    return (np.asarray(masks)[..., None] >> np.arange(NUM_CATEGORIES)) & 1 == 1
+
+
+def filled_to_mask(filled: np.ndarray) -> np.ndarray:
+    """bool[..., 13] -> int mask; the inverse of `mask_to_filled`."""
+    return np.sum(np.asarray(filled, dtype=np.int64) << np.arange(NUM_CATEGORIES), axis=-1)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _score_all_rolls(
+    filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """`score_options` of every roll for a batch of cards: ([B,252,13], [B,252,13], [B,252])."""
+    counts = face_counts(jnp.asarray(ROLLS))
+    per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
+    per_card = jax.vmap(per_roll, in_axes=(None, 0, 0, None))
+    return per_card(counts, filled, yahtzee_box, rules)
+
+
+@functools.lru_cache(maxsize=4)
+def score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Points, legality and Yahtzee bonus of every roll for every card, from `score_options`.
+
+    Returns (points int8[8192, 2, 252, 13], legal bool[8192, 2, 252, 13], bonus bool[8192, 2, 252])
+    indexed by [filled mask, flag, roll]; flag 1 means the Yahtzee box holds 50 (else 0 or open).
+    """
+    masks = np.arange(NUM_MASKS)
+    filled = np.repeat(mask_to_filled(masks), NUM_FLAGS, axis=0)
+    yahtzee_box = np.tile(np.array([0, YAHTZEE_SCORE], np.int32), NUM_MASKS)
+    chunk = 2048  # fixed size: one compilation, bounded memory
+    outputs = []
+    for start in range(0, len(filled), chunk):
+        points, legal, bonus = _score_all_rolls(
+            jnp.asarray(filled[start : start + chunk]),
+            jnp.asarray(yahtzee_box[start : start + chunk]),
+            rules,
+        )
+        outputs.append((np.asarray(points, np.int8), np.asarray(legal), np.asarray(bonus)))
+    points, legal, bonus = (np.concatenate(parts) for parts in zip(*outputs, strict=True))
+    shape = (NUM_MASKS, NUM_FLAGS, NUM_ROLLS)
+    return (
+        points.reshape(*shape, NUM_CATEGORIES),
+        legal.reshape(*shape, NUM_CATEGORIES),
+        bonus.reshape(shape),
+    )
