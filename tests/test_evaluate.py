@@ -1,0 +1,223 @@
+"""The evaluation harness: batched play, determinism, the illegal-play check and the statistics."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax.agents import Agent, make_random_agent
+from yahtzee_jax.evaluate import (
+    SCORE_THRESHOLDS,
+    GameRecords,
+    IncompleteGameError,
+    _play_batch,
+    format_markdown,
+    format_terminal,
+    play_games,
+    report_tables,
+    summarize,
+)
+from yahtzee_jax.game import KEEP_ALL, NUM_CATEGORIES, NUM_KEEP_ACTIONS, State, legal_action_mask
+from yahtzee_jax.game.rules import RULE_VARIANTS, Category
+
+PLAIN = RULE_VARIANTS["plain"]
+
+
+def _preferred_box_act(params: jax.Array, state: State, key: jax.Array) -> jax.Array:
+    """Keep all dice; then score the legal box with the highest preference in `params`."""
+    legal_boxes = legal_action_mask(state, PLAIN)[NUM_KEEP_ACTIONS:]
+    box = jnp.argmax(jnp.where(legal_boxes, params, -jnp.inf))
+    return jnp.where(state.roll_index < 2, KEEP_ALL, NUM_KEEP_ACTIONS + box).astype(jnp.int32)
+
+
+def _keep_forever_act(params: None, state: State, key: jax.Array) -> jax.Array:
+    """Always 'keep all dice': illegal at every scoring decision, so no game ever ends."""
+    return jnp.int32(KEEP_ALL)
+
+
+def preferred_box_agent(preference: np.ndarray) -> Agent:
+    """An agent that never re-rolls and fills the boxes in the order given by `preference`."""
+    return Agent("preferred-box", _preferred_box_act, jnp.asarray(preference, jnp.float32), PLAIN)
+
+
+@pytest.fixture(scope="module")
+def random_records() -> GameRecords:
+    """1,000 games of the random agent under plain rules (one compile, batch 500)."""
+    return play_games(make_random_agent(PLAIN), 1000, seed=11, batch_size=500)
+
+
+def test_random_agent_plain_mean_matches_kang_schroeder(random_records: GameRecords) -> None:
+    """Random legal play under plain rules averages about 45.6 (seed 001, Table IV)."""
+    mean = random_records.total.mean()
+    stderr = random_records.total.std(ddof=1) / math.sqrt(random_records.num_games)
+    assert abs(mean - 45.635) < 4 * stderr
+    assert not random_records.upper_bonus.any()  # 63 in the upper boxes at random: never
+    assert (random_records.yahtzee_bonus_count == 0).all()  # plain rules pay no +100
+
+
+def test_records_are_consistent_per_game(random_records: GameRecords) -> None:
+    """Each game fills every box once, and the per-turn points add up to the box scores."""
+    assert (np.sort(random_records.turn_categories, axis=1) == np.arange(NUM_CATEGORIES)).all()
+    in_turn_order = np.take_along_axis(
+        random_records.box_scores, random_records.turn_categories, axis=1
+    )
+    np.testing.assert_array_equal(in_turn_order, random_records.turn_points)
+    np.testing.assert_array_equal(random_records.total, random_records.box_scores.sum(axis=1))
+
+
+def test_same_seed_same_games_whatever_the_batch_size(random_records: GameRecords) -> None:
+    """Game i depends only on (seed, i): 1,000 games in batches of 500 or 250 agree, a prefix
+    of 300 games (a padded last batch) equals the first 300, another seed differs."""
+    agent = make_random_agent(PLAIN)
+    again = play_games(agent, 1000, seed=11, batch_size=250)
+    for name in ("box_scores", "total", "turn_categories", "turn_points"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(random_records, name))
+    prefix = play_games(agent, 300, seed=11, batch_size=250)
+    np.testing.assert_array_equal(prefix.total, random_records.total[:300])
+    other_seed = play_games(agent, 300, seed=12, batch_size=250)
+    assert not np.array_equal(other_seed.total, prefix.total)
+
+
+def test_new_params_reuse_the_compiled_program() -> None:
+    """The params are traced: two preference orders play differently without a recompile."""
+    in_order = play_games(preferred_box_agent(-np.arange(13.0)), 64, seed=0, batch_size=64)
+    compiled = _play_batch._cache_size()
+    reversed_order = play_games(preferred_box_agent(np.arange(13.0)), 64, seed=0, batch_size=64)
+    assert _play_batch._cache_size() == compiled
+    np.testing.assert_array_equal(in_order.turn_categories, np.tile(np.arange(13), (64, 1)))
+    np.testing.assert_array_equal(
+        reversed_order.turn_categories, np.tile(np.arange(13)[::-1], (64, 1))
+    )
+    # Same seed, same first roll: the first box gets that roll's ones vs its chance points.
+    assert (in_order.turn_points[:, 0] <= 5).all()
+    assert (reversed_order.turn_points[:, 0] >= 5).all()
+
+
+def test_an_agent_playing_illegal_actions_is_caught() -> None:
+    """'Keep all' at a scoring decision is a no-op in the engine: the game never ends."""
+    agent = Agent("keep-forever", _keep_forever_act, None, PLAIN)
+    with pytest.raises(IncompleteGameError, match="8 of 8 games unfinished"):
+        play_games(agent, 8, seed=0)
+
+
+def _hand_made_records(
+    name: str,
+    totals: list[int],
+    first_categories: list[int],
+    first_points: list[int],
+    ones: list[int],
+) -> GameRecords:
+    """Four games; only the fields a test reads carry chosen values, the rest is zeros."""
+    games = len(totals)
+    turn_categories = np.zeros((games, NUM_CATEGORIES), np.int32)
+    for game, first in enumerate(first_categories):
+        turn_categories[game] = [first] + [c for c in range(NUM_CATEGORIES) if c != first]
+    turn_points = np.zeros((games, NUM_CATEGORIES), np.int32)
+    turn_points[:, 0] = first_points
+    box_scores = np.zeros((games, NUM_CATEGORIES), np.int32)
+    box_scores[:, Category.ONES] = ones
+    box_scores[:, Category.YAHTZEE] = [0, 0, 50, 50]
+    return GameRecords(
+        agent=name,
+        rules="official",
+        seed=3,
+        box_scores=box_scores,
+        total=np.array(totals, np.int32),
+        upper_bonus=np.array([False, True, True, False]),
+        yahtzee_bonus_count=np.array([0, 0, 0, 2], np.int32),
+        turn_categories=turn_categories,
+        turn_points=turn_points,
+    )
+
+
+@pytest.fixture
+def hand_made_summary() -> dict:
+    """Agent: totals 40, 150, 250, 520; first boxes chance (20 and 24 points), yahtzee (50) and
+    small straight (30); ones scored 1, 1, 2, 0. Optimal: ones always 4."""
+    chance, straight, yahtzee = Category.CHANCE, Category.SMALL_STRAIGHT, Category.YAHTZEE
+    agent = _hand_made_records(
+        "hand",
+        [40, 150, 250, 520],
+        [chance, chance, yahtzee, straight],
+        [20, 24, 50, 30],
+        ones=[1, 1, 2, 0],
+    )
+    optimal = _hand_made_records(
+        "optimal", [250, 250, 250, 250], [chance] * 4, [20] * 4, ones=[4, 4, 4, 4]
+    )
+    return summarize(agent, optimal)
+
+
+def test_summary_score_statistics(hand_made_summary: dict) -> None:
+    """Mean 240, median (150+250)/2, sample std sqrt(126600/3), stderr std/2, rates by hand."""
+    score = hand_made_summary["score"]
+    std = math.sqrt((200**2 + 90**2 + 10**2 + 280**2) / 3)
+    assert score == pytest.approx(
+        {"mean": 240.0, "stderr": std / 2, "std": std, "median": 200.0, "min": 40, "max": 520}
+    )
+    assert hand_made_summary["upper_bonus_rate"] == 0.5
+    assert hand_made_summary["yahtzee_rate"] == 0.5
+    assert hand_made_summary["mean_yahtzee_bonuses"] == 0.5
+    assert hand_made_summary["share_at_least_250"] == 0.5
+    expected = [0.75, 0.75, 0.75, 0.5, 0.5, 0.25, 0.25, 0.25, 0.0, 0.0]
+    assert hand_made_summary["p_score_at_least"] == dict(
+        zip(map(str, SCORE_THRESHOLDS), expected, strict=True)
+    )
+
+
+def test_summary_category_means_against_optimal(hand_made_summary: dict) -> None:
+    """Ones: 1.0 vs 4.0 = 25 %; bonuses: 35 * 0.5 and 100 * 0.5; an optimum of 0 gives None."""
+    means = hand_made_summary["category_means"]
+    assert means["ones"] == 1.0
+    assert means["yahtzee"] == 25.0
+    assert means["upper_bonus"] == 17.5
+    assert means["yahtzee_bonus"] == 50.0
+    percent = hand_made_summary["optimal"]["percent_of_optimal"]
+    assert percent["ones"] == 25.0
+    assert percent["yahtzee"] == 100.0
+    assert percent["chance"] is None  # the optimum scored 0 there: no ratio
+
+
+def test_summary_top_categories_by_turn(hand_made_summary: dict) -> None:
+    """Turn 1: chance in 2 of 4 games (median of 20 and 24 = 22), then the tie small straight /
+    yahtzee (1 game each) in box order; the first-category shares say the same."""
+    first_turn = hand_made_summary["turns"][0]
+    assert first_turn["turn"] == 1
+    assert first_turn["top_categories"] == [
+        {"category": "chance", "usage": 0.5, "median_score": 22.0},
+        {"category": "small_straight", "usage": 0.25, "median_score": 30.0},
+        {"category": "yahtzee", "usage": 0.25, "median_score": 50.0},
+    ]
+    shares = hand_made_summary["first_category"]
+    assert {name: share for name, share in shares.items() if share} == {
+        "chance": 0.5,
+        "small_straight": 0.25,
+        "yahtzee": 0.25,
+    }
+    assert len(hand_made_summary["turns"]) == 13
+
+
+def test_report_tables_render(hand_made_summary: dict) -> None:
+    """Both renderings carry the same figures: the mean, P(score >= 300) and ones' 25 %."""
+    tables = report_tables(hand_made_summary)
+    for text in (format_terminal(tables), format_markdown(tables, ["score_histogram.png"])):
+        assert "240.00" in text
+        assert "0.250000" in text
+        assert "25.0" in text
+    assert "![score_histogram](score_histogram.png)" in format_markdown(
+        tables, ["score_histogram.png"]
+    )
+
+
+def test_records_round_trip(tmp_path) -> None:
+    """Records saved to .npz load back equal (the optimal reference games are cached so)."""
+    records = _hand_made_records("hand", [1, 2, 3, 4], [0, 1, 2, 3], [1, 2, 3, 4], [1, 0, 0, 0])
+    records.save(tmp_path / "games.npz")
+    loaded = GameRecords.load(tmp_path / "games.npz")
+    assert (loaded.agent, loaded.rules, loaded.seed) == ("hand", "official", 3)
+    for name in ("box_scores", "total", "upper_bonus", "turn_categories", "turn_points"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(records, name))

@@ -1,0 +1,73 @@
+"""`yahtzee-jax evaluate`: the artifacts it writes and one-line errors for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from yahtzee_jax.cli import main
+from yahtzee_jax.evaluate import _reference_path, play_games, resolve_agent
+from yahtzee_jax.game.rules import RULE_VARIANTS
+
+SUMMARY_KEYS = {
+    "agent", "rules", "games", "seed", "score", "upper_bonus_rate", "yahtzee_rate",
+    "mean_yahtzee_bonuses", "share_at_least_250", "p_score_at_least", "category_means",
+    "turns", "first_category", "optimal", "seconds", "games_per_second",
+}  # fmt: skip
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private cache holding 'optimal' reference games for (plain, 200 games, seed 0).
+
+    They are random games under another seed: the test checks the plumbing, not the optimum.
+    """
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", str(cache))
+    plain = RULE_VARIANTS["plain"]
+    reference = play_games(resolve_agent("random", plain), 200, seed=99)
+    path = _reference_path(cache, plain, 200, 0)
+    path.parent.mkdir(parents=True)
+    reference.save(path)
+    return cache
+
+
+def test_evaluate_random_writes_json_markdown_and_pngs(tmp_path, cache_dir, capsys) -> None:
+    """200 random games: the terminal table, summary.json (also at --json), report.md, 3 PNGs,
+    and the cached reference games as the optimal column."""
+    out = tmp_path / "report"
+    json_path = tmp_path / "summary.json"
+    argv = ["evaluate", "random", "--games", "200", "--rules", "plain", "--seed", "0",
+            "--out", str(out), "--json", str(json_path), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "P(score >= n)" in printed and "% of optimal" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary) == SUMMARY_KEYS
+    assert json.loads(json_path.read_text()) == summary
+    assert (summary["agent"], summary["rules"], summary["games"]) == ("random", "plain", 200)
+    assert summary["optimal"]["games"] == 200 and summary["optimal"]["seed"] == 99
+    assert set(summary["optimal"]["percent_of_optimal"]) == set(summary["category_means"])
+    markdown = (out / "report.md").read_text()
+    for name in ("score_histogram.png", "category_scores.png", "first_category.png"):
+        assert (out / name).read_bytes().startswith(PNG_MAGIC)
+        assert f"]({name})" in markdown
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "nobody"], "unknown agent 'nobody'; choose one of: optimal, greedy1"),
+        (["evaluate", "random", "--games", "0"], "at least 1 (got 0)"),
+        (["evaluate", "random", "--rules", "house"], "unknown rules 'house'"),
+        (["evaluate", "missing/checkpoint"], "checkpoint"),
+    ],
+)
+def test_bad_input_is_one_line_and_nonzero(argv, message, capsys) -> None:
+    """Unknown agent, N < 1, unknown rules, unreadable checkpoint: exit 2, one stderr line."""
+    assert main([*argv, "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("yahtzee-jax evaluate: error:")
+    assert message in err
