@@ -46,7 +46,6 @@ HIGH_SCORE = 250
 TOP_CATEGORIES_PER_TURN = 3
 BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
 BONUS_NAMES = ("upper_bonus", "yahtzee_bonus")
-CACHE_ENV_VAR = "YAHTZEE_JAX_CACHE"
 
 
 class IncompleteGameError(RuntimeError):
@@ -294,11 +293,6 @@ def summarize(records: GameRecords, optimal_records: GameRecords | None = None) 
 # --------------------------------------------------------------------------------------------
 
 
-def default_cache_dir() -> Path:
-    """Cache root shared with the solver: `$YAHTZEE_JAX_CACHE` or `~/.cache/yahtzee_jax`."""
-    return Path(os.environ.get(CACHE_ENV_VAR) or Path.home() / ".cache" / "yahtzee_jax")
-
-
 def _solver():
     """The solver package, or a clear error if this build has none."""
     try:
@@ -356,6 +350,10 @@ def optimal_reference(
 
     None when the solver is not part of this build.
     """
+    try:
+        from yahtzee_jax.solver.solve import default_cache_dir
+    except ImportError:
+        return None
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = _reference_path(cache, rules, num_games, seed)
     if path.exists():
@@ -600,7 +598,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--cache-dir",
         default=None,
-        help=f"solver and reference-game cache (default ${CACHE_ENV_VAR} or ~/.cache/yahtzee_jax)",
+        help="solver and reference-game cache (default $YAHTZEE_JAX_CACHE or ~/.cache/yahtzee_jax)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.set_defaults(func=run)

@@ -1,0 +1,71 @@
+"""`yahtzee-jax bench evaluate`: games per second of the evaluation harness, compile time apart."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+from yahtzee_jax.errors import UserError
+
+DEFAULT_AGENTS = ("random", "greedy3", "optimal")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of the evaluation benchmark."""
+    parser.add_argument(
+        "--agents",
+        nargs="+",
+        default=list(DEFAULT_AGENTS),
+        help=f"agent specs to time (default: {' '.join(DEFAULT_AGENTS)})",
+    )
+    parser.add_argument("--games", type=int, default=8192, help="games per timed run")
+    parser.add_argument("--batch-size", type=int, default=4096, help="games per device batch")
+    parser.add_argument("--rules", default="official", help="rule variant (default official)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Time `play_games` for each agent: setup, first batch (compile + run), steady games/s."""
+    import jax
+
+    from yahtzee_jax.evaluate import check_num_games, format_terminal, play_games, resolve_agent
+    from yahtzee_jax.game.rules import DECISIONS_PER_GAME, get_rules
+
+    check_num_games(args.games)
+    rules = get_rules(args.rules)
+    batch_size = min(args.batch_size, args.games)
+    num_batches = math.ceil(args.games / batch_size)
+    rows = []
+    for spec in args.agents:
+        started = time.perf_counter()
+        try:
+            agent = resolve_agent(spec, rules)
+        except UserError as error:
+            print(f"skipping {spec}: {error}")
+            continue
+        setup = time.perf_counter() - started
+        started = time.perf_counter()
+        play_games(agent, batch_size, args.seed, batch_size=batch_size)
+        first_batch = time.perf_counter() - started
+        started = time.perf_counter()
+        play_games(agent, args.games, args.seed + 1, batch_size=batch_size)
+        steady = time.perf_counter() - started
+        per_batch = steady / num_batches
+        rows.append([
+            spec,
+            f"{setup:.2f}",
+            f"{max(first_batch - per_batch, 0.0):.2f}",
+            f"{per_batch:.3f}",
+            f"{args.games / steady:,.0f}",
+            f"{args.games * DECISIONS_PER_GAME / steady:,.0f}",
+        ])  # fmt: skip
+    header = ["agent", "setup s", "compile s", "s/batch", "games/s", "decisions/s"]
+    title = (
+        f"play_games throughput: {rules.name} rules, {args.games:,} games in batches of "
+        f"{batch_size:,} on {jax.devices()[0].platform} ({jax.device_count()} device)"
+    )
+    print(format_terminal([(title, header, rows)]))
+    print("setup: building the agent (solve or load a value table); compile: first batch minus a "
+          "steady batch")  # fmt: skip
+    return 0
