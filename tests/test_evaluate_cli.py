@@ -7,7 +7,7 @@ import json
 import pytest
 
 from yahtzee_jax.cli import main
-from yahtzee_jax.evaluate import _reference_path, play_games, resolve_agent
+from yahtzee_jax.evaluate import play_games, reference_path, resolve_agent
 from yahtzee_jax.game.rules import RULE_VARIANTS
 
 SUMMARY_KEYS = {
@@ -28,7 +28,7 @@ def cache_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", str(cache))
     plain = RULE_VARIANTS["plain"]
     reference = play_games(resolve_agent("random", plain), 200, seed=99)
-    path = _reference_path(cache, plain, 200, 0)
+    path = reference_path(plain, 200, 0)
     path.parent.mkdir(parents=True)
     reference.save(path)
     return cache

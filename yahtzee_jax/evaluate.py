@@ -334,8 +334,16 @@ def resolve_agent(
     )
 
 
-def _reference_path(cache_dir: Path, rules: Rules, num_games: int, seed: int) -> Path:
-    return cache_dir / "reference_games" / f"optimal_{rules.name}_{num_games}g_seed{seed}.npz"
+def reference_path(
+    rules: Rules, num_games: int, seed: int, cache_dir: str | os.PathLike | None = None
+) -> Path | None:
+    """Cache file of the optimal agent's games for (rules, games, seed); None without a solver."""
+    try:
+        from yahtzee_jax.solver import default_cache_dir
+    except ImportError:
+        return None
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return cache / "reference_games" / f"optimal_{rules.name}_{num_games}g_seed{seed}.npz"
 
 
 def optimal_reference(
@@ -348,30 +356,24 @@ def optimal_reference(
 ) -> GameRecords | None:
     """Games of the optimal agent for comparison, cached on disk by rules/games/seed.
 
-    None when the solver is not part of this build.
+    Solves the rules first if their value table is not cached. None without a solver.
     """
-    try:
-        from yahtzee_jax.solver.solve import default_cache_dir
-    except ImportError:
+    path = reference_path(rules, num_games, seed, cache_dir)
+    if path is None:
         return None
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    path = _reference_path(cache, rules, num_games, seed)
     if path.exists():
         return GameRecords.load(path)
-    try:
-        from yahtzee_jax.solver import make_optimal_agent
-    except ImportError:
-        return None
-    records = play_games(
-        make_optimal_agent(rules, cache_dir=cache_dir),
-        num_games,
-        seed,
-        batch_size=batch_size,
-        progress=progress,
-    )
+    from yahtzee_jax.solver import make_optimal_agent
+
+    agent = make_optimal_agent(rules, cache_dir=cache_dir)
+    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    _save_reference(records, path)
+    return records
+
+
+def _save_reference(records: GameRecords, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     records.save(path)
-    return records
 
 
 # --------------------------------------------------------------------------------------------
@@ -498,7 +500,9 @@ def format_markdown(tables: list[Table], images: list[str] = ()) -> str:
         ]
         lines += ["| " + " | ".join(row) + " |" for row in rows]
         parts.append("\n".join(lines))
-    parts += [f"![{Path(image).stem}]({image})" for image in images]
+    if images:
+        parts.append("## Plots")
+        parts += [f"![{Path(image).stem}]({image})" for image in images]
     return "\n\n".join(parts) + "\n"
 
 
@@ -530,8 +534,11 @@ def evaluate(
     elapsed = time.perf_counter() - started
     optimal_records = None
     if compare_optimal:
-        if agent.name == "optimal":
+        if agent.name == "optimal":  # it is its own reference; keep it for other agents
             optimal_records = records
+            path = reference_path(agent.rules, num_games, seed, cache_dir)
+            if path is not None and not path.exists():
+                _save_reference(records, path)
         else:
             optimal_records = optimal_reference(
                 agent.rules, num_games, seed, cache_dir, batch_size=batch_size, progress=progress
