@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.game import State, legal_action_mask
+from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 
 # act(params, state, key) -> int32 action, for ONE unbatched state; pure and jittable.
@@ -32,10 +32,26 @@ class Agent:
     rules: Rules = OFFICIAL
 
 
-def _random_act(params: Any, state: State, key: jax.Array) -> jax.Array:
-    rules = params  # static rules are folded in by `make_random_agent` below
-    logits = jnp.where(legal_action_mask(state, rules), 0.0, -jnp.inf)
-    return jax.random.categorical(key, logits).astype(jnp.int32)
+def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.Array:
+    """A uniformly random legal action from 32 random uint32 bits (one draw, not one per action).
+
+    Uses the engine's mask structure: at a keep decision all 32 keep actions are legal (so the
+    action is `bits % 32`); at a score decision only boxes are, and the `bits % count`-th legal
+    box is taken (bias below 1e-8). A cumsum over 13 boxes instead of 45 actions is much cheaper
+    on the CPU.
+    """
+    box_mask = legal_mask[NUM_KEEP_ACTIONS:]
+    cumulative = jnp.cumsum(box_mask, dtype=jnp.uint32)
+    index = random_bits % jnp.maximum(cumulative[-1], 1)
+    box_action = NUM_KEEP_ACTIONS + jnp.argmax(cumulative > index)
+    keep_action = random_bits % NUM_KEEP_ACTIONS
+    return jnp.where(legal_mask[0], keep_action, box_action).astype(jnp.int32)
+
+
+def _random_act(rules: Rules, state: State, key: jax.Array) -> jax.Array:
+    return uniform_legal_action(
+        legal_action_mask(state, rules), jax.random.bits(key, (), jnp.uint32)
+    )
 
 
 _RANDOM_ACTS: dict[Rules, Policy] = {}

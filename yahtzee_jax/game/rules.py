@@ -126,16 +126,21 @@ def base_scores(counts: jax.Array) -> jax.Array:
     return jnp.concatenate([counts * _FACES, lower]).astype(jnp.int32)
 
 
+# What a Joker five of a kind scores in Full House and the straights (0 = box not affected).
+_JOKER_VALUES = (
+    jnp.zeros(NUM_CATEGORIES, jnp.int32)
+    .at[Category.FULL_HOUSE]
+    .set(FULL_HOUSE_SCORE)
+    .at[Category.SMALL_STRAIGHT]
+    .set(SMALL_STRAIGHT_SCORE)
+    .at[Category.LARGE_STRAIGHT]
+    .set(LARGE_STRAIGHT_SCORE)
+)
+
+
 def _with_joker_values(scores: jax.Array) -> jax.Array:
     """Full House and both straights at full value (a Joker five of a kind)."""
-    return (
-        scores.at[Category.FULL_HOUSE]
-        .set(FULL_HOUSE_SCORE)
-        .at[Category.SMALL_STRAIGHT]
-        .set(SMALL_STRAIGHT_SCORE)
-        .at[Category.LARGE_STRAIGHT]
-        .set(LARGE_STRAIGHT_SCORE)
-    )
+    return jnp.where(_JOKER_VALUES > 0, _JOKER_VALUES, scores)
 
 
 def score_options(
@@ -158,8 +163,9 @@ def score_options(
     open_boxes = ~filled
     is_yahtzee = jnp.max(counts) == 5
     joker_roll = is_yahtzee & filled[Category.YAHTZEE]
-    face_index = jnp.argmax(counts)
-    matching_upper_filled = filled[face_index]
+    # One-hot masks instead of gathers: vmapped gathers are slow on CPU.
+    matching_upper = jnp.concatenate([counts == 5, jnp.zeros(NUM_CATEGORIES - NUM_UPPER, bool)])
+    matching_upper_filled = jnp.any(matching_upper & filled)
     if rules.joker is Joker.NONE:
         points, legal = scores, open_boxes
     elif rules.joker is Joker.FREE:
@@ -170,7 +176,7 @@ def score_options(
         any_lower_open = jnp.any(open_boxes & _IS_LOWER)
         joker_legal = jnp.where(
             ~matching_upper_filled,
-            jnp.arange(NUM_CATEGORIES) == face_index,
+            matching_upper,
             jnp.where(any_lower_open, open_boxes & _IS_LOWER, open_boxes),
         )
         legal = jnp.where(joker_roll, joker_legal, open_boxes)
