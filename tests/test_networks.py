@@ -1,0 +1,106 @@
+"""Network output shapes, the 45-action policy and its masking (Joker included)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax.config import FeatureConfig, NetworkConfig
+from yahtzee_jax.features import feature_size, features
+from yahtzee_jax.game import NUM_ACTIONS, OFFICIAL, Category, State, legal_action_mask
+from yahtzee_jax.networks import (
+    YahtzeeNet,
+    entropy,
+    init_params,
+    make_network_agent,
+    policy_log_probs,
+)
+
+FEATURES = FeatureConfig()
+SMALL = NetworkConfig(hidden_size=16, upper_head=True)
+
+
+@pytest.fixture(scope="module")
+def params() -> dict:
+    """Small network weights shared by the tests."""
+    return init_params(SMALL, FEATURES, jax.random.PRNGKey(0))
+
+
+def joker_state(filled: list[Category]) -> State:
+    """Five sixes at the scoring decision, the Yahtzee box holding 50, `filled` boxes used."""
+    scores = jnp.zeros(13, jnp.int32).at[Category.YAHTZEE].set(50)
+    used = jnp.zeros(13, bool).at[Category.YAHTZEE].set(True)
+    for category in filled:
+        used = used.at[category].set(True)
+    return State(dice=jnp.int32([6] * 5), roll_index=jnp.int32(2), scores=scores, filled=used)
+
+
+@pytest.mark.parametrize("roll_head", ["categorical", "bernoulli"])
+def test_output_shapes_and_normalised_roll_head(roll_head):
+    """Batch of 7: roll log-probs [7, 32] summing to 1 (also for 5 Bernoulli dice), score
+    logits [7, 13], value / upper [7]; the value head's ELU keeps values above -1."""
+    config = NetworkConfig(hidden_size=16, roll_head=roll_head, upper_head=True)
+    weights = init_params(config, FEATURES, jax.random.PRNGKey(1))
+    x = jax.random.normal(jax.random.PRNGKey(2), (7, feature_size(FEATURES)))
+    output = YahtzeeNet(config).apply(
+        {"params": weights}, x, train=True, rngs={"dropout": jax.random.PRNGKey(3)}
+    )
+    assert output.roll_log_probs.shape == (7, 32)
+    assert output.score_logits.shape == (7, 13)
+    assert output.value.shape == output.upper.shape == (7,)
+    np.testing.assert_allclose(jnp.exp(output.roll_log_probs).sum(-1), 1.0, rtol=1e-5)
+    assert bool(jnp.all(output.value > -1.0))
+
+
+@pytest.mark.parametrize(
+    ("filled", "legal_boxes"),
+    [
+        ([], [Category.SIXES]),  # forced Joker: the matching upper box
+        ([Category.SIXES], [6, 7, 8, 9, 10, 12]),  # then any open lower box
+    ],
+)
+def test_illegal_category_never_sampled_under_joker(params, filled, legal_boxes):
+    """Forced-Joker positions: 4,000 samples of the policy land only on legal boxes, even with
+    the score head's bias pushed hard towards the used Yahtzee box; argmax obeys the mask too."""
+    state = joker_state(filled)
+    biased = jax.tree.map(lambda x: x, params)
+    head = [name for name in params if name.startswith("Dense")][1]  # the score output layer
+    assert params[head]["bias"].shape == (13,)
+    biased[head] = {**params[head], "bias": params[head]["bias"].at[Category.YAHTZEE].set(50)}
+    legal = legal_action_mask(state, OFFICIAL)
+    x = features(state, FEATURES, OFFICIAL)
+    for weights in (params, biased):
+        output = YahtzeeNet(SMALL).apply({"params": weights}, x)
+        log_probs = policy_log_probs(output, legal, state.roll_index)
+        samples = jax.random.categorical(jax.random.PRNGKey(4), log_probs, shape=(4000,))
+        assert set(np.unique(samples - 32).tolist()) <= set(int(c) for c in legal_boxes)
+        agent = make_network_agent(weights, SMALL, FEATURES, OFFICIAL, "test")
+        assert int(agent.act(weights, state, jax.random.PRNGKey(0))) - 32 in legal_boxes
+
+
+def test_keep_decisions_only_use_keep_actions(params):
+    """At a keep decision the policy puts all mass on the 32 keep patterns; entropies finite."""
+    state = State(dice=jnp.int32([1, 2, 3, 4, 6]))
+    output = YahtzeeNet(SMALL).apply({"params": params}, features(state, FEATURES, OFFICIAL))
+    log_probs = policy_log_probs(output, legal_action_mask(state, OFFICIAL), state.roll_index)
+    assert log_probs.shape == (NUM_ACTIONS,)
+    assert bool(jnp.all(jnp.isneginf(log_probs[32:])))
+    np.testing.assert_allclose(jnp.exp(log_probs[:32]).sum(), 1.0, rtol=1e-5)
+    assert 0.0 < float(entropy(log_probs)) <= np.log(32) + 1e-5
+
+
+def test_gradient_through_masked_policy_is_finite(params):
+    """-inf masks must not leak NaNs into gradients of log-probs and entropy."""
+    state = joker_state([Category.SIXES])
+    x = features(state, FEATURES, OFFICIAL)
+    legal = legal_action_mask(state, OFFICIAL)
+
+    def objective(weights: dict) -> jax.Array:
+        output = YahtzeeNet(SMALL).apply({"params": weights}, x)
+        log_probs = policy_log_probs(output, legal, state.roll_index)
+        return log_probs[32 + Category.CHANCE] + entropy(log_probs)
+
+    grads = jax.grad(objective)(params)
+    assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))

@@ -1,0 +1,101 @@
+"""The network's input: a flat float32 vector computed from one engine `State` (paper section 4.1).
+
+Layout, in this order, each group present only when switched on in `FeatureConfig`
+(all on, ``dice="combined"``: 30 + 6 + 13 + 1 + 3 + 1 + 1 + 6 + 13 = 74 inputs):
+
+====================  =====  =============================================================
+group                 size   value
+====================  =====  =============================================================
+dice one-hot          30     die i (sorted ascending) one-hot over faces 1..6, die-major
+dice counts           6      number of dice showing face 1..6, divided by 5
+category open         13     1 while the box is open
+upper progress        1      min(upper total / 63, 1)
+roll index            3      one-hot of the decision in the turn: keep, keep, score
+game progress         1      boxes used / 12 (the paper's t / 12)
+joker                 1      1 if the dice are a Joker (five of a kind, Yahtzee box used,
+                             Joker rules on)
+lock-in               6      1 if upper box k is open and scoring it now reaches 63
+potential scores      13     points the dice would get in each legal box / box maximum
+                             (`CATEGORY_MAX_SCORES`), 0 for used or Joker-forbidden boxes
+====================  =====  =============================================================
+
+Scores come from `rules.score_options`, so Joker values and Joker legality follow the variant.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.game.engine import State, current_score_options, turn_index, upper_total
+from yahtzee_jax.game.rules import (
+    CATEGORY_MAX_SCORES,
+    DECISIONS_PER_TURN,
+    NUM_CATEGORIES,
+    NUM_DICE,
+    NUM_FACES,
+    NUM_TURNS,
+    NUM_UPPER,
+    UPPER_BONUS_THRESHOLD,
+    Category,
+    Joker,
+    Rules,
+    face_counts,
+)
+
+_MAX_SCORES = jnp.asarray(CATEGORY_MAX_SCORES, jnp.float32)
+
+
+def feature_groups(config: FeatureConfig) -> list[tuple[str, int]]:
+    """The (name, size) of each group in the vector, in order."""
+    groups = []
+    if config.dice in ("onehot", "combined"):
+        groups.append(("dice_onehot", NUM_DICE * NUM_FACES))
+    if config.dice in ("counts", "combined"):
+        groups.append(("dice_counts", NUM_FACES))
+    optional = [
+        ("category_open", config.category_open, NUM_CATEGORIES),
+        ("upper_progress", config.upper_progress, 1),
+        ("roll_index", config.roll_index, DECISIONS_PER_TURN),
+        ("game_progress", config.game_progress, 1),
+        ("joker", config.joker, 1),
+        ("lock_in", config.lock_in, NUM_UPPER),
+        ("potential_scores", config.potential_scores, NUM_CATEGORIES),
+    ]
+    groups.extend((name, size) for name, enabled, size in optional if enabled)
+    return groups
+
+
+def feature_size(config: FeatureConfig) -> int:
+    """Length of the feature vector."""
+    return sum(size for _, size in feature_groups(config))
+
+
+def features(state: State, config: FeatureConfig, rules: Rules) -> jax.Array:
+    """Feature vector (float32[feature_size]) of one unbatched state; `vmap` it for batches."""
+    counts = face_counts(state.dice)
+    points, legal, _ = current_score_options(state, rules)
+    upper = upper_total(state)
+    joker = (
+        (jnp.max(counts) == NUM_DICE) & state.filled[Category.YAHTZEE] & (rules.joker != Joker.NONE)
+    )
+    upper_open = ~state.filled[:NUM_UPPER]
+    values = {
+        "dice_onehot": jax.nn.one_hot(state.dice - 1, NUM_FACES).reshape(-1),
+        "dice_counts": counts / NUM_DICE,
+        "category_open": ~state.filled,
+        "upper_progress": jnp.minimum(upper / UPPER_BONUS_THRESHOLD, 1.0)[None],
+        "roll_index": jax.nn.one_hot(state.roll_index, DECISIONS_PER_TURN),
+        "game_progress": (turn_index(state) / (NUM_TURNS - 1))[None],
+        "joker": joker[None],
+        "lock_in": upper_open & (upper + points[:NUM_UPPER] >= UPPER_BONUS_THRESHOLD),
+        "potential_scores": jnp.where(legal, points / _MAX_SCORES, 0.0),
+    }
+    parts = [values[name].astype(jnp.float32) for name, _ in feature_groups(config)]
+    return jnp.concatenate(parts)
+
+
+def batch_features(state: State, config: FeatureConfig, rules: Rules) -> jax.Array:
+    """Features of a batch of states (leading axis) -> float32[batch, feature_size]."""
+    return jax.vmap(lambda one: features(one, config, rules))(state)

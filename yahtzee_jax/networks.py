@@ -1,0 +1,151 @@
+"""The paper's actor-critic network (section 4.3) and the policy it defines over the 45 actions.
+
+Block = Dense -> activation -> LayerNorm -> Dropout (the order of the paper's code). The trunk is
+`trunk_layers` blocks; each head adds one hidden block and a linear output:
+
+- roll head: 32 logits, one per keep pattern (categorical), or 5 per-die keep logits (Bernoulli),
+  turned into the exact log-probabilities of the 32 patterns so both share one code path;
+- score head: 13 logits; used or Joker-forbidden boxes are masked to -inf before the softmax;
+- value head: block without dropout -> Dense(1) -> ELU (values are never far below 0);
+- optional upper head: block -> Dense(1), the predicted normalised final upper total.
+
+`policy_log_probs` merges both heads into one categorical over the engine's 45 actions: keep
+actions at roll decisions, legal boxes at the scoring decision.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.config import FeatureConfig, NetworkConfig
+from yahtzee_jax.features import feature_size, features
+from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask
+from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_DICE, NUM_KEEP_ACTIONS, Rules
+
+ACTIVATIONS = {"swish": nn.swish, "relu": nn.relu}
+# KEEP_BITS[a, i] = 1 if keep pattern a keeps sorted die i.
+KEEP_BITS = ((jnp.arange(NUM_KEEP_ACTIONS)[:, None] >> jnp.arange(NUM_DICE)) & 1).astype(
+    jnp.float32
+)
+_small_init = nn.initializers.variance_scaling(0.01, "fan_in", "truncated_normal")
+
+
+class NetworkOutput(NamedTuple):
+    """Raw head outputs for a batch: roll_log_probs[..., 32] (normalised), score_logits[..., 13],
+    value[...], upper[...] (zeros without the upper head)."""
+
+    roll_log_probs: jax.Array
+    score_logits: jax.Array
+    value: jax.Array
+    upper: jax.Array
+
+
+class Block(nn.Module):
+    """Dense -> activation -> optional LayerNorm -> optional Dropout."""
+
+    width: int
+    activation: str
+    layer_norm: bool
+    dropout: float
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool) -> jax.Array:
+        """Apply the block."""
+        x = ACTIVATIONS[self.activation](nn.Dense(self.width)(x))
+        if self.layer_norm:
+            x = nn.LayerNorm()(x)
+        if self.dropout > 0:
+            x = nn.Dropout(self.dropout, deterministic=not train)(x)
+        return x
+
+
+class YahtzeeNet(nn.Module):
+    """Shared trunk, roll / score / value (/ upper) heads, each with one hidden block."""
+
+    config: NetworkConfig
+
+    def _block(self, dropout: bool = True) -> Block:
+        config = self.config
+        rate = config.dropout if dropout else 0.0
+        return Block(config.hidden_size, config.activation, config.layer_norm, rate)
+
+    @nn.compact
+    def __call__(self, x: jax.Array, train: bool = False) -> NetworkOutput:
+        """Map features[..., F] to the head outputs; `train` turns dropout on (rng "dropout")."""
+        for _ in range(self.config.trunk_layers):
+            x = self._block()(x, train)
+        roll_hidden = self._block()(x, train)
+        if self.config.roll_head == "categorical":
+            roll_logits = nn.Dense(NUM_KEEP_ACTIONS, kernel_init=_small_init)(roll_hidden)
+            roll_log_probs = jax.nn.log_softmax(roll_logits)
+        else:
+            keep_logits = nn.Dense(NUM_DICE, kernel_init=_small_init)(roll_hidden)
+            log_keep, log_reroll = jax.nn.log_sigmoid(keep_logits), jax.nn.log_sigmoid(-keep_logits)
+            roll_log_probs = log_keep @ KEEP_BITS.T + log_reroll @ (1.0 - KEEP_BITS).T
+        score_logits = nn.Dense(NUM_CATEGORIES, kernel_init=_small_init)(self._block()(x, train))
+        value = nn.elu(nn.Dense(1)(self._block(dropout=False)(x, train)))[..., 0]
+        if self.config.upper_head:
+            upper = nn.Dense(1)(self._block()(x, train))[..., 0]
+        else:
+            upper = jnp.zeros_like(value)
+        return NetworkOutput(roll_log_probs, score_logits, value, upper)
+
+
+def init_params(config: NetworkConfig, features_config: FeatureConfig, key: jax.Array) -> dict:
+    """Fresh network parameters."""
+    dummy = jnp.zeros((1, feature_size(features_config)), jnp.float32)
+    return YahtzeeNet(config).init(key, dummy)["params"]
+
+
+def policy_log_probs(
+    output: NetworkOutput, legal_mask: jax.Array, roll_index: jax.Array
+) -> jax.Array:
+    """Log-probabilities over the 45 actions (-inf where impossible), batched over leading axes."""
+    keeping = (roll_index < LAST_ROLL)[..., None]
+    legal_boxes = legal_mask[..., NUM_KEEP_ACTIONS:]
+    score_log_probs = jax.nn.log_softmax(jnp.where(legal_boxes, output.score_logits, -jnp.inf))
+    minus_inf_keep = jnp.full_like(output.roll_log_probs, -jnp.inf)
+    minus_inf_score = jnp.full_like(score_log_probs, -jnp.inf)
+    roll_part = jnp.concatenate([output.roll_log_probs, minus_inf_score], axis=-1)
+    score_part = jnp.concatenate([minus_inf_keep, score_log_probs], axis=-1)
+    return jnp.where(keeping, roll_part, score_part)
+
+
+def entropy(log_probs: jax.Array) -> jax.Array:
+    """Entropy of categorical distributions given log-probabilities (-inf entries allowed)."""
+    finite = jnp.isfinite(log_probs)
+    safe = jnp.where(finite, log_probs, 0.0)
+    return -jnp.sum(jnp.where(finite, jnp.exp(safe) * safe, 0.0), axis=-1)
+
+
+_AGENT_ACTS: dict[tuple, object] = {}
+
+
+def make_act(config: NetworkConfig, features_config: FeatureConfig, rules: Rules):
+    """The argmax policy for one unbatched state; one function object per configuration."""
+    cache_key = (config, features_config, rules)
+    if cache_key not in _AGENT_ACTS:
+        network = YahtzeeNet(config)
+
+        def act(params: dict, state: State, key: jax.Array) -> jax.Array:
+            x = features(state, features_config, rules)
+            output = network.apply({"params": params}, x, train=False)
+            log_probs = policy_log_probs(output, legal_action_mask(state, rules), state.roll_index)
+            return jnp.argmax(log_probs).astype(jnp.int32)
+
+        _AGENT_ACTS[cache_key] = act
+    return _AGENT_ACTS[cache_key]
+
+
+def make_network_agent(
+    params: dict, config: NetworkConfig, features_config: FeatureConfig, rules: Rules, name: str
+) -> Agent:
+    """A trained network as an `Agent` (argmax actions, dropout off)."""
+    return Agent(
+        name=name, act=make_act(config, features_config, rules), params=params, rules=rules
+    )
