@@ -1,0 +1,59 @@
+# The two commands a fresh machine needs: `make train` and `make test`.
+# Both create (or refresh) the virtual environment in .venv first.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PRESET ?= paper-a2c
+OUT ?= runs/$(PRESET)
+ARGS ?=
+STAMP := $(VENV)/.installed
+
+.PHONY: setup train test test-slow test-all lint format bench solve clean help
+
+help:
+	@echo "make train [PRESET=paper-a2c|quick] [ARGS='--set optim.lr=3e-4']  train (resumes if $(OUT) has checkpoints)"
+	@echo "make test                    fast test suite (a few minutes on 2 CPU cores)"
+	@echo "make test-slow / test-all    the slow tests only / everything"
+	@echo "make lint | format           ruff check + format check | apply ruff format"
+	@echo "make bench                   engine benchmark (bench env); see README for the others"
+	@echo "make solve RULES=official    exact optimum for a rule variant"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# An interrupted run (Ctrl-C, a killed process) picks up from its last checkpoint.
+train: setup
+	$(BIN)/yahtzee-jax train --preset $(PRESET) --out $(OUT) \
+		$(if $(wildcard $(OUT)/checkpoints),--resume,) $(ARGS)
+
+test: setup
+	$(BIN)/pytest -n 2 --dist loadfile
+
+test-slow: setup
+	$(BIN)/pytest -m slow
+
+test-all: setup
+	$(BIN)/pytest -m "slow or not slow" -n 2 --dist loadfile
+
+lint: setup
+	$(BIN)/ruff check yahtzee_jax tests experiments
+	$(BIN)/ruff format --check yahtzee_jax tests experiments
+
+format: setup
+	$(BIN)/ruff format yahtzee_jax tests experiments
+
+bench: setup
+	$(BIN)/yahtzee-jax bench env
+
+RULES ?= official
+solve: setup
+	$(BIN)/yahtzee-jax solve --rules $(RULES)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
