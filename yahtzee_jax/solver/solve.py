@@ -236,12 +236,16 @@ def solve(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
     use_cache: bool = True,
+    force: bool = False,
 ) -> SolveResult:
-    """Solve a rule variant exactly, or load its value table from the disk cache."""
+    """Solve a rule variant exactly, or load its value table from the disk cache.
+
+    `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it.
+    """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
     start = time.perf_counter()
-    table = _load(path) if use_cache else None
+    table = _load(path) if use_cache and not force else None
     from_cache = table is not None
     if table is None:
         table = solve_value_table(rules, progress=progress)

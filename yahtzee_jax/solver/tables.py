@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from types import ModuleType
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -130,15 +132,18 @@ def filled_to_mask(filled: np.ndarray) -> np.ndarray:
     return np.sum(np.asarray(filled, dtype=np.int64) << np.arange(NUM_CATEGORIES), axis=-1)
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _score_all_rolls(
+def score_all_rolls(
     filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`score_options` of every roll for a batch of cards: ([B,252,13], [B,252,13], [B,252])."""
-    counts = face_counts(jnp.asarray(ROLLS))
+    """`score_options` of all 252 rolls against one card: ([252, 13], [252, 13], [252])."""
     per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
-    per_card = jax.vmap(per_roll, in_axes=(None, 0, 0, None))
-    return per_card(counts, filled, yahtzee_box, rules)
+    return per_roll(face_counts(jnp.asarray(ROLLS)), filled, yahtzee_box, rules)
+
+
+# `score_all_rolls` for a batch of cards, compiled: ([B, 252, 13], [B, 252, 13], [B, 252]).
+score_all_rolls_of_cards = jax.jit(
+    jax.vmap(score_all_rolls, in_axes=(0, 0, None)), static_argnums=2
+)
 
 
 @functools.lru_cache(maxsize=4)
@@ -154,7 +159,7 @@ def score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     chunk = 2048  # fixed size: one compilation, bounded memory
     outputs = []
     for start in range(0, len(filled), chunk):
-        points, legal, bonus = _score_all_rolls(
+        points, legal, bonus = score_all_rolls_of_cards(
             jnp.asarray(filled[start : start + chunk]),
             jnp.asarray(yahtzee_box[start : start + chunk]),
             rules,
@@ -167,3 +172,12 @@ def score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         legal.reshape(*shape, NUM_CATEGORIES),
         bonus.reshape(shape),
     )
+
+
+def dice_code(dice: Any, xp: ModuleType = np) -> Any:
+    """Base-6 code (0..7775) of five sorted dice; `ROLL_OF_CODE` maps it to the roll index."""
+    return xp.sum((dice - 1) * NUM_FACES ** xp.arange(NUM_DICE), axis=-1)
+
+
+ROLL_OF_CODE = np.full(NUM_FACES**NUM_DICE, -1, dtype=np.int32)  # -1: unsorted dice
+ROLL_OF_CODE[dice_code(ROLLS)] = np.arange(NUM_ROLLS)

@@ -1,0 +1,201 @@
+"""The optimal advisor: expected final score of any position and the value of each action.
+
+A position is an engine `State` (mid-turn too). Values are optimal expected final scores (score
+so far, bonuses included), computed in NumPy float64 from the solved value table of the rules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.engine import LAST_ROLL, State, total_score
+from yahtzee_jax.game.rules import (
+    CATEGORY_NAMES,
+    NUM_ACTIONS,
+    NUM_CATEGORIES,
+    NUM_DICE,
+    NUM_FACES,
+    NUM_KEEP_ACTIONS,
+    YAHTZEE_SCORE,
+    Category,
+    Rules,
+    base_scores,
+    get_rules,
+)
+from yahtzee_jax.solver.position import turn_values
+from yahtzee_jax.solver.solve import SolveResult, solve
+from yahtzee_jax.solver.tables import ROLL_COUNTS, roll_index_of, score_all_rolls_of_cards
+from yahtzee_jax.solver.widget import keep_action_values
+
+
+@dataclasses.dataclass(frozen=True)
+class ActionValues:
+    """What the optimal advisor says about one position.
+
+    `action_values[a]` is the optimal expected final score after action `a` (engine numbering:
+    keep masks 0..31, then 32 + box), NaN where `a` is not legal here.
+    """
+
+    rules: Rules
+    dice: tuple[int, ...]
+    roll_index: int
+    score_so_far: int
+    value: float  # optimal expected final score from this position
+    action_values: np.ndarray  # float64[45]
+    best_action: int
+
+    def legal_actions(self) -> np.ndarray:
+        """Indices of the legal actions, best first."""
+        legal = np.flatnonzero(~np.isnan(self.action_values))
+        return legal[np.argsort(-self.action_values[legal], kind="stable")]
+
+    def describe(self, top: int | None = None) -> str:
+        """A readable table: the position's value and its best actions (same keeps merged)."""
+        lines = [
+            f"rules {self.rules.name}; dice {' '.join(map(str, self.dice))}; "
+            f"roll index {self.roll_index} ({LAST_ROLL - self.roll_index} re-rolls left); "
+            f"score so far {self.score_so_far}",
+            f"optimal expected final score: {self.value:.6f}",
+            "expected final score after each action, best first:",
+        ]
+        shown: set[str] = set()
+        for action in self.legal_actions():
+            label = _action_label(int(action), self.dice)
+            if label in shown:  # another mask keeping the same dice
+                continue
+            shown.add(label)
+            marker = "  <- best" if action == self.best_action else ""
+            lines.append(f"  {label:<26} {self.action_values[action]:.6f}{marker}")
+            if top is not None and len(shown) >= top:
+                break
+        return "\n".join(lines)
+
+
+def _action_label(action: int, dice: tuple[int, ...]) -> str:
+    if action >= NUM_KEEP_ACTIONS:
+        return f"score {CATEGORY_NAMES[action - NUM_KEEP_ACTIONS]}"
+    kept = [str(dice[i]) for i in range(NUM_DICE) if action >> i & 1]
+    if len(kept) == NUM_DICE:
+        return "keep all"
+    return f"keep {' '.join(kept)}" if kept else "re-roll all"
+
+
+@functools.cache
+def possible_box_points() -> tuple[frozenset[int], ...]:
+    """Points each box can hold: what some roll scores there, or 0 (scratched)."""
+    table = np.asarray(jax.vmap(base_scores)(jnp.asarray(ROLL_COUNTS)))
+    return tuple(frozenset({0, *table[:, box].tolist()}) for box in range(NUM_CATEGORIES))
+
+
+def check_position(state: State, rules: Rules) -> None:
+    """Raise `UserError` unless `state` is a position of a game (or last turn) that can go on."""
+    dice = np.asarray(state.dice)
+    filled = np.asarray(state.filled)
+    scores = np.asarray(state.scores)
+    if bool(state.terminated) or filled.all():
+        raise UserError("the game is over: every box is filled")
+    if dice.shape != (NUM_DICE,) or not ((dice >= 1) & (dice <= NUM_FACES)).all():
+        raise UserError(f"need five dice with faces 1..{NUM_FACES}, got {dice.tolist()}")
+    if (np.diff(dice) < 0).any():
+        raise UserError(f"the dice of a state are sorted ascending, got {dice.tolist()}")
+    if int(state.roll_index) not in range(LAST_ROLL + 1):
+        raise UserError(f"roll index must be 0, 1 or 2, got {int(state.roll_index)}")
+    for box, name in enumerate(CATEGORY_NAMES):
+        points = int(scores[box])
+        if not filled[box] and points != 0:
+            raise UserError(f"box {name} is open but holds {points} points")
+        if filled[box] and points not in possible_box_points()[box]:
+            raise UserError(f"box {name} cannot hold {points} points")
+    bonus_count = int(state.yahtzee_bonus_count)
+    if bonus_count < 0:
+        raise UserError(f"the Yahtzee bonus count cannot be negative, got {bonus_count}")
+    if bonus_count and not (rules.yahtzee_bonus and scores[Category.YAHTZEE] == YAHTZEE_SCORE):
+        raise UserError("Yahtzee bonuses need the bonus rule and 50 in the Yahtzee box")
+    open_boxes = int((~filled).sum())
+    if int(state.turns_left) not in (open_boxes, 1):
+        raise UserError(
+            f"turns left must be the number of open boxes ({open_boxes}) or 1 (last turn), "
+            f"got {int(state.turns_left)}"
+        )
+
+
+def make_position(
+    dice: list[int] | tuple[int, ...],
+    roll_index: int = 0,
+    card: dict[str, int] | None = None,
+    yahtzee_bonus_count: int = 0,
+) -> State:
+    """A full-game `State` from readable parts; `card` maps box names to the points written."""
+    card = card or {}
+    filled = np.zeros(NUM_CATEGORIES, bool)
+    scores = np.zeros(NUM_CATEGORIES, np.int32)
+    for name, points in card.items():
+        key = name.strip().lower().replace("-", "_")
+        if key not in CATEGORY_NAMES:
+            raise UserError(f"unknown box {name!r}; boxes: {', '.join(CATEGORY_NAMES)}")
+        box = CATEGORY_NAMES.index(key)
+        filled[box], scores[box] = True, points
+    if len(dice) != NUM_DICE:
+        raise UserError(f"need exactly {NUM_DICE} dice, got {len(dice)}")
+    return State(
+        dice=jnp.asarray(sorted(dice), jnp.int32),
+        roll_index=jnp.int32(roll_index),
+        scores=jnp.asarray(scores),
+        filled=jnp.asarray(filled),
+        yahtzee_bonus_count=jnp.int32(yahtzee_bonus_count),
+        turns_left=jnp.int32(int((~filled).sum())),
+    )
+
+
+def advise(
+    state: State,
+    rules: str | Rules = "official",
+    cache_dir: str | os.PathLike | None = None,
+    solution: SolveResult | None = None,
+) -> ActionValues:
+    """Optimal expected final score of `state` and of each legal action (float64, exact).
+
+    `solution` (a `SolveResult` of the same rules) avoids reloading the value table. On an
+    episode's last turn (`turns_left == 1`) only this turn's points count.
+    """
+    rules = get_rules(rules)
+    check_position(state, rules)
+    if solution is None or solution.rules != rules:
+        solution = solve(rules, cache_dir=cache_dir)
+    filled = np.asarray(state.filled)
+    scores = np.asarray(state.scores)
+    options = score_all_rolls_of_cards(
+        jnp.asarray(filled)[None], jnp.asarray(scores[Category.YAHTZEE])[None], rules
+    )
+    options = tuple(np.asarray(part[0]) for part in options)
+    last_turn = int(state.turns_left) == 1
+    value_table = None if last_turn else solution.value_table
+    values, last_keep, first_keep = turn_values(options, filled, scores, value_table)
+    dice = tuple(int(die) for die in np.asarray(state.dice))
+    roll = roll_index_of(dice)
+    roll_index = int(state.roll_index)
+    future = np.full(NUM_ACTIONS, np.nan)
+    if roll_index == LAST_ROLL:
+        future[NUM_KEEP_ACTIONS:] = np.where(np.isfinite(values[roll]), values[roll], np.nan)
+    else:
+        keep_value = first_keep if roll_index == 0 else last_keep
+        future[:NUM_KEEP_ACTIONS] = keep_action_values(keep_value, roll)
+    score_so_far = int(total_score(state))
+    action_values = score_so_far + future
+    best_action = int(np.nanargmax(action_values))
+    return ActionValues(
+        rules=rules,
+        dice=dice,
+        roll_index=roll_index,
+        score_so_far=score_so_far,
+        value=float(action_values[best_action]),
+        action_values=action_values,
+        best_action=best_action,
+    )

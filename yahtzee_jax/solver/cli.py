@@ -1,0 +1,112 @@
+"""`yahtzee-jax solve` and `yahtzee-jax advise`."""
+
+from __future__ import annotations
+
+import argparse
+
+from yahtzee_jax.errors import UserError
+
+RULE_NAMES = ("official", "free-joker", "no-joker", "plain")
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules", default="official", help=f"rule variant: {', '.join(RULE_NAMES)}"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=None,
+        help="value-table cache (default: $YAHTZEE_JAX_CACHE or ~/.cache/yahtzee_jax)",
+    )
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register `solve` and `advise`."""
+    solve_parser = subparsers.add_parser(
+        "solve", help="solve a rule variant exactly; print the optimal expected score"
+    )
+    _add_common(solve_parser)
+    solve_parser.add_argument(
+        "--force", action="store_true", help="solve again even if the value table is cached"
+    )
+    solve_parser.set_defaults(func=run_solve)
+
+    advise_parser = subparsers.add_parser(
+        "advise",
+        help="optimal expected final score of a position and the value of each action",
+        description="Example: yahtzee-jax advise --dice 1,2,3,3,5 --roll 0 --card ones=3,chance=22",
+    )
+    _add_common(advise_parser)
+    advise_parser.add_argument("--dice", required=True, help="five dice, e.g. 1,2,3,3,5")
+    advise_parser.add_argument(
+        "--roll",
+        type=int,
+        default=0,
+        help="roll index as in the engine: 0 after the first roll (two re-rolls left), "
+        "1 after the second, 2 after the third (score now)",
+    )
+    advise_parser.add_argument(
+        "--card",
+        default="",
+        help="filled boxes with their points, e.g. ones=3,chance=22,yahtzee=50 (default: empty)",
+    )
+    advise_parser.add_argument(
+        "--yahtzee-bonuses", type=int, default=0, help="number of +100 Yahtzee bonuses earned"
+    )
+    advise_parser.add_argument(
+        "--top", type=int, default=10, help="how many actions to list (0: all)"
+    )
+    advise_parser.set_defaults(func=run_advise)
+
+
+def run_solve(args: argparse.Namespace) -> int:
+    """Solve (or load) the value table and print the optimal expected score and the time."""
+    from yahtzee_jax.solver.solve import solve
+
+    result = solve(args.rules, cache_dir=args.cache_dir, progress=True, force=args.force)
+    how = "loaded from cache" if result.from_cache else "solved"
+    print(f"optimal expected score ({result.rules.name}): {result.expected_score:.10f}")
+    print(f"{how} in {result.seconds:.2f} s; value table: {result.cache_path}")
+    return 0
+
+
+def parse_dice(text: str) -> list[int]:
+    """'1,2,3,3,5' or '12335' -> [1, 2, 3, 3, 5]; one-line error otherwise."""
+    parts = [part for part in text.replace(" ", ",").split(",") if part]
+    if len(parts) == 1 and len(parts[0]) == 5:
+        parts = list(parts[0])
+    try:
+        dice = [int(part) for part in parts]
+    except ValueError:
+        raise UserError(f"--dice must be five numbers 1..6 like 1,2,3,3,5, got {text!r}") from None
+    if len(dice) != 5 or not all(1 <= die <= 6 for die in dice):
+        raise UserError(f"--dice must be five numbers 1..6 like 1,2,3,3,5, got {text!r}")
+    return dice
+
+
+def parse_card(text: str) -> dict[str, int]:
+    """'ones=3,chance=22' -> {'ones': 3, 'chance': 22}; one-line error otherwise."""
+    card: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, points = item.partition("=")
+        if not sep:
+            raise UserError(f"--card entries look like box=points (e.g. ones=3), got {item!r}")
+        try:
+            card[name.strip()] = int(points)
+        except ValueError:
+            raise UserError(f"points of box {name.strip()!r} must be an integer") from None
+    return card
+
+
+def run_advise(args: argparse.Namespace) -> int:
+    """Print the optimal expected final score of the position and its best actions."""
+    if args.roll not in (0, 1, 2):
+        raise UserError(f"--roll must be 0, 1 or 2 (the engine's roll index), got {args.roll}")
+    from yahtzee_jax.solver.advise import advise, make_position
+
+    state = make_position(
+        parse_dice(args.dice), args.roll, parse_card(args.card), args.yahtzee_bonuses
+    )
+    result = advise(state, args.rules, cache_dir=args.cache_dir)
+    print(result.describe(top=args.top or None))
+    return 0
