@@ -161,15 +161,19 @@ def _layer_groups(filled_count: int, rules: Rules):
         yield masks, flags, reachable_upper_totals(upper_mask)
 
 
-def solve_value_table(rules: Rules, progress: bool = False) -> np.ndarray:
+def solve_value_table(
+    rules: str | Rules, progress: bool = False, down_to_filled: int = 0
+) -> np.ndarray:
     """Backward induction: float64[8192, 64, 2] expected future score of every turn-start state.
 
-    Indexed by [filled mask, capped upper total, flag]; unreachable upper totals are NaN.
+    Indexed by [filled mask, capped upper total, flag]; unreachable upper totals are NaN, and so
+    are the states with fewer than `down_to_filled` boxes filled (a partial solve, for tests).
     """
+    rules = get_rules(rules)
     tables = score_tables(rules)
     value_table = np.full((NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS), np.nan)
     value_table[FULL_MASK] = 0.0
-    layers = range(NUM_CATEGORIES - 1, -1, -1)
+    layers = range(NUM_CATEGORIES - 1, down_to_filled - 1, -1)
     if progress:
         from tqdm import tqdm
 

@@ -1,0 +1,320 @@
+"""Exact solver, widget and optimal advisor.
+
+The exact checks compare the batched solver with a brute force written here in plain Python
+(dice outcomes enumerated one by one, keeps as bit masks, scoring by `yahtzee_jax.reference`),
+which shares no code with the solver. One full official solve runs per session (disk cache in a
+temporary folder); the other three published optima are `slow`.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import numpy as np
+import pytest
+
+from yahtzee_jax import reference
+from yahtzee_jax.cli import main
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_KEEP_ACTIONS, Category
+from yahtzee_jax.solver import advise, make_position, optimal_expected_score, solve
+from yahtzee_jax.solver.solve import reachable_upper_totals, solve_value_table
+from yahtzee_jax.solver.tables import (
+    KEEP_OF_ACTION,
+    ROLL_PROBABILITIES,
+    ROLLS,
+    keep_index,
+    roll_index_of,
+)
+from yahtzee_jax.solver.widget import best_keep_values, keep_values
+
+PUBLISHED_OPTIMA = {
+    "official": 254.5877287345,
+    "free-joker": 254.5896094820,
+    "no-joker": 253.9702411898,
+    "plain": 245.8707745141,
+}
+
+
+@pytest.fixture(scope="session")
+def solver_cache(tmp_path_factory) -> str:
+    """A private value-table cache holding the official solve (solved once per session)."""
+    cache_dir = tmp_path_factory.mktemp("solver_cache")
+    solve("official", cache_dir=cache_dir)
+    return str(cache_dir)
+
+
+@pytest.fixture(scope="session")
+def official(solver_cache):
+    """The official solve, loaded from the session cache."""
+    return solve("official", cache_dir=solver_cache)
+
+
+# ------------------------------------------------------------------------------------------
+# The widget against plain enumeration
+# ------------------------------------------------------------------------------------------
+
+
+def test_roll_tables():
+    """252 sorted rolls whose probabilities sum to 1; keep-all is the roll, keep-none is empty."""
+    assert ROLLS.shape == (252, 5) and (np.diff(ROLLS, axis=1) >= 0).all()
+    assert ROLL_PROBABILITIES.sum() == pytest.approx(1.0, abs=1e-15)
+    assert ROLL_PROBABILITIES[roll_index_of((1, 2, 3, 4, 5))] == pytest.approx(120 / 7776)
+    for roll, dice in enumerate(ROLLS):
+        assert KEEP_OF_ACTION[roll, NUM_KEEP_ACTIONS - 1] == keep_index(tuple(dice))
+        assert KEEP_OF_ACTION[roll, 0] == keep_index(())
+
+
+def test_keep_values_equal_enumerated_rerolls():
+    """The one-die-at-a-time expectation equals the mean over all 6^n re-roll outcomes."""
+    final = np.random.default_rng(0).normal(size=252)
+    widget = keep_values(final)
+    for size in range(6):
+        for kept in itertools.combinations_with_replacement(range(1, 7), size):
+            outcomes = itertools.product(range(1, 7), repeat=5 - size)
+            brute = np.mean([final[roll_index_of((*kept, *rolled))] for rolled in outcomes])
+            assert widget[keep_index(kept)] == pytest.approx(brute, abs=1e-12)
+
+
+def test_best_keep_values_equal_max_over_keep_masks():
+    """The best keep of each roll equals the max over its 32 keep masks."""
+    values = np.random.default_rng(1).normal(size=462)
+    best = best_keep_values(values)
+    for roll, dice in enumerate(ROLLS):
+        masks = [tuple(dice[i] for i in range(5) if mask >> i & 1) for mask in range(32)]
+        assert best[roll] == max(values[keep_index(kept)] for kept in masks)
+
+
+# ------------------------------------------------------------------------------------------
+# End games against brute force
+# ------------------------------------------------------------------------------------------
+
+
+def brute_force_value(card: dict[str, int], variant: str) -> float:
+    """Optimal expected final score from the start of a turn: full enumeration, plain Python."""
+
+    @functools.cache
+    def game_value(card_items: frozenset, bonuses: int) -> float:
+        card = dict(card_items)
+        if len(card) == len(reference.BOXES):
+            return reference.final_score(card, bonuses)
+        return turn_value(card_items, bonuses)
+
+    @functools.cache
+    def turn_value(card_items: frozenset, bonuses: int) -> float:
+        card = dict(card_items)
+
+        @functools.cache
+        def score_now(dice: tuple[int, ...]) -> float:
+            options = reference.choices(list(dice), card, variant)
+            return max(
+                game_value(card_items | {(box, points)}, bonuses + (bonus > 0))
+                for box, (points, bonus) in options.items()
+            )
+
+        @functools.cache
+        def roll_value(dice: tuple[int, ...], rerolls_left: int) -> float:
+            if rerolls_left == 0:
+                return score_now(dice)
+            keeps = {tuple(dice[i] for i in range(5) if mask >> i & 1) for mask in range(32)}
+            return max(keep_value(kept, rerolls_left) for kept in keeps)
+
+        @functools.cache
+        def keep_value(kept: tuple[int, ...], rerolls_left: int) -> float:
+            outcomes = itertools.product(range(1, 7), repeat=5 - len(kept))
+            values = [
+                roll_value(tuple(sorted(kept + rolled)), rerolls_left - 1) for rolled in outcomes
+            ]
+            return sum(values) / len(values)
+
+        return keep_value((), 3)  # the first roll is a re-roll of all five dice
+
+    return game_value(frozenset(card.items()), 0)
+
+
+def solver_value(table: np.ndarray, card: dict[str, int]) -> float:
+    """Expected final score of a card at a turn start from the solver's value table."""
+    mask = sum(1 << CATEGORY_NAMES.index(box) for box in card)
+    upper = min(sum(points for box, points in card.items() if box in CATEGORY_NAMES[:6]), 63)
+    flag = int(card.get("yahtzee") == 50)
+    return reference.final_score(card, 0) + table[mask, upper, flag]
+
+
+FULL_CARD = {
+    "ones": 2,
+    "twos": 6,
+    "threes": 9,
+    "fours": 12,
+    "fives": 15,
+    "sixes": 18,
+    "three_of_a_kind": 20,
+    "four_of_a_kind": 0,
+    "full_house": 25,
+    "small_straight": 30,
+    "large_straight": 40,
+    "yahtzee": 0,
+    "chance": 22,
+}
+
+
+def card_without(*open_boxes: str, **changes: int) -> dict[str, int]:
+    """`FULL_CARD` with some boxes open and some points changed."""
+    card = {**FULL_CARD, **changes}
+    return {box: points for box, points in card.items() if box not in open_boxes}
+
+
+END_GAMES = {
+    # Yahtzee and large straight open: pure dice chasing, no bonus at stake.
+    "yahtzee+straight": (card_without("yahtzee", "large_straight"), ("official",)),
+    # Upper total 57 with fours open: two or more fours win the 35 bonus.
+    "fours+full-house": (card_without("fours", "full_house", ones=3, sixes=24), ("official",)),
+    # 50 in the Yahtzee box, sixes and full house open: Joker placement, +100, and three sixes
+    # (upper total 45 + 18) win the upper bonus.
+    "joker": (
+        card_without("sixes", "full_house", yahtzee=50, ones=3),
+        ("official", "free-joker", "no-joker", "plain"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def endgame_tables() -> dict[str, np.ndarray]:
+    """Partial solves (cards with at most two open boxes) of every variant."""
+    variants = {variant for _, names in END_GAMES.values() for variant in names}
+    return {variant: solve_value_table(variant, down_to_filled=11) for variant in variants}
+
+
+@pytest.mark.parametrize(
+    ("name", "variant"),
+    [(name, variant) for name, (_, variants) in END_GAMES.items() for variant in variants],
+)
+def test_endgame_matches_brute_force(endgame_tables, name, variant):
+    """Solver and plain enumeration agree to 1e-9 on positions with two open boxes."""
+    card = END_GAMES[name][0]
+    expected = brute_force_value(card, variant)
+    assert solver_value(endgame_tables[variant], card) == pytest.approx(expected, abs=1e-9)
+
+
+def test_last_turn_matches_brute_force(endgame_tables):
+    """One open box (three of a kind, Yahtzee box 0): the last turn, enumerated."""
+    card = card_without("three_of_a_kind")
+    expected = brute_force_value(card, "official")
+    assert solver_value(endgame_tables["official"], card) == pytest.approx(expected, abs=1e-9)
+
+
+# ------------------------------------------------------------------------------------------
+# Full solves and the cache
+# ------------------------------------------------------------------------------------------
+
+
+def test_official_optimum_and_cache(official, solver_cache):
+    """The official optimum is the published 254.5877287345, every reachable state is solved,
+    and the second call loads the table from the cache."""
+    assert official.expected_score == pytest.approx(PUBLISHED_OPTIMA["official"], abs=1e-6)
+    assert official.from_cache
+    assert optimal_expected_score("official", cache_dir=solver_cache) == official.expected_score
+    masks = np.arange(1 << 13)
+    for upper_mask in range(64):
+        table = official.value_table[masks[masks % 64 == upper_mask]]
+        assert np.isfinite(table[:, reachable_upper_totals(upper_mask)]).all()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["free-joker", "no-joker", "plain"])
+def test_published_optimum(variant, tmp_path):
+    """Every rule variant reproduces its published optimum to 1e-6."""
+    result = solve(variant, cache_dir=tmp_path)
+    assert result.expected_score == pytest.approx(PUBLISHED_OPTIMA[variant], abs=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# The advisor
+# ------------------------------------------------------------------------------------------
+
+
+def test_advisor_first_rolls_average_to_the_optimum(official):
+    """Averaging the advisor's value over the first roll of a game gives the solved optimum."""
+    values = [advise(make_position(dice), solution=official).value for dice in ROLLS]
+    assert np.dot(ROLL_PROBABILITIES, values) == pytest.approx(official.expected_score, abs=1e-9)
+
+
+def test_advisor_score_decision(official):
+    """Dice 2 3 4 5 6 at the score decision with ones=3, chance=22 written.
+
+    Scoring the large straight is worth 25 (so far) + 40 + the value of the card that follows;
+    it is the best action.
+    """
+    state = make_position([2, 3, 4, 5, 6], roll_index=2, card={"ones": 3, "chance": 22})
+    result = advise(state, solution=official)
+    after = {"ones": 3, "chance": 22, "large_straight": 40}
+    expected = solver_value(official.value_table, after)
+    action = NUM_KEEP_ACTIONS + Category.LARGE_STRAIGHT
+    assert result.action_values[action] == pytest.approx(expected, abs=1e-9)
+    assert result.best_action == action and result.value == result.action_values[action]
+    assert np.isnan(result.action_values[:NUM_KEEP_ACTIONS]).all()
+    assert np.isnan(result.action_values[NUM_KEEP_ACTIONS + Category.CHANCE])
+
+
+def test_advisor_keep_decision_is_mean_over_rerolls(official):
+    """At the last keep, keeping 6 6 6 6 is worth the mean of the six score decisions."""
+    state = make_position([1, 6, 6, 6, 6], roll_index=1)
+    result = advise(state, solution=official)
+    keep_sixes = 0b11110  # sorted dice: the 1 is at position 0
+    finals = [
+        advise(make_position([face, 6, 6, 6, 6], roll_index=2), solution=official).value
+        for face in range(1, 7)
+    ]
+    assert result.action_values[keep_sixes] == pytest.approx(np.mean(finals), abs=1e-9)
+    assert np.isnan(result.action_values[NUM_KEEP_ACTIONS:]).all()
+
+
+@pytest.mark.parametrize(
+    ("card", "bonuses", "message"),
+    [
+        ({"twos": 3}, 0, "cannot hold 3"),
+        ({"yahtzee": 0}, 1, "Yahtzee bonuses"),
+        ({"sevens": 7}, 0, "unknown box"),
+        (dict.fromkeys(CATEGORY_NAMES, 0), 0, "game is over"),
+    ],
+)
+def test_advisor_rejects_impossible_positions(official, card, bonuses, message):
+    """Impossible cards get a clear UserError instead of a number."""
+    with pytest.raises(UserError, match=message):
+        advise(
+            make_position([1, 1, 2, 3, 4], card=card, yahtzee_bonus_count=bonuses),
+            solution=official,
+        )
+
+
+# ------------------------------------------------------------------------------------------
+# Command line
+# ------------------------------------------------------------------------------------------
+
+
+def test_cli_solve_and_advise(solver_cache, capsys):
+    """`solve` prints the optimum (10 decimals) from the cache; `advise` lists the best keep."""
+    assert main(["solve", "--rules", "official", "--cache-dir", solver_cache]) == 0
+    assert "254.5877287345" in capsys.readouterr().out
+    args = ["advise", "--cache-dir", solver_cache, "--dice", "1,2,3,3,5", "--roll", "0"]
+    assert main([*args, "--card", "ones=3,chance=22", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "optimal expected final score" in out and "keep 3 3" in out and "<- best" in out
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--dice", "1,2,3"],
+        ["--dice", "1,2,3,4,7"],
+        ["--dice", "1,2,3,4,5", "--roll", "3"],
+        ["--dice", "1,2,3,4,5", "--card", "ones"],
+        ["--dice", "1,2,3,4,5", "--card", "ones=x"],
+        ["--dice", "1,2,3,4,5", "--rules", "nope"],
+    ],
+)
+def test_cli_advise_bad_input(solver_cache, capsys, bad):
+    """Bad input: exit status 2 and a single error line."""
+    assert main(["advise", "--cache-dir", solver_cache, *bad]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("yahtzee-jax advise: error:") and "\n" not in err
