@@ -71,3 +71,27 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys) -> None:
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("yahtzee-jax evaluate: error:")
     assert message in err
+
+
+def test_resolve_builtin_agents_by_name() -> None:
+    """'greedy2' under plain rules is the solver's level-2 greedy agent for those rules."""
+    agent = resolve_agent("greedy2", "plain")
+    assert (agent.name, agent.rules) == ("greedy2", RULE_VARIANTS["plain"])
+    assert resolve_agent("random").rules.name == "official"  # the default variant
+
+
+@pytest.mark.slow
+def test_optimal_agent_is_its_own_reference(tmp_path) -> None:
+    """2,000 optimal games under plain rules: mean within 4 standard errors of the solved
+    245.8708, 100 % of optimal in every box, and the games cached as the reference."""
+    from yahtzee_jax.evaluate import evaluate
+
+    plain = RULE_VARIANTS["plain"]
+    agent = resolve_agent("optimal", plain, cache_dir=tmp_path)
+    summary = evaluate(agent, 2000, seed=5, out_dir=tmp_path / "report", progress=False,
+                       cache_dir=tmp_path)  # fmt: skip
+    assert abs(summary["score"]["mean"] - 245.8707745141) < 4 * summary["score"]["stderr"]
+    percent = summary["optimal"]["percent_of_optimal"]
+    assert all(percent[name] == pytest.approx(100.0) for name in percent if name != "yahtzee_bonus")
+    assert percent["yahtzee_bonus"] is None  # plain rules pay no +100
+    assert reference_path(plain, 2000, 5, tmp_path).exists()
