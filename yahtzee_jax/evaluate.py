@@ -45,7 +45,6 @@ SCORE_THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000)
 HIGH_SCORE = 250
 TOP_CATEGORIES_PER_TURN = 3
 BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
-BONUS_NAMES = ("upper_bonus", "yahtzee_bonus")
 
 
 class IncompleteGameError(RuntimeError):
@@ -179,13 +178,20 @@ def play_games(
     base_key = jax.random.key(seed)
     batches: list[dict[str, np.ndarray]] = []
     with tqdm(total=num_games, unit="game", disable=not progress, desc=agent.name) as bar:
+
+        def collect(out: dict[str, jax.Array], kept: int) -> None:
+            batches.append({name: np.asarray(value)[:kept] for name, value in out.items()})
+            bar.update(kept)
+
+        pending = None
         for first_game in range(0, num_games, batch_size):
             out = _play_batch(
                 agent.act, agent.rules, agent.params, base_key, jnp.int32(first_game), batch_size
             )
-            kept = min(batch_size, num_games - first_game)  # the last batch is padded
-            batches.append({name: np.asarray(value)[:kept] for name, value in out.items()})
-            bar.update(kept)
+            if pending is not None:  # copy the previous batch while this one runs
+                collect(*pending)
+            pending = (out, min(batch_size, num_games - first_game))  # the last one is padded
+        collect(*pending)
     arrays = {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
     unfinished = int(np.sum(~arrays.pop("terminated")))
     if unfinished:
