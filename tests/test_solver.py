@@ -11,14 +11,23 @@ from __future__ import annotations
 import functools
 import itertools
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from yahtzee_jax import reference
 from yahtzee_jax.cli import main
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluate import play_games
 from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_KEEP_ACTIONS, Category
-from yahtzee_jax.solver import advise, make_position, optimal_expected_score, solve
+from yahtzee_jax.solver import (
+    advise,
+    make_optimal_agent,
+    make_position,
+    optimal_expected_score,
+    solve,
+)
 from yahtzee_jax.solver.solve import reachable_upper_totals, solve_value_table
 from yahtzee_jax.solver.tables import (
     KEEP_OF_ACTION,
@@ -318,3 +327,42 @@ def test_cli_advise_bad_input(solver_cache, capsys, bad):
     assert main(["advise", "--cache-dir", solver_cache, *bad]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("yahtzee-jax advise: error:") and "\n" not in err
+
+
+# ------------------------------------------------------------------------------------------
+# The optimal agent
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def optimal_agent(solver_cache):
+    """The on-device optimal agent for the official rules."""
+    return make_optimal_agent("official", cache_dir=solver_cache)
+
+
+AGENT_POSITIONS = {
+    "first keep": make_position([1, 2, 3, 3, 5], 0),
+    "second keep": make_position([1, 6, 6, 6, 6], 1, {"yahtzee": 0}),
+    "score": make_position([2, 3, 4, 5, 6], 2, {"ones": 3, "chance": 22}),
+    "score, upper bonus": make_position([5, 6, 6, 6, 6], 2),
+    # The same dice on the last turn of a single-turn episode: only this turn's points count.
+    "score, last turn": make_position([5, 6, 6, 6, 6], 2).replace(turns_left=jnp.int32(1)),
+}
+
+
+def test_optimal_agent_follows_the_advisor(optimal_agent, official):
+    """On hand-made positions the float32 on-device agent picks the advisor's best action."""
+    act = jax.jit(optimal_agent.act)
+    for name, state in AGENT_POSITIONS.items():
+        action = int(act(optimal_agent.params, state, jax.random.key(0)))
+        assert action == advise(state, solution=official).best_action, name
+    # Sanity of the last two: sixes for the bonus in a game, a 29-point box on the last turn.
+    assert advise(AGENT_POSITIONS["score, upper bonus"], solution=official).best_action == 37
+    assert advise(AGENT_POSITIONS["score, last turn"], solution=official).best_action == 38
+
+
+def test_optimal_agent_scores_the_solved_expectation(optimal_agent, official):
+    """2,000 games played by the agent average within 4 standard errors of the optimum."""
+    records = play_games(optimal_agent, num_games=2000, seed=0, batch_size=1000)
+    standard_error = records.total.std() / np.sqrt(len(records.total))
+    assert abs(records.total.mean() - official.expected_score) < 4 * standard_error
