@@ -19,8 +19,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=list(DEFAULT_AGENTS),
         help=f"agent specs to time (default: {' '.join(DEFAULT_AGENTS)})",
     )
-    parser.add_argument("--games", type=int, default=8192, help="games per timed run")
-    parser.add_argument("--batch-size", type=int, default=4096, help="games per device batch")
+    parser.add_argument("--games", type=int, default=4096, help="games per timed run")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="games per device batch (default: the harness's for this device)",
+    )
     parser.add_argument("--rules", default="official", help="rule variant (default official)")
     parser.add_argument("--seed", type=int, default=0)
 
@@ -29,12 +34,18 @@ def run(args: argparse.Namespace) -> int:
     """Time `play_games` for each agent: setup, first batch (compile + run), steady games/s."""
     import jax
 
-    from yahtzee_jax.evaluate import check_num_games, format_terminal, play_games, resolve_agent
+    from yahtzee_jax.evaluate import (
+        check_num_games,
+        default_batch_size,
+        format_terminal,
+        play_games,
+        resolve_agent,
+    )
     from yahtzee_jax.game.rules import DECISIONS_PER_GAME, get_rules
 
     check_num_games(args.games)
     rules = get_rules(args.rules)
-    batch_size = min(args.batch_size, args.games)
+    batch_size = min(args.batch_size or default_batch_size(), args.games)
     num_batches = math.ceil(args.games / batch_size)
     rows = []
     for spec in args.agents:
