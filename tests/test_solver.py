@@ -28,7 +28,7 @@ from yahtzee_jax.solver import (
     optimal_expected_score,
     solve,
 )
-from yahtzee_jax.solver.solve import reachable_upper_totals, solve_value_table
+from yahtzee_jax.solver.exact import reachable_upper_totals, solve_value_table
 from yahtzee_jax.solver.tables import (
     KEEP_OF_ACTION,
     ROLL_PROBABILITIES,

@@ -7,7 +7,7 @@
 
 from yahtzee_jax.solver.advise import ActionValues, advise, make_position
 from yahtzee_jax.solver.agents import make_greedy_agent, make_optimal_agent, widget_action
-from yahtzee_jax.solver.solve import (
+from yahtzee_jax.solver.exact import (
     SolveResult,
     cache_file,
     default_cache_dir,

@@ -29,8 +29,8 @@ from yahtzee_jax.game.rules import (
     base_scores,
     get_rules,
 )
+from yahtzee_jax.solver.exact import SolveResult, solve
 from yahtzee_jax.solver.position import turn_values
-from yahtzee_jax.solver.solve import SolveResult, solve
 from yahtzee_jax.solver.tables import ROLL_COUNTS, roll_index_of, score_all_rolls_of_cards
 from yahtzee_jax.solver.widget import keep_action_values
 

@@ -25,8 +25,8 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
+from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.position import turn_values
-from yahtzee_jax.solver.solve import solve
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
 from yahtzee_jax.solver.widget import keep_action_values
 

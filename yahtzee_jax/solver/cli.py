@@ -61,7 +61,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def run_solve(args: argparse.Namespace) -> int:
     """Solve (or load) the value table and print the optimal expected score and the time."""
-    from yahtzee_jax.solver.solve import solve
+    from yahtzee_jax.solver.exact import solve
 
     result = solve(args.rules, cache_dir=args.cache_dir, progress=True, force=args.force)
     how = "loaded from cache" if result.from_cache else "solved"

@@ -9,6 +9,7 @@ float64 array program: score decision, then the widget of `yahtzee_jax.solver.wi
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import itertools
 import os
@@ -178,16 +179,21 @@ def solve_value_table(
         from tqdm import tqdm
 
         layers = tqdm(layers, desc=f"solving {rules.name}", unit="layer")
-    for filled_count in layers:
-        for masks, flags, upper_totals in _layer_groups(filled_count, rules):
-            final = _group_final_values(value_table, masks, flags, upper_totals, tables)
-            start = turn_start_value(final.reshape(NUM_ROLLS, -1))
-            value_table[masks[:, None], upper_totals[None, :], flags[:, None]] = start.reshape(
-                len(masks), len(upper_totals)
-            )
-        # Where the flag cannot matter it was solved once (flag 0): copy it to flag 1.
-        unsolved = np.isnan(value_table[:, :, 1]) & ~np.isnan(value_table[:, :, 0])
-        value_table[:, :, 1][unsolved] = value_table[:, :, 0][unsolved]
+
+    def solve_group(masks: np.ndarray, flags: np.ndarray, upper_totals: np.ndarray) -> None:
+        final = _group_final_values(value_table, masks, flags, upper_totals, tables)
+        start = turn_start_value(final.reshape(NUM_ROLLS, -1))
+        value_table[masks[:, None], upper_totals[None, :], flags[:, None]] = start.reshape(
+            len(masks), len(upper_totals)
+        )
+
+    # Groups of a layer only read the layer after it: NumPy releases the GIL, so threads help.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for filled_count in layers:
+            list(pool.map(lambda group: solve_group(*group), _layer_groups(filled_count, rules)))
+            # Where the flag cannot matter it was solved once (flag 0): copy it to flag 1.
+            unsolved = np.isnan(value_table[:, :, 1]) & ~np.isnan(value_table[:, :, 0])
+            value_table[:, :, 1][unsolved] = value_table[:, :, 0][unsolved]
     return value_table
 
 

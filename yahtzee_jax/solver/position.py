@@ -20,7 +20,7 @@ from yahtzee_jax.game.rules import (
     YAHTZEE_SCORE,
     Category,
 )
-from yahtzee_jax.solver.solve import category_values
+from yahtzee_jax.solver.exact import category_values
 from yahtzee_jax.solver.widget import turn_keep_values
 
 Array = Any  # numpy.ndarray or jax.Array
