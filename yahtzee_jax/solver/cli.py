@@ -5,13 +5,12 @@ from __future__ import annotations
 import argparse
 
 from yahtzee_jax.errors import UserError
-
-RULE_NAMES = ("official", "free-joker", "no-joker", "plain")
+from yahtzee_jax.game.rules import RULE_VARIANTS
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--rules", default="official", help=f"rule variant: {', '.join(RULE_NAMES)}"
+        "--rules", default="official", help=f"rule variant: {', '.join(RULE_VARIANTS)}"
     )
     parser.add_argument(
         "--cache-dir",
