@@ -201,6 +201,11 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     expected = type(default)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if expected is float and isinstance(value, str):  # YAML 1.1 reads "3e-4" as a string
+        try:
+            return float(value)
+        except ValueError:
+            pass
     if expected is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):

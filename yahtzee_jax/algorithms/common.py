@@ -114,7 +114,7 @@ def gradient_step(
     old_log_probs = metrics.pop("_log_probs")
     updates, opt_state = context.optimizer.update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    grad_norm = optax.global_norm(grads)
+    grad_norm = optax.tree.norm(grads)
     max_norm = context.config.optim.max_grad_norm
 
     # KL(pi_before || pi_after) on the same decisions with the same dropout masks.

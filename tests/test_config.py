@@ -1,0 +1,75 @@
+"""Config resolution, validation messages and the `train` CLI's handling of bad values."""
+
+from __future__ import annotations
+
+import pytest
+
+from yahtzee_jax import cli
+from yahtzee_jax.config import Config, available_presets, from_dict, parse_override, resolve
+from yahtzee_jax.errors import ConfigError
+
+
+def test_presets_resolve_and_paper_preset_matches_the_paper():
+    """Both presets load; paper-a2c is Tables 6-7's A2C column (1M games, B = 20, width 600)."""
+    assert {"paper-a2c", "quick"} <= set(available_presets())
+    paper = resolve("paper-a2c")
+    assert paper.train.total_games == 1_000_000 and paper.train.games_per_update == 20
+    assert paper.train.rules == "official"
+    assert (paper.network.hidden_size, paper.network.activation) == (600, "swish")
+    assert (paper.optim.lr, paper.optim.max_grad_norm, paper.algo.value_coef) == (1e-4, 1.0, 0.005)
+    assert paper.train.total_updates == 50_000 and paper.train.eval_interval == 500
+    assert resolve("quick").network.hidden_size < 600
+
+
+def test_overrides_apply_in_order_and_coerce_numbers():
+    """--set values are YAML: 3e-4 is a float, 250000 an int, true a bool; later wins."""
+    config = resolve(
+        "paper-a2c", overrides=["optim.lr=3e-4", "train.total_games=250000", "optim.lr=2e-4"]
+    )
+    assert config.optim.lr == 2e-4
+    assert config.train.total_updates == 12_500
+    assert config.train.chunk_updates == 25  # divides the 125-update eval interval
+    assert parse_override("network.layer_norm=false") == {"network": {"layer_norm": False}}
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"optim": {"lr": -1.0}}, "optim.lr=-1.0 must be > 0"),
+        ({"network": {"activation": "tanh"}}, "network.activation='tanh' is not one of"),
+        ({"train": {"rules": "house"}}, "train.rules='house' is not one of"),
+        ({"train": {"games_per_update": "many"}}, "train.games_per_update='many' must be of type"),
+        ({"optim": {"learning_rate": 1.0}}, "unknown config key optim.learning_rate"),
+        ({"model": {}}, "unknown config section(s): model"),
+        ({"algo": {"entropy_hold": 0.5, "entropy_anneal": 0.6}}, "entropy_anneal must be <= 1"),
+    ],
+)
+def test_bad_values_are_rejected_with_a_clear_message(data, message):
+    """Each bad value raises ConfigError naming the key, on one line."""
+    with pytest.raises(ConfigError) as error:
+        from_dict(data)
+    assert message in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_cli_reports_a_bad_value_in_one_line_before_compiling(capsys, tmp_path):
+    """`train --set optim.lr=-1` exits 2 with one stderr line and creates no run directory."""
+    out = tmp_path / "run"
+    status = cli.main(["train", "--preset", "quick", "--set", "optim.lr=-1", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.err.strip() == "yahtzee-jax train: error: optim.lr=-1.0 must be > 0"
+    assert not out.exists()
+
+
+def test_cli_rejects_unknown_preset_and_malformed_set(capsys):
+    """Unknown preset names the choices; a --set without '=' says how it should look."""
+    assert cli.main(["train", "--preset", "nope"]) == 2
+    assert "unknown preset 'nope'" in capsys.readouterr().err
+    assert cli.main(["train", "--set", "optim.lr"]) == 2
+    assert "must look like section.key=value" in capsys.readouterr().err
+
+
+def test_default_config_is_the_paper_preset_minus_nothing():
+    """The dataclass defaults already follow the paper; the preset only restates them."""
+    assert resolve("paper-a2c") == Config()
