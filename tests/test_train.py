@@ -13,9 +13,9 @@ from yahtzee_jax.train import EVALS_FILE, SUMMARY_FILE, train
 
 
 def test_short_run_beats_random_by_a_wide_margin(tmp_path):
-    """9,600 games (150 updates of 64) with the quick preset's 128-wide network: the argmax policy's mean over
-    500 games is more than twice the random agent's (about 46) and the run directory holds
-    the config, events, evaluations, learning curve and summary."""
+    """9,600 games (150 updates of 64) with the quick preset's 128-wide network: the argmax
+    policy's mean over 500 games is more than twice the random agent's (about 46), and the run
+    directory holds the config, events, evaluations, learning curve and summary."""
     config = resolve(
         "quick",
         overrides=[
