@@ -1,0 +1,137 @@
+"""`yahtzee-jax bench train`: fused A2C throughput against the network's bare forward+backward.
+
+For each batch size B (games per update) it times a compiled chunk of K full updates (rollout of
+B x 39 decisions with the vmapped engine, loss, Adam step, KL and diagnostics) and, in the same
+run, K bare forward+backward passes of the same network on the same B x 39 transitions (the A2C
+loss on a fixed trajectory, with a tiny SGD step so the passes cannot be hoisted out of the loop).
+The ratio pipeline / bare says how close the whole pipeline gets to the network's own cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+DEFAULT_BATCHES = "20,256,2048"
+TRANSITIONS_PER_CHUNK = 39 * 2560  # K is chosen so each timed call does about this much work
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `bench train`."""
+    parser.add_argument("--preset", default="paper-a2c", help="config preset (network size)")
+    parser.add_argument(
+        "--batches", default=DEFAULT_BATCHES, help="comma-separated games per update"
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="config override, e.g. network.hidden_size=256",
+    )
+    parser.add_argument("--json", default=None, help="write the results to this JSON file")
+
+
+def _best_time(function, argument, repeats: int) -> float:
+    import jax
+
+    jax.block_until_ready(function(argument))  # warm-up (also checks it runs)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(function(argument))
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(config, repeats: int) -> dict:
+    """Time one batch size: seconds per update of the pipeline and of the bare fwd+bwd."""
+    import jax
+
+    from yahtzee_jax.algorithms import a2c
+    from yahtzee_jax.algorithms.rollout import rollout
+    from yahtzee_jax.train import init_train_state, make_chunk, make_context
+
+    games = config.train.games_per_update
+    updates = max(1, min(20, TRANSITIONS_PER_CHUNK // (39 * games)))
+    context = make_context(config)
+    state = init_train_state(context)
+
+    start = time.perf_counter()
+    chunk = make_chunk(context, updates).lower(state).compile()
+    compile_seconds = time.perf_counter() - start
+    pipeline = _best_time(lambda s: chunk(s)[0].params, state, repeats) / updates
+
+    trajectory = jax.jit(
+        lambda params, key: rollout(
+            context.network, params, key, games, config.features, context.rules
+        )
+    )(state.params, state.key)
+
+    def bare(params):
+        def one(params, _):
+            grads, _ = jax.grad(a2c.loss, has_aux=True)(params, context, trajectory, state.step)
+            return jax.tree.map(lambda p, g: p - 1e-9 * g, params, grads), None
+
+        return jax.lax.scan(one, params, length=updates)[0]
+
+    bare_compiled = jax.jit(bare).lower(state.params).compile()
+    network = _best_time(bare_compiled, state.params, repeats) / updates
+    transitions = games * 39
+    return {
+        "games_per_update": games,
+        "updates_per_call": updates,
+        "compile_seconds": compile_seconds,
+        "ms_per_update": 1000 * pipeline,
+        "games_per_second": games / pipeline,
+        "transitions_per_second": transitions / pipeline,
+        "fwd_bwd_ms": 1000 * network,
+        "fwd_bwd_transitions_per_second": transitions / network,
+        "pipeline_over_fwd_bwd": pipeline / network,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark and print a table."""
+    import jax
+
+    from yahtzee_jax.config import resolve
+    from yahtzee_jax.errors import UserError
+
+    try:
+        batches = [int(text) for text in args.batches.split(",")]
+    except ValueError:
+        raise UserError(f"--batches {args.batches!r} must be comma-separated integers") from None
+    base = resolve(args.preset, overrides=args.overrides)  # validated before any compile
+    configs = [
+        resolve(args.preset, overrides=[*args.overrides, f"train.games_per_update={games}"])
+        for games in batches
+    ]
+    print(
+        f"bench train: preset {args.preset}, width {base.network.hidden_size}, "
+        f"{base.network.trunk_layers} trunk blocks, device {jax.devices()[0].device_kind}"
+    )
+    header = (
+        f"{'B':>6} {'ms/update':>10} {'games/s':>9} {'trans/s':>10} "
+        f"{'fwd+bwd ms':>11} {'ratio':>6} {'compile s':>9}"
+    )
+    print(header)
+    results = []
+    for config in configs:
+        row = measure(config, args.repeats)
+        results.append(row)
+        print(
+            f"{row['games_per_update']:>6} {row['ms_per_update']:>10.1f} "
+            f"{row['games_per_second']:>9.1f} {row['transitions_per_second']:>10.0f} "
+            f"{row['fwd_bwd_ms']:>11.1f} {row['pipeline_over_fwd_bwd']:>6.2f} "
+            f"{row['compile_seconds']:>9.1f}",
+            flush=True,
+        )
+    print("ratio = full update time / bare forward+backward time on the same transitions")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    return 0
