@@ -54,7 +54,7 @@ class RunCheckpoints:
         return self.latest.latest_step()
 
     def save(self, step: int, state: Any, config: Config, eval_score: float | None) -> None:
-        """Save to the latest managers, and to `best` when `eval_score` is the best so far."""
+        """Save to `checkpoints/`, and to `best/` when an `eval_score` is given (a new best)."""
         args = _save_args(state, config)
         if self.latest.latest_step() != step:
             self.latest.save(step, args=args, force=True)

@@ -266,8 +266,9 @@ def train(
                 _write_evals(evals_path, evals)
                 writer.add_scalar("eval/mean_score", row["mean"], row["games"])
                 writer.add_scalar("eval/std_score", row["std"], row["games"])
-                best = row["mean"] if best is None else max(best, row["mean"])
-                checkpoints.save(step, state, config, row["mean"])
+                improved = best is None or row["mean"] > best
+                best = row["mean"] if improved else best
+                checkpoints.save(step, state, config, row["mean"] if improved else None)
                 bar.set_postfix(eval=f"{row['mean']:.1f}", best=f"{best:.1f}")
     except KeyboardInterrupt:
         bar.close()
