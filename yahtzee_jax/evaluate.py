@@ -298,6 +298,7 @@ def summarize(records: GameRecords, optimal_records: GameRecords | None = None) 
         optimal = score_statistics(optimal_records)
         optimal["games"] = optimal_records.num_games
         optimal["seed"] = optimal_records.seed
+        optimal["first_category"] = first_category_distribution(optimal_records)
         optimal["percent_of_optimal"] = {
             name: (100.0 * value / optimal["category_means"][name])
             if optimal["category_means"][name] > 0
@@ -461,9 +462,8 @@ def report_tables(summary: dict) -> list[Table]:
         for rank, top in enumerate(turn["top_categories"])
     ]
     first_rows = [
-        [name, _percent(share, 1)]
-        for name, share in sorted(summary["first_category"].items(), key=lambda item: -item[1])
-        if share > 0
+        [name] + [_percent(side["first_category"][name], 1) for side in sides]
+        for name, _ in sorted(summary["first_category"].items(), key=lambda item: -item[1])
     ]
     title = (
         f"{summary['agent']}, {summary['rules']} rules, {summary['games']} games, "
@@ -474,7 +474,7 @@ def report_tables(summary: dict) -> list[Table]:
         ("P(score >= n)", ["n", *side_names], threshold_rows),
         ("Mean points per category and bonus", category_header, category_rows),
         ("Top categories by turn", ["turn", "category", "usage", "median score"], turn_rows),
-        ("First category chosen", ["category", "share"], first_rows),
+        ("First category chosen", ["category", *side_names], first_rows),
     ]
 
 

@@ -118,13 +118,22 @@ def plot_category_scores(summary: dict, path: Path) -> Path:
 
 
 def plot_first_category(summary: dict, path: Path) -> Path:
-    """Share of games by the first category chosen (the paper's Figure 22)."""
+    """Share of games by the first category chosen (the paper's Figure 22), optimum beside."""
     shares = summary["first_category"]
+    optimal = summary["optimal"]
+    positions = np.arange(len(shares))
+    width = 0.4 if optimal else 0.7
     figure, axes = plt.subplots(figsize=(9, 4.2))
-    axes.bar(range(len(shares)), [100 * share for share in shares.values()], color=AGENT_COLOR)
-    axes.set_xticks(range(len(shares)), [_label(name) for name in shares], rotation=30, ha="right")
+    axes.bar(positions - (width / 2 if optimal else 0.0), [100 * v for v in shares.values()],
+             width, color=AGENT_COLOR, label=summary["agent"])  # fmt: skip
+    if optimal:
+        optimal_shares = [100 * optimal["first_category"][name] for name in shares]
+        axes.bar(positions + width / 2, optimal_shares, width, color="lightgray",
+                 edgecolor=OPTIMAL_COLOR, label="optimal")  # fmt: skip
+        axes.legend()
+    axes.set_xticks(positions, [_label(name) for name in shares], rotation=30, ha="right")
     axes.set_ylabel("% of games")
-    axes.set_title(f"First category chosen by {summary['agent']} ({summary['rules']} rules)")
+    axes.set_title(f"First category chosen ({summary['rules']} rules)")
     axes.grid(axis="y", alpha=0.3)
     return _save(figure, path)
 
