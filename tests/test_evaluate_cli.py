@@ -73,6 +73,13 @@ def test_bad_input_is_one_line_and_nonzero(argv, message, capsys) -> None:
     assert message in err
 
 
+def test_directory_without_checkpoint_is_one_line_error(tmp_path, capsys) -> None:
+    """An existing directory holding no checkpoint: exit 2 with the checkpoint error."""
+    assert main(["evaluate", str(tmp_path), "--games", "10", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checkpoint" in err and str(tmp_path) in err
+
+
 def test_resolve_builtin_agents_by_name() -> None:
     """'greedy2' under plain rules is the solver's level-2 greedy agent for those rules."""
     agent = resolve_agent("greedy2", "plain")
