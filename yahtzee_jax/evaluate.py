@@ -547,22 +547,21 @@ def evaluate(
 
     `out_dir` receives summary.json, report.md and the PNG plots; `json_path` the summary only.
     With `compare_optimal` the optimal agent's games (same rules, games and seed; cached on disk)
-    are played alongside when the solver is available.
+    are played alongside when the solver is available; the optimal agent's own games are stored
+    as that reference.
     """
     started = time.perf_counter()
     records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
     elapsed = time.perf_counter() - started
     optimal_records = None
-    if compare_optimal:
-        if agent.name == "optimal":  # it is its own reference; keep it for other agents
-            optimal_records = records
-            path = reference_path(agent.rules, num_games, seed, cache_dir)
-            if path is not None and not path.exists():
-                _save_reference(records, path)
-        else:
-            optimal_records = optimal_reference(
-                agent.rules, num_games, seed, cache_dir, batch_size=batch_size, progress=progress
-            )
+    if agent.name == "optimal":  # no column beside itself, but its games are the reference
+        path = reference_path(agent.rules, num_games, seed, cache_dir)
+        if path is not None and not path.exists():
+            _save_reference(records, path)
+    elif compare_optimal:
+        optimal_records = optimal_reference(
+            agent.rules, num_games, seed, cache_dir, batch_size=batch_size, progress=progress
+        )
     summary = summarize(records, optimal_records)
     summary["seconds"] = elapsed
     summary["games_per_second"] = num_games / elapsed
