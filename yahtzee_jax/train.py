@@ -272,7 +272,8 @@ def train(
                 bar.set_postfix(eval=f"{row['mean']:.1f}", best=f"{best:.1f}")
     except KeyboardInterrupt:
         bar.close()
-        checkpoints.save(step, state, config, None)  # `state` is the last completed chunk
+        step = int(state.step)  # the interrupt may land after `state` moved to the next chunk
+        checkpoints.save(step, state, config, None)
         checkpoints.close()
         writer.close()
         print(f"saved a checkpoint at update {step}; continue with --resume --out {run_dir}")
