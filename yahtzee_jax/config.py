@@ -8,6 +8,7 @@ compiled: a bad one raises `ConfigError` with a one-line message.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from pathlib import Path
@@ -275,6 +276,18 @@ def parse_override(text: str) -> dict[str, Any]:
     except yaml.YAMLError:
         raise ConfigError(f"--set {text!r}: cannot parse the value") from None
     return {section: {key: value}}
+
+
+def add_override_argument(parser: argparse.ArgumentParser) -> None:
+    """Add the repeatable `--set SECTION.KEY=VALUE` option (collected in `args.overrides`)."""
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override one config value, e.g. --set optim.lr=3e-4 (repeatable)",
+    )
 
 
 def resolve(

@@ -23,7 +23,14 @@ import optax
 
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.common import Context, TrainState
-from yahtzee_jax.config import DEFAULT_PRESET, Config, available_presets, read_yaml, resolve
+from yahtzee_jax.config import (
+    DEFAULT_PRESET,
+    Config,
+    add_override_argument,
+    available_presets,
+    read_yaml,
+    resolve,
+)
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks import YahtzeeNet, init_params, make_network_agent
@@ -332,14 +339,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         f"default {DEFAULT_PRESET}",
     )
     parser.add_argument("--config", default=None, help="YAML file applied over the preset")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one value, e.g. --set optim.lr=3e-4 (repeatable)",
-    )
+    add_override_argument(parser)
     parser.add_argument("--out", default=None, help="run directory (default runs/PRESET)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

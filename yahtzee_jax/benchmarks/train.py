@@ -14,6 +14,8 @@ import json
 import time
 from pathlib import Path
 
+from yahtzee_jax.config import add_override_argument
+
 DEFAULT_BATCHES = "20,256,2048"
 TRANSITIONS_PER_CHUNK = 39 * 2560  # K is chosen so each timed call does about this much work
 
@@ -25,14 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--batches", default=DEFAULT_BATCHES, help="comma-separated games per update"
     )
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement")
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="config override, e.g. network.hidden_size=256",
-    )
+    add_override_argument(parser)
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
