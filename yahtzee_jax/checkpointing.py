@@ -24,8 +24,8 @@ LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
 BEST_METRIC = "eval_score"
 
-# Orbax logs every save at INFO; keep the progress bar readable.
-logging.getLogger("absl").setLevel(logging.WARNING)
+# Orbax logs every save at INFO and read-only loads at WARNING; our own errors say what matters.
+logging.getLogger("absl").setLevel(logging.ERROR)
 
 
 def _manager(directory: Path, max_to_keep: int, best: bool = False, read_only: bool = False):
