@@ -117,26 +117,35 @@ def _wait_for_checkpoint_after(run_dir: Path, step: int, process: subprocess.Pop
     raise AssertionError("no checkpoint appeared")
 
 
+def _interrupt(run_dir: Path, process: subprocess.Popen, after: int, sig: signal.Signals) -> int:
+    """Send `sig` once a checkpoint newer than `after` exists; the run must save and exit 130."""
+    _wait_for_checkpoint_after(run_dir, after, process)
+    process.send_signal(sig)
+    output = process.communicate(timeout=60)[0].decode()
+    assert process.returncode == 130, output
+    assert "continue with --resume" in output
+    saved_at = load_checkpoint(run_dir)[2]
+    assert after < saved_at < 200 and saved_at % 20 == 0
+    return saved_at
+
+
 def test_interrupted_and_killed_run_resumes_to_the_same_parameters(finished_run, tmp_path):
-    """Ctrl-C (SIGINT) mid-run saves and exits 130; a resumed run killed with SIGKILL mid-run
-    and resumed again ends with parameters bitwise equal to the uninterrupted run's."""
+    """Ctrl-C (SIGINT) and SIGTERM mid-run each save and exit 130; a resumed run killed with
+    SIGKILL mid-run and resumed again ends with parameters bitwise equal to the uninterrupted
+    run's."""
     config_file = tmp_path / "tiny.yaml"
     config_file.write_text(yaml.safe_dump(TINY))
     run_dir = tmp_path / "run"
 
     first = _start(config_file, run_dir, resume=False)
-    _wait_for_checkpoint_after(run_dir, 0, first)
-    first.send_signal(signal.SIGINT)
-    output = first.communicate(timeout=60)[0].decode()
-    assert first.returncode == 130, output
-    assert "continue with --resume" in output
-    interrupted_at = load_checkpoint(run_dir)[2]
-    assert 0 < interrupted_at < 200 and interrupted_at % 20 == 0
-
+    interrupted_at = _interrupt(run_dir, first, 0, signal.SIGINT)
     second = _start(config_file, run_dir, resume=True)
-    _wait_for_checkpoint_after(run_dir, interrupted_at, second)
-    second.send_signal(signal.SIGKILL)
-    second.wait(timeout=60)
+    terminated_at = _interrupt(run_dir, second, interrupted_at, signal.SIGTERM)
+
+    third = _start(config_file, run_dir, resume=True)
+    _wait_for_checkpoint_after(run_dir, terminated_at, third)
+    third.send_signal(signal.SIGKILL)
+    third.wait(timeout=60)
     killed_at = load_checkpoint(run_dir)[2]
     assert killed_at < 200, "the run finished before it could be killed"
 

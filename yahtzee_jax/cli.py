@@ -29,13 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as error:
-            if error.name == module_name:  # that part of the project is not built yet
-                continue
-            raise
-        module.add_cli(subparsers)
+        importlib.import_module(module_name).add_cli(subparsers)
     return parser
 
 

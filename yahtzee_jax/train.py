@@ -11,8 +11,12 @@ update counter, so a resumed run replays exactly what an uninterrupted one would
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +185,23 @@ def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
     return saved
 
 
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """While inside, SIGTERM raises KeyboardInterrupt (main thread only; elsewhere a no-op)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def train(
     config: Config | None,
     run_dir: str | Path,
@@ -237,54 +258,55 @@ def train(
     )
     started = time.perf_counter()
     start_step = step
-    try:
-        while step < total:
-            length = chunk_length(config, step)
-            if length not in compiled:
-                compile_start = time.perf_counter()
-                compiled[length] = make_chunk(context, length).lower(state).compile()
-                compile_seconds += time.perf_counter() - compile_start
-            state, metrics = compiled[length](state)
-            metrics = jax.device_get(metrics)
-            for index in range(length):
-                games = (step + index + 1) * games_per_update
-                for name, values in metrics.items():
-                    writer.add_scalar(name, float(values[index]), games)
-            step += length
-            bar.update(length * games_per_update)
-            if is_eval_step(config, step):
-                eval_start = time.perf_counter()
-                scores = evaluation_scores(
-                    config,
-                    state.params,
-                    train_config.eval_games,
-                    train_config.seed + EVAL_SEED_OFFSET,
-                )
-                row = {
-                    "update": step,
-                    "games": step * games_per_update,
-                    "num_games": len(scores),
-                    "mean": float(np.mean(scores)),
-                    "std": float(np.std(scores)),
-                    "wall_s": time.perf_counter() - started,
-                    "eval_s": time.perf_counter() - eval_start,
-                }
-                evals.append(row)
-                _write_evals(evals_path, evals)
-                writer.add_scalar("eval/mean_score", row["mean"], row["games"])
-                writer.add_scalar("eval/std_score", row["std"], row["games"])
-                improved = best is None or row["mean"] > best
-                best = row["mean"] if improved else best
-                checkpoints.save(step, state, config, row["mean"] if improved else None)
-                bar.set_postfix(eval=f"{row['mean']:.1f}", best=f"{best:.1f}")
-    except KeyboardInterrupt:
-        bar.close()
-        step = int(state.step)  # the interrupt may land after `state` moved to the next chunk
-        checkpoints.save(step, state, config, None)
-        checkpoints.close()
-        writer.close()
-        print(f"saved a checkpoint at update {step}; continue with --resume --out {run_dir}")
-        raise
+    with _sigterm_as_interrupt():  # a scheduler's or `kill`'s SIGTERM saves like Ctrl-C
+        try:
+            while step < total:
+                length = chunk_length(config, step)
+                if length not in compiled:
+                    compile_start = time.perf_counter()
+                    compiled[length] = make_chunk(context, length).lower(state).compile()
+                    compile_seconds += time.perf_counter() - compile_start
+                state, metrics = compiled[length](state)
+                metrics = jax.device_get(metrics)
+                for index in range(length):
+                    games = (step + index + 1) * games_per_update
+                    for name, values in metrics.items():
+                        writer.add_scalar(name, float(values[index]), games)
+                step += length
+                bar.update(length * games_per_update)
+                if is_eval_step(config, step):
+                    eval_start = time.perf_counter()
+                    scores = evaluation_scores(
+                        config,
+                        state.params,
+                        train_config.eval_games,
+                        train_config.seed + EVAL_SEED_OFFSET,
+                    )
+                    row = {
+                        "update": step,
+                        "games": step * games_per_update,
+                        "num_games": len(scores),
+                        "mean": float(np.mean(scores)),
+                        "std": float(np.std(scores)),
+                        "wall_s": time.perf_counter() - started,
+                        "eval_s": time.perf_counter() - eval_start,
+                    }
+                    evals.append(row)
+                    _write_evals(evals_path, evals)
+                    writer.add_scalar("eval/mean_score", row["mean"], row["games"])
+                    writer.add_scalar("eval/std_score", row["std"], row["games"])
+                    improved = best is None or row["mean"] > best
+                    best = row["mean"] if improved else best
+                    checkpoints.save(step, state, config, row["mean"] if improved else None)
+                    bar.set_postfix(eval=f"{row['mean']:.1f}", best=f"{best:.1f}")
+        except KeyboardInterrupt:
+            bar.close()
+            step = int(state.step)  # the interrupt may land after `state` moved to the next chunk
+            checkpoints.save(step, state, config, None)
+            checkpoints.close()
+            writer.close()
+            print(f"saved a checkpoint at update {step}; continue with --resume --out {run_dir}")
+            raise
     bar.close()
     writer.close()
     checkpoints.close()
