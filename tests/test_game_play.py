@@ -42,11 +42,13 @@ def play_random(key: jax.Array, rules=OFFICIAL):
     return jax.lax.scan(body, init(init_key), jax.random.split(play_key, DECISIONS_PER_GAME))
 
 
-@pytest.fixture(scope="module")
-def played():
-    """2,048 random games played vmapped under the official rules."""
+@pytest.fixture(scope="module", params=list(RULE_VARIANTS))
+def played(request):
+    """2,048 random games played vmapped under each rule variant in turn."""
+    rules = RULE_VARIANTS[request.param]
     keys = jax.random.split(jax.random.key(7), 2048)
-    final, (states, actions, masks, rewards) = jax.jit(jax.vmap(play_random))(keys)
+    play = jax.jit(jax.vmap(lambda key: play_random(key, rules)))
+    final, (states, actions, masks, rewards) = play(keys)
     return jax.device_get((final, states, actions, masks, rewards))
 
 
