@@ -1,21 +1,53 @@
-"""Plot the learning curve (periodic evaluation mean vs training games) of one run directory.
+"""Plot learning curves (periodic evaluation mean vs training games) of one or more runs.
 
-Usage: python experiments/plot_learning_curve.py RUN_DIR [OUT.png]
+Usage: python experiments/plot_learning_curve.py RUN_DIR [RUN_DIR ...] [--out OUT.png]
+           [--reference LABEL=VALUE ...]
+
+One run: RUN_DIR/learning_curve.png (or --out) with a +-1 std band. Several runs: one line
+each in --out (default learning_curves.png), e.g. to compare the settings of an ablation;
+``--reference "paper A2C 250K=230.38"`` draws a dashed horizontal line.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
+from pathlib import Path
 
-from yahtzee_jax.train import plot_learning_curve
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.plots import plot_learning_curves
+from yahtzee_jax.train import EVALS_FILE, plot_learning_curve, read_evals
+
+
+def _reference(text: str) -> tuple[str, float]:
+    label, _, value = text.rpartition("=")
+    try:
+        return label, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LABEL=NUMBER, got {text!r}") from None
 
 
 def main(argv: list[str]) -> int:
-    """Write RUN_DIR/learning_curve.png (or OUT.png) from RUN_DIR/evals.jsonl."""
-    if not 1 <= len(argv) <= 2:
-        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+    """Write the plot; print its path."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--out", type=Path, default=None, help="output PNG")
+    parser.add_argument("--reference", type=_reference, action="append", default=[])
+    args = parser.parse_args(argv)
+    try:
+        if len(args.run_dirs) == 1 and not args.reference:
+            print(plot_learning_curve(args.run_dirs[0], args.out))
+            return 0
+        curves = {}
+        for run_dir in args.run_dirs:
+            curves[run_dir.name] = read_evals(run_dir / EVALS_FILE)
+            if not curves[run_dir.name]:
+                raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
+        out = args.out or Path("learning_curves.png")
+        print(plot_learning_curves(curves, out, "Learning curves", dict(args.reference)))
+    except UserError as error:
+        print(f"error: {error}", file=sys.stderr)
         return 2
-    print(plot_learning_curve(*argv))
     return 0
 
 

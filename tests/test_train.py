@@ -1,10 +1,14 @@
-"""A short CPU training run learns: it beats the random agent by a wide margin."""
+"""A short CPU training run learns (it beats the random agent by a wide margin); the
+learning-curve script plots one or several runs."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.config import resolve
@@ -33,3 +37,36 @@ def test_short_run_beats_random_by_a_wide_margin(tmp_path):
     assert json.loads((tmp_path / SUMMARY_FILE).read_text())["updates"] == 150
     assert (tmp_path / "config.yaml").exists() and (tmp_path / "learning_curve.png").exists()
     assert list(tmp_path.glob("events.out.tfevents.*"))
+
+
+def _load_plot_script():
+    path = Path(__file__).resolve().parent.parent / "experiments" / "plot_learning_curve.py"
+    spec = importlib.util.spec_from_file_location("plot_learning_curve", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_learning_curve_script_compares_runs(tmp_path, capsys):
+    """experiments/plot_learning_curve.py overlays several runs with a reference line, and
+    answers a run without evaluations or a malformed reference with exit status 2."""
+    script = _load_plot_script()
+    for name, offset in (("run_a", 0.0), ("run_b", 5.0)):
+        rows = [
+            {"update": k, "games": 20 * k, "num_games": 100, "mean": 50 + k + offset, "std": 9.0}
+            for k in (10, 20, 30)
+        ]
+        (tmp_path / name).mkdir()
+        (tmp_path / name / EVALS_FILE).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "both.png"
+    argv = [str(tmp_path / "run_a"), str(tmp_path / "run_b"), "--out", str(out)]
+    assert script.main([*argv, "--reference", "paper=230.38"]) == 0
+    assert out.stat().st_size > 0
+    assert script.main([str(tmp_path / "run_a")]) == 0
+    assert (tmp_path / "run_a" / "learning_curve.png").exists()
+    (tmp_path / "empty").mkdir()
+    assert script.main([str(tmp_path / "run_a"), str(tmp_path / "empty")]) == 2
+    assert "no evaluations" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as error:
+        script.main([*argv, "--reference", "paper"])
+    assert error.value.code == 2

@@ -1,4 +1,5 @@
-"""PNG plots of an evaluation: score histogram, points per category, first category chosen."""
+"""PNG plots: an evaluation's score histogram, points per category and first category chosen;
+training learning curves."""
 
 from __future__ import annotations
 
@@ -135,6 +136,36 @@ def plot_first_category(summary: dict, path: Path) -> Path:
     axes.set_ylabel("% of games")
     axes.set_title(f"First category chosen ({summary['rules']} rules)")
     axes.grid(axis="y", alpha=0.3)
+    return _save(figure, path)
+
+
+def plot_learning_curves(
+    curves: dict[str, list[dict]],
+    path: Path,
+    title: str,
+    references: dict[str, float] | None = None,
+) -> Path:
+    """Periodic evaluation mean against training games, one line per run (+-1 std band if one).
+
+    `curves` maps a label to a run's evaluation rows (``games``, ``mean``, ``std``,
+    ``num_games``); `references` maps a label to a horizontal line (e.g. a paper's figure).
+    """
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for label, rows in curves.items():
+        games = np.array([row["games"] for row in rows])
+        mean = np.array([row["mean"] for row in rows])
+        axis.plot(games, mean, label=f"{label} ({rows[-1]['num_games']} argmax games per point)")
+        if len(curves) == 1:
+            std = np.array([row["std"] for row in rows])
+            axis.fill_between(games, mean - std, mean + std, alpha=0.2)
+    for label, value in (references or {}).items():
+        axis.axhline(value, color="gray", linestyle="--", linewidth=1)
+        axis.annotate(label, (0, value), xycoords=("axes fraction", "data"), va="bottom")
+    axis.set_xlabel("training games")
+    axis.set_ylabel("mean score")
+    axis.set_title(title)
+    axis.grid(alpha=0.3)
+    axis.legend(loc="lower right", fontsize="small")
     return _save(figure, path)
 
 

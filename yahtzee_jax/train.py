@@ -128,7 +128,8 @@ def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) ->
     return play_games(network_agent(config, params), num_games, seed).total
 
 
-def _read_evals(path: Path) -> list[dict[str, Any]]:
+def read_evals(path: Path) -> list[dict[str, Any]]:
+    """The periodic evaluation rows of a run (`evals.jsonl`), oldest first."""
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -140,31 +141,16 @@ def _write_evals(path: Path, rows: list[dict[str, Any]]) -> None:
 
 def plot_learning_curve(run_dir: str | Path, out_path: str | Path | None = None) -> Path:
     """PNG of the periodic evaluation mean (with +-1 std band) against games played."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from yahtzee_jax.plots import plot_learning_curves
 
     run_dir = Path(run_dir)
-    rows = _read_evals(run_dir / EVALS_FILE)
+    rows = read_evals(run_dir / EVALS_FILE)
     if not rows:
         raise ConfigError(f"no evaluations in {run_dir / EVALS_FILE}")
-    games = np.array([row["games"] for row in rows])
-    mean = np.array([row["mean"] for row in rows])
-    std = np.array([row["std"] for row in rows])
-    figure, axis = plt.subplots(figsize=(7, 4))
-    axis.plot(games, mean, label=f"argmax policy, {rows[-1]['num_games']} games per point")
-    axis.fill_between(games, mean - std, mean + std, alpha=0.2)
-    axis.set_xlabel("training games")
-    axis.set_ylabel("mean score")
-    axis.set_title(f"Learning curve: {run_dir.name}")
-    axis.grid(alpha=0.3)
-    axis.legend(loc="lower right")
     out_path = Path(out_path) if out_path is not None else run_dir / CURVE_FILE
-    figure.tight_layout()
-    figure.savefig(out_path, dpi=120)
-    plt.close(figure)
-    return out_path
+    return plot_learning_curves(
+        {"argmax policy": rows}, out_path, title=f"Learning curve: {run_dir.name}"
+    )
 
 
 def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
@@ -236,7 +222,7 @@ def train(
     state = init_train_state(context)
     checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints)
     evals_path = run_dir / EVALS_FILE
-    evals = _read_evals(evals_path)
+    evals = read_evals(evals_path)
     if resume and checkpoints.latest_step() is not None:
         state = checkpoints.restore(state)
     step = int(state.step)
