@@ -35,17 +35,17 @@ def card(filled: dict[Category, int]) -> dict:
     return {"scores": jnp.asarray(scores), "filled": jnp.asarray(used)}
 
 
-def test_default_layout_has_74_inputs():
-    """All groups on with combined dice: 30 + 6 + 13 + 1 + 3 + 1 + 1 + 6 + 13."""
-    assert feature_size(ALL) == 74
+def test_default_layout_has_75_inputs():
+    """All groups on with combined dice: 30 + 6 + 13 + 1 + 3 + 1 + 1 + 1 + 6 + 13."""
+    assert feature_size(ALL) == 75
     assert [name for name, _ in feature_groups(ALL)][:2] == ["dice_onehot", "dice_counts"]
 
 
 def test_groups_switch_off():
     """Each switch removes exactly its group."""
-    assert feature_size(FeatureConfig(dice="onehot")) == 74 - 6
-    assert feature_size(FeatureConfig(dice="counts")) == 74 - 30
-    assert feature_size(dataclasses.replace(ALL, lock_in=False, potential_scores=False)) == 74 - 19
+    assert feature_size(FeatureConfig(dice="onehot")) == 75 - 6
+    assert feature_size(FeatureConfig(dice="counts")) == 75 - 30
+    assert feature_size(dataclasses.replace(ALL, lock_in=False, potential_scores=False)) == 75 - 19
 
 
 def test_values_of_a_mid_game_position():
@@ -66,6 +66,7 @@ def test_values_of_a_mid_game_position():
     assert parts["roll_index"].tolist() == [0, 1, 0]
     np.testing.assert_allclose(parts["game_progress"], [4 / 12])
     assert parts["joker"].tolist() == [0]
+    assert parts["yahtzee_bonus_live"].tolist() == [0]
     assert parts["lock_in"].tolist() == [0] * 6
     expected = np.zeros(13)
     expected[Category.FIVES] = 5 / 25
@@ -106,3 +107,16 @@ def test_joker_flag_and_forced_joker_potential_scores():
     assert plain["joker"].tolist() == [0]
     assert plain["potential_scores"][Category.FULL_HOUSE] == 0  # no Joker value
     assert plain["potential_scores"][Category.CHANCE] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("yahtzee_box", "rules_name", "live"),
+    [(50, "official", 1), (0, "official", 0), (None, "official", 0), (50, "plain", 0)],
+)
+def test_yahtzee_bonus_live_flag(yahtzee_box, rules_name, live):
+    """The flag tells a 50 in the Yahtzee box (a further Yahtzee pays +100) from a scratched 0
+    or an open box, which the category-open mask alone cannot; off under rules without bonus."""
+    filled = {} if yahtzee_box is None else {Category.YAHTZEE: yahtzee_box}
+    state = State(dice=jnp.int32([1, 2, 3, 4, 6]), **card(filled))
+    parts = split(features(state, ALL, get_rules(rules_name)))
+    assert parts["yahtzee_bonus_live"].tolist() == [live]

@@ -46,6 +46,7 @@ class FeatureConfig:
     roll_index: bool = True  # one-hot of the decision within the turn (3)
     game_progress: bool = True  # boxes used / 12
     joker: bool = True  # the current roll is a Joker (five of a kind, Yahtzee box used)
+    yahtzee_bonus_live: bool = True  # the Yahtzee box holds 50: another Yahtzee earns +100
     lock_in: bool = True  # 6 flags: scoring this open upper box reaches 63
     potential_scores: bool = True  # 13: what the dice would score in each legal box / box max
 

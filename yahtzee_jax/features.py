@@ -1,7 +1,7 @@
 """The network's input: a flat float32 vector computed from one engine `State` (paper section 4.1).
 
 Layout, in this order, each group present only when switched on in `FeatureConfig`
-(all on, ``dice="combined"``: 30 + 6 + 13 + 1 + 3 + 1 + 1 + 6 + 13 = 74 inputs):
+(all on, ``dice="combined"``: 30 + 6 + 13 + 1 + 3 + 1 + 1 + 1 + 6 + 13 = 75 inputs):
 
 ====================  =====  =============================================================
 group                 size   value
@@ -14,6 +14,9 @@ roll index            3      one-hot of the decision in the turn: keep, keep, sc
 game progress         1      boxes used / 12 (the paper's t / 12)
 joker                 1      1 if the dice are a Joker (five of a kind, Yahtzee box used,
                              Joker rules on)
+yahtzee bonus live    1      1 if the Yahtzee box holds 50 (and the variant pays the +100
+                             bonus): a further Yahtzee is worth 100 more (the paper's code's
+                             "has earned Yahtzee"; without it a 50 and a scratched 0 look alike)
 lock-in               6      1 if upper box k is open and scoring it now reaches 63
 potential scores      13     points the dice would get in each legal box / box maximum
                              (`CATEGORY_MAX_SCORES`), 0 for used or Joker-forbidden boxes
@@ -38,6 +41,7 @@ from yahtzee_jax.game.rules import (
     NUM_TURNS,
     NUM_UPPER,
     UPPER_BONUS_THRESHOLD,
+    YAHTZEE_SCORE,
     Category,
     Joker,
     Rules,
@@ -60,6 +64,7 @@ def feature_groups(config: FeatureConfig) -> list[tuple[str, int]]:
         ("roll_index", config.roll_index, DECISIONS_PER_TURN),
         ("game_progress", config.game_progress, 1),
         ("joker", config.joker, 1),
+        ("yahtzee_bonus_live", config.yahtzee_bonus_live, 1),
         ("lock_in", config.lock_in, NUM_UPPER),
         ("potential_scores", config.potential_scores, NUM_CATEGORIES),
     ]
@@ -80,6 +85,7 @@ def features(state: State, config: FeatureConfig, rules: Rules) -> jax.Array:
     joker = (
         (jnp.max(counts) == NUM_DICE) & state.filled[Category.YAHTZEE] & (rules.joker != Joker.NONE)
     )
+    bonus_live = (state.scores[Category.YAHTZEE] == YAHTZEE_SCORE) & rules.yahtzee_bonus
     upper_open = ~state.filled[:NUM_UPPER]
     values = {
         "dice_onehot": jax.nn.one_hot(state.dice - 1, NUM_FACES).reshape(-1),
@@ -89,6 +95,7 @@ def features(state: State, config: FeatureConfig, rules: Rules) -> jax.Array:
         "roll_index": jax.nn.one_hot(state.roll_index, DECISIONS_PER_TURN),
         "game_progress": (turn_index(state) / (NUM_TURNS - 1))[None],
         "joker": joker[None],
+        "yahtzee_bonus_live": bonus_live[None],
         "lock_in": upper_open & (upper + points[:NUM_UPPER] >= UPPER_BONUS_THRESHOLD),
         "potential_scores": jnp.where(legal, points / _MAX_SCORES, 0.0),
     }
