@@ -134,7 +134,8 @@ def test_interrupted_and_killed_run_resumes_to_the_same_parameters(finished_run,
     SIGKILL mid-run and resumed again ends with parameters bitwise equal to the uninterrupted
     run's."""
     config_file = tmp_path / "tiny.yaml"
-    config_file.write_text(yaml.safe_dump(TINY))
+    # Every field written out: the CLI lays a --config file over the default preset.
+    config_file.write_text(yaml.safe_dump(CONFIG.to_dict()))
     run_dir = tmp_path / "run"
 
     first = _start(config_file, run_dir, resume=False)
