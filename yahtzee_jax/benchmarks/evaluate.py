@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
+from pathlib import Path
 
 from yahtzee_jax.errors import UserError
 
@@ -28,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rules", default="official", help="rule variant (default official)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     rules = get_rules(args.rules)
     batch_size = min(args.batch_size or default_batch_size(), args.games)
     num_batches = math.ceil(args.games / batch_size)
-    rows = []
+    results = []
     for spec in args.agents:
         started = time.perf_counter()
         try:
@@ -63,14 +66,27 @@ def run(args: argparse.Namespace) -> int:
         play_games(agent, args.games, args.seed + 1, batch_size=batch_size)
         steady = time.perf_counter() - started
         per_batch = steady / num_batches
-        rows.append([
-            spec,
-            f"{setup:.2f}",
-            f"{max(first_batch - per_batch, 0.0):.2f}",
-            f"{per_batch:.3f}",
-            f"{args.games / steady:,.0f}",
-            f"{args.games * DECISIONS_PER_GAME / steady:,.0f}",
-        ])  # fmt: skip
+        results.append(
+            {
+                "agent": spec,
+                "setup_seconds": setup,
+                "compile_seconds": max(first_batch - per_batch, 0.0),
+                "seconds_per_batch": per_batch,
+                "games_per_second": args.games / steady,
+                "decisions_per_second": args.games * DECISIONS_PER_GAME / steady,
+            }
+        )
+    rows = [
+        [
+            row["agent"],
+            f"{row['setup_seconds']:.2f}",
+            f"{row['compile_seconds']:.2f}",
+            f"{row['seconds_per_batch']:.3f}",
+            f"{row['games_per_second']:,.0f}",
+            f"{row['decisions_per_second']:,.0f}",
+        ]
+        for row in results
+    ]
     header = ["agent", "setup s", "compile s", "s/batch", "games/s", "decisions/s"]
     title = (
         f"play_games throughput: {rules.name} rules, {args.games:,} games in batches of "
@@ -79,4 +95,7 @@ def run(args: argparse.Namespace) -> int:
     print(format_terminal([(title, header, rows)]))
     print("setup: building the agent (solve or load a value table); compile: first batch minus a "
           "steady batch")  # fmt: skip
+    if args.json:
+        info = {"rules": rules.name, "games": args.games, "batch_size": batch_size}
+        Path(args.json).write_text(json.dumps({**info, "agents": results}, indent=2) + "\n")
     return 0

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import resource
 import time
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the solve benchmark."""
     parser.add_argument("--rules", default="official", help="rule variant to solve")
+    parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,4 +29,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"rules {result.rules.name}: optimal expected score {result.expected_score:.10f}")
     print(f"solve time {seconds:.2f} s (includes building the score tables)")
     print(f"peak RSS of the process {peak_mib:.0f} MiB (includes the JAX runtime)")
+    if args.json:
+        numbers = {
+            "rules": result.rules.name,
+            "expected_score": result.expected_score,
+            "seconds": seconds,
+            "peak_rss_mib": peak_mib,
+            "cpus": os.cpu_count(),
+        }
+        Path(args.json).write_text(json.dumps(numbers, indent=2) + "\n")
     return 0
