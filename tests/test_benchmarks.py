@@ -11,14 +11,17 @@ import json
 from yahtzee_jax.cli import main
 
 
+def run_bench(argv: list[str], json_path) -> dict | list:
+    """Run `yahtzee-jax bench ...` with `--json`, check the exit status, return the numbers."""
+    assert main([*argv, "--json", str(json_path)]) == 0
+    return json.loads(json_path.read_text())
+
+
 def test_bench_train_compares_the_pipeline_with_bare_forward_backward(tmp_path, capsys) -> None:
     """A 16-wide network at B = 2 and 3: one row per batch size, with the fwd+bwd ratio."""
-    out = tmp_path / "train.json"
     argv = ["bench", "train", "--preset", "quick", "--set", "network.hidden_size=16"]
-    argv += ["--batches", "2,3", "--repeats", "1", "--json", str(out)]
-    assert main(argv) == 0
+    rows = run_bench([*argv, "--batches", "2,3", "--repeats", "1"], tmp_path / "train.json")
     assert "ratio = full update time / bare forward+backward" in capsys.readouterr().out
-    rows = json.loads(out.read_text())
     assert [row["games_per_update"] for row in rows] == [2, 3]
     for row in rows:
         assert row["games_per_second"] > 0 and row["fwd_bwd_ms"] > 0
@@ -34,12 +37,9 @@ def test_bench_train_rejects_bad_batches(capsys) -> None:
 
 def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     """Random and greedy level-1 on 64 games in batches of 32; an unknown agent is skipped."""
-    out = tmp_path / "evaluate.json"
     argv = ["bench", "evaluate", "--agents", "random", "greedy1", "nonsense"]
-    argv += ["--games", "64", "--batch-size", "32", "--json", str(out)]
-    assert main(argv) == 0
+    result = run_bench([*argv, "--games", "64", "--batch-size", "32"], tmp_path / "eval.json")
     assert "skipping nonsense" in capsys.readouterr().out
-    result = json.loads(out.read_text())
     assert result["batch_size"] == 32
     assert [row["agent"] for row in result["agents"]] == ["random", "greedy1"]
     assert all(row["games_per_second"] > 0 for row in result["agents"])
