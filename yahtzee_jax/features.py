@@ -41,11 +41,11 @@ from yahtzee_jax.game.rules import (
     NUM_TURNS,
     NUM_UPPER,
     UPPER_BONUS_THRESHOLD,
-    YAHTZEE_SCORE,
     Category,
     Joker,
     Rules,
     face_counts,
+    yahtzee_bonus_live,
 )
 
 _MAX_SCORES = jnp.asarray(CATEGORY_MAX_SCORES, jnp.float32)
@@ -85,7 +85,7 @@ def features(state: State, config: FeatureConfig, rules: Rules) -> jax.Array:
     joker = (
         (jnp.max(counts) == NUM_DICE) & state.filled[Category.YAHTZEE] & (rules.joker != Joker.NONE)
     )
-    bonus_live = (state.scores[Category.YAHTZEE] == YAHTZEE_SCORE) & rules.yahtzee_bonus
+    bonus_live = yahtzee_bonus_live(state.scores[Category.YAHTZEE], rules)
     upper_open = ~state.filled[:NUM_UPPER]
     values = {
         "dice_onehot": jax.nn.one_hot(state.dice - 1, NUM_FACES).reshape(-1),

@@ -143,6 +143,11 @@ def _with_joker_values(scores: jax.Array) -> jax.Array:
     return jnp.where(_JOKER_VALUES > 0, _JOKER_VALUES, scores)
 
 
+def yahtzee_bonus_live(yahtzee_box: jax.Array, rules: Rules) -> jax.Array:
+    """Would a further Yahtzee pay the +100 bonus? The variant has it and the box holds 50."""
+    return jnp.asarray(rules.yahtzee_bonus) & (yahtzee_box == YAHTZEE_SCORE)
+
+
 def score_options(
     counts: jax.Array, filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -180,5 +185,5 @@ def score_options(
             jnp.where(any_lower_open, open_boxes & _IS_LOWER, open_boxes),
         )
         legal = jnp.where(joker_roll, joker_legal, open_boxes)
-    bonus = jnp.asarray(rules.yahtzee_bonus) & joker_roll & (yahtzee_box == YAHTZEE_SCORE)
+    bonus = joker_roll & yahtzee_bonus_live(yahtzee_box, rules)
     return points.astype(jnp.int32), legal, bonus
