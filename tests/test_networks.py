@@ -12,6 +12,7 @@ from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import NUM_ACTIONS, OFFICIAL, Category, State, legal_action_mask
 from yahtzee_jax.networks import (
     YahtzeeNet,
+    dropout_keep_mask,
     entropy,
     init_params,
     make_network_agent,
@@ -44,9 +45,8 @@ def test_output_shapes_and_normalised_roll_head(roll_head):
     config = NetworkConfig(hidden_size=16, roll_head=roll_head, upper_head=True)
     weights = init_params(config, FEATURES, jax.random.PRNGKey(1))
     x = jax.random.normal(jax.random.PRNGKey(2), (7, feature_size(FEATURES)))
-    output = YahtzeeNet(config).apply(
-        {"params": weights}, x, train=True, rngs={"dropout": jax.random.PRNGKey(3)}
-    )
+    seeds = jnp.arange(7, dtype=jnp.uint32)
+    output = YahtzeeNet(config).apply({"params": weights}, x, seeds)
     assert output.roll_log_probs.shape == (7, 32)
     assert output.score_logits.shape == (7, 13)
     assert output.value.shape == output.upper.shape == (7,)
@@ -104,3 +104,33 @@ def test_gradient_through_masked_policy_is_finite(params):
 
     grads = jax.grad(objective)(params)
     assert all(bool(jnp.all(jnp.isfinite(g))) for g in jax.tree.leaves(grads))
+
+
+def test_dropout_masks_are_per_example_reproducible_and_at_the_rate():
+    """Masks depend only on (seed, block, unit): the same seed gives the same mask in any batch,
+    different seeds or blocks give different masks, and about `rate` of the units drop."""
+    seeds = jnp.arange(4000, dtype=jnp.uint32)
+    masks = dropout_keep_mask(seeds, salt=1, width=600, rate=0.1)
+    assert masks.shape == (4000, 600) and masks.dtype == jnp.bool_
+    assert abs(float(1 - masks.mean()) - 0.1) < 0.002
+    np.testing.assert_array_equal(dropout_keep_mask(seeds[17:19], 1, 600, 0.1), masks[17:19])
+    assert bool(jnp.any(masks[0] != masks[1]))
+    assert bool(jnp.any(dropout_keep_mask(seeds[:1], 2, 600, 0.1) != masks[:1]))
+    # Units are not correlated within an example: neighbours drop together at about rate^2.
+    both = float(jnp.mean(~masks[:, :-1] & ~masks[:, 1:]))
+    assert abs(both - 0.01) < 0.002
+
+
+def test_dropout_on_only_with_seeds_and_rescaled():
+    """Without seeds the network is deterministic (evaluation); with seeds the outputs change,
+    and the same seeds give the same outputs."""
+    config = NetworkConfig(hidden_size=32, dropout=0.5)
+    weights = init_params(config, FEATURES, jax.random.PRNGKey(1))
+    x = jax.random.normal(jax.random.PRNGKey(2), (5, feature_size(FEATURES)))
+    net = YahtzeeNet(config)
+    plain = net.apply({"params": weights}, x)
+    seeds = jnp.arange(5, dtype=jnp.uint32)
+    dropped = net.apply({"params": weights}, x, seeds)
+    again = net.apply({"params": weights}, x, seeds)
+    np.testing.assert_array_equal(dropped.score_logits, again.score_logits)
+    assert not np.allclose(plain.score_logits, dropped.score_logits)

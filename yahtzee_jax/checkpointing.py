@@ -128,11 +128,8 @@ def load_checkpoint(path: str | Path) -> tuple[dict, Config, int]:
 
 def load_agent(path: str) -> Agent:
     """A trained checkpoint (run directory or checkpoint directory) as an argmax `Agent`."""
-    from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.networks import make_network_agent
+    from yahtzee_jax.algorithms import get_algorithm
 
     state, config, step = load_checkpoint(path)
-    name = f"a2c:{Path(path).name}@{step}"
-    return make_network_agent(
-        state["params"], config.network, config.features, get_rules(config.train.rules), name
-    )
+    name = f"{config.algo.name}:{Path(path).name}@{step}"
+    return get_algorithm(config.algo.name).make_agent(config, state["params"], name)

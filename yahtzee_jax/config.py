@@ -9,6 +9,7 @@ compiled: a bad one raises `ConfigError` with a one-line message.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import math
 from pathlib import Path
@@ -17,10 +18,12 @@ from typing import Any
 import yaml
 
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.rules import RULE_VARIANTS
+from yahtzee_jax.game.rules import NUM_TURNS, RULE_VARIANTS
+from yahtzee_jax.play import TASKS
 
 PRESET_DIR = Path(__file__).resolve().parent.parent / "experiments" / "configs"
 DEFAULT_PRESET = "paper-a2c"
+DEFAULT_ALGO = "a2c"
 
 
 def _check(condition: bool, message: str) -> None:
@@ -76,35 +79,16 @@ class NetworkConfig:
 
 @dataclasses.dataclass(frozen=True)
 class AlgoConfig:
-    """Loss settings shared by the policy-gradient algorithms (A2C now; REINFORCE and PPO next)."""
+    """Base of every algorithm's config section: `name` picks the algorithm in the registry.
+
+    Each algorithm module defines its own subclass (its fields and their defaults, the paper's
+    Table 7 column); `from_dict` reads `algo.name` first and builds that class.
+    """
 
     name: str = "a2c"
-    gamma: float = 0.99
-    value_coef: float = 0.005  # lambda_V
-    normalize_advantage: bool = True
-    # Entropy bonus (eq. 13): hold the start value, anneal linearly, then hold the end value.
-    # Table 7 values; the paper's 1M-game code used roll 0.1->0.02, score 0.03->0.01, 0.075/0.9.
-    entropy_roll_start: float = 0.06
-    entropy_roll_end: float = 0.02
-    entropy_score_start: float = 0.03
-    entropy_score_end: float = 0.008
-    entropy_hold: float = 0.3
-    entropy_anneal: float = 0.6
 
-    def __post_init__(self) -> None:
-        _check_choice("algo.name", self.name, ("a2c",))
-        _check(0.0 <= self.gamma <= 1.0, f"algo.gamma={self.gamma} must be in [0, 1]")
-        _check(self.value_coef >= 0, f"algo.value_coef={self.value_coef} must be >= 0")
-        for field in ("entropy_roll_start", "entropy_roll_end"):
-            _check(getattr(self, field) >= 0, f"algo.{field} must be >= 0")
-        for field in ("entropy_score_start", "entropy_score_end"):
-            _check(getattr(self, field) >= 0, f"algo.{field} must be >= 0")
-        _check_fraction("algo.entropy_hold", self.entropy_hold)
-        _check_fraction("algo.entropy_anneal", self.entropy_anneal)
-        _check(
-            self.entropy_hold + self.entropy_anneal <= 1.0,
-            "algo.entropy_hold + algo.entropy_anneal must be <= 1",
-        )
+    def check(self, config: Config) -> None:
+        """Checks that involve other sections (called once the whole config is built)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,6 +119,9 @@ class TrainConfig:
     updates_per_chunk: int = 25  # K updates per compiled call (shrunk to divide the eval interval)
     seed: int = 0
     rules: str = "official"
+    # "game": 39-decision games; "single-turn": 3-decision turns on a random card (paper 3.3).
+    # Budgets count games either way: in the single-turn task one game = 13 turns.
+    task: str = "game"
     eval_fraction: float = 0.01  # evaluate (and checkpoint) every 1 % of the updates
     eval_games: int = 1_000
     final_eval_games: int = 100_000
@@ -156,6 +143,17 @@ class TrainConfig:
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )
         _check_choice("train.rules", self.rules, tuple(RULE_VARIANTS))
+        _check_choice("train.task", self.task, TASKS)
+
+    @property
+    def episodes_per_game(self) -> int:
+        """Episodes that make up one game's worth of decisions: 1, or 13 single turns."""
+        return 1 if self.task == "game" else NUM_TURNS
+
+    @property
+    def episodes_per_update(self) -> int:
+        """Episodes played in lockstep by one update."""
+        return self.games_per_update * self.episodes_per_game
 
     @property
     def total_updates(self) -> int:
@@ -189,25 +187,37 @@ class Config:
 
     features: FeatureConfig = FeatureConfig()
     network: NetworkConfig = NetworkConfig()
-    algo: AlgoConfig = AlgoConfig()
+    algo: AlgoConfig = dataclasses.field(default_factory=lambda: algo_config_class(DEFAULT_ALGO)())
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
+
+    def __post_init__(self) -> None:
+        self.algo.check(self)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain nested dict (YAML/JSON friendly)."""
         return dataclasses.asdict(self)
 
 
+def algo_config_class(name: Any) -> type[AlgoConfig]:
+    """The config class of algorithm `name`, from the algorithm registry."""
+    from yahtzee_jax.algorithms import algorithm_names, get_algorithm
+
+    _check_choice("algo.name", name, algorithm_names())
+    return get_algorithm(name).config_class
+
+
 def _coerce(name: str, value: Any, default: Any) -> Any:
     """Check a value's type against the field's default (ints accepted for floats)."""
     expected = type(default)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
+        value = float(value)
     if expected is float and isinstance(value, str):  # YAML 1.1 reads "3e-4" as a string
-        try:
-            return float(value)
-        except ValueError:
-            pass
+        with contextlib.suppress(ValueError):
+            value = float(value)
+    if expected is float and isinstance(value, float):
+        _check(math.isfinite(value), f"{name}={value!r} must be a finite number")
+        return value
     if expected is int and isinstance(value, float) and value.is_integer():
         return int(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
@@ -225,6 +235,8 @@ def from_dict(data: dict[str, Any] | None) -> Config:
     for section, cls in SECTIONS.items():
         values = data.get(section) or {}
         _check(isinstance(values, dict), f"config section {section!r} must be a mapping")
+        if section == "algo":  # each algorithm has its own section class
+            cls = algo_config_class(values.get("name", DEFAULT_ALGO))
         defaults = cls()
         fields = {field.name for field in dataclasses.fields(cls)}
         for key in values:
@@ -265,6 +277,21 @@ def available_presets() -> list[str]:
     return sorted(path.stem for path in PRESET_DIR.glob("*.yaml"))
 
 
+def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A preset's values; a preset may start from another one with ``inherit: NAME``."""
+    path = PRESET_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ConfigError(
+            f"unknown preset {name!r}; choose one of: {', '.join(available_presets())}"
+        )
+    _check(name not in seen, f"preset {name!r} inherits from itself")
+    data = read_yaml(path)
+    parent = data.pop("inherit", None)
+    if parent is None:
+        return data
+    return _merge(preset_data(str(parent), (*seen, name)), data)
+
+
 def parse_override(text: str) -> dict[str, Any]:
     """Turn ``section.key=value`` (value in YAML syntax) into a nested dict."""
     name, sep, raw = text.partition("=")
@@ -297,14 +324,7 @@ def resolve(
     overrides: list[str] | tuple[str, ...] = (),
 ) -> Config:
     """Defaults, then the preset, then a YAML file, then each ``section.key=value`` override."""
-    data: dict[str, Any] = {}
-    if preset is not None:
-        path = PRESET_DIR / f"{preset}.yaml"
-        if not path.is_file():
-            raise ConfigError(
-                f"unknown preset {preset!r}; choose one of: {', '.join(available_presets())}"
-            )
-        data = _merge(data, read_yaml(path))
+    data = preset_data(preset) if preset is not None else {}
     if config_file is not None:
         data = _merge(data, read_yaml(config_file))
     for text in overrides:

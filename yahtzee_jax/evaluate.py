@@ -26,9 +26,11 @@ import numpy as np
 from yahtzee_jax.agents import Agent, Policy, make_random_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
+from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import (
     CATEGORY_NAMES,
     DECISIONS_PER_GAME,
+    DECISIONS_PER_TURN,
     NUM_CATEGORIES,
     NUM_TURNS,
     OFFICIAL,
@@ -39,6 +41,7 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
+from yahtzee_jax.play import episode_keys, per_state_policy, play
 
 # The paper's Table 4 thresholds, and its "share of games >= 250" column.
 SCORE_THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000)
@@ -108,39 +111,12 @@ class GameRecords:
 # --------------------------------------------------------------------------------------------
 
 
-def _play_game(act: Policy, rules: Rules, params: Any, game_key: jax.Array) -> dict[str, jax.Array]:
-    """One whole game of 39 decisions; keeps only what the records need."""
-    init_key, play_key = jax.random.split(game_key)
-    turns = jnp.arange(NUM_TURNS)
-
-    def decide(carry, step_index):
-        state, turn_categories, turn_points = carry
-        act_key, dice_key = jax.random.split(jax.random.fold_in(play_key, step_index))
-        next_state = engine.step(state, act(params, state, act_key), dice_key, rules)
-        newly_filled = next_state.filled & ~state.filled
-        category = jnp.argmax(newly_filled)
-        this_turn = jnp.any(newly_filled) & (turns == engine.turn_index(state))
-        turn_categories = jnp.where(this_turn, category, turn_categories)
-        turn_points = jnp.where(this_turn, next_state.scores[category], turn_points)
-        return (next_state, turn_categories, turn_points), None
-
-    start = (
-        engine.init(init_key),
-        jnp.full(NUM_TURNS, -1, jnp.int32),
-        jnp.zeros(NUM_TURNS, jnp.int32),
-    )
-    (final, turn_categories, turn_points), _ = jax.lax.scan(
-        decide, start, jnp.arange(DECISIONS_PER_GAME)
-    )
-    return {
-        "box_scores": final.scores,
-        "total": engine.total_score(final),
-        "upper_bonus": engine.upper_bonus(final) > 0,
-        "yahtzee_bonus_count": final.yahtzee_bonus_count,
-        "turn_categories": turn_categories,
-        "turn_points": turn_points,
-        "terminated": final.terminated,
-    }
+def _record_scoring(state: engine.State, action: jax.Array, next_state: engine.State, extras):
+    """Per decision: the box it filled (-1 for a keep) and the points written there."""
+    newly_filled = next_state.filled & ~state.filled
+    category = jnp.argmax(newly_filled, axis=-1)
+    points = jnp.take_along_axis(next_state.scores, category[:, None], axis=-1)[:, 0]
+    return jnp.where(jnp.any(newly_filled, axis=-1), category, -1), points
 
 
 @functools.partial(jax.jit, static_argnames=("act", "rules", "batch_size"))
@@ -153,9 +129,20 @@ def _play_batch(
     batch_size: int,
 ) -> dict[str, jax.Array]:
     """Games first_game .. first_game+batch_size-1; game i's dice depend only on (seed, i)."""
-    game_indices = first_game + jnp.arange(batch_size, dtype=jnp.int32)
-    game_keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(base_key, game_indices)
-    return jax.vmap(_play_game, in_axes=(None, None, None, 0))(act, rules, params, game_keys)
+    keys = episode_keys(base_key, first_game, batch_size)
+    final, (categories, points) = play(
+        per_state_policy(act, params), keys, rules, "game", _record_scoring
+    )
+    # Each turn is keep, keep, score: the scoring decisions are every third one.
+    return {
+        "box_scores": final.scores,
+        "total": engine.total_score(final),
+        "upper_bonus": engine.upper_bonus(final) > 0,
+        "yahtzee_bonus_count": final.yahtzee_bonus_count,
+        "turn_categories": categories[LAST_ROLL::DECISIONS_PER_TURN].T,
+        "turn_points": points[LAST_ROLL::DECISIONS_PER_TURN].T,
+        "terminated": final.terminated,
+    }
 
 
 def check_num_games(num_games: int) -> None:

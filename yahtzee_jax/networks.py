@@ -15,6 +15,7 @@ actions at roll decisions, legal boxes at the scoring decision.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import flax.linen as nn
@@ -23,7 +24,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
-from yahtzee_jax.features import feature_size, features
+from yahtzee_jax.features import batch_features, feature_size
 from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_DICE, NUM_KEEP_ACTIONS, Rules
 
@@ -45,22 +46,47 @@ class NetworkOutput(NamedTuple):
     upper: jax.Array
 
 
+def _mix32(h: jax.Array) -> jax.Array:
+    """A 32-bit integer hash (Wellons' lowbias32): every output bit depends on every input bit."""
+    h = h ^ (h >> 16)
+    h = h * jnp.uint32(0x7FEB352D)
+    h = h ^ (h >> 15)
+    h = h * jnp.uint32(0x846CA68B)
+    return h ^ (h >> 16)
+
+
+def dropout_keep_mask(seed: jax.Array, salt: int, width: int, rate: float) -> jax.Array:
+    """bool[..., width]: which units one example keeps, a pure function of (seed, salt, unit).
+
+    Dropout masks come from a per-decision seed (uint32) rather than from one rng per batch, so
+    any subset of decisions re-evaluated later (a loss, a PPO minibatch) sees exactly the masks
+    it acted with. A hash of (seed, layer salt, unit) costs a few integer operations per unit,
+    several times less than threefry bits drawn under a per-example key.
+    """
+    base = _mix32(seed.astype(jnp.uint32) ^ jnp.uint32((salt * 0x9E3779B9) & 0xFFFFFFFF))
+    units = jnp.arange(width, dtype=jnp.uint32) * jnp.uint32(0x85EBCA6B)
+    threshold = jnp.uint32(min(round(rate * 2**32), 2**32 - 1))
+    return _mix32(base[..., None] + units) >= threshold
+
+
 class Block(nn.Module):
-    """Dense -> activation -> optional LayerNorm -> optional Dropout."""
+    """Dense -> activation -> optional LayerNorm -> optional Dropout (masks from a seed)."""
 
     width: int
     activation: str
     layer_norm: bool
     dropout: float
+    salt: int = 0  # distinguishes the blocks' dropout masks
 
     @nn.compact
-    def __call__(self, x: jax.Array, train: bool) -> jax.Array:
-        """Apply the block."""
+    def __call__(self, x: jax.Array, dropout_seed: jax.Array | None) -> jax.Array:
+        """Apply the block; dropout is on when a per-example `dropout_seed` (uint32) is given."""
         x = ACTIVATIONS[self.activation](nn.Dense(self.width)(x))
         if self.layer_norm:
             x = nn.LayerNorm()(x)
-        if self.dropout > 0:
-            x = nn.Dropout(self.dropout, deterministic=not train)(x)
+        if self.dropout > 0 and dropout_seed is not None:
+            keep = dropout_keep_mask(dropout_seed, self.salt, self.width, self.dropout)
+            x = jnp.where(keep, x / (1.0 - self.dropout), 0.0)
         return x
 
 
@@ -69,17 +95,19 @@ class YahtzeeNet(nn.Module):
 
     config: NetworkConfig
 
-    def _block(self, dropout: bool = True) -> Block:
+    def _block(self, salt: int, dropout: bool = True) -> Block:
         config = self.config
         rate = config.dropout if dropout else 0.0
-        return Block(config.hidden_size, config.activation, config.layer_norm, rate)
+        return Block(config.hidden_size, config.activation, config.layer_norm, rate, salt)
 
     @nn.compact
-    def __call__(self, x: jax.Array, train: bool = False) -> NetworkOutput:
-        """Map features[..., F] to the head outputs; `train` turns dropout on (rng "dropout")."""
-        for _ in range(self.config.trunk_layers):
-            x = self._block()(x, train)
-        roll_hidden = self._block()(x, train)
+    def __call__(self, x: jax.Array, dropout_seed: jax.Array | None = None) -> NetworkOutput:
+        """Map features[..., F] to the head outputs; dropout is on when per-example seeds
+        (uint32[...], the batch shape of `x`) are given, off (evaluation) otherwise."""
+        trunk = self.config.trunk_layers
+        for layer in range(trunk):
+            x = self._block(layer)(x, dropout_seed)
+        roll_hidden = self._block(trunk)(x, dropout_seed)
         if self.config.roll_head == "categorical":
             roll_logits = nn.Dense(NUM_KEEP_ACTIONS, kernel_init=_small_init)(roll_hidden)
             roll_log_probs = jax.nn.log_softmax(roll_logits)
@@ -87,10 +115,11 @@ class YahtzeeNet(nn.Module):
             keep_logits = nn.Dense(NUM_DICE, kernel_init=_small_init)(roll_hidden)
             log_keep, log_reroll = jax.nn.log_sigmoid(keep_logits), jax.nn.log_sigmoid(-keep_logits)
             roll_log_probs = log_keep @ KEEP_BITS.T + log_reroll @ (1.0 - KEEP_BITS).T
-        score_logits = nn.Dense(NUM_CATEGORIES, kernel_init=_small_init)(self._block()(x, train))
-        value = nn.elu(nn.Dense(1)(self._block(dropout=False)(x, train)))[..., 0]
+        score_hidden = self._block(trunk + 1)(x, dropout_seed)
+        score_logits = nn.Dense(NUM_CATEGORIES, kernel_init=_small_init)(score_hidden)
+        value = nn.elu(nn.Dense(1)(self._block(trunk + 2, dropout=False)(x, None)))[..., 0]
         if self.config.upper_head:
-            upper = nn.Dense(1)(self._block()(x, train))[..., 0]
+            upper = nn.Dense(1)(self._block(trunk + 3)(x, dropout_seed))[..., 0]
         else:
             upper = jnp.zeros_like(value)
         return NetworkOutput(roll_log_probs, score_logits, value, upper)
@@ -123,6 +152,23 @@ def entropy(log_probs: jax.Array) -> jax.Array:
     return -jnp.sum(jnp.where(finite, jnp.exp(safe) * safe, 0.0), axis=-1)
 
 
+def network_log_probs(
+    apply: Callable[[jax.Array], NetworkOutput],
+    states: State,
+    features_config: FeatureConfig,
+    rules: Rules,
+) -> tuple[jax.Array, NetworkOutput, jax.Array, jax.Array]:
+    """The network's policy on a batch of states: (log-probs [B, 45], outputs, features, legal).
+
+    The one place the policy is defined: the training rollout samples from these log-probs
+    (`apply` with dropout on) and the evaluation agent takes their argmax (dropout off).
+    """
+    x = batch_features(states, features_config, rules)
+    legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
+    output = apply(x)
+    return policy_log_probs(output, legal, states.roll_index), output, x, legal
+
+
 _AGENT_ACTS: dict[tuple, object] = {}
 
 
@@ -133,10 +179,12 @@ def make_act(config: NetworkConfig, features_config: FeatureConfig, rules: Rules
         network = YahtzeeNet(config)
 
         def act(params: dict, state: State, key: jax.Array) -> jax.Array:
-            x = features(state, features_config, rules)
-            output = network.apply({"params": params}, x, train=False)
-            log_probs = policy_log_probs(output, legal_action_mask(state, rules), state.roll_index)
-            return jnp.argmax(log_probs).astype(jnp.int32)
+            def apply(x: jax.Array) -> NetworkOutput:
+                return network.apply({"params": params}, x)
+
+            batch = jax.tree.map(lambda leaf: leaf[None], state)
+            log_probs, _, _, _ = network_log_probs(apply, batch, features_config, rules)
+            return jnp.argmax(log_probs[0]).astype(jnp.int32)
 
         _AGENT_ACTS[cache_key] = act
     return _AGENT_ACTS[cache_key]

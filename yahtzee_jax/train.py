@@ -21,12 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
-import optax
 
 from yahtzee_jax.algorithms import get_algorithm
-from yahtzee_jax.algorithms.common import Context, TrainState
+from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state, make_context
 from yahtzee_jax.config import (
     DEFAULT_PRESET,
     Config,
@@ -36,9 +34,6 @@ from yahtzee_jax.config import (
     resolve,
 )
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.networks import YahtzeeNet, init_params, make_network_agent
-from yahtzee_jax.schedules import hold_anneal_schedule, learning_rate_schedule
 
 CONFIG_FILE = "config.yaml"
 EVALS_FILE = "evals.jsonl"
@@ -49,55 +44,9 @@ EVAL_SEED_OFFSET = 1  # periodic evaluations use seed + 1 (fixed games, comparab
 FINAL_EVAL_SEED_OFFSET = 2
 
 
-def make_context(config: Config) -> Context:
-    """Static pieces of a run: network, optimizer and schedules."""
-    total = config.train.total_updates
-    algo = config.algo
-    learning_rate = learning_rate_schedule(config.optim, total)
-    clip = config.optim.max_grad_norm
-    optimizer = optax.chain(
-        optax.clip_by_global_norm(clip) if clip > 0 else optax.identity(),
-        optax.adam(learning_rate),
-    )
-    return Context(
-        config=config,
-        rules=get_rules(config.train.rules),
-        network=YahtzeeNet(config.network),
-        optimizer=optimizer,
-        learning_rate=learning_rate,
-        entropy_roll=hold_anneal_schedule(
-            algo.entropy_roll_start,
-            algo.entropy_roll_end,
-            algo.entropy_hold,
-            algo.entropy_anneal,
-            total,
-        ),
-        entropy_score=hold_anneal_schedule(
-            algo.entropy_score_start,
-            algo.entropy_score_end,
-            algo.entropy_hold,
-            algo.entropy_anneal,
-            total,
-        ),
-    )
-
-
-def init_train_state(context: Context) -> TrainState:
-    """Fresh parameters, optimizer state and rng from the config's seed."""
-    key = jax.random.PRNGKey(context.config.train.seed)
-    params_key, train_key = jax.random.split(key)
-    params = init_params(context.config.network, context.config.features, params_key)
-    return TrainState(
-        params=params,
-        opt_state=context.optimizer.init(params),
-        key=train_key,
-        step=jnp.int32(0),
-    )
-
-
 def make_chunk(context: Context, num_updates: int):
     """Jitted `state -> (state, metrics)` running `num_updates` updates; metrics are [K] arrays."""
-    update = get_algorithm(context.config.algo.name).update
+    update = context.algorithm.update
 
     def chunk(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
         return jax.lax.scan(lambda carry, _: update(context, carry), state, length=num_updates)
@@ -115,10 +64,10 @@ def is_eval_step(config: Config, step: int) -> bool:
     return step % config.train.eval_interval == 0 or step == config.train.total_updates
 
 
-def network_agent(config: Config, params: Any, name: str = "a2c"):
-    """The argmax agent of `params` under the run's config."""
-    rules = get_rules(config.train.rules)
-    return make_network_agent(params, config.network, config.features, rules, name)
+def network_agent(config: Config, params: Any, name: str | None = None):
+    """The acting (argmax) agent of `params` under the run's config and algorithm."""
+    algorithm = get_algorithm(config.algo.name)
+    return algorithm.make_agent(config, params, name or algorithm.name)
 
 
 def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) -> np.ndarray:
@@ -165,7 +114,7 @@ def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
             f"{section}.{key}"
             for section, values in config.to_dict().items()
             for key, value in values.items()
-            if saved.to_dict()[section][key] != value
+            if saved.to_dict()[section].get(key) != value
         ]
         raise ConfigError(f"cannot resume with a different config (changed: {', '.join(changed)})")
     return saved
@@ -313,7 +262,7 @@ def train(
     if final_eval and train_config.final_eval_games > 0:
         from yahtzee_jax.evaluate import evaluate
 
-        agent = network_agent(config, state.params, name=f"a2c:{run_dir.name}")
+        agent = network_agent(config, state.params, name=f"{config.algo.name}:{run_dir.name}")
         report = evaluate(
             agent,
             train_config.final_eval_games,
@@ -337,7 +286,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register `yahtzee-jax train`."""
     parser = subparsers.add_parser(
         "train",
-        help="train an agent (fused on-device A2C)",
+        help="train an agent (fused on-device REINFORCE, A2C or PPO)",
         description="Train with a preset, optional YAML file and section.key=value overrides.",
     )
     parser.add_argument(

@@ -1,21 +1,36 @@
-"""Learning algorithms: pure rollout, loss and update functions, one module per algorithm.
+"""Learning algorithms, one module per learner behind one registry.
 
-Each algorithm module exposes ``update(context, state) -> (state, metrics)``: one learning update
-from the current train state (roll out, compute the loss, apply the gradient). `train.py` scans it
-inside a compiled chunk; adding REINFORCE, PPO or DQN means adding a module and an entry here.
+Each module defines an `ALGORITHM` (`algorithms.base.Algorithm`): its name, config section,
+update and acting agent. Config validation, `train.py`, checkpointing and evaluation look
+algorithms up here by name; adding a learner means writing its module, its config class and its
+tests, and naming the module below.
 """
 
 from __future__ import annotations
 
-from types import ModuleType
+import importlib
+from typing import TYPE_CHECKING
 
 from yahtzee_jax.errors import ConfigError
 
+if TYPE_CHECKING:
+    from yahtzee_jax.algorithms.base import Algorithm
 
-def get_algorithm(name: str) -> ModuleType:
-    """The module implementing algorithm `name`."""
-    if name == "a2c":
-        from yahtzee_jax.algorithms import a2c
+# name -> module; modules are imported on first use (config.py reads the registry).
+_MODULES = {
+    "a2c": "yahtzee_jax.algorithms.a2c",
+    "reinforce": "yahtzee_jax.algorithms.reinforce",
+    "ppo": "yahtzee_jax.algorithms.ppo",
+}
 
-        return a2c
-    raise ConfigError(f"unknown algorithm {name!r}")
+
+def algorithm_names() -> tuple[str, ...]:
+    """Names of the registered algorithms."""
+    return tuple(_MODULES)
+
+
+def get_algorithm(name: str) -> Algorithm:
+    """The registered algorithm called `name`."""
+    if name not in _MODULES:
+        raise ConfigError(f"unknown algorithm {name!r}; choose one of: {', '.join(_MODULES)}")
+    return importlib.import_module(_MODULES[name]).ALGORITHM

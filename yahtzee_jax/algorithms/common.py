@@ -1,52 +1,47 @@
-"""Pieces shared by the policy-gradient algorithms: train state, static context, gradient step
-and the diagnostics every update reports (reduced to scalars inside the compiled chunk)."""
+"""Pieces every learner shares: the return/advantage function, the gradient step, and the
+diagnostics each update reports (reduced to scalars inside the compiled chunk)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 
-from yahtzee_jax.algorithms.rollout import Trajectory, apply_over_time
-from yahtzee_jax.config import Config
+from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
-from yahtzee_jax.networks import YahtzeeNet, entropy, policy_log_probs
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 
 TOP_K = 3
 
 
-@struct.dataclass
-class TrainState:
-    """Everything a run needs to continue exactly: weights, optimizer, rng and counter."""
+def lambda_returns(
+    reward: jax.Array, value: jax.Array, gamma: float | jax.Array, gae_lambda: float | jax.Array
+) -> jax.Array:
+    """Lambda-returns along the time axis 0 of one batch of whole episodes.
 
-    params: dict
-    opt_state: optax.OptState
-    key: jax.Array  # raw uint32[2] key data (checkpoint friendly)
-    step: jax.Array  # updates done, int32
+    G_t = r_t + gamma ((1 - lambda) V(s_{t+1}) + lambda G_{t+1}), with V = G = 0 after the last
+    decision. The GAE(lambda) advantage is G_t - V(s_t). lambda = 1 gives the Monte-Carlo
+    return (the other term is multiplied by an exact 0); a static lambda = 0 is computed as the
+    TD(0) target r_t + gamma V(s_{t+1}) directly, bit for bit the A2C target of eq. 16.
+    """
+    value = jax.lax.stop_gradient(value)
+    next_value = jnp.concatenate([value[1:], jnp.zeros_like(value[:1])], axis=0)
+    if isinstance(gae_lambda, (int, float)) and gae_lambda == 0:
+        return reward + gamma * next_value
 
+    def backward(next_return: jax.Array, step: tuple[jax.Array, jax.Array]):
+        reward_t, next_value_t = step
+        mixed = (1.0 - gae_lambda) * next_value_t + gae_lambda * next_return
+        return_t = reward_t + gamma * mixed
+        return return_t, return_t
 
-class Context(NamedTuple):
-    """Static pieces of a run (hashable config, modules and schedules), closed over by `jit`."""
-
-    config: Config
-    rules: Rules
-    network: YahtzeeNet
-    optimizer: optax.GradientTransformation
-    learning_rate: optax.Schedule
-    entropy_roll: optax.Schedule
-    entropy_score: optax.Schedule
-
-
-class EntropyTerms(NamedTuple):
-    """Per-head mean entropies of a batch of decisions."""
-
-    roll: jax.Array
-    score: jax.Array
+    _, returns = jax.lax.scan(
+        backward, jnp.zeros_like(reward[0]), (reward, next_value), reverse=True
+    )
+    return returns
 
 
 def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:
@@ -55,20 +50,9 @@ def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:
     return jnp.sum(values * mask) / jnp.maximum(jnp.sum(mask), 1.0)
 
 
-def head_entropies(log_probs: jax.Array, roll_index: jax.Array) -> EntropyTerms:
-    """Mean entropy of the roll head over keep decisions and of the score head over score ones."""
-    per_step = entropy(log_probs)
-    keeping = roll_index < LAST_ROLL
-    return EntropyTerms(masked_mean(per_step, keeping), masked_mean(per_step, ~keeping))
-
-
-def trajectory_log_probs(
-    context: Context, params: dict, trajectory: Trajectory
-) -> tuple[jax.Array, jax.Array]:
-    """(log-probs over 45 actions [T, B, 45], values [T, B]) of `params` on a trajectory."""
-    output = apply_over_time(context.network, params, trajectory, train=True)
-    log_probs = policy_log_probs(output, trajectory.legal_mask, trajectory.roll_index)
-    return log_probs, output.value
+def normalize(values: jax.Array) -> jax.Array:
+    """Zero mean, unit standard deviation over all entries."""
+    return (values - jnp.mean(values)) / (jnp.std(values) + 1e-8)
 
 
 def explained_variance(prediction: jax.Array, target: jax.Array) -> jax.Array:
@@ -83,10 +67,10 @@ def kl_divergence(log_p: jax.Array, log_q: jax.Array) -> jax.Array:
     return jnp.mean(jnp.sum(jnp.exp(jnp.where(finite, log_p, -jnp.inf)) * diff, axis=-1))
 
 
-def keep_action_stats(trajectory: Trajectory) -> dict[str, jax.Array]:
+def keep_action_stats(action: jax.Array, roll_index: jax.Array) -> Metrics:
     """Keep-pattern diversity (share of the 32 used) and top-1 / top-k pattern frequency."""
-    keeping = (trajectory.roll_index < LAST_ROLL).reshape(-1)
-    actions = jnp.where(keeping, trajectory.action.reshape(-1), NUM_KEEP_ACTIONS)
+    keeping = (roll_index < LAST_ROLL).reshape(-1)
+    actions = jnp.where(keeping, action.reshape(-1), NUM_KEEP_ACTIONS)
     counts = jnp.bincount(actions, length=NUM_KEEP_ACTIONS + 1)[:NUM_KEEP_ACTIONS]
     total = jnp.maximum(jnp.sum(counts), 1)
     ranked = jnp.sort(counts)[::-1]
@@ -97,34 +81,42 @@ def keep_action_stats(trajectory: Trajectory) -> dict[str, jax.Array]:
     }
 
 
-LossFn = Callable[[dict, Context, Trajectory, jax.Array], tuple[jax.Array, dict]]
+def optimizer_step(
+    context: Context, params: Any, opt_state: optax.OptState, grads: Any
+) -> tuple[Any, optax.OptState, Metrics]:
+    """Apply one optimizer step; returns new params, optimizer state and gradient diagnostics."""
+    updates, opt_state = context.optimizer.update(grads, opt_state, params)
+    grad_norm = optax.tree.norm(grads)
+    max_norm = context.config.optim.max_grad_norm
+    metrics = {
+        "grad/norm": grad_norm,
+        "grad/clip_rate": ((max_norm > 0) & (grad_norm > max_norm)).astype(jnp.float32),
+    }
+    return optax.apply_updates(params, updates), opt_state, metrics
+
+
+# loss(params) -> (loss, (metrics, log-probs over the 45 actions of every decision))
+LossFn = Callable[[Any], tuple[jax.Array, tuple[Metrics, jax.Array]]]
 
 
 def gradient_step(
-    context: Context, state: TrainState, trajectory: Trajectory, loss_fn: LossFn
-) -> tuple[TrainState, dict[str, jax.Array]]:
+    context: Context,
+    state: TrainState,
+    loss_fn: LossFn,
+    log_probs_after: Callable[[Any], jax.Array],
+) -> tuple[TrainState, Metrics]:
     """One optimizer step on `loss_fn`, with gradient-norm, clip-rate and KL diagnostics.
 
-    `loss_fn(params, context, trajectory, step)` returns (loss, metrics) where metrics holds
-    "_log_probs" (the pre-update log-probs over 45 actions, used for the KL and then dropped).
+    `log_probs_after(new_params)` re-evaluates the same decisions (same dropout masks), so the
+    logged KL(pi_before || pi_after) measures exactly how far this step moved the policy.
     """
-    (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-        state.params, context, trajectory, state.step
-    )
-    old_log_probs = metrics.pop("_log_probs")
-    updates, opt_state = context.optimizer.update(grads, state.opt_state, state.params)
-    params = optax.apply_updates(state.params, updates)
-    grad_norm = optax.tree.norm(grads)
-    max_norm = context.config.optim.max_grad_norm
-
-    # KL(pi_before || pi_after) on the same decisions with the same dropout masks.
-    new_log_probs, _ = trajectory_log_probs(context, params, trajectory)
-    metrics |= {
-        "grad/norm": grad_norm,
-        "grad/clip_rate": ((max_norm > 0) & (grad_norm > max_norm)).astype(jnp.float32),
-        "policy/kl": kl_divergence(old_log_probs, new_log_probs),
-        "schedule/learning_rate": context.learning_rate(state.step),
-        **keep_action_stats(trajectory),
+    (_, (metrics, old_log_probs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
+    steps_per_update = context.algorithm.optimizer_steps_per_update(context.config)
+    metrics = {
+        **metrics,
+        **grad_metrics,
+        "policy/kl": kl_divergence(jax.lax.stop_gradient(old_log_probs), log_probs_after(params)),
+        "schedule/learning_rate": context.learning_rate(state.step * steps_per_update),
     }
-    new_state = state.replace(params=params, opt_state=opt_state, step=state.step + 1)
-    return new_state, metrics
+    return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics

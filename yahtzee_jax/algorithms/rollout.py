@@ -1,95 +1,102 @@
-"""Play a batch of full games in lockstep with the sampling policy and record the trajectory.
+"""Training rollouts: the network's sampling policy played through the one play loop.
 
-Every game lasts exactly 39 decisions, so a batch of games started together ends together: no
-resets or done-masks are needed inside the scan.
+Every decision gets its own dropout seed (drawn from its episode's key), so any later forward pass
+over any subset of the decisions (the loss, a PPO minibatch, the KL diagnostic) reproduces the
+exact dropout masks the policy acted with.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.features import batch_features
-from yahtzee_jax.game.engine import State, init, legal_action_mask, step, total_score
-from yahtzee_jax.game.rules import DECISIONS_PER_GAME, Rules
-from yahtzee_jax.networks import NetworkOutput, YahtzeeNet, policy_log_probs
+from yahtzee_jax.config import Config
+from yahtzee_jax.game.engine import State, upper_total
+from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.networks import NetworkOutput, YahtzeeNet, network_log_probs
+from yahtzee_jax.play import episode_keys, play
 
 
 class Trajectory(NamedTuple):
-    """One batch of games, time-major: arrays are [T=39, B, ...] unless noted."""
+    """One batch of whole episodes, time-major: every array is [T, B, ...] (T = 39 or 3)."""
 
     features: jax.Array  # float32[T, B, F]
     legal_mask: jax.Array  # bool[T, B, 45]
     roll_index: jax.Array  # int32[T, B]
     action: jax.Array  # int32[T, B]
-    reward: jax.Array  # float32[T, B]
+    reward: jax.Array  # float32[T, B], the game's own reward (change in total score)
     value: jax.Array  # float32[T, B], V(s_t) seen while acting
+    upper: jax.Array  # float32[T, B], the upper head's prediction while acting (0 without it)
     log_prob: jax.Array  # float32[T, B], log pi(a_t | s_t) of the acting policy
-    dropout_key: jax.Array  # uint32[T, 2], the dropout rng of each step (same for the whole batch)
-    final_score: jax.Array  # int32[B], the games' total scores
+    dropout_seed: jax.Array  # uint32[T, B], the seed of each decision's dropout masks
+    upper_total: jax.Array  # int32[T, B], the upper boxes' total after the decision
 
 
 def apply_network(
-    network: YahtzeeNet, params: dict, x: jax.Array, dropout_key: jax.Array, train: bool
+    network: YahtzeeNet, params: Any, x: jax.Array, dropout_seed: jax.Array | None = None
 ) -> NetworkOutput:
-    """Network forward pass; with `train`, dropout masks come from `dropout_key`."""
-    return network.apply({"params": params}, x, train=train, rngs={"dropout": dropout_key})
+    """Forward pass over features[..., F]; with per-example seeds (uint32[...]) dropout is on."""
+    return network.apply({"params": params}, x, dropout_seed)
 
 
-def apply_over_time(
-    network: YahtzeeNet, params: dict, trajectory: Trajectory, train: bool
-) -> NetworkOutput:
-    """Re-run the network on a whole trajectory with each step's own dropout key.
+def sampling_policy(network: YahtzeeNet, params: Any, config: Config, rules: Rules):
+    """The batch policy that samples from the network with dropout on (the behaviour policy)."""
 
-    Reusing the acting step's key reproduces its dropout masks, so with the acting parameters the
-    outputs equal those seen during the rollout and the gradient is exactly on-policy.
-    """
+    def policy(states: State, keys: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+        key_pairs = jax.vmap(jax.random.split)(keys)
+        action_keys = key_pairs[:, 0]
+        dropout_seeds = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
+        log_probs, output, x, legal = network_log_probs(
+            lambda features: apply_network(network, params, features, dropout_seeds),
+            states,
+            config.features,
+            rules,
+        )
+        action = jax.vmap(jax.random.categorical)(action_keys, log_probs).astype(jnp.int32)
+        extras = {
+            "features": x,
+            "legal_mask": legal,
+            "value": output.value,
+            "upper": output.upper,
+            "log_prob": jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0],
+            "dropout_seed": dropout_seeds,
+        }
+        return action, extras
 
-    def one_step(x: jax.Array, key: jax.Array) -> NetworkOutput:
-        return apply_network(network, params, x, key, train)
+    return policy
 
-    return jax.vmap(one_step)(trajectory.features, trajectory.dropout_key)
+
+def _record(state: State, action: jax.Array, next_state: State, extras: dict) -> Trajectory:
+    return Trajectory(
+        features=extras["features"],
+        legal_mask=extras["legal_mask"],
+        roll_index=state.roll_index,
+        action=action,
+        reward=next_state.reward.astype(jnp.float32),
+        value=extras["value"],
+        upper=extras["upper"],
+        log_prob=extras["log_prob"],
+        dropout_seed=extras["dropout_seed"],
+        upper_total=upper_total(next_state),
+    )
 
 
 def rollout(
-    network: YahtzeeNet,
-    params: dict,
-    key: jax.Array,
-    num_games: int,
-    features_config: FeatureConfig,
-    rules: Rules,
-    train: bool = True,
+    network: YahtzeeNet, params: Any, key: jax.Array, config: Config, rules: Rules
 ) -> Trajectory:
-    """Play `num_games` full games, sampling actions from the policy (dropout on if `train`)."""
-    init_key, steps_key = jax.random.split(key)
-    state = jax.vmap(init)(jax.random.split(init_key, num_games))
+    """Play one update's episodes (`train.episodes_per_update` of `train.task`) with the policy."""
+    keys = episode_keys(key, 0, config.train.episodes_per_update)
+    policy = sampling_policy(network, params, config, rules)
+    _, trajectory = play(policy, keys, rules, config.train.task, record=_record)
+    return trajectory
 
-    def one_step(state: State, step_key: jax.Array) -> tuple[State, Trajectory]:
-        action_key, env_key, dropout_key = jax.random.split(step_key, 3)
-        x = batch_features(state, features_config, rules)
-        legal = jax.vmap(lambda one: legal_action_mask(one, rules))(state)
-        output = apply_network(network, params, x, dropout_key, train)
-        log_probs = policy_log_probs(output, legal, state.roll_index)
-        action = jax.random.categorical(action_key, log_probs).astype(jnp.int32)
-        env_keys = jax.random.split(env_key, num_games)
-        next_state = jax.vmap(lambda s, a, k: step(s, a, k, rules))(state, action, env_keys)
-        record = Trajectory(
-            features=x,
-            legal_mask=legal,
-            roll_index=state.roll_index,
-            action=action,
-            reward=next_state.reward.astype(jnp.float32),
-            value=output.value,
-            log_prob=jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0],
-            dropout_key=dropout_key,
-            final_score=jnp.zeros((), jnp.int32),  # filled in below
-        )
-        return next_state, record
 
-    final_state, trajectory = jax.lax.scan(
-        one_step, state, jax.random.split(steps_key, DECISIONS_PER_GAME)
-    )
-    return trajectory._replace(final_score=total_score(final_state))
+def evaluate_trajectory(network: YahtzeeNet, params: Any, trajectory: Trajectory) -> tuple:
+    """(log-probs over 45 actions [T, B, 45], outputs) of `params` on the trajectory's decisions,
+    with each decision's own dropout masks: with the acting parameters this is the rollout."""
+    from yahtzee_jax.networks import policy_log_probs
+
+    output = apply_network(network, params, trajectory.features, trajectory.dropout_seed)
+    return policy_log_probs(output, trajectory.legal_mask, trajectory.roll_index), output

@@ -1,10 +1,11 @@
-"""`yahtzee-jax bench train`: fused A2C throughput against the network's bare forward+backward.
+"""`yahtzee-jax bench train`: fused training throughput against the network's bare fwd+bwd.
 
-For each batch size B (games per update) it times a compiled chunk of K full updates (rollout of
-B x 39 decisions with the vmapped engine, loss, Adam step, KL and diagnostics) and, in the same
-run, K bare forward+backward passes of the same network on the same B x 39 transitions (the A2C
-loss on a fixed trajectory, with a tiny SGD step so the passes cannot be hoisted out of the loop).
-The ratio pipeline / bare says how close the whole pipeline gets to the network's own cost.
+For each preset (its algorithm, network and task) and batch size B (games per update) it times a
+compiled chunk of K full updates (rollout with the vmapped engine, loss, optimizer steps, KL and
+diagnostics; PPO's epochs x minibatches included) and, in the same run, K bare forward+backward
+passes of the same network on the same transitions (the actor-critic loss on a fixed
+trajectory, with a tiny SGD step so the passes cannot be hoisted out of the loop). The ratio
+pipeline / bare says how close the whole pipeline gets to the network's own cost.
 """
 
 from __future__ import annotations
@@ -22,7 +23,11 @@ TRANSITIONS_PER_CHUNK = 39 * 2560  # K is chosen so each timed call does about t
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `bench train`."""
-    parser.add_argument("--preset", default="paper-a2c", help="config preset (network size)")
+    parser.add_argument(
+        "--preset",
+        default="paper-a2c",
+        help="config preset(s), comma-separated: algorithm, network and task of each row",
+    )
     parser.add_argument(
         "--batches", default=DEFAULT_BATCHES, help="comma-separated games per update"
     )
@@ -47,12 +52,16 @@ def measure(config, repeats: int) -> dict:
     """Time one batch size: seconds per update of the pipeline and of the bare fwd+bwd."""
     import jax
 
-    from yahtzee_jax.algorithms import a2c
+    from yahtzee_jax.algorithms import actor_critic
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.common import lambda_returns
     from yahtzee_jax.algorithms.rollout import rollout
-    from yahtzee_jax.train import init_train_state, make_chunk, make_context
+    from yahtzee_jax.play import episode_length
+    from yahtzee_jax.train import make_chunk
 
     games = config.train.games_per_update
-    updates = max(1, min(20, TRANSITIONS_PER_CHUNK // (39 * games)))
+    transitions = config.train.episodes_per_update * episode_length(config.train.task)
+    updates = max(1, min(20, TRANSITIONS_PER_CHUNK // transitions))
     context = make_context(config)
     state = init_train_state(context)
 
@@ -62,22 +71,24 @@ def measure(config, repeats: int) -> dict:
     pipeline = _best_time(lambda s: chunk(s)[0].params, state, repeats) / updates
 
     trajectory = jax.jit(
-        lambda params, key: rollout(
-            context.network, params, key, games, config.features, context.rules
-        )
+        lambda params, key: rollout(context.network, params, key, config, context.rules)
     )(state.params, state.key)
+    target = lambda_returns(trajectory.reward, trajectory.value, 0.99, 0.0)
 
     def bare(params):
         def one(params, _):
-            grads, _ = jax.grad(a2c.loss, has_aux=True)(params, context, trajectory, state.step)
+            grads, _ = jax.grad(actor_critic.loss, has_aux=True)(
+                params, context, trajectory, target, state.step
+            )
             return jax.tree.map(lambda p, g: p - 1e-9 * g, params, grads), None
 
         return jax.lax.scan(one, params, length=updates)[0]
 
     bare_compiled = jax.jit(bare).lower(state.params).compile()
     network = _best_time(bare_compiled, state.params, repeats) / updates
-    transitions = games * 39
     return {
+        "algorithm": config.algo.name,
+        "task": config.train.task,
         "games_per_update": games,
         "updates_per_call": updates,
         "compile_seconds": compile_seconds,
@@ -101,25 +112,29 @@ def run(args: argparse.Namespace) -> int:
         batches = [int(text) for text in args.batches.split(",")]
     except ValueError:
         raise UserError(f"--batches {args.batches!r} must be comma-separated integers") from None
-    base = resolve(args.preset, overrides=args.overrides)  # validated before any compile
-    configs = [
-        resolve(args.preset, overrides=[*args.overrides, f"train.games_per_update={games}"])
+    presets = [name.strip() for name in args.preset.split(",") if name.strip()]
+    configs = [  # all validated before any compile
+        (
+            preset,
+            resolve(preset, overrides=[*args.overrides, f"train.games_per_update={games}"]),
+        )
+        for preset in presets
         for games in batches
     ]
-    print(
-        f"bench train: preset {args.preset}, width {base.network.hidden_size}, "
-        f"{base.network.trunk_layers} trunk blocks, device {jax.devices()[0].device_kind}"
-    )
+    print(f"bench train: device {jax.devices()[0].device_kind}")
     header = (
-        f"{'B':>6} {'ms/update':>10} {'games/s':>9} {'trans/s':>10} "
-        f"{'fwd+bwd ms':>11} {'ratio':>6} {'compile s':>9}"
+        f"{'preset':<20} {'algo':<9} {'width':>5} {'B':>6} {'ms/update':>10} {'games/s':>9} "
+        f"{'trans/s':>10} {'fwd+bwd ms':>11} {'ratio':>6} {'compile s':>9}"
     )
     print(header)
     results = []
-    for config in configs:
-        row = measure(config, args.repeats)
+    for preset, config in configs:
+        row = {"preset": preset, "width": config.network.hidden_size} | measure(
+            config, args.repeats
+        )
         results.append(row)
         print(
+            f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} "
             f"{row['games_per_update']:>6} {row['ms_per_update']:>10.1f} "
             f"{row['games_per_second']:>9.1f} {row['transitions_per_second']:>10.0f} "
             f"{row['fwd_bwd_ms']:>11.1f} {row['pipeline_over_fwd_bwd']:>6.2f} "

@@ -1,0 +1,139 @@
+"""The contract every registered learner keeps, parametrised over the registry: an update jits
+and reports finite scalars, a chunk of K updates equals K single updates, a resumed run equals an
+uninterrupted one bit for bit, and its agent plays legal games; plus the config checks."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from yahtzee_jax.algorithms import algorithm_names, get_algorithm
+from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
+from yahtzee_jax.checkpointing import RunCheckpoints
+from yahtzee_jax.config import resolve
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.evaluate import play_games
+from yahtzee_jax.train import make_chunk
+
+TINY = [
+    "network.hidden_size=16",
+    "network.trunk_layers=1",
+    "train.games_per_update=4",
+    "train.total_games=400",
+]
+EXTRA = {"ppo": ["algo.games_per_minibatch=2", "algo.epochs=2"]}
+
+
+def tiny_config(name: str, *more: str):
+    """A seconds-long configuration of algorithm `name`."""
+    return resolve("quick", overrides=[*TINY, f"algo.name={name}", *EXTRA.get(name, []), *more])
+
+
+def assert_trees_equal(left, right) -> None:
+    """Every leaf identical, bit for bit."""
+    for a, b in zip(jax.tree.leaves(left), jax.tree.leaves(right), strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_registry_names_match_the_modules():
+    """Every registered algorithm answers to its own name and has its own config class."""
+    assert set(algorithm_names()) >= {"a2c", "reinforce", "ppo"}
+    for name in algorithm_names():
+        algorithm = get_algorithm(name)
+        assert algorithm.name == name
+        assert algorithm.config_class().name == name
+    with pytest.raises(ConfigError, match="unknown algorithm 'sarsa'"):
+        get_algorithm("sarsa")
+
+
+@pytest.mark.parametrize("name", algorithm_names())
+def test_update_jits_and_reports_finite_scalars(name):
+    """One update under jit: the counter advances, the parameters move, every metric is a
+    finite float scalar."""
+    context = make_context(tiny_config(name))
+    state = init_train_state(context)
+    new_state, metrics = jax.jit(lambda s: context.algorithm.update(context, s))(state)
+    assert int(new_state.step) == 1
+    assert not np.array_equal(
+        jax.tree.leaves(new_state.params)[0], jax.tree.leaves(state.params)[0]
+    )
+    assert metrics, "an update must report something"
+    for key, value in metrics.items():
+        assert np.shape(value) == (), key
+        assert np.isfinite(float(value)), key
+
+
+@pytest.mark.parametrize("name", algorithm_names())
+def test_chunk_of_k_updates_equals_k_single_updates(name):
+    """A compiled chunk of 3 updates ends where 3 separately compiled single updates end."""
+    context = make_context(tiny_config(name))
+    state = init_train_state(context)
+    chunked, metrics = make_chunk(context, 3)(state)
+    single = make_chunk(context, 1)
+    stepwise = state
+    for _ in range(3):
+        stepwise, _ = single(stepwise)
+    assert all(np.shape(value) == (3,) for value in metrics.values())
+    for a, b in zip(jax.tree.leaves(chunked), jax.tree.leaves(stepwise), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("name", algorithm_names())
+def test_checkpoint_resume_is_bit_identical(name, tmp_path):
+    """4 updates straight equal 2 updates, a checkpoint written and read back into a fresh
+    state, and 2 more updates: params, optimizer state, key and counter, bit for bit."""
+    config = tiny_config(name)
+    context = make_context(config)
+    chunk = make_chunk(context, 2)
+    state = init_train_state(context)
+    straight, _ = chunk(chunk(state)[0])
+    halfway, _ = chunk(state)
+    checkpoints = RunCheckpoints(tmp_path, keep=2)
+    checkpoints.save(2, halfway, config, None)
+    restored = checkpoints.restore(init_train_state(context))
+    checkpoints.close()
+    assert isinstance(restored, TrainState)
+    resumed, _ = chunk(restored)
+    assert_trees_equal(straight, resumed)
+
+
+@pytest.mark.parametrize("name", algorithm_names())
+def test_agent_of_every_algorithm_plays_legal_games(name):
+    """The registry's acting agent finishes every game (no illegal action)."""
+    config = tiny_config(name)
+    context = make_context(config)
+    state = init_train_state(context)
+    agent = context.algorithm.make_agent(config, state.params, name)
+    records = play_games(agent, 16, seed=0)
+    assert records.num_games == 16 and records.total.min() >= 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["algo.name=ppo", "algo.clip_epsilon=0"], "algo.clip_epsilon=0.0 must be > 0"),
+        (["algo.name=ppo", "algo.epochs=0"], "algo.epochs=0 must be >= 1"),
+        (
+            ["algo.name=ppo", "algo.games_per_minibatch=7"],
+            "algo.games_per_minibatch=7 does not divide train.games_per_update=64",
+        ),
+        (["algo.gae_lambda=1.5"], "algo.gae_lambda=1.5 must be in [0, 1]"),
+        (["algo.name=ppo", "algo.gae_lambda=-0.1"], "algo.gae_lambda=-0.1 must be in [0, 1]"),
+        (["algo.name=reinforce", "algo.gae_lambda=0.5"], "must be 1 for REINFORCE"),
+        (["algo.name=reinforce", "algo.gamma_start=2"], "algo.gamma_start=2.0 must be in [0, 1]"),
+        (["algo.name=sarsa"], "algo.name='sarsa' is not one of: a2c, reinforce, ppo"),
+        (["algo.clip_epsilon=0.2"], "unknown config key algo.clip_epsilon"),
+        (["algo.shaping_weight=1"], "needs algo.upper_regression_weight > 0"),
+        (["algo.upper_regression_weight=1"], "needs network.upper_head=true"),
+        (["optim.lr=.inf"], "optim.lr=inf must be a finite number"),
+        (["algo.gamma=nan"], "algo.gamma=nan must be a finite number"),
+        (["train.task=two-turns"], "train.task='two-turns' is not one of: game, single-turn"),
+    ],
+)
+def test_bad_algorithm_values_are_rejected_in_one_line(overrides, message):
+    """Each bad value fails config resolution (before anything compiles) with one line."""
+    with pytest.raises(ConfigError) as error:
+        resolve("quick", overrides=overrides)
+    text = str(error.value)
+    assert message in text and "\n" not in text

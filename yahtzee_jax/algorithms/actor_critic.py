@@ -1,0 +1,279 @@
+"""What the actor-critic learners (REINFORCE, A2C, PPO) share: their config section, the entropy
+schedules, learned-potential reward shaping, the upper-head regression and the loss of eq. 15/17.
+
+Loss of one batch of decisions, with targets G_t from `lambda_returns` and no gradient through
+them (the paper's eqs. 15 and 17; REINFORCE: G = Monte-Carlo return, A2C: G = TD(0) target):
+
+    delta_t = G_t - V(s_t),   A_t = normalise(stop_gradient(delta_t))
+    L = -mean(log pi(a_t | s_t) A_t) + lambda_V mean(delta_t^2)
+        - beta_roll H_roll - beta_score H_score + beta_regression mean((U(s_t) - u_final)^2)
+
+Reward shaping (section 4.4.1, eqs. 11-12) follows the paper's code: the upper head U predicts
+the normalised final upper total u_final = U_final / 63 - 1, the potential is
+Phi(s) = 35 * clamp(63 (U(s) + 1), 0, 63) / 63 (eq. 11 as printed lacks the / 63 and would
+scale to 35 x 63), and the shaped reward is r_t + beta_shape (Phi(s_{t+1}) - Phi(s_t)) with the
+rollout's predictions (no gradient) and Phi = 0 after the last decision. Eq. 12 multiplies
+Phi(s_{t+1}) by gamma; `shaping_discount` switches that on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
+from yahtzee_jax.algorithms.common import (
+    explained_variance,
+    gradient_step,
+    keep_action_stats,
+    lambda_returns,
+    masked_mean,
+    normalize,
+)
+from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_trajectory, rollout
+from yahtzee_jax.config import AlgoConfig, Config
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.game.engine import LAST_ROLL
+from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD, get_rules
+from yahtzee_jax.networks import NetworkOutput, entropy, make_network_agent
+from yahtzee_jax.schedules import hold_anneal_schedule
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorCriticConfig(AlgoConfig):
+    """Loss settings of the actor-critic learners; defaults are Table 7's A2C column."""
+
+    name: str = "a2c"
+    gamma: float = 0.99
+    gae_lambda: float = 0.0  # 0: TD(0) targets (eq. 16); 1: Monte-Carlo returns
+    value_coef: float = 0.005  # lambda_V
+    normalize_advantage: bool = True
+    # Entropy bonus (eq. 13): hold the start value, anneal linearly, then hold the end value.
+    entropy_roll_start: float = 0.06
+    entropy_roll_end: float = 0.02
+    entropy_score_start: float = 0.03
+    entropy_score_end: float = 0.008
+    entropy_hold: float = 0.3
+    entropy_anneal: float = 0.6
+    # Learned-potential shaping (section 4.4.1); both need network.upper_head = true.
+    upper_regression_weight: float = 0.0  # beta_regression: U regresses U_final / 63 - 1
+    shaping_weight: float = 0.0  # beta_shape
+    shaping_discount: bool = False  # gamma Phi(s') as eq. 12 prints it; the paper's code has none
+
+    def __post_init__(self) -> None:
+        prefix = "algo."
+        _require(0.0 <= self.gamma <= 1.0, f"{prefix}gamma={self.gamma} must be in [0, 1]")
+        _require(
+            0.0 <= self.gae_lambda <= 1.0, f"{prefix}gae_lambda={self.gae_lambda} must be in [0, 1]"
+        )
+        for field in (
+            "value_coef",
+            "entropy_roll_start",
+            "entropy_roll_end",
+            "entropy_score_start",
+            "entropy_score_end",
+            "upper_regression_weight",
+            "shaping_weight",
+        ):
+            value = getattr(self, field)
+            _require(value >= 0, f"{prefix}{field}={value} must be >= 0")
+        for field in ("entropy_hold", "entropy_anneal"):
+            value = getattr(self, field)
+            _require(0.0 <= value <= 1.0, f"{prefix}{field}={value} must be in [0, 1]")
+        _require(
+            self.entropy_hold + self.entropy_anneal <= 1.0,
+            "algo.entropy_hold + algo.entropy_anneal must be <= 1",
+        )
+        # The paper's code refuses shaping without the regression that trains the potential.
+        _require(
+            self.shaping_weight == 0 or self.upper_regression_weight > 0,
+            "algo.shaping_weight > 0 needs algo.upper_regression_weight > 0 "
+            "(the upper head is the potential and must be trained)",
+        )
+
+    def check(self, config: Config) -> None:
+        """The upper head must exist when it is trained or used as a potential."""
+        if self.upper_regression_weight > 0 and not config.network.upper_head:
+            raise ConfigError("algo.upper_regression_weight > 0 needs network.upper_head=true")
+
+
+# --------------------------------------------------------------------------------------------
+# Schedules, shaping and the loss
+# --------------------------------------------------------------------------------------------
+
+
+def entropy_coefficients(context: Context, step: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(beta_roll, beta_score) at update `step`, each on its hold-anneal schedule."""
+    algo, total = context.config.algo, context.config.train.total_updates
+    roll = hold_anneal_schedule(
+        algo.entropy_roll_start,
+        algo.entropy_roll_end,
+        algo.entropy_hold,
+        algo.entropy_anneal,
+        total,
+    )
+    score = hold_anneal_schedule(
+        algo.entropy_score_start,
+        algo.entropy_score_end,
+        algo.entropy_hold,
+        algo.entropy_anneal,
+        total,
+    )
+    return roll(step), score(step)
+
+
+def potential(upper_prediction: jax.Array) -> jax.Array:
+    """Phi = 35 * clamp(63 (U + 1), 0, 63) / 63: the bonus share the predicted upper total earns."""
+    upper = jnp.clip(UPPER_BONUS_THRESHOLD * (upper_prediction + 1.0), 0.0, UPPER_BONUS_THRESHOLD)
+    return UPPER_BONUS * upper / UPPER_BONUS_THRESHOLD
+
+
+def shaping_rewards(
+    potentials: jax.Array, weight: float, gamma: float | jax.Array, discount: bool
+) -> jax.Array:
+    """beta (g Phi(s_{t+1}) - Phi(s_t)) along time axis 0, Phi = 0 after the last decision;
+    g = gamma with `discount`, else 1 (the paper's code)."""
+    potentials = jax.lax.stop_gradient(potentials)
+    next_potentials = jnp.concatenate([potentials[1:], jnp.zeros_like(potentials[:1])], axis=0)
+    factor = gamma if discount else 1.0
+    return weight * (factor * next_potentials - potentials)
+
+
+def training_rewards(
+    context: Context, trajectory: Trajectory, gamma: float | jax.Array
+) -> jax.Array:
+    """The rewards the learner optimises: the game's, plus the shaping term when it is on."""
+    algo = context.config.algo
+    if algo.shaping_weight == 0:
+        return trajectory.reward
+    shaping = shaping_rewards(
+        potential(trajectory.upper), algo.shaping_weight, gamma, algo.shaping_discount
+    )
+    return trajectory.reward + shaping
+
+
+def upper_targets(trajectory: Trajectory) -> jax.Array:
+    """The upper head's regression target U_final / 63 - 1 at every decision of each episode."""
+    final = trajectory.upper_total[-1].astype(jnp.float32)
+    return jnp.broadcast_to(final / UPPER_BONUS_THRESHOLD - 1.0, trajectory.upper_total.shape)
+
+
+def auxiliary_terms(
+    context: Context,
+    step: jax.Array,
+    log_probs: jax.Array,
+    output: NetworkOutput,
+    trajectory: Trajectory,
+) -> tuple[jax.Array, Metrics]:
+    """Entropy bonus (eq. 13) and upper-head regression (eq. 14), with their metrics."""
+    per_decision = entropy(log_probs)
+    keeping = trajectory.roll_index < LAST_ROLL
+    roll_entropy = masked_mean(per_decision, keeping)
+    score_entropy = masked_mean(per_decision, ~keeping)
+    beta_roll, beta_score = entropy_coefficients(context, step)
+    entropy_loss = -(beta_roll * roll_entropy + beta_score * score_entropy)
+    regression_loss = jnp.mean(jnp.square(output.upper - upper_targets(trajectory)))
+    weight = context.config.algo.upper_regression_weight
+    metrics = {
+        "loss/entropy": entropy_loss,
+        "loss/upper_regression": regression_loss,
+        "policy/roll_entropy": roll_entropy,
+        "policy/score_entropy": score_entropy,
+        "schedule/entropy_roll": jnp.asarray(beta_roll),
+        "schedule/entropy_score": jnp.asarray(beta_score),
+    }
+    return entropy_loss + weight * regression_loss, metrics
+
+
+def policy_value_terms(
+    log_prob_taken: jax.Array,
+    value: jax.Array,
+    target: jax.Array,
+    value_coef: float,
+    normalize_advantage: bool,
+) -> tuple[jax.Array, Metrics]:
+    """Policy-gradient and value terms of eqs. 15/17 from per-decision quantities (any shape)."""
+    delta = target - value
+    advantage = jax.lax.stop_gradient(delta)
+    advantage_mean, advantage_std = jnp.mean(advantage), jnp.std(advantage)
+    if normalize_advantage:
+        advantage = normalize(advantage)
+    policy_loss = -jnp.mean(log_prob_taken * advantage)
+    value_loss = value_coef * jnp.mean(jnp.square(delta))
+    metrics = {
+        "loss/policy": policy_loss,
+        "loss/value": value_loss,
+        "advantage/mean": advantage_mean,
+        "advantage/std": advantage_std,
+        "value/mean": jnp.mean(value),
+        "value/explained_variance": explained_variance(value, target),
+    }
+    return policy_loss + value_loss, metrics
+
+
+def loss(
+    params: Any, context: Context, trajectory: Trajectory, target: jax.Array, step: jax.Array
+) -> tuple[jax.Array, tuple[Metrics, jax.Array]]:
+    """The whole actor-critic loss of `params` on a trajectory; aux = (metrics, log-probs)."""
+    log_probs, output = evaluate_trajectory(context.network, params, trajectory)
+    taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
+    algo = context.config.algo
+    main, metrics = policy_value_terms(
+        taken, output.value, target, algo.value_coef, algo.normalize_advantage
+    )
+    auxiliary, aux_metrics = auxiliary_terms(context, step, log_probs, output, trajectory)
+    total = main + auxiliary
+    return total, ({"loss/total": total, **metrics, **aux_metrics}, log_probs)
+
+
+# --------------------------------------------------------------------------------------------
+# The update and the pieces every actor-critic learner's module plugs into the registry
+# --------------------------------------------------------------------------------------------
+
+
+def collect(context: Context, state: TrainState) -> tuple[TrainState, Trajectory, Metrics]:
+    """Play one update's episodes with the current policy; the state's key moves on."""
+    key, rollout_key = jax.random.split(state.key)
+    trajectory = rollout(context.network, state.params, rollout_key, context.config, context.rules)
+    metrics = {
+        "train/mean_score": jnp.mean(jnp.sum(trajectory.reward, axis=0)),
+        **keep_action_stats(trajectory.action, trajectory.roll_index),
+    }
+    return state.replace(key=key), trajectory, metrics
+
+
+def single_step_update(
+    context: Context, state: TrainState, gamma: float | jax.Array, gae_lambda: float
+) -> tuple[TrainState, Metrics]:
+    """Roll out, then one gradient step on the loss with lambda-return targets (REINFORCE, A2C)."""
+    state, trajectory, rollout_metrics = collect(context, state)
+    rewards = training_rewards(context, trajectory, gamma)
+    target = lambda_returns(rewards, trajectory.value, gamma, gae_lambda)
+
+    def loss_fn(params: Any):
+        return loss(params, context, trajectory, target, state.step)
+
+    def log_probs_after(params: Any) -> jax.Array:
+        return evaluate_trajectory(context.network, params, trajectory)[0]
+
+    state, metrics = gradient_step(context, state, loss_fn, log_probs_after)
+    metrics |= {**rollout_metrics, "schedule/gamma": jnp.asarray(gamma, jnp.float32)}
+    if context.config.algo.shaping_weight > 0:
+        metrics["train/mean_shaping"] = jnp.mean(jnp.sum(rewards - trajectory.reward, axis=0))
+    return state, metrics
+
+
+def make_agent(config: Config, params: Any, name: str) -> Agent:
+    """The greedy (argmax, dropout off) agent of a trained actor-critic network."""
+    return make_network_agent(
+        params, config.network, config.features, get_rules(config.train.rules), name
+    )

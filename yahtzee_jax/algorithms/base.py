@@ -1,0 +1,108 @@
+"""The algorithm protocol: what every learner provides, and the state and context it works on.
+
+An `Algorithm` is one module's public face in the registry (`algorithms/__init__.py`): its name,
+its config section class, how to build its train state, its update, how many optimizer steps an
+update takes, and its acting (evaluation) agent. Config validation, `train.py`, checkpointing and
+evaluation only ever talk to this interface.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.config import AlgoConfig, Config
+from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.networks import YahtzeeNet
+from yahtzee_jax.schedules import learning_rate_schedule
+
+
+@struct.dataclass
+class TrainState:
+    """Everything a run needs to continue exactly: weights, optimizer, rng, counter, extras.
+
+    `extra` holds what an algorithm keeps beside the network (a target network, a replay
+    buffer, ...); it is an empty dict for the actor-critic learners.
+    """
+
+    params: Any
+    opt_state: optax.OptState
+    key: jax.Array  # raw uint32[2] key data (checkpoint friendly)
+    step: jax.Array  # updates done, int32
+    extra: Any = struct.field(default_factory=dict)
+
+
+class Context(NamedTuple):
+    """Static pieces of a run (hashable config, modules and schedules), closed over by `jit`."""
+
+    config: Config
+    rules: Rules
+    network: YahtzeeNet
+    optimizer: optax.GradientTransformation
+    learning_rate: optax.Schedule  # a function of the optimizer step, not of the update
+    algorithm: Algorithm
+
+
+Metrics = dict[str, jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class Algorithm:
+    """A learner as the rest of the package sees it (one instance per algorithm module)."""
+
+    name: str
+    config_class: type[AlgoConfig]
+    # update(context, state) -> (state, scalar metrics): one learning update (rollout included)
+    update: Callable[[Context, TrainState], tuple[TrainState, Metrics]]
+    # make_agent(config, params, name) -> the greedy acting agent for evaluation
+    make_agent: Callable[[Config, Any, str], Agent]
+    # optimizer steps one update takes (PPO: epochs x minibatches); schedules count these
+    optimizer_steps_per_update: Callable[[Config], int] = lambda config: 1
+
+
+def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:
+    """Adam with optional global-norm clipping (section 4.3.3)."""
+    clip = config.optim.max_grad_norm
+    return optax.chain(
+        optax.clip_by_global_norm(clip) if clip > 0 else optax.identity(),
+        optax.adam(learning_rate),
+    )
+
+
+def make_context(config: Config) -> Context:
+    """The static pieces of a run: algorithm, network, optimizer and learning-rate schedule."""
+    from yahtzee_jax.algorithms import get_algorithm
+
+    algorithm = get_algorithm(config.algo.name)
+    optimizer_steps = config.train.total_updates * algorithm.optimizer_steps_per_update(config)
+    learning_rate = learning_rate_schedule(config.optim, optimizer_steps)
+    return Context(
+        config=config,
+        rules=get_rules(config.train.rules),
+        network=YahtzeeNet(config.network),
+        optimizer=make_optimizer(config, learning_rate),
+        learning_rate=learning_rate,
+        algorithm=algorithm,
+    )
+
+
+def init_train_state(context: Context) -> TrainState:
+    """Fresh parameters, optimizer state and rng from the config's seed."""
+    from yahtzee_jax.networks import init_params
+
+    config = context.config
+    params_key, train_key = jax.random.split(jax.random.PRNGKey(config.train.seed))
+    params = init_params(config.network, config.features, params_key)
+    return TrainState(
+        params=params,
+        opt_state=context.optimizer.init(params),
+        key=train_key,
+        step=jnp.int32(0),
+    )

@@ -1,0 +1,95 @@
+"""The one play loop: a batch of episodes in lockstep, a policy function in, records out.
+
+Training rollouts, the evaluation harness, the engine benchmark and the tests all play games
+through `play`. Every episode of a batch lasts the same number of decisions (39 for a game, 3 for
+the single-turn task), so the loop is a plain `lax.scan` with no resets or done-masks.
+
+Randomness is per episode: episode i of a batch gets its own key, split once into an init key
+and a play key, and decision t uses ``split(fold_in(play_key, t))`` = (policy key, dice key).
+An episode's dice and choices therefore depend only on its own key, never on the batch size or
+on its position in the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.game.engine import State, init, init_single_turn, step
+from yahtzee_jax.game.rules import DECISIONS_PER_GAME, DECISIONS_PER_TURN, Rules
+
+# policy(states[B], keys[B]) -> (actions int32[B], extras: a pytree with leading axis B)
+BatchPolicy = Callable[[State, jax.Array], tuple[jax.Array, Any]]
+# record(state, action, next_state, extras) -> the pytree kept for one decision of the batch
+Recorder = Callable[[State, jax.Array, State, Any], Any]
+
+TASKS = ("game", "single-turn")
+
+
+class Transition(NamedTuple):
+    """The default per-decision record."""
+
+    state: State
+    action: jax.Array
+    reward: jax.Array
+    extras: Any
+
+
+def record_transition(state: State, action: jax.Array, next_state: State, extras: Any) -> Any:
+    """Keep the state before the decision, the action, its reward and the policy's extras."""
+    return Transition(state, action, next_state.reward, extras)
+
+
+def _init_single_turn(key: jax.Array) -> State:
+    return init_single_turn(key, random_context=True)
+
+
+def episode_init(task: str) -> Callable[[jax.Array], State]:
+    """The start-of-episode function of a task: a full game, or one turn with a random card."""
+    return {"game": init, "single-turn": _init_single_turn}[task]
+
+
+def episode_length(task: str) -> int:
+    """Decisions per episode of a task: 39 for a game, 3 for the single-turn task."""
+    return {"game": DECISIONS_PER_GAME, "single-turn": DECISIONS_PER_TURN}[task]
+
+
+def episode_keys(key: jax.Array, first: jax.Array | int, count: int) -> jax.Array:
+    """Keys of episodes first .. first + count - 1: episode i's key is fold_in(key, i)."""
+    indices = jnp.asarray(first, jnp.int32) + jnp.arange(count, dtype=jnp.int32)
+    return jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, indices)
+
+
+def play(
+    policy: BatchPolicy,
+    keys: jax.Array,
+    rules: Rules,
+    task: str = "game",
+    record: Recorder = record_transition,
+) -> tuple[State, Any]:
+    """Play one episode per key in lockstep; returns (final states [B], records [T, B, ...])."""
+    episode_split = jax.vmap(jax.random.split)(keys)
+    init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
+    state = jax.vmap(episode_init(task))(init_keys)
+
+    def decide(state: State, decision: jax.Array) -> tuple[State, Any]:
+        step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
+        step_split = jax.vmap(jax.random.split)(step_keys)
+        policy_keys, dice_keys = step_split[:, 0], step_split[:, 1]
+        action, extras = policy(state, policy_keys)
+        next_state = jax.vmap(lambda s, a, k: step(s, a, k, rules))(state, action, dice_keys)
+        return next_state, record(state, action, next_state, extras)
+
+    return jax.lax.scan(decide, state, jnp.arange(episode_length(task)))
+
+
+def per_state_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> BatchPolicy:
+    """A batch policy from an agent's one-state `act(params, state, key)` (no extras)."""
+
+    def policy(states: State, keys: jax.Array) -> tuple[jax.Array, None]:
+        return jax.vmap(act, in_axes=(None, 0, 0))(params, states, keys), None
+
+    return policy
