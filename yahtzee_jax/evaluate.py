@@ -41,7 +41,7 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
-from yahtzee_jax.play import episode_keys, per_state_policy, play
+from yahtzee_jax.play import TASKS, episode_keys, per_state_policy, play
 
 # The paper's Table 4 thresholds, and its "share of games >= 250" column.
 SCORE_THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000)
@@ -619,6 +619,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         help="solver and reference-game cache (default $YAHTZEE_JAX_CACHE or ~/.cache/yahtzee_jax)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--task",
+        choices=TASKS,
+        default="game",
+        help="game (default), or single-turn: N single turns on random cards against their "
+        "exact optimum",
+    )
     parser.set_defaults(func=run)
 
 
@@ -627,6 +634,18 @@ def run(args: argparse.Namespace) -> int:
     check_num_games(args.games)
     rules = get_rules(args.rules) if args.rules is not None else None
     agent = resolve_agent(args.agent, rules, cache_dir=args.cache_dir)
+    if args.task == "single-turn":
+        from yahtzee_jax.single_turn import evaluate_single_turn
+
+        result = evaluate_single_turn(agent, args.games, args.seed)
+        if args.json_path is not None:
+            _write_json(result, Path(args.json_path))
+        print(
+            f"{agent.name}, {agent.rules.name} rules, {args.games} single turns, seed {args.seed}: "
+            f"mean {result['mean']:.3f} +- {result['stderr']:.3f}, optimum of the same turns "
+            f"{result['optimum_mean']:.3f} ({result['percent_of_optimum']:.1f} %)"
+        )
+        return 0
     out_dir = args.out
     if out_dir is None:
         label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent.name)

@@ -278,6 +278,12 @@ def train(
             "stderr": report["score"]["stderr"],
             "report": str(run_dir / FINAL_EVAL_DIR),
         }
+        if config.train.task == "single-turn":  # the task it trained on, against its optimum
+            from yahtzee_jax.single_turn import evaluate_single_turn
+
+            summary["single_turn_eval"] = evaluate_single_turn(
+                agent, train_config.final_eval_games, train_config.seed + FINAL_EVAL_SEED_OFFSET
+            )
     (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=float) + "\n")
     return summary
 
@@ -316,5 +322,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"last periodic evaluation: {last['mean']:.2f} over {last['num_games']} games")
     if final:
         print(f"final evaluation: {final['mean']:.2f} over {final['games']} games")
+    single_turn = summary.get("single_turn_eval")
+    if single_turn:
+        print(
+            f"single-turn evaluation: {single_turn['mean']:.3f} over {single_turn['turns']} turns, "
+            f"{single_turn['percent_of_optimum']:.1f} % of the optimum "
+            f"{single_turn['optimum_mean']:.3f}"
+        )
     print(f"run directory: {run_dir}")
     return 0
