@@ -1,6 +1,8 @@
-"""Random legal play, single and vmapped, against the game's invariants and the reference game."""
+"""Random legal play through the one play loop, against the game's invariants and the reference."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -20,36 +22,72 @@ from yahtzee_jax.game import (
     init,
     init_single_turn,
     legal_action_mask,
-    step,
     total_score,
     upper_bonus,
 )
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
+from yahtzee_jax.play import BatchPolicy, Transition, play, record_transition
 
 OFFICIAL = RULE_VARIANTS["official"]
 
+# choose(state, legal_mask, key) -> int32 action, for one unbatched state
+Choose = Callable[[State, jax.Array, jax.Array], jax.Array]
 
-def play_random(key: jax.Array, rules=OFFICIAL):
-    """One game of uniformly random legal play; per-step (state, action, mask) are scanned out."""
 
-    def body(state: State, step_key: jax.Array):
-        policy_key, dice_key = jax.random.split(step_key)
-        mask = legal_action_mask(state, rules)
-        action = jax.random.categorical(policy_key, jnp.where(mask, 0.0, -jnp.inf))
-        next_state = step(state, action, dice_key, rules)
-        return next_state, (state, action, mask, next_state.reward)
+def masked_policy(choose: Choose, rules: Rules) -> BatchPolicy:
+    """A batch policy from a one-state `choose`; its extras are the legal masks it chose from."""
 
-    init_key, play_key = jax.random.split(key)
-    return jax.lax.scan(body, init(init_key), jax.random.split(play_key, DECISIONS_PER_GAME))
+    def policy(states: State, keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+        masks = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
+        return jax.vmap(choose)(states, masks, keys), masks
+
+    return policy
+
+
+def random_legal(state: State, mask: jax.Array, key: jax.Array) -> jax.Array:
+    """A uniformly random legal action."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf)).astype(jnp.int32)
+
+
+def chase_yahtzee(state: State, mask: jax.Array, key: jax.Array) -> jax.Array:
+    """Keep the most frequent face (a random keep 1 time in 5); score a random legal box."""
+    explore_key, keep_key, box_key = jax.random.split(key, 3)
+    counts = (state.dice[:, None] == jnp.arange(1, 7)).sum(axis=0)
+    most = jnp.argmax(counts) + 1
+    keep_most = jnp.where(state.dice == most, 1 << jnp.arange(5), 0).sum()
+    random_keep = jax.random.randint(keep_key, (), 0, NUM_KEEP_ACTIONS)
+    keep = jnp.where(jax.random.uniform(explore_key) < 0.8, keep_most, random_keep)
+    return jnp.where(mask[0], keep, random_legal(state, mask, box_key)).astype(jnp.int32)
+
+
+def play_random(
+    keys: jax.Array, rules: Rules = OFFICIAL, task: str = "game"
+) -> tuple[State, Transition]:
+    """Uniformly random legal play of one episode per key: (final states, records [T, B, ...]).
+
+    Each record holds the state before the decision, the action, its reward and, as extras, the
+    legal mask the action was drawn from.
+    """
+    return play(masked_policy(random_legal, rules), keys, rules, task, record_transition)
+
+
+def batch_major(tree):
+    """Records [T, B, ...] -> [B, T, ...]: one row per game."""
+    return jax.tree.map(lambda leaf: jnp.swapaxes(leaf, 0, 1), tree)
 
 
 @pytest.fixture(scope="module", params=list(RULE_VARIANTS))
 def played(request):
-    """2,048 random games played vmapped under each rule variant in turn."""
+    """2,048 random games played in one batch under each rule variant in turn, one row per game.
+
+    Returns (final states, states before each decision, actions, legal masks, rewards), the
+    per-decision arrays [game, decision, ...].
+    """
     rules = RULE_VARIANTS[request.param]
     keys = jax.random.split(jax.random.key(7), 2048)
-    play = jax.jit(jax.vmap(lambda key: play_random(key, rules)))
-    final, (states, actions, masks, rewards) = play(keys)
-    return jax.device_get((final, states, actions, masks, rewards))
+    final, records = jax.jit(lambda keys: play_random(keys, rules))(keys)
+    records = batch_major(records)
+    return jax.device_get((final, records.state, records.action, records.extras, records.reward))
 
 
 def test_games_last_exactly_39_decisions(played) -> None:
@@ -107,69 +145,80 @@ def test_random_mean_is_plausible(played) -> None:
     assert 40 < float(np.asarray(total_score(played[0])).mean()) < 52
 
 
-def test_single_unbatched_game_matches_batched_one() -> None:
-    """The unbatched game with a key equals game 0 of the vmapped batch with the same keys."""
-    keys = jax.random.split(jax.random.key(3), 4)
-    single_final, _ = jax.jit(play_random)(keys[0])
-    batched_final, _ = jax.jit(jax.vmap(play_random))(keys)
-    assert int(total_score(single_final)) == int(total_score(batched_final)[0])
-    assert np.array_equal(single_final.scores, batched_final.scores[0])
+def tree_equal(a, b) -> bool:
+    """Same tree structure and equal arrays at every leaf."""
+    same_leaves = map(np.array_equal, jax.tree.leaves(a), jax.tree.leaves(b))
+    return jax.tree.structure(a) == jax.tree.structure(b) and all(same_leaves)
+
+
+def test_an_episode_is_the_same_game_alone_or_anywhere_in_a_batch() -> None:
+    """Per-episode determinism of the play loop: each of 8 episode keys, played alone in a batch
+    of 1, gives the same final score and state and the same whole record tree (states, actions,
+    rewards, masks) as at its position i in a batch of 8."""
+    keys = jax.random.split(jax.random.key(3), 8)
+    run = jax.jit(play_random)
+    batch_final, batch_records = jax.device_get(run(keys))
+    alone = [jax.device_get(run(keys[i : i + 1])) for i in range(len(keys))]
+    alone_final = jax.tree.map(lambda *leaves: np.concatenate(leaves), *[f for f, _ in alone])
+    alone_records = jax.tree.map(
+        lambda *leaves: np.concatenate(leaves, axis=1), *[r for _, r in alone]
+    )
+    assert np.array_equal(total_score(alone_final), total_score(batch_final))
+    assert tree_equal(alone_final, batch_final)
+    assert tree_equal(alone_records, batch_records)
+    assert len({tuple(d) for d in batch_records.state.dice[0]}) > 1  # the 8 games differ
 
 
 def test_same_key_same_game_and_different_keys_differ() -> None:
     """Determinism per key; different keys give different dice."""
     run = jax.jit(play_random)
-    first, (states_a, *_) = run(jax.random.key(11))
-    second, (states_b, *_) = run(jax.random.key(11))
-    _, (states_c, *_) = run(jax.random.key(12))
-    assert np.array_equal(states_a.dice, states_b.dice) and np.array_equal(
+    first, records_a = run(jax.random.key(11)[None])
+    second, records_b = run(jax.random.key(11)[None])
+    _, records_c = run(jax.random.key(12)[None])
+    assert np.array_equal(records_a.state.dice, records_b.state.dice) and np.array_equal(
         first.scores, second.scores
     )
-    assert not np.array_equal(states_a.dice, states_c.dice)
+    assert not np.array_equal(records_a.state.dice, records_c.state.dice)
     dice = np.asarray(jax.vmap(lambda k: init(k).dice)(jax.random.split(jax.random.key(0), 64)))
     assert len({tuple(d) for d in dice}) > 30
 
 
-_jitted_step = jax.jit(step, static_argnums=3)
-_jitted_mask = jax.jit(legal_action_mask, static_argnums=1)
+_CHASING_GAMES: dict[str, Callable] = {}
+
+
+def play_chasing_game(variant: str) -> Callable:
+    """The jitted play loop of one game per key with the Yahtzee-chasing policy, per variant."""
+    if variant not in _CHASING_GAMES:
+        rules = RULE_VARIANTS[variant]
+        policy = masked_policy(chase_yahtzee, rules)
+        _CHASING_GAMES[variant] = jax.jit(lambda keys: play(policy, keys, rules))
+    return _CHASING_GAMES[variant]
 
 
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), variant=st.sampled_from(list(RULE_VARIANTS)))
 def test_trajectory_parity_with_reference_game(seed: int, variant: str) -> None:
-    """Replay a JAX game in the plain-Python game, step by step: same legal actions, same rewards.
+    """Replay a game of the play loop in the plain-Python game, decision by decision: same legal
+    actions, same rewards, same final score.
 
-    The policy chases Yahtzees (keeps the most frequent face) so Joker and bonus cases occur.
+    The reference game takes the engine's dice before each decision. The policy chases Yahtzees
+    (keeps the most frequent face) so Joker and bonus cases occur.
     """
-    rules = RULE_VARIANTS[variant]
-    rng = np.random.default_rng(seed)
-    key = jax.random.key(seed)
-    key, init_key = jax.random.split(key)
-    state = init(init_key)
+    final, records = jax.device_get(play_chasing_game(variant)(jax.random.key(seed)[None]))
     game = reference.ReferenceGame(variant)
-    game.dice = np.asarray(state.dice).tolist()
-    for _ in range(DECISIONS_PER_GAME):
-        legal = np.flatnonzero(np.asarray(_jitted_mask(state, rules))).tolist()
+    for t in range(DECISIONS_PER_GAME):
+        game.dice = records.state.dice[t, 0].tolist()
+        legal = np.flatnonzero(records.extras[t, 0]).tolist()
         assert legal == game.legal_actions()
-        if legal[0] < NUM_KEEP_ACTIONS:
-            dice = game.dice
-            most = max(set(dice), key=dice.count)
-            action = sum(1 << i for i, die in enumerate(dice) if die == most)
-            action = action if rng.random() < 0.8 else int(rng.integers(32))
-        else:
-            action = int(rng.choice(legal))
-        key, step_key = jax.random.split(key)
-        state = _jitted_step(state, jnp.int32(action), step_key, rules)
-        expected_reward = game.step(action)
-        game.dice = np.asarray(state.dice).tolist()  # the reference game takes the engine's dice
-        assert int(state.reward) == expected_reward
-    assert bool(state.terminated) and game.over
-    assert int(total_score(state)) == reference.final_score(game.card, game.yahtzee_bonuses)
+        assert int(records.reward[t, 0]) == game.step(int(records.action[t, 0]))
+    assert bool(final.terminated[0]) and game.over
+    assert int(total_score(final)[0]) == reference.final_score(game.card, game.yahtzee_bonuses)
 
 
 @pytest.mark.parametrize("random_context", [False, True])
-def test_single_turn_task_is_three_decisions(random_context: bool) -> None:
-    """The single-turn task runs on the same engine: keep, keep, score, then terminal."""
+def test_single_turn_starts_with_one_turn_left(random_context: bool) -> None:
+    """A single turn starts with one turn left, on an empty card or a random context whose
+    number of used boxes spreads over 0..12 and whose open boxes hold nothing."""
     keys = jax.random.split(jax.random.key(5), 256)
     states = jax.vmap(lambda k: init_single_turn(k, random_context))(keys)
     assert (states.turns_left == 1).all()
@@ -181,15 +230,20 @@ def test_single_turn_task_is_three_decisions(random_context: bool) -> None:
     else:
         assert (filled_counts == 0).all()
 
-    def play(state: State, key: jax.Array) -> State:
-        for step_key in jax.random.split(key, 3):
-            policy_key, dice_key = jax.random.split(step_key)
-            mask = legal_action_mask(state)
-            action = jax.random.categorical(policy_key, jnp.where(mask, 0.0, -jnp.inf))
-            assert_not_done = state.terminated
-            state = step(state, action, dice_key)
-        return state, assert_not_done
 
-    final, done_before_last = jax.jit(jax.vmap(play))(states, keys)
-    assert bool(final.terminated.all()) and not bool(done_before_last.any())
-    assert (np.asarray(final.filled.sum(1)) == filled_counts + 1).all()
+def test_single_turn_task_is_three_decisions() -> None:
+    """The single-turn task runs on the same engine through the play loop: keep, keep, score,
+    then terminal with one more box used (empty cards among the random contexts included)."""
+    keys = jax.random.split(jax.random.key(5), 256)
+    final, records = jax.device_get(
+        jax.jit(lambda keys: play_random(keys, task="single-turn"))(keys)
+    )
+    assert records.action.shape == (DECISIONS_PER_TURN, 256)
+    assert (records.state.turns_left == 1).all()
+    assert not records.state.terminated.any()  # no decision was taken on a finished turn
+    assert (records.action[:2] < NUM_KEEP_ACTIONS).all()
+    assert (records.action[2] >= NUM_KEEP_ACTIONS).all()
+    assert final.terminated.all()
+    filled_counts = records.state.filled[0].sum(1)
+    assert (filled_counts == 0).any()
+    assert (final.filled.sum(1) == filled_counts + 1).all()

@@ -1,7 +1,9 @@
 """`yahtzee-jax bench env`: the vmapped engine against the plain-Python reference game.
 
 Both play whole games with a uniformly random legal policy in the same process, so the ratio
-between them is meaningful on a noisy machine. Compile time is reported apart.
+between them is meaningful on a noisy machine. Compile time is reported apart. The engine side
+plays through the one play loop (`yahtzee_jax.play.play`) with the random agent, per-decision key
+derivation included, and records nothing: it measures the loop that training and evaluation use.
 """
 
 from __future__ import annotations
@@ -10,51 +12,40 @@ import argparse
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 import jax
-import jax.numpy as jnp
 
-from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.game import (
-    DECISIONS_PER_GAME,
-    State,
-    get_rules,
-    init,
-    legal_action_mask,
-    step,
-    total_score,
-)
+from yahtzee_jax.agents.base import make_random_agent
+from yahtzee_jax.game import DECISIONS_PER_GAME, State, get_rules, total_score
 from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.play import per_state_policy, play
 
 DEFAULT_BATCH_SIZES = (1, 256, 4096, 65536)
 
 
+def _keep_nothing(state: State, action: jax.Array, next_state: State, extras: Any) -> None:
+    return None
+
+
 def make_random_games(rules: Rules) -> Callable[[jax.Array], jax.Array]:
     """A jitted function: keys[B] -> final scores[B] of B uniformly random legal games."""
+    agent = make_random_agent(rules)
+    policy = per_state_policy(agent.act, agent.params)
 
-    def one_game(key: jax.Array) -> jax.Array:
-        init_key, dice_key, policy_key = jax.random.split(key, 3)
-        # All randomness drawn up front: one threefry call per stream instead of a split per step.
-        dice_keys = jax.random.split(dice_key, DECISIONS_PER_GAME)
-        policy_bits = jax.random.bits(policy_key, (DECISIONS_PER_GAME,), jnp.uint32)
-
-        def decide(state: State, step_input: tuple[jax.Array, jax.Array]):
-            step_key, bits = step_input
-            action = uniform_legal_action(legal_action_mask(state, rules), bits)
-            return step(state, action, step_key, rules), None
-
-        final, _ = jax.lax.scan(decide, init(init_key), (dice_keys, policy_bits))
+    def games(keys: jax.Array) -> jax.Array:
+        final, _ = play(policy, keys, rules, "game", record=_keep_nothing)
         return total_score(final)
 
-    return jax.jit(jax.vmap(one_game))
+    return jax.jit(games)
 
 
 def measure_engine(batch_size: int, rules: Rules, min_seconds: float, seed: int = 0) -> dict:
     """Compile once, then time whole batches of games for at least `min_seconds`."""
-    play = make_random_games(rules)
+    games_fn = make_random_games(rules)
     keys = jax.random.split(jax.random.key(seed), batch_size)
     start = time.perf_counter()
-    compiled = play.lower(keys).compile()
+    compiled = games_fn.lower(keys).compile()
     compile_seconds = time.perf_counter() - start
     jax.block_until_ready(compiled(keys))  # warm-up run
     batches, scores_sum = 0, 0.0
