@@ -1,7 +1,7 @@
 """Plot learning curves (periodic evaluation mean vs training games) of one or more runs.
 
 Usage: python experiments/plot_learning_curve.py RUN_DIR [RUN_DIR ...] [--out OUT.png]
-           [--reference LABEL=VALUE ...]
+           [--reference LABEL=VALUE ...] [--title TITLE]
 
 One run: RUN_DIR/learning_curve.png (or --out) with a +-1 std band. Several runs: one line
 each in --out (default learning_curves.png), e.g. to compare the settings of an ablation;
@@ -33,6 +33,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     parser.add_argument("--out", type=Path, default=None, help="output PNG")
     parser.add_argument("--reference", type=_reference, action="append", default=[])
+    parser.add_argument("--title", default="Learning curves", help="plot title (several runs)")
     args = parser.parse_args(argv)
     try:
         if len(args.run_dirs) == 1 and not args.reference:
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
             if not curves[run_dir.name]:
                 raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
         out = args.out or Path("learning_curves.png")
-        print(plot_learning_curves(curves, out, "Learning curves", dict(args.reference)))
+        print(plot_learning_curves(curves, out, args.title, dict(args.reference)))
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
