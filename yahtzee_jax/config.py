@@ -26,17 +26,18 @@ DEFAULT_PRESET = "paper-a2c"
 DEFAULT_ALGO = "a2c"
 
 
-def _check(condition: bool, message: str) -> None:
+def require(condition: bool, message: str) -> None:
+    """Raise `ConfigError(message)` unless `condition` holds."""
     if not condition:
         raise ConfigError(message)
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    _check(value in choices, f"{name}={value!r} is not one of: {', '.join(choices)}")
+    require(value in choices, f"{name}={value!r} is not one of: {', '.join(choices)}")
 
 
 def _check_fraction(name: str, value: float) -> None:
-    _check(0.0 <= value <= 1.0, f"{name}={value} must be in [0, 1]")
+    require(0.0 <= value <= 1.0, f"{name}={value} must be in [0, 1]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,10 +71,10 @@ class NetworkConfig:
     upper_head: bool = False  # predicts the final upper total (for reward shaping)
 
     def __post_init__(self) -> None:
-        _check(self.hidden_size >= 1, f"network.hidden_size={self.hidden_size} must be >= 1")
-        _check(self.trunk_layers >= 0, f"network.trunk_layers={self.trunk_layers} must be >= 0")
+        require(self.hidden_size >= 1, f"network.hidden_size={self.hidden_size} must be >= 1")
+        require(self.trunk_layers >= 0, f"network.trunk_layers={self.trunk_layers} must be >= 0")
         _check_choice("network.activation", self.activation, ("swish", "relu"))
-        _check(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
+        require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
         _check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
 
 
@@ -102,12 +103,12 @@ class OptimConfig:
     max_grad_norm: float = 1.0  # tau_clip; 0 disables clipping
 
     def __post_init__(self) -> None:
-        _check(self.lr > 0, f"optim.lr={self.lr} must be > 0")
+        require(self.lr > 0, f"optim.lr={self.lr} must be > 0")
         _check_fraction("optim.warmup", self.warmup)
         _check_fraction("optim.plateau", self.plateau)
-        _check(self.warmup + self.plateau <= 1.0, "optim.warmup + optim.plateau must be <= 1")
-        _check(0 < self.min_lr_ratio <= 1, f"optim.min_lr_ratio={self.min_lr_ratio} not in (0, 1]")
-        _check(self.max_grad_norm >= 0, f"optim.max_grad_norm={self.max_grad_norm} must be >= 0")
+        require(self.warmup + self.plateau <= 1.0, "optim.warmup + optim.plateau must be <= 1")
+        require(0 < self.min_lr_ratio <= 1, f"optim.min_lr_ratio={self.min_lr_ratio} not in (0, 1]")
+        require(self.max_grad_norm >= 0, f"optim.max_grad_norm={self.max_grad_norm} must be >= 0")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,15 +132,15 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for field in ("total_games", "games_per_update", "updates_per_chunk", "eval_games"):
             value = getattr(self, field)
-            _check(value >= 1, f"train.{field}={value} must be >= 1")
-        _check(
+            require(value >= 1, f"train.{field}={value} must be >= 1")
+        require(
             self.total_games >= self.games_per_update,
             f"train.total_games={self.total_games} is less than one update "
             f"(train.games_per_update={self.games_per_update})",
         )
-        _check(self.final_eval_games >= 0, "train.final_eval_games must be >= 0")
-        _check(self.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1")
-        _check(
+        require(self.final_eval_games >= 0, "train.final_eval_games must be >= 0")
+        require(self.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1")
+        require(
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )
         _check_choice("train.rules", self.rules, tuple(RULE_VARIANTS))
@@ -216,7 +217,7 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         with contextlib.suppress(ValueError):
             value = float(value)
     if expected is float and isinstance(value, float):
-        _check(math.isfinite(value), f"{name}={value!r} must be a finite number")
+        require(math.isfinite(value), f"{name}={value!r} must be a finite number")
         return value
     if expected is int and isinstance(value, float) and value.is_integer():
         return int(value)
@@ -228,19 +229,19 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
 def from_dict(data: dict[str, Any] | None) -> Config:
     """Build and validate a `Config` from a (partial) nested dict; unknown keys are errors."""
     data = data or {}
-    _check(isinstance(data, dict), "a config must be a mapping of sections")
+    require(isinstance(data, dict), "a config must be a mapping of sections")
     unknown = set(data) - set(SECTIONS)
-    _check(not unknown, f"unknown config section(s): {', '.join(sorted(map(str, unknown)))}")
+    require(not unknown, f"unknown config section(s): {', '.join(sorted(map(str, unknown)))}")
     sections = {}
     for section, cls in SECTIONS.items():
         values = data.get(section) or {}
-        _check(isinstance(values, dict), f"config section {section!r} must be a mapping")
+        require(isinstance(values, dict), f"config section {section!r} must be a mapping")
         if section == "algo":  # each algorithm has its own section class
             cls = algo_config_class(values.get("name", DEFAULT_ALGO))
         defaults = cls()
         fields = {field.name for field in dataclasses.fields(cls)}
         for key in values:
-            _check(key in fields, f"unknown config key {section}.{key}")
+            require(key in fields, f"unknown config key {section}.{key}")
         coerced = {
             key: _coerce(f"{section}.{key}", value, getattr(defaults, key))
             for key, value in values.items()
@@ -268,7 +269,7 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise ConfigError(f"cannot parse {path}: {str(error).splitlines()[0]}") from None
-    _check(isinstance(data, dict), f"{path} must hold a mapping of config sections")
+    require(isinstance(data, dict), f"{path} must hold a mapping of config sections")
     return data
 
 
@@ -284,7 +285,7 @@ def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
         raise ConfigError(
             f"unknown preset {name!r}; choose one of: {', '.join(available_presets())}"
         )
-    _check(name not in seen, f"preset {name!r} inherits from itself")
+    require(name not in seen, f"preset {name!r} inherits from itself")
     data = read_yaml(path)
     parent = data.pop("inherit", None)
     if parent is None:
@@ -296,7 +297,7 @@ def parse_override(text: str) -> dict[str, Any]:
     """Turn ``section.key=value`` (value in YAML syntax) into a nested dict."""
     name, sep, raw = text.partition("=")
     section, dot, key = name.strip().partition(".")
-    _check(
+    require(
         bool(sep and dot and section and key), f"--set {text!r} must look like section.key=value"
     )
     try:

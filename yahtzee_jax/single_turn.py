@@ -20,7 +20,7 @@ import numpy as np
 
 from yahtzee_jax.agents.base import Agent, Policy
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import Category, Rules
+from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.play import episode_keys, per_state_policy, play, record_transition
 
 TASK = "single-turn"
@@ -28,19 +28,11 @@ TASK = "single-turn"
 
 def turn_optimum(state: State, rules: Rules) -> jax.Array:
     """Exact expected score of the best play of this turn from its first decision (one state)."""
-    from yahtzee_jax.solver.position import turn_values
-    from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
+    from yahtzee_jax.solver.agents import state_turn_values
     from yahtzee_jax.solver.widget import best_keep_values
 
-    _, _, first_keep = turn_values(
-        score_all_rolls(state.filled, state.scores[Category.YAHTZEE], rules),
-        state.filled,
-        state.scores,
-        None,  # no future: the episode ends with this turn
-        0.0,
-        jnp,
-    )
-    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(state.dice, jnp)]
+    # No value table: the turn is valued by its own reward only (the episode ends with it).
+    _, _, first_keep, roll = state_turn_values(None, state, rules)
     return best_keep_values(first_keep, jnp)[roll]
 
 

@@ -35,17 +35,11 @@ from yahtzee_jax.algorithms.common import (
     normalize,
 )
 from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_trajectory, rollout
-from yahtzee_jax.config import AlgoConfig, Config
-from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.config import AlgoConfig, Config, require
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD, get_rules
 from yahtzee_jax.networks import NetworkOutput, entropy, make_network_agent
 from yahtzee_jax.schedules import hold_anneal_schedule
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise ConfigError(message)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,8 +65,8 @@ class ActorCriticConfig(AlgoConfig):
 
     def __post_init__(self) -> None:
         prefix = "algo."
-        _require(0.0 <= self.gamma <= 1.0, f"{prefix}gamma={self.gamma} must be in [0, 1]")
-        _require(
+        require(0.0 <= self.gamma <= 1.0, f"{prefix}gamma={self.gamma} must be in [0, 1]")
+        require(
             0.0 <= self.gae_lambda <= 1.0, f"{prefix}gae_lambda={self.gae_lambda} must be in [0, 1]"
         )
         for field in (
@@ -85,16 +79,16 @@ class ActorCriticConfig(AlgoConfig):
             "shaping_weight",
         ):
             value = getattr(self, field)
-            _require(value >= 0, f"{prefix}{field}={value} must be >= 0")
+            require(value >= 0, f"{prefix}{field}={value} must be >= 0")
         for field in ("entropy_hold", "entropy_anneal"):
             value = getattr(self, field)
-            _require(0.0 <= value <= 1.0, f"{prefix}{field}={value} must be in [0, 1]")
-        _require(
+            require(0.0 <= value <= 1.0, f"{prefix}{field}={value} must be in [0, 1]")
+        require(
             self.entropy_hold + self.entropy_anneal <= 1.0,
             "algo.entropy_hold + algo.entropy_anneal must be <= 1",
         )
         # The paper's code refuses shaping without the regression that trains the potential.
-        _require(
+        require(
             self.shaping_weight == 0 or self.upper_regression_weight > 0,
             "algo.shaping_weight > 0 needs algo.upper_regression_weight > 0 "
             "(the upper head is the potential and must be trained)",
@@ -102,8 +96,10 @@ class ActorCriticConfig(AlgoConfig):
 
     def check(self, config: Config) -> None:
         """The upper head must exist when it is trained or used as a potential."""
-        if self.upper_regression_weight > 0 and not config.network.upper_head:
-            raise ConfigError("algo.upper_regression_weight > 0 needs network.upper_head=true")
+        require(
+            self.upper_regression_weight == 0 or config.network.upper_head,
+            "algo.upper_regression_weight > 0 needs network.upper_head=true",
+        )
 
 
 # --------------------------------------------------------------------------------------------

@@ -95,6 +95,12 @@ def optimizer_step(
     return optax.apply_updates(params, updates), opt_state, metrics
 
 
+def learning_rate_at(context: Context, update: jax.Array) -> jax.Array:
+    """The learning rate at the first optimizer step of update `update` (schedules count steps)."""
+    steps_per_update = context.algorithm.optimizer_steps_per_update(context.config)
+    return context.learning_rate(update * steps_per_update)
+
+
 # loss(params) -> (loss, (metrics, log-probs over the 45 actions of every decision))
 LossFn = Callable[[Any], tuple[jax.Array, tuple[Metrics, jax.Array]]]
 
@@ -112,11 +118,10 @@ def gradient_step(
     """
     (_, (metrics, old_log_probs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
-    steps_per_update = context.algorithm.optimizer_steps_per_update(context.config)
     metrics = {
         **metrics,
         **grad_metrics,
         "policy/kl": kl_divergence(jax.lax.stop_gradient(old_log_probs), log_probs_after(params)),
-        "schedule/learning_rate": context.learning_rate(state.step * steps_per_update),
+        "schedule/learning_rate": learning_rate_at(context, state.step),
     }
     return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics

@@ -9,7 +9,7 @@ in a fresh random order drawn from the update's key: nested `lax.scan`s inside t
     L = -mean(min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)) + lambda_V mean((V(s_t) - G_t)^2)
         - entropy bonus + upper regression
 
-The behaviour log-probs come from the rollout, and every decision keeps its dropout key, so the
+The behaviour log-probs come from the rollout, and every decision keeps its dropout seed, so the
 first minibatch of the first epoch starts at ratio 1 exactly. The paper's code shuffles single
 decisions into minibatches of 4 x 39; here a minibatch is whole games, as the issue asks.
 """
@@ -27,12 +27,12 @@ from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
     lambda_returns,
+    learning_rate_at,
     normalize,
     optimizer_step,
 )
 from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_trajectory
-from yahtzee_jax.config import Config
-from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.config import Config, require
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,22 +54,22 @@ class PPOConfig(actor_critic.ActorCriticConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.clip_epsilon <= 0:
-            raise ConfigError(f"algo.clip_epsilon={self.clip_epsilon} must be > 0")
-        if self.epochs < 1:
-            raise ConfigError(f"algo.epochs={self.epochs} must be >= 1")
-        if self.games_per_minibatch < 1:
-            raise ConfigError(f"algo.games_per_minibatch={self.games_per_minibatch} must be >= 1")
+        require(self.clip_epsilon > 0, f"algo.clip_epsilon={self.clip_epsilon} must be > 0")
+        require(self.epochs >= 1, f"algo.epochs={self.epochs} must be >= 1")
+        require(
+            self.games_per_minibatch >= 1,
+            f"algo.games_per_minibatch={self.games_per_minibatch} must be >= 1",
+        )
 
     def check(self, config: Config) -> None:
         """The minibatches must tile the batch of games."""
         super().check(config)
         games = config.train.games_per_update
-        if games % self.games_per_minibatch:
-            raise ConfigError(
-                f"algo.games_per_minibatch={self.games_per_minibatch} does not divide "
-                f"train.games_per_update={games}"
-            )
+        require(
+            games % self.games_per_minibatch == 0,
+            f"algo.games_per_minibatch={self.games_per_minibatch} does not divide "
+            f"train.games_per_update={games}",
+        )
 
 
 def optimizer_steps_per_update(config: Config) -> int:
@@ -166,11 +166,10 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     metrics |= {
         f"ppo/approx_kl_epoch{i + 1}": per_epoch["ppo/approx_kl"][i] for i in range(algo.epochs)
     }
-    steps = optimizer_steps_per_update(config)
     metrics |= {
         **rollout_metrics,
         **advantage_stats,
-        "schedule/learning_rate": context.learning_rate(state.step * steps),
+        "schedule/learning_rate": learning_rate_at(context, state.step),
         "schedule/gamma": jnp.float32(algo.gamma),
     }
     new_state = state.replace(params=params, opt_state=opt_state, key=key, step=state.step + 1)

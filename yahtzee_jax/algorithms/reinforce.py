@@ -15,7 +15,7 @@ import optax
 
 from yahtzee_jax.algorithms import actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
-from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.config import require
 
 MONTE_CARLO = 1.0  # lambda = 1: the lambda-return is the Monte-Carlo return
 
@@ -39,12 +39,17 @@ class ReinforceConfig(actor_critic.ActorCriticConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 <= self.gamma_start <= 1.0:
-            raise ConfigError(f"algo.gamma_start={self.gamma_start} must be in [0, 1]")
-        if not 0.0 < self.gamma_anneal <= 1.0:
-            raise ConfigError(f"algo.gamma_anneal={self.gamma_anneal} must be in (0, 1]")
-        if self.gae_lambda != MONTE_CARLO:
-            raise ConfigError("algo.gae_lambda must be 1 for REINFORCE (Monte-Carlo returns)")
+        require(
+            0.0 <= self.gamma_start <= 1.0, f"algo.gamma_start={self.gamma_start} must be in [0, 1]"
+        )
+        require(
+            0.0 < self.gamma_anneal <= 1.0,
+            f"algo.gamma_anneal={self.gamma_anneal} must be in (0, 1]",
+        )
+        require(
+            self.gae_lambda == MONTE_CARLO,
+            "algo.gae_lambda must be 1 for REINFORCE (Monte-Carlo returns)",
+        )
 
 
 def gamma_at(context: Context, step: jax.Array) -> jax.Array:

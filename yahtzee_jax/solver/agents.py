@@ -34,13 +34,14 @@ MAX_REROLLS = LAST_ROLL  # two re-rolls per turn
 GREEDY_LEVELS = (1, 2, 3)
 
 
-def widget_action(
-    value_table: jax.Array | None, state: State, rules: Rules, max_rerolls: int
-) -> jax.Array:
-    """Best action of one state by the turn widget, re-rolling at most `max_rerolls` per turn.
+def state_turn_values(
+    value_table: jax.Array | None, state: State, rules: Rules
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The turn widget of one state's card: (category values [252, 13], keep values with one
+    and with two re-rolls left [462] each, index of the state's roll among the 252).
 
-    With `value_table` None the final rolls are valued by this turn's reward only. The future
-    is ignored on an episode's last turn (`turns_left == 1`), e.g. in the single-turn task.
+    The future counts only when the episode goes on after this turn (`turns_left > 1`); with
+    `value_table` None the final rolls are valued by this turn's reward only.
     """
     future_weight = (state.turns_left > 1).astype(jnp.float32)
     values, last_keep, first_keep = turn_values(
@@ -52,6 +53,18 @@ def widget_action(
         jnp,
     )
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(state.dice, jnp)]
+    return values, last_keep, first_keep, roll
+
+
+def widget_action(
+    value_table: jax.Array | None, state: State, rules: Rules, max_rerolls: int
+) -> jax.Array:
+    """Best action of one state by the turn widget, re-rolling at most `max_rerolls` per turn.
+
+    With `value_table` None the final rolls are valued by this turn's reward only. The future
+    is ignored on an episode's last turn (`turns_left == 1`), e.g. in the single-turn task.
+    """
+    values, last_keep, first_keep, roll = state_turn_values(value_table, state, rules)
     score_action = NUM_KEEP_ACTIONS + jnp.argmax(values[roll])
     rerolls_left = jnp.clip(max_rerolls - state.roll_index, 0, MAX_REROLLS)
     keep_value = jnp.where(rerolls_left == MAX_REROLLS, first_keep, last_keep)
