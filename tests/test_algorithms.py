@@ -13,7 +13,7 @@ from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_conte
 from yahtzee_jax.checkpointing import RunCheckpoints
 from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.evaluate import play_games
+from yahtzee_jax.records import play_games
 from yahtzee_jax.train import make_chunk
 
 TINY = [

@@ -17,7 +17,7 @@ import yaml
 from yahtzee_jax.checkpointing import LATEST_DIR, RunCheckpoints, load_agent, load_checkpoint
 from yahtzee_jax.config import from_dict
 from yahtzee_jax.errors import CheckpointError
-from yahtzee_jax.evaluate import play_games
+from yahtzee_jax.records import play_games
 from yahtzee_jax.train import init_train_state, make_context, train
 
 # 200 updates of 4 games on a 16-wide network with dropout; a checkpoint every 20 updates.

@@ -10,19 +10,11 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import Agent, make_random_agent
-from yahtzee_jax.evaluate import (
-    SCORE_THRESHOLDS,
-    GameRecords,
-    IncompleteGameError,
-    _play_batch,
-    format_markdown,
-    format_terminal,
-    play_games,
-    report_tables,
-    summarize,
-)
 from yahtzee_jax.game import KEEP_ALL, NUM_CATEGORIES, NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.rules import RULE_VARIANTS, Category
+from yahtzee_jax.records import GameRecords, IncompleteGameError, _play_batch, play_games
+from yahtzee_jax.reports import format_markdown, format_terminal, report_tables
+from yahtzee_jax.statistics import SCORE_THRESHOLDS, summarize
 
 PLAIN = RULE_VARIANTS["plain"]
 

@@ -6,9 +6,11 @@ import json
 
 import pytest
 
+from yahtzee_jax.agents import resolve_agent
 from yahtzee_jax.cli import main
-from yahtzee_jax.evaluate import play_games, reference_path, resolve_agent
 from yahtzee_jax.game.rules import RULE_VARIANTS
+from yahtzee_jax.records import GameRecords, play_games
+from yahtzee_jax.reports import evaluate, reference_path
 
 SUMMARY_KEYS = {
     "agent", "rules", "games", "seed", "score", "upper_bonus_rate", "yahtzee_rate",
@@ -91,8 +93,6 @@ def test_optimal_agent_games_become_the_reference(tmp_path) -> None:
     """2,000 optimal games under plain rules (solved into a private cache, ~20 s): mean within 4
     standard errors of the solved 245.8708; no optimal column beside itself; the games are
     cached as the reference that greedy1's evaluation then reads back."""
-    from yahtzee_jax.evaluate import GameRecords, evaluate
-
     plain = RULE_VARIANTS["plain"]
     agent = resolve_agent("optimal", plain, cache_dir=tmp_path)
     summary = evaluate(agent, 2000, seed=5, out_dir=tmp_path / "report", progress=False,

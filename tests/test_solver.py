@@ -20,8 +20,8 @@ import pytest
 from yahtzee_jax import reference
 from yahtzee_jax.cli import main
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.evaluate import play_games, score_statistics
 from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_KEEP_ACTIONS, Category
+from yahtzee_jax.records import play_games
 from yahtzee_jax.solver import (
     advise,
     make_optimal_agent,
@@ -38,6 +38,7 @@ from yahtzee_jax.solver.tables import (
     roll_index_of,
 )
 from yahtzee_jax.solver.widget import best_keep_values, keep_values
+from yahtzee_jax.statistics import score_statistics
 
 PUBLISHED_OPTIMA = {
     "official": 254.5877287345,

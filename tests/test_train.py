@@ -12,7 +12,7 @@ import pytest
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.config import resolve
-from yahtzee_jax.evaluate import play_games
+from yahtzee_jax.records import play_games
 from yahtzee_jax.train import EVALS_FILE, SUMMARY_FILE, train
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_UPPER
 
 if TYPE_CHECKING:
-    from yahtzee_jax.evaluate import GameRecords
+    from yahtzee_jax.records import GameRecords
 
 BIN_WIDTH = 5
 DPI = 120

@@ -72,7 +72,7 @@ def network_agent(config: Config, params: Any, name: str | None = None):
 
 def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) -> np.ndarray:
     """Final scores of `num_games` argmax games played by the evaluation harness."""
-    from yahtzee_jax.evaluate import play_games
+    from yahtzee_jax.records import play_games
 
     return play_games(network_agent(config, params), num_games, seed).total
 
@@ -260,7 +260,7 @@ def train(
     if evals:
         summary["learning_curve"] = str(plot_learning_curve(run_dir))
     if final_eval and train_config.final_eval_games > 0:
-        from yahtzee_jax.evaluate import evaluate
+        from yahtzee_jax.reports import evaluate
 
         agent = network_agent(config, state.params, name=f"{config.algo.name}:{run_dir.name}")
         report = evaluate(

@@ -37,14 +37,10 @@ def run(args: argparse.Namespace) -> int:
     """Time `play_games` for each agent: setup, first batch (compile + run), steady games/s."""
     import jax
 
-    from yahtzee_jax.evaluate import (
-        check_num_games,
-        default_batch_size,
-        format_terminal,
-        play_games,
-        resolve_agent,
-    )
+    from yahtzee_jax.agents import resolve_agent
     from yahtzee_jax.game.rules import DECISIONS_PER_GAME, get_rules
+    from yahtzee_jax.records import check_num_games, default_batch_size, play_games
+    from yahtzee_jax.reports import format_terminal
 
     check_num_games(args.games)
     rules = get_rules(args.rules)

@@ -1,0 +1,253 @@
+"""Evaluation reports: the optimal reference games, the tables, and the whole evaluation.
+
+`evaluate` plays an agent's games (`yahtzee_jax.records`), summarises them beside the optimal
+agent's (`yahtzee_jax.statistics`) and writes summary.json, report.md and the plots
+(`yahtzee_jax.plots`); `report_tables` feeds both the terminal table and the markdown report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.records import GameRecords, play_games
+from yahtzee_jax.statistics import HIGH_SCORE, summarize
+
+# --------------------------------------------------------------------------------------------
+# The optimal agent's reference games, cached on disk
+# --------------------------------------------------------------------------------------------
+
+
+def reference_path(
+    rules: Rules, num_games: int, seed: int, cache_dir: str | os.PathLike | None = None
+) -> Path:
+    """Cache file of the optimal agent's games for (rules, games, seed)."""
+    from yahtzee_jax.solver import default_cache_dir
+
+    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return cache / "reference_games" / f"optimal_{rules.name}_{num_games}g_seed{seed}.npz"
+
+
+def optimal_reference(
+    rules: Rules,
+    num_games: int,
+    seed: int,
+    cache_dir: str | os.PathLike | None = None,
+    batch_size: int | None = None,
+    progress: bool = False,
+) -> GameRecords:
+    """Games of the optimal agent for comparison, cached on disk by rules/games/seed.
+
+    Solves the rules first if their value table is not cached.
+    """
+    path = reference_path(rules, num_games, seed, cache_dir)
+    if path.exists():
+        return GameRecords.load(path)
+    from yahtzee_jax.solver import make_optimal_agent
+
+    agent = make_optimal_agent(rules, cache_dir=cache_dir)
+    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    _save_reference(records, path)
+    return records
+
+
+def _save_reference(records: GameRecords, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    records.save(path)
+
+
+# --------------------------------------------------------------------------------------------
+# Tables, as terminal text and as markdown
+# --------------------------------------------------------------------------------------------
+
+Table = tuple[str, list[str], list[list[str]]]  # title, header, rows
+
+
+def _percent(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{100 * value:.{digits}f}%"
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def report_tables(summary: dict) -> list[Table]:
+    """The report's tables (title, header, rows of strings), shared by terminal and markdown."""
+    optimal = summary["optimal"]
+    sides = [summary] + ([optimal] if optimal else [])
+    side_names = [summary["agent"]] + ([f"optimal ({optimal['games']} games)"] if optimal else [])
+    score_rows = [
+        [label] + [_number(side["score"][key], digits) for side in sides]
+        for label, key, digits in (
+            ("mean", "mean", 2),
+            ("standard error", "stderr", 3),
+            ("std", "std", 2),
+            ("median", "median", 1),
+            ("min", "min", 0),
+            ("max", "max", 0),
+        )
+    ]
+    score_rows += [
+        [label] + [format_value(side[key]) for side in sides]
+        for label, key, format_value in (
+            ("upper bonus rate", "upper_bonus_rate", _percent),
+            ("Yahtzee rate (box = 50)", "yahtzee_rate", _percent),
+            ("mean +100 bonuses", "mean_yahtzee_bonuses", lambda v: _number(v, 4)),
+            (f"share >= {HIGH_SCORE}", "share_at_least_250", _percent),
+        )
+    ]
+    threshold_rows = [
+        [n] + [_number(side["p_score_at_least"][n], 6) for side in sides]
+        for n in summary["p_score_at_least"]
+    ]
+    category_header = ["category", summary["agent"]]
+    if optimal:
+        category_header += ["optimal", "% of optimal"]
+    category_rows = []
+    for name, value in summary["category_means"].items():
+        row = [name, _number(value)]
+        if optimal:
+            share = optimal["percent_of_optimal"][name]
+            row += [_number(optimal["category_means"][name]), _number(share, 1)]
+        category_rows.append(row)
+    turn_rows = [
+        [
+            str(turn["turn"]) if rank == 0 else "",
+            top["category"],
+            _percent(top["usage"], 1),
+            _number(top["median_score"], 1),
+        ]
+        for turn in summary["turns"]
+        for rank, top in enumerate(turn["top_categories"])
+    ]
+    first_rows = [
+        [name] + [_percent(side["first_category"][name], 1) for side in sides]
+        for name, _ in sorted(summary["first_category"].items(), key=lambda item: -item[1])
+    ]
+    title = (
+        f"{summary['agent']}, {summary['rules']} rules, {summary['games']} games, "
+        f"seed {summary['seed']}"
+    )
+    return [
+        (f"Score ({title})", ["statistic", *side_names], score_rows),
+        ("P(score >= n)", ["n", *side_names], threshold_rows),
+        ("Mean points per category and bonus", category_header, category_rows),
+        ("Top categories by turn", ["turn", "category", "usage", "median score"], turn_rows),
+        ("First category chosen", ["category", *side_names], first_rows),
+    ]
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell.rstrip("%"))
+    except ValueError:
+        return cell in ("", "-")
+    return True
+
+
+def format_terminal(tables: list[Table]) -> str:
+    """Tables as aligned plain text: text columns to the left, numbers to the right."""
+    blocks = []
+    for title, header, rows in tables:
+        columns = list(zip(header, *rows, strict=True))
+        widths = [max(map(len, column)) for column in columns]
+        numeric = [all(map(_is_number, column[1:])) for column in columns]
+
+        def line(
+            cells: list[str], widths: list[int] = widths, numeric: list[bool] = numeric
+        ) -> str:
+            aligned = (
+                cell.rjust(width) if is_number else cell.ljust(width)
+                for cell, width, is_number in zip(cells, widths, numeric, strict=True)
+            )
+            return "  ".join(aligned).rstrip()
+
+        rule = "-" * len(line(header))
+        blocks.append("\n".join([title, rule, line(header), rule, *map(line, rows)]))
+    return "\n\n".join(blocks)
+
+
+def format_markdown(tables: list[Table], images: list[str] = ()) -> str:
+    """Tables as a markdown document, with the plots linked at the end."""
+    parts = ["# Evaluation report"]
+    for title, header, rows in tables:
+        lines = [
+            f"## {title}",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+        ]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        parts.append("\n".join(lines))
+    if images:
+        parts.append("## Plots")
+        parts += [f"![{Path(image).stem}]({image})" for image in images]
+    return "\n\n".join(parts) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
+# The whole evaluation
+# --------------------------------------------------------------------------------------------
+
+
+def evaluate(
+    agent: Agent,
+    num_games: int,
+    seed: int,
+    out_dir: str | os.PathLike | None = None,
+    json_path: str | os.PathLike | None = None,
+    compare_optimal: bool = True,
+    progress: bool = True,
+    *,
+    batch_size: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> dict:
+    """Play, summarise and write the artifacts; returns the JSON-ready summary.
+
+    `out_dir` receives summary.json, report.md and the PNG plots; `json_path` the summary only.
+    With `compare_optimal` the optimal agent's games (same rules, games and seed; cached on disk)
+    are played alongside; the optimal agent's own games are stored as that reference.
+    """
+    started = time.perf_counter()
+    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    elapsed = time.perf_counter() - started
+    optimal_records = None
+    if agent.name == "optimal":  # no column beside itself, but its games are the reference
+        path = reference_path(agent.rules, num_games, seed, cache_dir)
+        if not path.exists():
+            _save_reference(records, path)
+    elif compare_optimal:
+        optimal_records = optimal_reference(
+            agent.rules, num_games, seed, cache_dir, batch_size=batch_size, progress=progress
+        )
+    summary = summarize(records, optimal_records)
+    summary["seconds"] = elapsed
+    summary["games_per_second"] = num_games / elapsed
+    if json_path is not None:
+        write_json(summary, Path(json_path))
+    if out_dir is not None:
+        write_report(summary, records, optimal_records, Path(out_dir))
+    return summary
+
+
+def write_json(summary: dict, path: Path) -> None:
+    """Write `summary` as indented JSON, creating the parent directory."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+
+
+def write_report(
+    summary: dict, records: GameRecords, optimal_records: GameRecords | None, out_dir: Path
+) -> None:
+    """Write summary.json, report.md and the PNG plots into `out_dir`."""
+    from yahtzee_jax import plots
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(summary, out_dir / "summary.json")
+    images = plots.write_plots(summary, records, optimal_records, out_dir)
+    markdown = format_markdown(report_tables(summary), [image.name for image in images])
+    (out_dir / "report.md").write_text(markdown)

@@ -1,0 +1,113 @@
+"""The paper's statistics of a set of games (Tables 3-5, Figures 20-22), as JSON-ready dicts.
+
+Pure numpy over `GameRecords`: a notebook can summarise games without the command line.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from yahtzee_jax.game.rules import (
+    CATEGORY_NAMES,
+    NUM_CATEGORIES,
+    NUM_TURNS,
+    UPPER_BONUS,
+    YAHTZEE_BONUS,
+)
+from yahtzee_jax.records import GameRecords
+
+# The paper's Table 4 thresholds, and its "share of games >= 250" column.
+SCORE_THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000)
+HIGH_SCORE = 250
+TOP_CATEGORIES_PER_TURN = 3
+
+
+def category_mean_scores(records: GameRecords) -> dict[str, float]:
+    """Mean points per box, then the mean points of each bonus (the paper's Figures 20-21)."""
+    means = dict(zip(CATEGORY_NAMES, records.box_scores.mean(axis=0).tolist(), strict=True))
+    means["upper_bonus"] = float(UPPER_BONUS * records.upper_bonus.mean())
+    means["yahtzee_bonus"] = float(YAHTZEE_BONUS * records.yahtzee_bonus_count.mean())
+    return means
+
+
+def score_statistics(records: GameRecords) -> dict[str, Any]:
+    """Score distribution, bonus rates and P(score >= n) of a set of games."""
+    total = records.total
+    std = float(total.std(ddof=1)) if total.size > 1 else 0.0
+    return {
+        "score": {
+            "mean": float(total.mean()),
+            "stderr": std / math.sqrt(total.size),
+            "std": std,
+            "median": float(np.median(total)),
+            "min": int(total.min()),
+            "max": int(total.max()),
+        },
+        "upper_bonus_rate": float(records.upper_bonus.mean()),
+        "yahtzee_rate": float(records.yahtzee_scored.mean()),
+        "mean_yahtzee_bonuses": float(records.yahtzee_bonus_count.mean()),
+        "share_at_least_250": float(np.mean(total >= HIGH_SCORE)),
+        "p_score_at_least": {str(n): float(np.mean(total >= n)) for n in SCORE_THRESHOLDS},
+        "category_means": category_mean_scores(records),
+    }
+
+
+def turn_usage(records: GameRecords) -> list[dict[str, Any]]:
+    """Top categories scored at each turn with usage share and median points (Table 5)."""
+    rows = []
+    for turn in range(NUM_TURNS):
+        categories = records.turn_categories[:, turn]
+        counts = np.bincount(categories, minlength=NUM_CATEGORIES)
+        order = np.argsort(-counts, kind="stable")  # ties: the earlier box first
+        top = [
+            {
+                "category": CATEGORY_NAMES[category],
+                "usage": float(counts[category] / records.num_games),
+                "median_score": float(np.median(records.turn_points[categories == category, turn])),
+            }
+            for category in order[:TOP_CATEGORIES_PER_TURN]
+            if counts[category] > 0
+        ]
+        rows.append({"turn": turn + 1, "top_categories": top})
+    return rows
+
+
+def first_category_distribution(records: GameRecords) -> dict[str, float]:
+    """Share of games whose first scored box is each category (the paper's Figure 22)."""
+    counts = np.bincount(records.turn_categories[:, 0], minlength=NUM_CATEGORIES)
+    return dict(zip(CATEGORY_NAMES, (counts / records.num_games).tolist(), strict=True))
+
+
+def summarize(records: GameRecords, optimal_records: GameRecords | None = None) -> dict:
+    """JSON-ready summary of `records`, side by side with the optimal agent's when given."""
+    summary: dict[str, Any] = {
+        "agent": records.agent,
+        "rules": records.rules,
+        "games": records.num_games,
+        "seed": records.seed,
+        **score_statistics(records),
+        "turns": turn_usage(records),
+        "first_category": first_category_distribution(records),
+        "optimal": None,
+    }
+    if optimal_records is not None:
+        if optimal_records.rules != records.rules:
+            raise ValueError(
+                f"optimal games under {optimal_records.rules!r} cannot be compared with games "
+                f"under {records.rules!r}"
+            )
+        optimal = score_statistics(optimal_records)
+        optimal["games"] = optimal_records.num_games
+        optimal["seed"] = optimal_records.seed
+        optimal["first_category"] = first_category_distribution(optimal_records)
+        optimal["percent_of_optimal"] = {
+            name: (100.0 * value / optimal["category_means"][name])
+            if optimal["category_means"][name] > 0
+            else None
+            for name, value in summary["category_means"].items()
+        }
+        summary["optimal"] = optimal
+    return summary
