@@ -12,6 +12,7 @@ import pytest
 from yahtzee_jax.agents import Agent, make_random_agent
 from yahtzee_jax.game import KEEP_ALL, NUM_CATEGORIES, NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.rules import RULE_VARIANTS, Category
+from yahtzee_jax.plots import report_figures, save_figure
 from yahtzee_jax.records import GameRecords, IncompleteGameError, _play_batch, play_games
 from yahtzee_jax.reports import format_markdown, format_terminal, report_tables
 from yahtzee_jax.statistics import SCORE_THRESHOLDS, summarize
@@ -213,3 +214,26 @@ def test_records_round_trip(tmp_path) -> None:
     assert (loaded.agent, loaded.rules, loaded.seed) == ("hand", "official", 3)
     for name in ("box_scores", "total", "upper_bonus", "turn_categories", "turn_points"):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(records, name))
+
+
+def test_report_figures_are_returned_unregistered_and_saved(tmp_path) -> None:
+    """The report's three figures come back as Figures outside pyplot (a notebook shows them,
+    nothing leaks); the histogram's bars are shares of games, the category bars are the means;
+    `save_figure` writes PNG files under the report's names."""
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    chance = Category.CHANCE
+    agent = _hand_made_records("hand", [40, 150, 250, 520], [chance] * 4, [20] * 4, [1, 1, 2, 0])
+    optimal = _hand_made_records("optimal", [250] * 4, [chance] * 4, [20] * 4, ones=[4] * 4)
+    figures = report_figures(summarize(agent, optimal), agent, optimal)
+    assert list(figures) == ["score_histogram.png", "category_scores.png", "first_category.png"]
+    assert all(isinstance(figure, Figure) for figure in figures.values())
+    assert plt.get_fignums() == []
+    histogram = figures["score_histogram.png"].axes[0]
+    assert sum(bar.get_height() for bar in histogram.containers[0]) == pytest.approx(1.0)
+    upper_section = figures["category_scores.png"].axes[0]
+    agent_bars, optimal_bars = upper_section.containers
+    assert (agent_bars[0].get_height(), optimal_bars[0].get_height()) == (1.0, 4.0)  # ones
+    for name, figure in figures.items():
+        assert save_figure(figure, tmp_path / name).read_bytes().startswith(b"\x89PNG\r\n\x1a\n")

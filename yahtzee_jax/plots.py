@@ -1,17 +1,19 @@
-"""PNG plots: an evaluation's score histogram, points per category and first category chosen;
-training learning curves."""
+"""Figures: an evaluation's score histogram, points per category and first category chosen;
+training learning curves.
+
+Each `*_figure` function returns a matplotlib `Figure` (a notebook shows it inline) and
+`save_figure` writes one as PNG (the command line and the reports do). Figures are built
+without pyplot: no global figure registry to leak into or close, and no backend to choose, so
+the same code draws in a terminal, in a notebook and on a headless machine.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only, never a window
-
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.figure import Figure
 
 from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_UPPER
 
@@ -28,15 +30,14 @@ def _label(name: str) -> str:
     return name.replace("_", " ")
 
 
-def plot_score_histogram(
-    records: GameRecords, optimal_records: GameRecords | None, path: Path
-) -> Path:
+def score_histogram_figure(records: GameRecords, optimal_records: GameRecords | None) -> Figure:
     """Histogram of final scores (share of games per 5-point bin), the optimum's overlaid."""
     totals = [records.total] + ([optimal_records.total] if optimal_records is not None else [])
     # Up to the 99.9th percentile: the long Yahtzee-bonus tail would squash the bulk.
     upper = max(float(np.percentile(total, 99.9)) for total in totals) + BIN_WIDTH
     bins = np.arange(0, upper + BIN_WIDTH, BIN_WIDTH)
-    figure, axes = plt.subplots(figsize=(9, 4.5))
+    figure = Figure(figsize=(9, 4.5))
+    axes = figure.subplots()
     weights = np.full(records.num_games, 1 / records.num_games)
     axes.hist(
         records.total,
@@ -63,10 +64,10 @@ def plot_score_histogram(
     axes.set_title(f"Final score, {records.rules} rules, {records.num_games:,} games")
     axes.legend()
     axes.grid(alpha=0.3)
-    return _save(figure, path)
+    return _laid_out(figure)
 
 
-def plot_category_scores(summary: dict, path: Path) -> Path:
+def category_scores_figure(summary: dict) -> Figure:
     """Mean points per box and bonus, agent beside the optimum, % of optimal on top."""
     names = list(summary["category_means"])
     groups = [  # the paper's Figure 20 (upper and bonus) and Figure 21 (lower)
@@ -74,7 +75,8 @@ def plot_category_scores(summary: dict, path: Path) -> Path:
         ("lower section", names[NUM_UPPER : len(CATEGORY_NAMES)]),
     ]
     optimal = summary["optimal"]
-    figure, all_axes = plt.subplots(1, 2, figsize=(13, 4.8), width_ratios=[8, 7])
+    figure = Figure(figsize=(13, 4.8))
+    all_axes = figure.subplots(1, 2, width_ratios=[8, 7])
     width = 0.4 if optimal else 0.7
     for axes, (title, group) in zip(all_axes, groups, strict=True):
         positions = np.arange(len(group))
@@ -115,16 +117,17 @@ def plot_category_scores(summary: dict, path: Path) -> Path:
         f"Mean points per category, {summary['agent']} ({summary['rules']} rules, "
         f"{summary['games']:,} games{note})"
     )
-    return _save(figure, path)
+    return _laid_out(figure)
 
 
-def plot_first_category(summary: dict, path: Path) -> Path:
+def first_category_figure(summary: dict) -> Figure:
     """Share of games by the first category chosen (the paper's Figure 22), optimum beside."""
     shares = summary["first_category"]
     optimal = summary["optimal"]
     positions = np.arange(len(shares))
     width = 0.4 if optimal else 0.7
-    figure, axes = plt.subplots(figsize=(9, 4.2))
+    figure = Figure(figsize=(9, 4.2))
+    axes = figure.subplots()
     axes.bar(positions - (width / 2 if optimal else 0.0), [100 * v for v in shares.values()],
              width, color=AGENT_COLOR, label=summary["agent"])  # fmt: skip
     if optimal:
@@ -136,21 +139,19 @@ def plot_first_category(summary: dict, path: Path) -> Path:
     axes.set_ylabel("% of games")
     axes.set_title(f"First category chosen ({summary['rules']} rules)")
     axes.grid(axis="y", alpha=0.3)
-    return _save(figure, path)
+    return _laid_out(figure)
 
 
-def plot_learning_curves(
-    curves: dict[str, list[dict]],
-    path: Path,
-    title: str,
-    references: dict[str, float] | None = None,
-) -> Path:
+def learning_curves_figure(
+    curves: dict[str, list[dict]], title: str, references: dict[str, float] | None = None
+) -> Figure:
     """Periodic evaluation mean against training games, one line per run (+-1 std band if one).
 
     `curves` maps a label to a run's evaluation rows (``games``, ``mean``, ``std``,
     ``num_games``); `references` maps a label to a horizontal line (e.g. a paper's figure).
     """
-    figure, axis = plt.subplots(figsize=(7, 4))
+    figure = Figure(figsize=(7, 4))
+    axis = figure.subplots()
     for label, rows in curves.items():
         games = np.array([row["games"] for row in rows])
         mean = np.array([row["mean"] for row in rows])
@@ -166,22 +167,38 @@ def plot_learning_curves(
     axis.set_title(title)
     axis.grid(alpha=0.3)
     axis.legend(loc="lower right", fontsize="small")
-    return _save(figure, path)
+    return _laid_out(figure)
 
 
-def _save(figure: plt.Figure, path: Path) -> Path:
+def plot_learning_curves(
+    curves: dict[str, list[dict]],
+    path: Path,
+    title: str,
+    references: dict[str, float] | None = None,
+) -> Path:
+    """Write `learning_curves_figure(curves, title, references)` to `path` as PNG."""
+    return save_figure(learning_curves_figure(curves, title, references), path)
+
+
+def _laid_out(figure: Figure) -> Figure:
+    # Laid out once here rather than at save time, so an inline notebook view matches the PNG.
     figure.tight_layout()
+    return figure
+
+
+def save_figure(figure: Figure, path: str | Path) -> Path:
+    """Write `figure` to `path` as PNG; returns the path."""
+    path = Path(path)
     figure.savefig(path, dpi=DPI)
-    plt.close(figure)
     return path
 
 
-def write_plots(
-    summary: dict, records: GameRecords, optimal_records: GameRecords | None, out_dir: Path
-) -> list[Path]:
-    """Write every plot of the report into `out_dir`; returns their paths."""
-    return [
-        plot_score_histogram(records, optimal_records, out_dir / "score_histogram.png"),
-        plot_category_scores(summary, out_dir / "category_scores.png"),
-        plot_first_category(summary, out_dir / "first_category.png"),
-    ]
+def report_figures(
+    summary: dict, records: GameRecords, optimal_records: GameRecords | None
+) -> dict[str, Figure]:
+    """The evaluation report's figures by PNG file name (what `write_report` saves)."""
+    return {
+        "score_histogram.png": score_histogram_figure(records, optimal_records),
+        "category_scores.png": category_scores_figure(summary),
+        "first_category.png": first_category_figure(summary),
+    }

@@ -248,6 +248,8 @@ def write_report(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(summary, out_dir / "summary.json")
-    images = plots.write_plots(summary, records, optimal_records, out_dir)
-    markdown = format_markdown(report_tables(summary), [image.name for image in images])
+    figures = plots.report_figures(summary, records, optimal_records)
+    for name, figure in figures.items():
+        plots.save_figure(figure, out_dir / name)
+    markdown = format_markdown(report_tables(summary), list(figures))
     (out_dir / "report.md").write_text(markdown)
