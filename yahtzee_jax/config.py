@@ -1,8 +1,9 @@
 """Training configuration: frozen dataclasses, validation, YAML presets and `--set` overrides.
 
 Defaults follow the paper (Pape, Appendix B, Tables 6-7, A2C column); where the paper's own code
-differs the choice is noted beside the field. A preset in ``experiments/configs/NAME.yaml`` only
-lists the values that differ from these defaults. Every value is checked before anything is
+differs the choice is noted beside the field. A preset, ``yahtzee_jax/presets/NAME.yaml`` (package
+data, so a non-editable install has them too), only lists the values that differ from these
+defaults. Every value is checked before anything is
 compiled: a bad one raises `ConfigError` with a one-line message.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib.resources
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -21,7 +23,13 @@ from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import NUM_TURNS, RULE_VARIANTS
 from yahtzee_jax.play import TASKS
 
-PRESET_DIR = Path(__file__).resolve().parent.parent / "experiments" / "configs"
+if TYPE_CHECKING:  # importlib.resources.abc is Python 3.11+; only annotations name it
+    from importlib.resources.abc import Traversable
+
+# Read through importlib.resources, not a path beside the source: the presets then resolve the
+# same from a checkout, an installed wheel or a zip import.
+PRESETS: Traversable = importlib.resources.files("yahtzee_jax") / "presets"
+PRESET_SUFFIX = ".yaml"
 DEFAULT_PRESET = "paper-a2c"
 DEFAULT_ALGO = "a2c"
 
@@ -260,9 +268,9 @@ def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def read_yaml(path: str | Path) -> dict[str, Any]:
+def read_yaml(path: str | Path | Traversable) -> dict[str, Any]:
     """Read a YAML config file (a mapping of sections)."""
-    path = Path(path)
+    path = Path(path) if isinstance(path, str) else path
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
@@ -274,13 +282,17 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def available_presets() -> list[str]:
-    """Names of the YAML presets in experiments/configs."""
-    return sorted(path.stem for path in PRESET_DIR.glob("*.yaml"))
+    """Names of the YAML presets shipped in the package (yahtzee_jax/presets)."""
+    return sorted(
+        entry.name.removesuffix(PRESET_SUFFIX)
+        for entry in PRESETS.iterdir()
+        if entry.name.endswith(PRESET_SUFFIX)
+    )
 
 
 def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     """A preset's values; a preset may start from another one with ``inherit: NAME``."""
-    path = PRESET_DIR / f"{name}.yaml"
+    path = PRESETS / f"{name}{PRESET_SUFFIX}"
     if not path.is_file():
         raise ConfigError(
             f"unknown preset {name!r}; choose one of: {', '.join(available_presets())}"

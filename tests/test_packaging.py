@@ -1,0 +1,80 @@
+"""The built wheel carries the presets as package data, and an installed copy finds them.
+
+A non-editable install (a Colab notebook's `pip install git+...`) has no source tree beside the
+package, so presets must travel inside it. The wheel is built offline (no build isolation, the
+dev extra's setuptools) from a copy of the sources, so the checkout gets no build/ or egg-info.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+PRESET_FILES = sorted(path.name for path in (REPOSITORY / "yahtzee_jax" / "presets").glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def unpacked_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """The wheel's file names and the directory it was unpacked into."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    shutil.copytree(
+        REPOSITORY / "yahtzee_jax",
+        source / "yahtzee_jax",
+        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+    )
+    for name in ("pyproject.toml", "README.md"):  # README.md is the package's long description
+        shutil.copy(REPOSITORY / name, source / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(work / "dist"), str(source)],
+        check=True,
+    )  # fmt: skip
+    (wheel,) = (work / "dist").glob("yahtzee_jax-*.whl")
+    unpacked = work / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(unpacked)
+        return unpacked, archive.namelist()
+
+
+def test_wheel_holds_every_preset(unpacked_wheel: tuple[Path, list[str]]) -> None:
+    """Each YAML file of yahtzee_jax/presets is in the wheel, at the same place."""
+    _, names = unpacked_wheel
+    assert PRESET_FILES, "the checkout has no presets to look for"
+    shipped = sorted(Path(name).name for name in names if name.startswith("yahtzee_jax/presets/"))
+    assert shipped == PRESET_FILES
+
+
+def test_installed_package_finds_and_resolves_its_presets(
+    unpacked_wheel: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    """Imported from the unpacked wheel (not the checkout), `available_presets()` lists every
+    preset and `resolve('quick')` reads one, inheritance and all."""
+    site, _ = unpacked_wheel
+    script = (
+        "import yahtzee_jax, yahtzee_jax.config as config\n"
+        "print(yahtzee_jax.__file__)\n"
+        "print(','.join(config.available_presets()))\n"
+        "print(config.resolve('quick').network.hidden_size)\n"
+        "print(config.resolve('paper-a2c-shaping').network.upper_head)\n"
+    )
+    # PYTHONPATH comes before site-packages, where the checkout is installed in editable mode.
+    environment = {**os.environ, "PYTHONPATH": str(site)}
+    printed = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert Path(printed[0]).is_relative_to(site)
+    assert printed[1].split(",") == sorted(name.removesuffix(".yaml") for name in PRESET_FILES)
+    assert printed[2:] == ["128", "True"]
