@@ -1,0 +1,217 @@
+"""N-player Yahtzee: every player's solitaire card in one pure state, turns in seat order.
+
+A match stacks one engine `State` per player (``cards``, leading axis = seat) and says whose
+turn it is. A turn is the engine's keep, keep, score on the current player's card, through
+`engine.step` and `engine.legal_action_mask` themselves: the rules live only in `rules.py`, and
+nothing here scores dice. After a player scores a box the turn passes to the next seat; the
+match ends when every card is full (13 turns each, 39 x P decisions). Like the solitaire engine,
+`step` is pure, jittable and vmappable, the key is always an argument, an illegal action leaves
+the match unchanged with zero rewards, and a terminated match steps to itself.
+
+A card that is not on turn already holds the dice its next turn opens with: the engine rolls a
+turn's opening dice when the previous box is scored. Observations of the match for one player
+(`yahtzee_jax.opponent_features`) therefore never show another player's dice.
+
+Common dice: `play_match(..., common_dice=True)` gives every seat the same dice key for its
+own k-th decision (the key that `yahtzee_jax.play.play` gives decision k of a solitaire game), so
+all seats open every turn with the same roll and draw the same fresh faces at each re-roll; for
+agents that see only their own card a match is then exactly two solitaire games played from the
+same key (tested).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from yahtzee_jax.game import engine
+from yahtzee_jax.game.engine import State
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_TURNS, OFFICIAL, Rules
+
+WIN, DRAW, LOSS = 1, 0, -1
+
+
+@struct.dataclass
+class MatchState:
+    """A match position. Every field has a default (two fresh cards) so tests can build one.
+
+    cards: engine `State` with a leading player axis [P] on every field (their `reward` field
+      is the same as `rewards`).
+    current_player: int32, the seat whose decision it is.
+    rewards: int32[P], each player's change in total score from the step that produced this
+      state (only the player who moved can be non-zero).
+    terminated: bool, every card is full.
+    """
+
+    cards: State = struct.field(default_factory=lambda: stack_cards([State(), State()]))
+    current_player: jax.Array = struct.field(default_factory=lambda: jnp.int32(0))
+    rewards: jax.Array = struct.field(default_factory=lambda: jnp.zeros(2, jnp.int32))
+    terminated: jax.Array = struct.field(default_factory=lambda: jnp.bool_(False))
+
+    @property
+    def num_players(self) -> int:
+        """Number of seats (static: the length of the player axis)."""
+        return self.cards.scores.shape[-2]
+
+
+class Outcome(NamedTuple):
+    """The result of a finished match for every player.
+
+    results: int32[P], WIN (1) for the sole top score, DRAW (0) when tied for the top score,
+      LOSS (-1) otherwise.
+    margins: int32[P], own total minus the best total among the other players.
+    """
+
+    results: jax.Array
+    margins: jax.Array
+
+
+def stack_cards(cards: Sequence[State]) -> State:
+    """One `State` with a leading player axis from one card per seat."""
+    return jax.tree.map(lambda *fields: jnp.stack(fields), *cards)
+
+
+def card(state: MatchState, player: jax.Array | int) -> State:
+    """The card (engine `State`) of `player` in one unbatched match."""
+    return jax.tree.map(lambda field: field[player], state.cards)
+
+
+def current_card(state: MatchState) -> State:
+    """The card of the player on turn."""
+    return card(state, state.current_player)
+
+
+def init(key: jax.Array, num_players: int = 2, common_dice: bool = False) -> MatchState:
+    """Start a match: empty cards, seat 0 on turn; every card shows its first roll.
+
+    With `common_dice` every card opens with the same roll (from `key`); otherwise seat p's
+    roll comes from ``fold_in(key, p)``.
+    """
+    if num_players < 2:
+        raise ValueError(f"a match needs at least two players, got {num_players}")
+    seat_keys = [key if common_dice else jax.random.fold_in(key, p) for p in range(num_players)]
+    return MatchState(
+        cards=stack_cards([engine.init(seat_key) for seat_key in seat_keys]),
+        current_player=jnp.int32(0),
+        rewards=jnp.zeros(num_players, jnp.int32),
+        terminated=jnp.bool_(False),
+    )
+
+
+def legal_action_mask(state: MatchState, rules: Rules = OFFICIAL) -> jax.Array:
+    """Legal actions of the player on turn, bool[45] (all true once terminated)."""
+    return engine.legal_action_mask(current_card(state), rules) | state.terminated
+
+
+def step(
+    state: MatchState, action: jax.Array, key: jax.Array, rules: Rules = OFFICIAL
+) -> MatchState:
+    """The player on turn takes one decision on their own card; the key supplies the dice."""
+    player = state.current_player
+    before = current_card(state)
+    after = engine.step(before, action, key, rules)
+    on_turn = jnp.arange(state.num_players) == player
+
+    def put(cards_field: jax.Array, new_field: jax.Array) -> jax.Array:
+        # Write the moved card back into its seat only; every other card is left bit-identical.
+        seat_mask = on_turn.reshape((-1,) + (1,) * new_field.ndim)
+        return jnp.where(seat_mask, new_field[None], cards_field)
+
+    rewards = jnp.where(on_turn, after.reward, 0).astype(jnp.int32)
+    # Each card's `reward` mirrors `rewards`: a card off turn did not gain anything this step.
+    cards = jax.tree.map(put, state.cards, after).replace(reward=rewards)
+    # The engine decrements turns_left exactly when a box is scored: then the next seat moves.
+    turn_over = after.turns_left < before.turns_left
+    return MatchState(
+        cards=cards,
+        current_player=jnp.where(turn_over, (player + 1) % state.num_players, player).astype(
+            jnp.int32
+        ),
+        rewards=rewards,
+        terminated=jnp.all(cards.terminated),
+    )
+
+
+def total_scores(state: MatchState) -> jax.Array:
+    """Each player's total score so far, bonuses included (int32[P])."""
+    return engine.total_score(state.cards)
+
+
+def outcome(state: MatchState) -> Outcome:
+    """Win/draw/loss and margin of every player, from the totals as they stand."""
+    totals = total_scores(state)
+    others = jnp.where(jnp.eye(state.num_players, dtype=bool), jnp.iinfo(jnp.int32).min, totals)
+    best_other = jnp.max(others, axis=-1)
+    margins = totals - best_other
+    results = jnp.sign(margins).astype(jnp.int32)
+    return Outcome(results=results, margins=margins.astype(jnp.int32))
+
+
+# policy(states [B], seat, keys [B]) -> int32[B]: the actions of `seat` (a Python int) in a
+# batch of matches where that seat is on turn. It may look at every card of the match.
+MatchPolicy = Callable[[MatchState, int, jax.Array], jax.Array]
+
+
+def solitaire_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> MatchPolicy:
+    """A match policy from an agent's one-card `act(params, state, key)`: it sees only its card."""
+
+    def policy(states: MatchState, seat: int, keys: jax.Array) -> jax.Array:
+        own_cards = jax.tree.map(lambda field: field[:, seat], states.cards)
+        return jax.vmap(act, in_axes=(None, 0, 0))(params, own_cards, keys)
+
+    return policy
+
+
+def play_match(
+    policies: Sequence[MatchPolicy],
+    keys: jax.Array,
+    rules: Rules = OFFICIAL,
+    common_dice: bool = True,
+) -> MatchState:
+    """Play one match per key, seat p played by `policies[p]`; returns the final states [B].
+
+    Keys follow `yahtzee_jax.play.play`: a match key splits into (init key, play key), and a
+    seat's k-th decision uses ``split(fold_in(play_key, k))`` = (policy key, dice key), the
+    policy key then folded with the seat so that two seats never share their choices' randomness.
+    With `common_dice` every seat uses the match's play key (same dice stream per seat); without
+    it seat p uses ``fold_in(play_key, p)`` and its own opening roll.
+    """
+    num_players = len(policies)
+    episode_split = jax.vmap(jax.random.split)(keys)
+    init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
+    state = jax.vmap(lambda key: init(key, num_players, common_dice))(init_keys)
+    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
+
+    def play_turn(state: MatchState, turn: jax.Array) -> tuple[MatchState, None]:
+        # Seats move in order inside a turn, so the seat on turn is the same in every match of
+        # the batch and each policy is evaluated only at its own decisions.
+        for seat, policy in enumerate(policies):
+            seat_play_keys = play_keys if common_dice else fold(play_keys, seat)
+
+            def decide(
+                state: MatchState, roll: jax.Array, seat=seat, policy=policy, base=seat_play_keys
+            ):
+                split = jax.vmap(jax.random.split)(fold(base, turn * DECISIONS_PER_TURN + roll))
+                policy_keys, dice_keys = fold(split[:, 0], seat), split[:, 1]
+                action = policy(state, seat, policy_keys)
+                moved = jax.vmap(step, in_axes=(0, 0, 0, None))(state, action, dice_keys, rules)
+                # A match whose turn order broke (an illegal action was a no-op) is left alone,
+                # so it ends unfinished instead of letting this seat move another's card.
+                seat_on_turn = state.current_player == seat
+                return jax.tree.map(
+                    lambda new, old: jnp.where(
+                        seat_on_turn.reshape((-1,) + (1,) * (new.ndim - 1)), new, old
+                    ),
+                    moved,
+                    state,
+                ), None
+
+            state, _ = jax.lax.scan(decide, state, jnp.arange(DECISIONS_PER_TURN))
+        return state, None
+
+    final, _ = jax.lax.scan(play_turn, state, jnp.arange(NUM_TURNS))
+    return final
