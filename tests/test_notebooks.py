@@ -1,0 +1,62 @@
+"""The notebooks run end to end on their tiny configuration, so a notebook that breaks fails CI.
+
+Each is executed in a fresh kernel (with YAHTZEE_JAX_NOTEBOOK_TINY=1) inside a temporary
+directory, as a user would run it from a checkout; the committed files must carry no outputs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+CELL_TIMEOUT_S = 600
+
+
+def _execute(name: str, work_dir: Path, monkeypatch: pytest.MonkeyPatch) -> nbformat.NotebookNode:
+    """Run every cell of notebooks/NAME in a kernel started in `work_dir`; raise on any error."""
+    monkeypatch.setenv("YAHTZEE_JAX_NOTEBOOK_TINY", "1")  # the kernel inherits the environment
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(work_dir)}},
+    )
+    client.execute()
+    return notebook
+
+
+def _outputs(notebook: nbformat.NotebookNode) -> list[dict]:
+    return [
+        output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs
+    ]
+
+
+def _text(notebook: nbformat.NotebookNode) -> str:
+    return "".join(output.get("text", "") for output in _outputs(notebook))
+
+
+@pytest.mark.parametrize("name", ["quickstart.ipynb"])
+def test_committed_notebooks_have_no_outputs(name: str) -> None:
+    """Outputs and execution counts stay out of the repository."""
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    nbformat.validate(notebook)
+    code_cells = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code_cells
+    assert all(not cell.outputs and cell.execution_count is None for cell in code_cells)
+
+
+def test_quickstart_trains_evaluates_plots_and_advises(tmp_path, monkeypatch) -> None:
+    """Tiny quick run into runs/quickstart; the three report figures inline as PNG; a markdown
+    table; the advisor's answer for the position it asks about."""
+    notebook = _execute("quickstart.ipynb", tmp_path, monkeypatch)
+    assert (tmp_path / "runs" / "quickstart" / "config.yaml").is_file()
+    images = [output for output in _outputs(notebook) if "image/png" in output.get("data", {})]
+    assert len(images) == 3
+    assert any("text/markdown" in output.get("data", {}) for output in _outputs(notebook))
+    text = _text(notebook)
+    assert "optimal expected final score:" in text and "<- best" in text
