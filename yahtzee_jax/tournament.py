@@ -1,0 +1,422 @@
+"""Round-robin tournaments: every pair of agents, a win-rate matrix with 95 % intervals.
+
+`yahtzee-jax tournament A B [C ...] --games N --seed S --rules R` plays every pair of distinct
+agents N two-player games and reports, for each ordered pair, the share of games the row agent
+wins with its Wilson 95 % interval, the draws, each agent's mean score and the mean margin.
+
+How a game is played, and what the seats share (common dice). Every agent that `evaluate`
+accepts sees only its own card, so the two players of a game do not interact: a game between
+A and B is A's solitaire game and B's solitaire game, compared at the end. Both are played from
+the same key, ``fold_in(key(S), i)`` for game i, the key that `play_games` (and the two-player
+`play_match(..., common_dice=True)`) gives game i. So in game i both seats get
+
+- the same opening roll of each of their 13 turns (a turn opens with five fresh dice),
+- the same fresh faces at each re-roll decision: the die at sorted position j, if re-rolled,
+  shows the same face for both, so equal keeps give equal dice,
+- and nothing else: once their keeps differ, their dice differ.
+
+Each agent therefore plays its N games once and every pair compares the same games, which is
+exact (`tests/test_multiplayer.py` plays such matches through the two-player engine, seats in
+both orders, and gets the solitaire totals) and much cheaper than playing each pair apart. The
+common dice are a variance reduction: luck that both seats share cancels in the comparison.
+
+Seats: in a pair (A, B), A sits first in the even-numbered games and second in the odd ones.
+Results are computed by seat and mapped back to the agents, and wins are also reported by seat;
+for agents that see only their own card the seat changes nothing, but an agent that reads the
+opponent's card (`yahtzee_jax.opponent_features`) would meet both orders equally often.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from yahtzee_jax.agents import BUILTIN_AGENTS, Agent, resolve_agent
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.plots import save_figure
+from yahtzee_jax.records import check_num_games, play_games
+from yahtzee_jax.reports import format_terminal, optimal_reference
+
+Z_95 = 1.959963984540054  # the standard normal quantile at 0.975
+FIRST_SEAT, SECOND_SEAT = 0, 1
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (95 % by default)."""
+    if trials < 1:
+        raise ValueError(f"need at least one trial, got {trials}")
+    share = successes / trials
+    z2n = z * z / trials
+    center = (share + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(share * (1 - share) / trials + z2n / (4 * trials))
+    # Clamp the rounding error at the ends (0 or all successes give exactly 0 or 1 there).
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def first_agent_seats(num_games: int) -> np.ndarray:
+    """int[N]: the seat of the pair's first agent in each game (first in even games)."""
+    return np.arange(num_games) % 2
+
+
+def seat_totals(totals_a: np.ndarray, totals_b: np.ndarray) -> np.ndarray:
+    """int[N, 2]: each game's totals by seat, A and B seated as `first_agent_seats` says."""
+    a_seat = first_agent_seats(len(totals_a))[:, None]
+    by_agent = np.stack([totals_a, totals_b], axis=1)
+    return np.where(a_seat == FIRST_SEAT, by_agent, by_agent[:, ::-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class PairResult:
+    """N games between agents `a` and `b` (counts from a's side) and its statistics."""
+
+    a: str
+    b: str
+    games: int
+    a_wins: int
+    b_wins: int
+    draws: int
+    a_wins_by_seat: tuple[int, int]  # a's wins when a sat first, when a sat second
+    b_wins_by_seat: tuple[int, int]
+    mean_margin: float  # mean of a's total minus b's (paired: same dice stream)
+    margin_stderr: float
+
+    def win_rate(self, agent: str) -> float:
+        """Share of the games `agent` (a or b) won."""
+        return self._wins(agent) / self.games
+
+    def win_interval(self, agent: str) -> tuple[float, float]:
+        """Wilson 95 % interval of `agent`'s win rate."""
+        return wilson_interval(self._wins(agent), self.games)
+
+    @property
+    def draw_rate(self) -> float:
+        """Share of drawn games."""
+        return self.draws / self.games
+
+    def _wins(self, agent: str) -> int:
+        if agent not in (self.a, self.b):
+            raise KeyError(f"{agent!r} did not play in {self.a} vs {self.b}")
+        return self.a_wins if agent == self.a else self.b_wins
+
+
+def play_pair(a: str, totals_a: np.ndarray, b: str, totals_b: np.ndarray) -> PairResult:
+    """Score the games of a pair from each agent's totals in the same games (same dice)."""
+    games = min(len(totals_a), len(totals_b))
+    totals_a, totals_b = np.asarray(totals_a[:games]), np.asarray(totals_b[:games])
+    by_seat = seat_totals(totals_a, totals_b)
+    first_seat_result = np.sign(by_seat[:, FIRST_SEAT] - by_seat[:, SECOND_SEAT])
+    a_seat = first_agent_seats(games)
+    a_result = np.where(a_seat == FIRST_SEAT, first_seat_result, -first_seat_result)
+    margin = (totals_a - totals_b).astype(np.float64)
+    return PairResult(
+        a=a,
+        b=b,
+        games=games,
+        a_wins=int(np.sum(a_result > 0)),
+        b_wins=int(np.sum(a_result < 0)),
+        draws=int(np.sum(a_result == 0)),
+        a_wins_by_seat=tuple(int(np.sum((a_result > 0) & (a_seat == s))) for s in (0, 1)),
+        b_wins_by_seat=tuple(int(np.sum((a_result < 0) & (a_seat != s))) for s in (0, 1)),
+        mean_margin=float(margin.mean()),
+        margin_stderr=float(margin.std(ddof=1) / math.sqrt(games)) if games > 1 else 0.0,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Tournament:
+    """Every pair of `agents` (names in command-line order) and each agent's game totals."""
+
+    rules: str
+    seed: int
+    agents: tuple[str, ...]
+    totals: dict[str, np.ndarray]
+    pairs: dict[tuple[str, str], PairResult]  # keyed by (a, b) with a before b in `agents`
+
+    def pair(self, row: str, column: str) -> PairResult:
+        """The games between two agents, in either order."""
+        return self.pairs.get((row, column)) or self.pairs[(column, row)]
+
+    def win_matrix(self) -> np.ndarray:
+        """float[K, K]: share of games the row agent wins against the column agent (NaN diag)."""
+        return self._matrix(lambda row, column: self.pair(row, column).win_rate(row))
+
+    def draw_matrix(self) -> np.ndarray:
+        """float[K, K]: share of drawn games of each pair (NaN diagonal)."""
+        return self._matrix(lambda row, column: self.pair(row, column).draw_rate)
+
+    def _matrix(self, cell) -> np.ndarray:
+        size = len(self.agents)
+        matrix = np.full((size, size), np.nan)
+        for i, row in enumerate(self.agents):
+            for j, column in enumerate(self.agents):
+                if i != j:
+                    matrix[i, j] = cell(row, column)
+        return matrix
+
+
+def round_robin(totals: dict[str, np.ndarray], rules: str, seed: int) -> Tournament:
+    """Score every pair of agents from their totals in the same games."""
+    agents = tuple(totals)
+    pairs = {
+        (a, b): play_pair(a, totals[a], b, totals[b])
+        for index, a in enumerate(agents)
+        for b in agents[index + 1 :]
+    }
+    return Tournament(rules=rules, seed=seed, agents=agents, totals=totals, pairs=pairs)
+
+
+def agent_games(
+    agent: Agent,
+    num_games: int,
+    seed: int,
+    batch_size: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """int[N]: the agent's totals in games 0..N-1 of the seed (the optimal agent's are cached)."""
+    if agent.name == "optimal":  # the same games `evaluate` keeps as its optimal reference
+        records = optimal_reference(agent.rules, num_games, seed, cache_dir, batch_size, progress)
+    else:
+        records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    return records.total
+
+
+# --------------------------------------------------------------------------------------------
+# Reports
+# --------------------------------------------------------------------------------------------
+
+Table = tuple[str, list[str], list[list[str]]]  # title, header, rows
+
+
+def _percent_cell(rate: float, interval: tuple[float, float]) -> str:
+    return f"{100 * rate:.2f}% [{100 * interval[0]:.2f}, {100 * interval[1]:.2f}]"
+
+
+def tables(tournament: Tournament) -> list[Table]:
+    """Win rates with intervals, draws, mean scores and mean margins, as (title, header, rows)."""
+    agents = list(tournament.agents)
+    win_rows, draw_rows, margin_rows = [], [], []
+    for row in agents:
+        wins, draws, margins = [row], [row], [row]
+        for column in agents:
+            if row == column:
+                wins.append("-")
+                draws.append("-")
+                margins.append("-")
+                continue
+            pair = tournament.pair(row, column)
+            wins.append(_percent_cell(pair.win_rate(row), pair.win_interval(row)))
+            draws.append(f"{100 * pair.draw_rate:.2f}%")
+            sign = 1 if pair.a == row else -1
+            margins.append(f"{sign * pair.mean_margin:+.2f} ± {pair.margin_stderr:.2f}")
+        win_rows.append(wins)
+        draw_rows.append(draws)
+        margin_rows.append(margins)
+    games = {tournament.pair(r, c).games for i, r in enumerate(agents) for c in agents[i + 1 :]}
+    games_text = "/".join(f"{n:,}" for n in sorted(games))
+    score_rows = []
+    for agent in agents:
+        total = tournament.totals[agent]
+        stderr = total.std(ddof=1) / math.sqrt(total.size) if total.size > 1 else 0.0
+        score_rows.append([agent, f"{total.mean():.2f}", f"{stderr:.2f}", f"{total.size:,}"])
+    header = ["row vs column", *agents]
+    return [
+        (
+            f"Win rate of the row agent against the column agent, 95 % Wilson interval "
+            f"({games_text} games per pair, {tournament.rules} rules, seed {tournament.seed})",
+            header,
+            win_rows,
+        ),
+        ("Draws", header, draw_rows),
+        ("Mean margin, row minus column (± standard error; paired games)", header, margin_rows),
+        ("Mean score", ["agent", "mean", "s.e.", "games"], score_rows),
+    ]
+
+
+def format_markdown(tables: list[Table]) -> str:
+    """The tables as markdown under a title, with the heat map linked."""
+    parts = ["# Tournament"]
+    for title, header, rows in tables:
+        lines = [f"## {title}", "", "| " + " | ".join(header) + " |"]
+        lines.append("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        parts.append("\n".join(lines))
+    parts.append(f"![win rates]({HEATMAP_FILE})")
+    return "\n\n".join(parts) + "\n"
+
+
+def to_json(tournament: Tournament) -> dict:
+    """JSON-ready results: every pair's counts, rates, intervals and margins."""
+    pairs = []
+    for pair in tournament.pairs.values():
+        entry = dataclasses.asdict(pair)
+        for agent, side in ((pair.a, "a"), (pair.b, "b")):
+            entry[f"{side}_win_rate"] = pair.win_rate(agent)
+            entry[f"{side}_win_interval"] = list(pair.win_interval(agent))
+        entry["draw_rate"] = pair.draw_rate
+        pairs.append(entry)
+    return {
+        "rules": tournament.rules,
+        "seed": tournament.seed,
+        "agents": list(tournament.agents),
+        "mean_scores": {
+            agent: {"mean": float(total.mean()), "games": int(total.size)}
+            for agent, total in tournament.totals.items()
+        },
+        "win_matrix": _nan_to_none(tournament.win_matrix()),
+        "draw_matrix": _nan_to_none(tournament.draw_matrix()),
+        "pairs": pairs,
+        "common_dice": "game i of every agent is played from fold_in(key(seed), i)",
+        "seats": "the pair's first agent sits first in even-numbered games",
+    }
+
+
+def _nan_to_none(matrix: np.ndarray) -> list[list[float | None]]:
+    return [[None if math.isnan(value) else float(value) for value in row] for row in matrix]
+
+
+HEATMAP_FILE = "win_rates.png"
+
+
+def heatmap_figure(tournament: Tournament) -> Figure:
+    """Win rate of each row agent against each column agent, with its interval in each cell."""
+    matrix = tournament.win_matrix()
+    size = len(tournament.agents)
+    figure = Figure(figsize=(2.0 + 1.7 * size, 1.2 + 1.2 * size))
+    axes = figure.subplots()
+    image = axes.imshow(np.ma.masked_invalid(matrix), cmap="RdBu", vmin=0.0, vmax=1.0)
+    for i, row in enumerate(tournament.agents):
+        for j, column in enumerate(tournament.agents):
+            if i == j:
+                axes.text(j, i, "-", ha="center", va="center", color="gray")
+                continue
+            pair = tournament.pair(row, column)
+            low, high = pair.win_interval(row)
+            rate = matrix[i, j]
+            color = "white" if abs(rate - 0.5) > 0.3 else "black"
+            label = f"{100 * rate:.1f}%\n[{100 * low:.1f}, {100 * high:.1f}]"
+            axes.text(j, i, label, ha="center", va="center", color=color, fontsize=8)
+    axes.set_xticks(range(size), tournament.agents, rotation=30, ha="right")
+    axes.set_yticks(range(size), tournament.agents)
+    axes.set_xlabel("column agent")
+    axes.set_ylabel("row agent")
+    axes.set_title(f"P(row beats column), {tournament.rules} rules; 95 % Wilson intervals")
+    figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
+    figure.tight_layout()
+    return figure
+
+
+def write_results(tournament: Tournament, out_dir: Path) -> list[Path]:
+    """Write tournament.json, tournament.md and the heat map into `out_dir`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    json_path = out_dir / "tournament.json"
+    json_path.write_text(json.dumps(to_json(tournament), indent=2) + "\n")
+    markdown_path = out_dir / "tournament.md"
+    markdown_path.write_text(format_markdown(tables(tournament)))
+    return [
+        json_path,
+        markdown_path,
+        save_figure(heatmap_figure(tournament), out_dir / HEATMAP_FILE),
+    ]
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+
+def _games_override(text: str) -> tuple[str, int]:
+    agent, separator, count = text.rpartition("=")
+    if not separator or not agent:
+        raise argparse.ArgumentTypeError(f"expected AGENT=N, got {text!r}")
+    try:
+        return agent, int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected AGENT=N with an integer N, got {text!r}"
+        ) from None
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register `yahtzee-jax tournament`."""
+    parser = subparsers.add_parser(
+        "tournament",
+        help="play every pair of agents and report a win-rate matrix",
+        description="Every pair of agents plays N two-player games (seats alternate; both "
+        "seats of game i play from the same dice key); prints and writes the win-rate matrix "
+        "with 95 % Wilson intervals, draws, mean scores and a heat map.",
+    )
+    parser.add_argument(
+        "agents",
+        metavar="AGENT",
+        nargs="+",
+        help=f"two or more of {', '.join(BUILTIN_AGENTS)}, or checkpoint paths",
+    )
+    parser.add_argument("--games", type=int, default=10_000, help="games per pair (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
+    parser.add_argument(
+        "--rules", default=None, help="rule variant (default official; checkpoints play their own)"
+    )
+    parser.add_argument(
+        "--games-for",
+        type=_games_override,
+        action="append",
+        default=[],
+        metavar="AGENT=N",
+        help="fewer games for a slow agent: its pairs play its first N games (repeatable)",
+    )
+    parser.add_argument("--out", default=None, help="directory (default runs/tournament/...)")
+    parser.add_argument("--batch-size", type=int, default=None, help="games per device batch")
+    parser.add_argument("--cache-dir", default=None, help="solver and reference-game cache")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `yahtzee-jax tournament`."""
+    check_num_games(args.games)
+    if len(args.agents) < 2:
+        raise UserError("a tournament needs at least two agents")
+    if len(set(args.agents)) != len(args.agents):
+        raise UserError(f"each agent may appear once, got {' '.join(args.agents)}")
+    games_for = dict(args.games_for)
+    unknown = sorted(set(games_for) - set(args.agents))
+    if unknown:
+        raise UserError(f"--games-for names agents not in the tournament: {', '.join(unknown)}")
+    for count in games_for.values():
+        check_num_games(count)
+    rules = get_rules(args.rules) if args.rules is not None else None
+    agents = {spec: resolve_agent(spec, rules, cache_dir=args.cache_dir) for spec in args.agents}
+    variants = {agent.rules.name for agent in agents.values()}
+    if len(variants) > 1:
+        raise UserError(
+            f"the agents play different rules ({', '.join(sorted(variants))}); pass --rules "
+            "matching the checkpoints'"
+        )
+    (rules_name,) = variants
+    names = [agent.name for agent in agents.values()]
+    if len(set(names)) != len(names):
+        raise UserError(f"two agents have the same name: {', '.join(names)}")
+    started = time.perf_counter()
+    totals = {}
+    for spec, agent in agents.items():
+        count = min(games_for.get(spec, args.games), args.games)
+        totals[agent.name] = agent_games(
+            agent, count, args.seed, args.batch_size, args.cache_dir, not args.no_progress
+        )
+    tournament = round_robin(totals, rules_name, args.seed)
+    out_dir = Path(args.out or f"runs/tournament/{rules_name}_{args.games}g_seed{args.seed}")
+    write_results(tournament, out_dir)
+    print(format_terminal(tables(tournament)))
+    seconds = time.perf_counter() - started
+    print(f"\n{len(agents)} agents in {seconds:.1f} s; results in {out_dir}")
+    return 0
