@@ -1,8 +1,10 @@
-"""The built wheel carries the presets as package data, and an installed copy finds them.
+"""The built wheel carries the presets and study specs as package data; an installed copy
+finds them.
 
 A non-editable install (a Colab notebook's `pip install git+...`) has no source tree beside the
-package, so presets must travel inside it. The wheel is built offline (no build isolation, the
-dev extra's setuptools) from a copy of the sources, so the checkout gets no build/ or egg-info.
+package, so presets and studies must travel inside it. The wheel is built offline (no build
+isolation, the dev extra's setuptools) from a copy of the sources, so the checkout gets no
+build/ or egg-info.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from pathlib import Path
 import pytest
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-PRESET_FILES = sorted(path.name for path in (REPOSITORY / "yahtzee_jax" / "presets").glob("*.yaml"))
+DATA_DIRS = ("presets", "studies")
+
+
+def _yaml_files(data_dir: str) -> list[str]:
+    return sorted(path.name for path in (REPOSITORY / "yahtzee_jax" / data_dir).glob("*.yaml"))
 
 
 @pytest.fixture(scope="module")
@@ -44,19 +50,21 @@ def unpacked_wheel(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
         return unpacked, archive.namelist()
 
 
-def test_wheel_holds_every_preset(unpacked_wheel: tuple[Path, list[str]]) -> None:
-    """Each YAML file of yahtzee_jax/presets is in the wheel, at the same place."""
+@pytest.mark.parametrize("data_dir", DATA_DIRS)
+def test_wheel_holds_every_yaml_file(unpacked_wheel: tuple[Path, list[str]], data_dir) -> None:
+    """Each YAML file of yahtzee_jax/presets and yahtzee_jax/studies is in the wheel."""
     _, names = unpacked_wheel
-    assert PRESET_FILES, "the checkout has no presets to look for"
-    shipped = sorted(Path(name).name for name in names if name.startswith("yahtzee_jax/presets/"))
-    assert shipped == PRESET_FILES
+    assert _yaml_files(data_dir), f"the checkout has no {data_dir} to look for"
+    prefix = f"yahtzee_jax/{data_dir}/"
+    shipped = sorted(Path(name).name for name in names if name.startswith(prefix))
+    assert shipped == _yaml_files(data_dir)
 
 
-def test_installed_package_finds_and_resolves_its_presets(
+def test_installed_package_finds_its_presets_and_studies(
     unpacked_wheel: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
     """Imported from the unpacked wheel (not the checkout), `available_presets()` lists every
-    preset and `resolve('quick')` reads one, inheritance and all."""
+    preset, `resolve` reads them (inheritance too), and every study spec loads."""
     site, _ = unpacked_wheel
     script = (
         "import yahtzee_jax, yahtzee_jax.config as config\n"
@@ -64,6 +72,8 @@ def test_installed_package_finds_and_resolves_its_presets(
         "print(','.join(config.available_presets()))\n"
         "print(config.resolve('quick').network.hidden_size)\n"
         "print(config.resolve('paper-a2c-shaping').network.upper_head)\n"
+        "from yahtzee_jax.experiment import available_studies, load_study\n"
+        "print(','.join(name for name in available_studies() if load_study(name).runs))\n"
     )
     # PYTHONPATH comes before site-packages, where the checkout is installed in editable mode.
     environment = {**os.environ, "PYTHONPATH": str(site)}
@@ -76,5 +86,8 @@ def test_installed_package_finds_and_resolves_its_presets(
         check=True,
     ).stdout.splitlines()
     assert Path(printed[0]).is_relative_to(site)
-    assert printed[1].split(",") == sorted(name.removesuffix(".yaml") for name in PRESET_FILES)
-    assert printed[2:] == ["128", "True"]
+    stems = {data_dir: [name.removesuffix(".yaml") for name in _yaml_files(data_dir)]
+             for data_dir in DATA_DIRS}  # fmt: skip
+    assert printed[1].split(",") == sorted(stems["presets"])
+    assert printed[2:4] == ["128", "True"]
+    assert printed[4].split(",") == sorted(stems["studies"])

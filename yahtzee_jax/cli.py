@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "yahtzee_jax.evaluate",
     "yahtzee_jax.solver.cli",
     "yahtzee_jax.benchmarks",
+    "yahtzee_jax.experiment",
     "yahtzee_jax.tournament",
 )
 

@@ -202,3 +202,46 @@ def report_figures(
         "category_scores.png": category_scores_figure(summary),
         "first_category.png": first_category_figure(summary),
     }
+
+
+def final_scores_figure(scores: dict[str, tuple[float, float]], title: str) -> Figure:
+    """Final mean score of each run as a bar with its +-1 standard error (a study's grid)."""
+    labels = list(scores)
+    means = np.array([scores[label][0] for label in labels])
+    errors = np.array([scores[label][1] for label in labels])
+    figure = Figure(figsize=(max(6.0, 0.6 * len(labels) + 2), 4.5))
+    axes = figure.subplots()
+    positions = np.arange(len(labels))
+    axes.bar(positions, means, yerr=errors, capsize=3, color=AGENT_COLOR)
+    # Zoom on the range the runs span: differences of a few points are what a study shows.
+    low, high = float((means - errors).min()), float((means + errors).max())
+    margin = max(1.0, 0.15 * (high - low))
+    axes.set_ylim(low - margin, high + margin)
+    axes.set_xticks(positions, labels, rotation=30, ha="right")
+    axes.set_ylabel("final mean score (± s.e.)")
+    axes.set_title(title)
+    axes.grid(axis="y", alpha=0.3)
+    return _laid_out(figure)
+
+
+def frontier_figure(
+    points: dict[str, tuple[float, float]], title: str, x_label: str, y_label: str
+) -> Figure:
+    """Runs as points of two scores; the Pareto frontier (no run better in both) joined."""
+    figure = Figure(figsize=(7, 4.5))
+    axes = figure.subplots()
+    for label, (x, y) in points.items():
+        axes.scatter([x], [y], color=AGENT_COLOR)
+        axes.annotate(label, (x, y), xytext=(4, 4), textcoords="offset points", fontsize=8)
+    frontier = sorted(
+        (x, y)
+        for x, y in points.values()
+        if not any(ox >= x and oy >= y and (ox, oy) != (x, y) for ox, oy in points.values())
+    )
+    if len(frontier) > 1:
+        axes.plot(*zip(*frontier, strict=True), color=OPTIMAL_COLOR, linestyle="--", linewidth=1)
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    axes.set_title(title)
+    axes.grid(alpha=0.3)
+    return _laid_out(figure)
