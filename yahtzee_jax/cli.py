@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "yahtzee_jax.benchmarks",
     "yahtzee_jax.experiment",
     "yahtzee_jax.tournament",
+    "yahtzee_jax.terminal",
 )
 
 

@@ -89,10 +89,10 @@ def init(key: jax.Array, num_players: int = 2, common_dice: bool = False) -> Mat
     """Start a match: empty cards, seat 0 on turn; every card shows its first roll.
 
     With `common_dice` every card opens with the same roll (from `key`); otherwise seat p's
-    roll comes from ``fold_in(key, p)``.
+    roll comes from ``fold_in(key, p)``. One seat is allowed: a solitaire game in match form.
     """
-    if num_players < 2:
-        raise ValueError(f"a match needs at least two players, got {num_players}")
+    if num_players < 1:
+        raise ValueError(f"a match needs at least one player, got {num_players}")
     seat_keys = [key if common_dice else jax.random.fold_in(key, p) for p in range(num_players)]
     return MatchState(
         cards=stack_cards([engine.init(seat_key) for seat_key in seat_keys]),
@@ -142,7 +142,9 @@ def total_scores(state: MatchState) -> jax.Array:
 
 
 def outcome(state: MatchState) -> Outcome:
-    """Win/draw/loss and margin of every player, from the totals as they stand."""
+    """Win/draw/loss and margin of every player, from the totals as they stand (P >= 2)."""
+    if state.num_players < 2:
+        raise ValueError("a match outcome needs at least two players")
     totals = total_scores(state)
     others = jnp.where(jnp.eye(state.num_players, dtype=bool), jnp.iinfo(jnp.int32).min, totals)
     best_other = jnp.max(others, axis=-1)
@@ -166,6 +168,21 @@ def solitaire_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: 
     return policy
 
 
+def decision_keys(
+    play_key: jax.Array, seat: int, decision: jax.Array | int, common_dice: bool = True
+) -> tuple[jax.Array, jax.Array]:
+    """(policy key, dice key) of `seat`'s `decision`-th decision (0..38) in one match.
+
+    As in `yahtzee_jax.play.play`, decision k uses ``split(fold_in(base, k))``; the base is the
+    match's play key for every seat with `common_dice` (same dice stream per seat), else
+    ``fold_in(play_key, seat)``. The policy key is folded with the seat so that two seats never
+    share their choices' randomness.
+    """
+    base = play_key if common_dice else jax.random.fold_in(play_key, seat)
+    policy_key, dice_key = jax.random.split(jax.random.fold_in(base, decision))
+    return jax.random.fold_in(policy_key, seat), dice_key
+
+
 def play_match(
     policies: Sequence[MatchPolicy],
     keys: jax.Array,
@@ -174,29 +191,26 @@ def play_match(
 ) -> MatchState:
     """Play one match per key, seat p played by `policies[p]`; returns the final states [B].
 
-    Keys follow `yahtzee_jax.play.play`: a match key splits into (init key, play key), and a
-    seat's k-th decision uses ``split(fold_in(play_key, k))`` = (policy key, dice key), the
-    policy key then folded with the seat so that two seats never share their choices' randomness.
-    With `common_dice` every seat uses the match's play key (same dice stream per seat); without
-    it seat p uses ``fold_in(play_key, p)`` and its own opening roll.
+    A match key splits into (init key, play key), as an episode key does in
+    `yahtzee_jax.play.play`; each decision's keys come from `decision_keys`.
     """
     num_players = len(policies)
     episode_split = jax.vmap(jax.random.split)(keys)
     init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
     state = jax.vmap(lambda key: init(key, num_players, common_dice))(init_keys)
-    fold = jax.vmap(jax.random.fold_in, in_axes=(0, None))
 
     def play_turn(state: MatchState, turn: jax.Array) -> tuple[MatchState, None]:
         # Seats move in order inside a turn, so the seat on turn is the same in every match of
         # the batch and each policy is evaluated only at its own decisions.
         for seat, policy in enumerate(policies):
-            seat_play_keys = play_keys if common_dice else fold(play_keys, seat)
 
             def decide(
-                state: MatchState, roll: jax.Array, seat=seat, policy=policy, base=seat_play_keys
-            ):
-                split = jax.vmap(jax.random.split)(fold(base, turn * DECISIONS_PER_TURN + roll))
-                policy_keys, dice_keys = fold(split[:, 0], seat), split[:, 1]
+                state: MatchState, roll: jax.Array, seat: int = seat, policy=policy
+            ) -> tuple[MatchState, None]:
+                decision = turn * DECISIONS_PER_TURN + roll
+                policy_keys, dice_keys = jax.vmap(
+                    lambda key: decision_keys(key, seat, decision, common_dice)
+                )(play_keys)
                 action = policy(state, seat, policy_keys)
                 moved = jax.vmap(step, in_axes=(0, 0, 0, None))(state, action, dice_keys, rules)
                 # A match whose turn order broke (an illegal action was a no-op) is left alone,
