@@ -38,7 +38,7 @@ plot: curves
 scales:
   paper: [train.total_games=25600]
   cpu: [train.total_games=64, train.games_per_update=32, train.eval_fraction=0.5,
-        train.eval_games=20, train.final_eval_games=50, train.final_compare_optimal=false,
+        train.eval_games=20, train.final_eval_games=20, train.final_compare_optimal=false,
         network.hidden_size=16]
 runs:
   base lr: []

@@ -40,7 +40,7 @@ def _text(notebook: nbformat.NotebookNode) -> str:
     return "".join(output.get("text", "") for output in _outputs(notebook))
 
 
-@pytest.mark.parametrize("name", ["quickstart.ipynb"])
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "experiments.ipynb"])
 def test_committed_notebooks_have_no_outputs(name: str) -> None:
     """Outputs and execution counts stay out of the repository."""
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
@@ -60,3 +60,19 @@ def test_quickstart_trains_evaluates_plots_and_advises(tmp_path, monkeypatch) ->
     assert any("text/markdown" in output.get("data", {}) for output in _outputs(notebook))
     text = _text(notebook)
     assert "optimal expected final score:" in text and "<- best" in text
+
+
+def test_experiments_runs_a_study_and_shows_its_figure_and_table(tmp_path, monkeypatch) -> None:
+    """The default study (layer-norm) on the tiny budget: both runs trained, one figure inline,
+    the results table as markdown with a row per run."""
+    notebook = _execute("experiments.ipynb", tmp_path, monkeypatch)
+    out_dir = tmp_path / "runs" / "experiments" / "layer-norm-cpu-tiny"
+    assert (out_dir / "layer-norm.md").is_file()
+    images = [output for output in _outputs(notebook) if "image/png" in output.get("data", {})]
+    assert len(images) == 1
+    (table,) = [
+        output["data"]["text/markdown"]
+        for output in _outputs(notebook)
+        if "text/markdown" in output.get("data", {})
+    ]
+    assert "| layer norm |" in table and "| no layer norm |" in table
