@@ -11,8 +11,10 @@ import pytest
 from yahtzee_jax.cli import main
 from yahtzee_jax.tournament import (
     first_agent_seats,
+    games_needed,
     play_pair,
     round_robin,
+    seat_game_indices,
     seat_totals,
     wilson_interval,
 )
@@ -41,20 +43,33 @@ def test_wilson_interval_at_the_ends_and_mirrored() -> None:
         wilson_interval(0, 0)
 
 
-def test_seats_alternate_and_results_map_back_to_agents() -> None:
-    """Four games, A first in games 0 and 2, second in 1 and 3:
+def test_dice_streams_of_the_seats() -> None:
+    """Independent dice: seat s of pair game i plays solitaire game 2i + s (never the other
+    seat's); common dice: both seats play game i. Either way a prefix of N games is the same
+    for any larger N, so a slow agent's shorter run (`--games-for`) meets the same dice."""
+    assert seat_game_indices(3, "independent").tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert seat_game_indices(3, "common").tolist() == [[0, 0], [1, 1], [2, 2]]
+    assert np.array_equal(
+        seat_game_indices(5, "independent")[:3], seat_game_indices(3, "independent")
+    )
+    assert games_needed(3, "independent") == 6 and games_needed(3, "common") == 3
 
-    game  A   B   seat 0  seat 1  winner
-    0     10  20  A 10    B 20    B (B sat second)
-    1     30  20  B 20    A 30    A (A sat second)
-    2     25  25  A 25    B 25    draw
-    3     40  50  B 50    A 40    B (B sat first)
-    """
-    a = np.array([10, 30, 25, 40])
-    b = np.array([20, 20, 25, 50])
+
+def test_seats_alternate_and_results_map_back_to_agents() -> None:
+    """Four games; a_by_seat[i, s] is A's total with the dice of seat s in game i.
+
+        game  A seat  seat 0 total  seat 1 total  winner
+        0     0       A 10          B 20          B (B sat second)
+        1     1       B 20          A 30          A (A sat second)
+        2     0       A 25          B 25          draw
+        3     1       B 50          A 40          B (B sat first)
+
+    The totals A or B would have made in the other seat (99 and 0) must not count."""
+    a_by_seat = np.array([[10, 99], [99, 30], [25, 99], [99, 40]])
+    b_by_seat = np.array([[0, 20], [20, 0], [0, 25], [50, 0]])
     assert first_agent_seats(4).tolist() == [0, 1, 0, 1]
-    assert seat_totals(a, b).tolist() == [[10, 20], [20, 30], [25, 25], [50, 40]]
-    pair = play_pair("A", a, "B", b)
+    assert seat_totals(a_by_seat, b_by_seat).tolist() == [[10, 20], [20, 30], [25, 25], [50, 40]]
+    pair = play_pair("A", a_by_seat, "B", b_by_seat)
     assert (pair.a_wins, pair.b_wins, pair.draws) == (1, 2, 1)
     assert pair.a_wins_by_seat == (0, 1)
     assert pair.b_wins_by_seat == (1, 1)
@@ -62,50 +77,65 @@ def test_seats_alternate_and_results_map_back_to_agents() -> None:
     assert pair.win_rate("A") == 0.25 and pair.win_rate("B") == 0.5 and pair.draw_rate == 0.25
 
 
-def test_swapping_the_pair_order_swaps_the_counts() -> None:
-    """B vs A over the same games: B now sits first in even games; the counts trade places."""
+def test_swapping_the_pair_order_swaps_seats_and_counts() -> None:
+    """B vs A over the same dice: B now sits first in even games, so each agent plays the other
+    seat's dice; with common dice (both seats alike) the counts simply trade places."""
     a = np.array([10, 30, 25, 40, 7])
     b = np.array([20, 20, 25, 50, 3])
-    forward, backward = play_pair("A", a, "B", b), play_pair("B", b, "A", a)
+    common_a, common_b = np.stack([a, a], axis=1), np.stack([b, b], axis=1)
+    forward = play_pair("A", common_a, "B", common_b)
+    backward = play_pair("B", common_b, "A", common_a)
     assert (backward.a_wins, backward.b_wins, backward.draws) == (
         forward.b_wins,
         forward.a_wins,
         forward.draws,
     )
-    # A's seat in each game flips, so its wins by seat trade places too.
     assert backward.b_wins_by_seat == forward.a_wins_by_seat[::-1]
     assert backward.mean_margin == -forward.mean_margin
+    # Independent dice: A strong with seat 0's dice only. First in even games, A wins those;
+    # listed second, A sits first in the odd games instead and wins those.
+    a_by_seat = np.array([[100, 0]] * 4)
+    b_by_seat = np.full((4, 2), 50)
+    assert play_pair("A", a_by_seat, "B", b_by_seat).a_wins_by_seat == (2, 0)
+    assert play_pair("B", b_by_seat, "A", a_by_seat).b_wins_by_seat == (2, 0)
 
 
-def test_matrix_is_consistent_and_transposes_with_agent_order() -> None:
-    """Three agents over 9 games with ties: off the diagonal p(r beats c) + p(c beats r) +
-    draws(r, c) = 1, draws are symmetric, the diagonal is empty, and listing the agents in
-    another order permutes the matrix the same way."""
+@pytest.mark.parametrize("dice", ["independent", "common"])
+def test_matrix_is_consistent_and_transposes_with_agent_order(dice: str) -> None:
+    """Three agents' solitaire totals with ties: off the diagonal p(r beats c) + p(c beats r) +
+    draws(r, c) = 1, draws are symmetric, the diagonal is empty; with common dice listing the
+    agents in another order permutes the matrix the same way."""
     rng = np.random.default_rng(0)
-    totals = {name: rng.integers(0, 4, size=9) for name in ("x", "y", "z")}
-    tournament = round_robin(totals, "official", 0)
+    totals = {name: rng.integers(0, 4, size=18) for name in ("x", "y", "z")}
+    tournament = round_robin(totals, "official", 0, dice)
+    assert {pair.games for pair in tournament.pairs.values()} == {18 // games_needed(1, dice)}
     wins, draws = tournament.win_matrix(), tournament.draw_matrix()
     off = ~np.eye(3, dtype=bool)
     assert np.allclose((wins + wins.T + draws)[off], 1.0)
     assert np.array_equal(draws[off], draws.T[off])
     assert np.isnan(wins[~off]).all() and np.isnan(draws[~off]).all()
     assert draws[off].max() > 0  # the test exercises ties
-    reordered = round_robin({name: totals[name] for name in ("z", "x", "y")}, "official", 0)
-    order = [2, 0, 1]
-    assert np.allclose(reordered.win_matrix()[off], wins[np.ix_(order, order)][off])
+    reordered = round_robin({name: totals[name] for name in ("z", "x", "y")}, "official", 0, dice)
+    permuted = wins[np.ix_([2, 0, 1], [2, 0, 1])]
+    # Seats matter only through their dice: equal under common dice; with independent dice the
+    # agent listed first gets seat 0's dice in even games, so the order may change the games.
+    if dice == "common":
+        assert np.allclose(reordered.win_matrix()[off], permuted[off])
 
 
 def test_pair_of_different_lengths_uses_the_common_games() -> None:
     """A slow agent played fewer games: the pair uses the first min(n_a, n_b) games."""
-    pair = play_pair("A", np.array([5, 5, 5, 5]), "B", np.array([1, 9]))
+    a_by_seat = np.array([[5, 5]] * 4)
+    b_by_seat = np.array([[1, 1], [9, 9]])
+    pair = play_pair("A", a_by_seat, "B", b_by_seat)
     assert pair.games == 2 and (pair.a_wins, pair.b_wins) == (1, 1)
 
 
 def test_tournament_command_writes_matrix_markdown_and_heatmap(tmp_path, capsys) -> None:
     """random vs greedy1, 60 games: the printed tables, the JSON matrix, markdown, PNG.
 
-    greedy1 beats random in nearly every game (Kang & Schroeder: 98 %), and every game index is
-    the same dice stream for both, so the JSON's counts add up to the games."""
+    greedy1 beats random in nearly every game (Kang & Schroeder: 98 %); the JSON's counts add
+    up to the games, and each agent played 120 solitaire games (one per seat and game)."""
     out = tmp_path / "t"
     argv = ["tournament", "random", "greedy1", "--games", "60", "--seed", "3",
             "--out", str(out), "--no-progress"]  # fmt: skip
@@ -113,7 +143,8 @@ def test_tournament_command_writes_matrix_markdown_and_heatmap(tmp_path, capsys)
     printed = capsys.readouterr().out
     assert "Win rate of the row agent" in printed and "Mean score" in printed
     result = json.loads((out / "tournament.json").read_text())
-    assert result["agents"] == ["random", "greedy1"]
+    assert result["agents"] == ["random", "greedy1"] and result["dice"] == "independent"
+    assert result["mean_scores"]["random"]["games"] == 120  # seat 0's and seat 1's dice
     (pair,) = result["pairs"]
     assert pair["a_wins"] + pair["b_wins"] + pair["draws"] == pair["games"] == 60
     assert result["win_matrix"][1][0] == pair["b_win_rate"] > 0.8

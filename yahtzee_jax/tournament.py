@@ -4,26 +4,32 @@
 agents N two-player games and reports, for each ordered pair, the share of games the row agent
 wins with its Wilson 95 % interval, the draws, each agent's mean score and the mean margin.
 
-How a game is played, and what the seats share (common dice). Every agent that `evaluate`
-accepts sees only its own card, so the two players of a game do not interact: a game between
-A and B is A's solitaire game and B's solitaire game, compared at the end. Both are played from
-the same key, ``fold_in(key(S), i)`` for game i, the key that `play_games` (and the two-player
-`play_match(..., common_dice=True)`) gives game i. So in game i both seats get
+How a game is played. Every agent that `evaluate` accepts sees only its own card, so the two
+players of a game do not interact: a game between A and B is one solitaire game of each,
+compared at the end (`tests/test_multiplayer.py` plays such games through the two-player
+engine, in both seat orders, and gets the solitaire totals). So each agent plays its solitaire
+games once, with the keys of `play_games` (game j of seed S: ``fold_in(key(S), j)``, the
+games of `yahtzee-jax evaluate --seed S`), and every pair is scored from them.
 
-- the same opening roll of each of their 13 turns (a turn opens with five fresh dice),
-- the same fresh faces at each re-roll decision: the die at sorted position j, if re-rolled,
-  shows the same face for both, so equal keeps give equal dice,
-- and nothing else: once their keeps differ, their dice differ.
+What is shared (``--dice``):
 
-Each agent therefore plays its N games once and every pair compares the same games, which is
-exact (`tests/test_multiplayer.py` plays such matches through the two-player engine, seats in
-both orders, and gets the solitaire totals) and much cheaper than playing each pair apart. The
-common dice are a variance reduction: luck that both seats share cancels in the comparison.
+- ``independent`` (default, the real game: each player rolls their own dice): in game i of
+  every pair the player in seat s plays the dice of game ``2i + s``. The two players' dice are
+  independent, and the same per seat across pairs: every pair's game i deals seat 0 the same
+  dice stream, and seat 1 another. Each agent plays 2N solitaire games.
+- ``common`` (duplicate Yahtzee): both seats of game i play the dice of game i. They open every
+  turn with the same roll and draw the same fresh faces at each re-roll (the die at sorted
+  position j, if re-rolled, shows the same face for both), so equal keeps give equal dice;
+  once their keeps differ their dice differ. Each agent plays N games. The mean margin
+  estimates the same thing as with independent dice with much less variance, but the win rate
+  is that of another game: it depends on how the two players' scores are coupled, not only on
+  each one's score distribution (`docs/tournament/README.md` shows both).
 
 Seats: in a pair (A, B), A sits first in the even-numbered games and second in the odd ones.
-Results are computed by seat and mapped back to the agents, and wins are also reported by seat;
-for agents that see only their own card the seat changes nothing, but an agent that reads the
-opponent's card (`yahtzee_jax.opponent_features`) would meet both orders equally often.
+Results are computed by seat and mapped back to the agents, and wins are also reported by seat.
+For agents that see only their own card the seat changes nothing but which dice stream they
+get; an agent that reads the opponent's card (`yahtzee_jax.opponent_features`) would meet both
+orders equally often.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from yahtzee_jax.reports import format_terminal, optimal_reference
 
 Z_95 = 1.959963984540054  # the standard normal quantile at 0.975
 FIRST_SEAT, SECOND_SEAT = 0, 1
+NUM_SEATS = 2
+DICE_MODES = ("independent", "common")
 
 
 def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
@@ -62,16 +70,30 @@ def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float
     return max(0.0, center - half), min(1.0, center + half)
 
 
+def seat_game_indices(num_games: int, dice: str) -> np.ndarray:
+    """int[N, 2]: the solitaire game whose dice seat s plays in pair game i (see `--dice`)."""
+    if dice not in DICE_MODES:
+        raise ValueError(f"dice must be one of {DICE_MODES}, got {dice!r}")
+    games = np.arange(num_games)[:, None]
+    if dice == "common":
+        return np.repeat(games, NUM_SEATS, axis=1)
+    return NUM_SEATS * games + np.arange(NUM_SEATS)
+
+
 def first_agent_seats(num_games: int) -> np.ndarray:
     """int[N]: the seat of the pair's first agent in each game (first in even games)."""
-    return np.arange(num_games) % 2
+    return np.arange(num_games) % NUM_SEATS
 
 
-def seat_totals(totals_a: np.ndarray, totals_b: np.ndarray) -> np.ndarray:
-    """int[N, 2]: each game's totals by seat, A and B seated as `first_agent_seats` says."""
-    a_seat = first_agent_seats(len(totals_a))[:, None]
-    by_agent = np.stack([totals_a, totals_b], axis=1)
-    return np.where(a_seat == FIRST_SEAT, by_agent, by_agent[:, ::-1])
+def seat_totals(a_by_seat: np.ndarray, b_by_seat: np.ndarray) -> np.ndarray:
+    """int[N, 2]: each game's totals by seat, A and B seated as `first_agent_seats` says.
+
+    `a_by_seat[i, s]` is A's total if A sits in seat s in game i (the dice of that seat).
+    """
+    a_first = first_agent_seats(len(a_by_seat)) == FIRST_SEAT
+    first = np.where(a_first, a_by_seat[:, FIRST_SEAT], b_by_seat[:, FIRST_SEAT])
+    second = np.where(a_first, b_by_seat[:, SECOND_SEAT], a_by_seat[:, SECOND_SEAT])
+    return np.stack([first, second], axis=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +108,7 @@ class PairResult:
     draws: int
     a_wins_by_seat: tuple[int, int]  # a's wins when a sat first, when a sat second
     b_wins_by_seat: tuple[int, int]
-    mean_margin: float  # mean of a's total minus b's (paired: same dice stream)
+    mean_margin: float  # mean of a's total minus b's
     margin_stderr: float
 
     def win_rate(self, agent: str) -> float:
@@ -108,15 +130,20 @@ class PairResult:
         return self.a_wins if agent == self.a else self.b_wins
 
 
-def play_pair(a: str, totals_a: np.ndarray, b: str, totals_b: np.ndarray) -> PairResult:
-    """Score the games of a pair from each agent's totals in the same games (same dice)."""
-    games = min(len(totals_a), len(totals_b))
-    totals_a, totals_b = np.asarray(totals_a[:games]), np.asarray(totals_b[:games])
-    by_seat = seat_totals(totals_a, totals_b)
+def play_pair(a: str, a_by_seat: np.ndarray, b: str, b_by_seat: np.ndarray) -> PairResult:
+    """Score a pair's games from each agent's totals by seat (int[N, 2], see `seat_totals`).
+
+    With fewer games for one agent (`--games-for`) the pair plays the first min(N_a, N_b).
+    """
+    games = min(len(a_by_seat), len(b_by_seat))
+    by_seat = seat_totals(np.asarray(a_by_seat[:games]), np.asarray(b_by_seat[:games]))
     first_seat_result = np.sign(by_seat[:, FIRST_SEAT] - by_seat[:, SECOND_SEAT])
     a_seat = first_agent_seats(games)
-    a_result = np.where(a_seat == FIRST_SEAT, first_seat_result, -first_seat_result)
-    margin = (totals_a - totals_b).astype(np.float64)
+    a_first = a_seat == FIRST_SEAT
+    a_result = np.where(a_first, first_seat_result, -first_seat_result)
+    a_total = np.where(a_first, by_seat[:, FIRST_SEAT], by_seat[:, SECOND_SEAT])
+    b_total = np.where(a_first, by_seat[:, SECOND_SEAT], by_seat[:, FIRST_SEAT])
+    margin = (a_total - b_total).astype(np.float64)
     return PairResult(
         a=a,
         b=b,
@@ -133,12 +160,13 @@ def play_pair(a: str, totals_a: np.ndarray, b: str, totals_b: np.ndarray) -> Pai
 
 @dataclasses.dataclass(frozen=True)
 class Tournament:
-    """Every pair of `agents` (names in command-line order) and each agent's game totals."""
+    """Every pair of `agents` (names in command-line order) and each agent's solitaire totals."""
 
     rules: str
     seed: int
+    dice: str  # one of DICE_MODES
     agents: tuple[str, ...]
-    totals: dict[str, np.ndarray]
+    totals: dict[str, np.ndarray]  # int[M]: the agent's totals in games 0..M-1 of the seed
     pairs: dict[tuple[str, str], PairResult]  # keyed by (a, b) with a before b in `agents`
 
     def pair(self, row: str, column: str) -> PairResult:
@@ -163,15 +191,25 @@ class Tournament:
         return matrix
 
 
-def round_robin(totals: dict[str, np.ndarray], rules: str, seed: int) -> Tournament:
-    """Score every pair of agents from their totals in the same games."""
+def games_needed(num_games: int, dice: str) -> int:
+    """Solitaire games an agent plays for `num_games` games per pair."""
+    return int(seat_game_indices(num_games, dice).max()) + 1
+
+
+def round_robin(totals: dict[str, np.ndarray], rules: str, seed: int, dice: str) -> Tournament:
+    """Score every pair of agents from their solitaire totals (games 0..M-1 of the seed)."""
+    by_seat = {}
+    for agent, agent_totals in totals.items():
+        # The most pair games these solitaire games can deal, given what each seat needs.
+        pair_games = len(agent_totals) // NUM_SEATS if dice == "independent" else len(agent_totals)
+        by_seat[agent] = np.asarray(agent_totals)[seat_game_indices(pair_games, dice)]
     agents = tuple(totals)
     pairs = {
-        (a, b): play_pair(a, totals[a], b, totals[b])
+        (a, b): play_pair(a, by_seat[a], b, by_seat[b])
         for index, a in enumerate(agents)
         for b in agents[index + 1 :]
     }
-    return Tournament(rules=rules, seed=seed, agents=agents, totals=totals, pairs=pairs)
+    return Tournament(rules=rules, seed=seed, dice=dice, agents=agents, totals=totals, pairs=pairs)
 
 
 def agent_games(
@@ -182,7 +220,7 @@ def agent_games(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
 ) -> np.ndarray:
-    """int[N]: the agent's totals in games 0..N-1 of the seed (the optimal agent's are cached)."""
+    """int[M]: the agent's totals in solitaire games 0..M-1 of the seed (optimal's cached)."""
     if agent.name == "optimal":  # the same games `evaluate` keeps as its optimal reference
         records = optimal_reference(agent.rules, num_games, seed, cache_dir, batch_size, progress)
     else:
@@ -232,13 +270,14 @@ def tables(tournament: Tournament) -> list[Table]:
     return [
         (
             f"Win rate of the row agent against the column agent, 95 % Wilson interval "
-            f"({games_text} games per pair, {tournament.rules} rules, seed {tournament.seed})",
+            f"({games_text} games per pair, {tournament.dice} dice, {tournament.rules} rules, "
+            f"seed {tournament.seed})",
             header,
             win_rows,
         ),
         ("Draws", header, draw_rows),
-        ("Mean margin, row minus column (± standard error; paired games)", header, margin_rows),
-        ("Mean score", ["agent", "mean", "s.e.", "games"], score_rows),
+        ("Mean margin, row minus column (± standard error)", header, margin_rows),
+        ("Mean score (solitaire games played)", ["agent", "mean", "s.e.", "games"], score_rows),
     ]
 
 
@@ -267,16 +306,28 @@ def to_json(tournament: Tournament) -> dict:
     return {
         "rules": tournament.rules,
         "seed": tournament.seed,
+        "dice": tournament.dice,
         "agents": list(tournament.agents),
         "mean_scores": {
-            agent: {"mean": float(total.mean()), "games": int(total.size)}
+            agent: {
+                "mean": float(total.mean()),
+                "std": float(total.std(ddof=1)) if total.size > 1 else 0.0,
+                "games": int(total.size),
+            }
             for agent, total in tournament.totals.items()
         },
         "win_matrix": _nan_to_none(tournament.win_matrix()),
         "draw_matrix": _nan_to_none(tournament.draw_matrix()),
         "pairs": pairs,
-        "common_dice": "game i of every agent is played from fold_in(key(seed), i)",
-        "seats": "the pair's first agent sits first in even-numbered games",
+        "dice_streams": (
+            "solitaire game j of an agent is played from fold_in(key(seed), j); in pair game i "
+            + (
+                "both seats play game i"
+                if tournament.dice == "common"
+                else "the player in seat s plays game 2i + s"
+            )
+        ),
+        "seats": "the pair's first agent sits first (seat 0) in even-numbered games",
     }
 
 
@@ -303,13 +354,16 @@ def heatmap_figure(tournament: Tournament) -> Figure:
             low, high = pair.win_interval(row)
             rate = matrix[i, j]
             color = "white" if abs(rate - 0.5) > 0.3 else "black"
-            label = f"{100 * rate:.1f}%\n[{100 * low:.1f}, {100 * high:.1f}]"
+            label = f"{100 * rate:.2f}%\n[{100 * low:.2f}, {100 * high:.2f}]"
             axes.text(j, i, label, ha="center", va="center", color=color, fontsize=8)
     axes.set_xticks(range(size), tournament.agents, rotation=30, ha="right")
     axes.set_yticks(range(size), tournament.agents)
     axes.set_xlabel("column agent")
     axes.set_ylabel("row agent")
-    axes.set_title(f"P(row beats column), {tournament.rules} rules; 95 % Wilson intervals")
+    axes.set_title(
+        f"P(row beats column), {tournament.rules} rules, {tournament.dice} dice; "
+        "95 % Wilson intervals"
+    )
     figure.colorbar(image, ax=axes, fraction=0.046, pad=0.04)
     figure.tight_layout()
     return figure
@@ -351,9 +405,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "tournament",
         help="play every pair of agents and report a win-rate matrix",
-        description="Every pair of agents plays N two-player games (seats alternate; both "
-        "seats of game i play from the same dice key); prints and writes the win-rate matrix "
-        "with 95 % Wilson intervals, draws, mean scores and a heat map.",
+        description="Every pair of agents plays N two-player games (seats alternate; each "
+        "seat's dice stream is the same in every pair); prints and writes the win-rate matrix "
+        "with 95 % Wilson intervals, draws, margins, mean scores and a heat map.",
     )
     parser.add_argument(
         "agents",
@@ -363,6 +417,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--games", type=int, default=10_000, help="games per pair (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
+    parser.add_argument(
+        "--dice",
+        choices=DICE_MODES,
+        default="independent",
+        help="independent (default): each seat its own dice, the same per seat in every pair; "
+        "common: both seats of a game play the same dice stream (duplicate Yahtzee)",
+    )
     parser.add_argument(
         "--rules", default=None, help="rule variant (default official; checkpoints play their own)"
     )
@@ -409,12 +470,13 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     totals = {}
     for spec, agent in agents.items():
-        count = min(games_for.get(spec, args.games), args.games)
+        count = games_needed(min(games_for.get(spec, args.games), args.games), args.dice)
         totals[agent.name] = agent_games(
             agent, count, args.seed, args.batch_size, args.cache_dir, not args.no_progress
         )
-    tournament = round_robin(totals, rules_name, args.seed)
-    out_dir = Path(args.out or f"runs/tournament/{rules_name}_{args.games}g_seed{args.seed}")
+    tournament = round_robin(totals, rules_name, args.seed, args.dice)
+    label = f"{rules_name}_{args.dice}_{args.games}g_seed{args.seed}"
+    out_dir = Path(args.out or f"runs/tournament/{label}")
     write_results(tournament, out_dir)
     print(format_terminal(tables(tournament)))
     seconds = time.perf_counter() - started
