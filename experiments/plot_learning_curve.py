@@ -16,7 +16,8 @@ from pathlib import Path
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.plots import plot_learning_curves
-from yahtzee_jax.train import EVALS_FILE, plot_learning_curve, read_evals
+from yahtzee_jax.runlog import read_evals
+from yahtzee_jax.train import EVALS_FILE, plot_learning_curve
 
 
 def _reference(text: str) -> tuple[str, float]:

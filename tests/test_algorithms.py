@@ -69,12 +69,13 @@ def test_chunk_of_k_updates_equals_k_single_updates(name):
     """A compiled chunk of 3 updates ends where 3 separately compiled single updates end."""
     context = make_context(tiny_config(name))
     state = init_train_state(context)
-    chunked, metrics = make_chunk(context, 3)(state)
+    chunked, metrics, failure = make_chunk(context, 3)(state)
     single = make_chunk(context, 1)
     stepwise = state
     for _ in range(3):
-        stepwise, _ = single(stepwise)
+        stepwise, _, _ = single(stepwise)
     assert all(np.shape(value) == (3,) for value in metrics.values())
+    np.testing.assert_array_equal(failure, [-1, -1, -1])  # the guard saw finite updates
     for a, b in zip(jax.tree.leaves(chunked), jax.tree.leaves(stepwise), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-6)
 
@@ -87,14 +88,14 @@ def test_checkpoint_resume_is_bit_identical(name, tmp_path):
     context = make_context(config)
     chunk = make_chunk(context, 2)
     state = init_train_state(context)
-    straight, _ = chunk(chunk(state)[0])
-    halfway, _ = chunk(state)
+    straight = chunk(chunk(state)[0])[0]
+    halfway = chunk(state)[0]
     checkpoints = RunCheckpoints(tmp_path, keep=2)
     checkpoints.save(2, halfway, config, None)
     restored = checkpoints.restore(init_train_state(context))
     checkpoints.close()
     assert isinstance(restored, TrainState)
-    resumed, _ = chunk(restored)
+    resumed = chunk(restored)[0]
     assert_trees_equal(straight, resumed)
 
 

@@ -1,12 +1,14 @@
-"""Checkpoint round trip, trained checkpoints as agents, and exact resume after SIGINT/SIGKILL."""
+"""Checkpoint round trip, trained checkpoints as agents, damaged checkpoints, and exact resume
+with intact logs after SIGINT, SIGTERM or SIGKILL at any moment."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jax
@@ -14,11 +16,19 @@ import numpy as np
 import pytest
 import yaml
 
-from yahtzee_jax.checkpointing import LATEST_DIR, RunCheckpoints, load_agent, load_checkpoint
+from yahtzee_jax.checkpointing import (
+    BEST_DIR,
+    DAMAGED_DIR,
+    LATEST_DIR,
+    RunCheckpoints,
+    load_agent,
+    load_checkpoint,
+)
 from yahtzee_jax.config import from_dict
 from yahtzee_jax.errors import CheckpointError
 from yahtzee_jax.records import play_games
-from yahtzee_jax.train import init_train_state, make_context, train
+from yahtzee_jax.runlog import read_evals, read_scalars
+from yahtzee_jax.train import EVALS_FILE, FAULT_VARIABLE, init_train_state, make_context, train
 
 # 200 updates of 4 games on a 16-wide network with dropout; a checkpoint every 20 updates.
 TINY = {
@@ -98,61 +108,112 @@ def test_missing_or_corrupt_checkpoint_is_a_checkpoint_error(tmp_path):
     assert "\n" not in str(error.value)
 
 
-def _start(config_file: Path, run_dir: Path, resume: bool) -> subprocess.Popen:
+def _damage(step_dir: Path) -> None:
+    """Overwrite 64 bytes in the middle of every data file of a checkpoint with zeros."""
+    for path in step_dir.rglob("*"):
+        if path.is_file() and path.parent.name == "d":
+            with open(path, "r+b") as handle:
+                handle.seek(path.stat().st_size // 2)
+                handle.write(bytes(64))
+
+
+def test_resume_falls_back_past_a_damaged_checkpoint(finished_run, tmp_path, capsys):
+    """With the newest checkpoint (and its copy in best/) damaged, --resume says in one line
+    what it skipped, moves it into damaged/ (never deletes it), continues from the older one
+    and ends where the uninterrupted run ended."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    for step_dir in (run_dir / LATEST_DIR / "200", run_dir / BEST_DIR / "200"):
+        if step_dir.exists():
+            _damage(step_dir)
+    train(None, run_dir, resume=True, progress=False, final_eval=False)
+    skipped = [line for line in capsys.readouterr().err.splitlines() if "skipped" in line]
+    assert skipped and all("/200: " in line and "moved it to" in line for line in skipped)
+    assert (run_dir / DAMAGED_DIR / "checkpoints-200").is_dir()
+    resumed, _, step = load_checkpoint(run_dir)
+    reference, _, _ = load_checkpoint(finished_run)
+    assert step == 200
+    assert_trees_equal(resumed["params"], reference["params"])
+
+
+def test_changed_numbers_fail_the_checksum_and_evaluate_falls_back(finished_run, tmp_path):
+    """Bytes Orbax would restore without complaint are caught by the stored digest: a step
+    directory alone is an error; the run directory falls back to an older checkpoint (and
+    leaves the damaged one where it is); with every checkpoint damaged it is one line."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    newest = run_dir / LATEST_DIR / "200"
+    integrity = next((newest / "integrity").glob("*metadata*"))
+    integrity.write_text(json.dumps({"sha256": "0" * 64}))
+    with pytest.raises(CheckpointError, match="do not match their checksum"):
+        load_checkpoint(newest)
+    messages: list[str] = []
+    shutil.rmtree(run_dir / BEST_DIR)
+    _, _, step = load_checkpoint(run_dir, report=messages.append)
+    assert step == 180 and newest.is_dir()
+    assert len(messages) == 1 and "checksum" in messages[0]
+    _damage(run_dir / LATEST_DIR / "180")
+    with pytest.raises(CheckpointError, match="no readable checkpoint") as error:
+        load_checkpoint(run_dir, report=messages.append)
+    assert "\n" not in str(error.value) and len(str(error.value)) < 600
+
+
+def _start(config_file: Path, run_dir: Path, resume: bool, fault: str = "") -> subprocess.Popen:
     command = [sys.executable, "-m", "yahtzee_jax.cli", "train", "--config", str(config_file)]
     command += ["--out", str(run_dir), "--no-progress"] + (["--resume"] if resume else [])
-    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", FAULT_VARIABLE: fault}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
 
 
-def _wait_for_checkpoint_after(run_dir: Path, step: int, process: subprocess.Popen) -> int:
-    """Poll until a checkpoint newer than `step` exists; returns its step."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert process.poll() is None, process.stdout.read().decode()
-        steps = [int(p.name) for p in (run_dir / LATEST_DIR).glob("*") if p.name.isdigit()]
-        if steps and max(steps) > step:
-            return max(steps)
-        time.sleep(0.01)
-    raise AssertionError("no checkpoint appeared")
+# (where, which visit, signal, delay in seconds): each kills one process of the chain below.
+# SIGINT and SIGTERM finish the chunk, log it, checkpoint and exit 130; SIGKILL stops dead,
+# including half-way through an evaluation or an Orbax checkpoint write.
+KILL_POINTS = [
+    ("chunk", 2, "SIGINT", 0.0),  # Ctrl-C while a chunk runs
+    ("eval", 1, "SIGKILL", 0.0),  # killed as the evaluation starts
+    ("checkpoint", 1, "SIGKILL", 0.02),  # killed inside the checkpoint write
+    ("scalars", 2, "SIGTERM", 0.0),  # a scheduler's SIGTERM after the scalars
+    ("chunk", 1, "SIGKILL", 0.0),  # killed during a chunk
+    ("checkpoint", 1, "SIGINT", 0.01),  # Ctrl-C inside the checkpoint write
+    ("eval", 1, "SIGTERM", 0.02),  # SIGTERM during the evaluation
+    ("checkpoint", 2, "SIGKILL", 0.0),  # killed after the evaluation, before the checkpoint
+    ("scalars", 1, "SIGKILL", 0.0),  # killed after the scalars, before the evaluation
+]
 
 
-def _interrupt(run_dir: Path, process: subprocess.Popen, after: int, sig: signal.Signals) -> int:
-    """Send `sig` once a checkpoint newer than `after` exists; the run must save and exit 130."""
-    _wait_for_checkpoint_after(run_dir, after, process)
-    process.send_signal(sig)
-    output = process.communicate(timeout=60)[0].decode()
-    assert process.returncode == 130, output
-    assert "continue with --resume" in output
-    saved_at = load_checkpoint(run_dir)[2]
-    assert after < saved_at < 200 and saved_at % 20 == 0
-    return saved_at
-
-
-def test_interrupted_and_killed_run_resumes_to_the_same_parameters(finished_run, tmp_path):
-    """Ctrl-C (SIGINT) and SIGTERM mid-run each save and exit 130; a resumed run killed with
-    SIGKILL mid-run and resumed again ends with parameters bitwise equal to the uninterrupted
-    run's."""
+def test_runs_killed_at_any_moment_resume_with_every_point_logged_once(finished_run, tmp_path):
+    """A run interrupted 9 times (SIGINT, SIGTERM, SIGKILL; during a chunk, an evaluation, a
+    checkpoint write), resumed after each, ends with the uninterrupted run's parameters bit for
+    bit, and its evals.jsonl and TensorBoard scalars hold each expected point exactly once."""
     config_file = tmp_path / "tiny.yaml"
     # Every field written out: the CLI lays a --config file over the default preset.
     config_file.write_text(yaml.safe_dump(CONFIG.to_dict()))
     run_dir = tmp_path / "run"
-
-    first = _start(config_file, run_dir, resume=False)
-    interrupted_at = _interrupt(run_dir, first, 0, signal.SIGINT)
-    second = _start(config_file, run_dir, resume=True)
-    terminated_at = _interrupt(run_dir, second, interrupted_at, signal.SIGTERM)
-
-    third = _start(config_file, run_dir, resume=True)
-    _wait_for_checkpoint_after(run_dir, terminated_at, third)
-    third.send_signal(signal.SIGKILL)
-    third.wait(timeout=60)
-    killed_at = load_checkpoint(run_dir)[2]
-    assert killed_at < 200, "the run finished before it could be killed"
-
+    for index, (point, visit, name, delay) in enumerate(KILL_POINTS):
+        process = _start(
+            config_file, run_dir, resume=index > 0, fault=f"{point}:{visit}:{name}:{delay}"
+        )
+        output = process.communicate(timeout=300)[0].decode()
+        if name == "SIGKILL":
+            assert process.returncode == -signal.SIGKILL, output
+        else:
+            assert process.returncode == 130, output
+            assert "continue with --resume" in output
+        assert "Traceback" not in output, output
     train(None, run_dir, resume=True, progress=False, final_eval=False)
+
     resumed, _, resumed_step = load_checkpoint(run_dir)
     reference, _, reference_step = load_checkpoint(finished_run)
     assert resumed_step == reference_step == 200
     assert_trees_equal(resumed["params"], reference["params"])
     assert_trees_equal(resumed["opt_state"], reference["opt_state"])
+
+    points = [(row["update"], row["mean"]) for row in read_evals(run_dir / EVALS_FILE)]
+    assert points == [(row["update"], row["mean"]) for row in read_evals(finished_run / EVALS_FILE)]
+    scalars, expected = read_scalars(run_dir), read_scalars(finished_run)
+    assert scalars.keys() == expected.keys()
+    for tag, values in expected.items():
+        steps = [step for step, _ in scalars[tag]]
+        assert steps == sorted(set(steps)), f"{tag}: a point is missing or repeated"
+        assert steps == [step for step, _ in values], tag
+        np.testing.assert_allclose([v for _, v in scalars[tag]], [v for _, v in values], rtol=1e-6)

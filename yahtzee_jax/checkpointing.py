@@ -5,14 +5,28 @@ evaluation score). Each checkpoint has two items: ``state`` (params, optimizer s
 schedule count, raw rng key data, update counter) and ``config`` (the resolved config).
 `load_agent` turns any of these (a run directory, a manager directory or one step directory)
 into an `Agent` playing the argmax policy.
+
+A checkpoint is verified when it is read: a third item, ``integrity``, holds a SHA-256 digest
+of every array of the state (Orbax itself restores some damaged files without complaint: bytes
+overwritten inside a data file come back as other numbers). Reading a run (`--resume`,
+`evaluate RUN`) falls back to the newest checkpoint that restores cleanly, from `checkpoints/`
+or `best/`, and says in one line which ones it skipped and why. It never deletes a damaged
+checkpoint; a resume moves those newer than the one it continues from into ``damaged/`` (the
+run will write those steps again).
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from flax import serialization
 
@@ -22,10 +36,14 @@ from yahtzee_jax.errors import CheckpointError, UserError
 
 LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
+DAMAGED_DIR = "damaged"
 BEST_METRIC = "eval_score"
+_TENSORSTORE_NOISE = "See full TensorStore details"
 
 # Orbax logs every save at INFO and read-only loads at WARNING; our own errors say what matters.
 logging.getLogger("absl").setLevel(logging.ERROR)
+# After a failed restore Orbax's background threads log "Event loop is closed" tracebacks.
+logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
 
 def _manager(directory: Path, max_to_keep: int, best: bool = False, read_only: bool = False):
@@ -34,6 +52,7 @@ def _manager(directory: Path, max_to_keep: int, best: bool = False, read_only: b
         create=not read_only,
         read_only=read_only,
         enable_async_checkpointing=False,  # a save is complete when it returns (Ctrl-C, SIGKILL)
+        cleanup_tmp_directories=not read_only,  # a save killed half-way leaves a temporary dir
         best_fn=(lambda metrics: metrics[BEST_METRIC]) if best else None,
         best_mode="max",
         keep_checkpoints_without_metrics=not best,
@@ -41,37 +60,151 @@ def _manager(directory: Path, max_to_keep: int, best: bool = False, read_only: b
     return ocp.CheckpointManager(directory.resolve(), options=options)
 
 
+def state_digest(state_dict: Any) -> str:
+    """SHA-256 over every array of a state dict (path, dtype, shape and bytes of each leaf)."""
+    digest = hashlib.sha256()
+    leaves = jax.tree_util.tree_flatten_with_path(state_dict)[0]
+    for path, leaf in sorted(leaves, key=lambda item: jax.tree_util.keystr(item[0])):
+        array = np.ascontiguousarray(np.asarray(leaf))
+        digest.update(f"{jax.tree_util.keystr(path)}|{array.dtype}|{array.shape}|".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def short_reason(error: BaseException) -> str:
+    """One short line for an error raised while reading a checkpoint (no TensorStore dump)."""
+    message = str(error).split(_TENSORSTORE_NOISE)[0].strip().splitlines()
+    text = message[0].strip() if message else ""
+    text = text[:160] + ("..." if len(text) > 160 else "")
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _restore_step(directory: Path, step: int, with_config: bool) -> dict[str, Any]:
+    """Restore and verify one step of a manager directory (raises on any damage)."""
+    manager = _manager(directory, 1, read_only=True)
+    try:
+        step_dir = directory / str(step)
+        items: dict[str, Any] = {"state": ocp.args.StandardRestore()}
+        if with_config:
+            items["config"] = ocp.args.JsonRestore()
+        verified = (step_dir / "integrity").is_dir()  # checkpoints older than the digest lack it
+        if verified:
+            items["integrity"] = ocp.args.JsonRestore()
+        restored = manager.restore(step, args=ocp.args.Composite(**items))
+    finally:
+        manager.close()
+    if verified and restored["integrity"]["sha256"] != state_digest(restored["state"]):
+        raise CheckpointError("its arrays do not match their checksum")
+    return restored
+
+
+def _candidates(directory: Path) -> list[tuple[Path, int]]:
+    """(manager directory, step) of every checkpoint under a run directory (or in one manager
+    directory), newest first; at equal steps `checkpoints/` comes before `best/` (the same
+    state, kept twice)."""
+    managers = [directory / LATEST_DIR, directory / BEST_DIR]
+    if not any(manager.is_dir() for manager in managers):
+        managers = [directory]
+    found = []
+    for order, manager in enumerate(managers):
+        if manager.is_dir():
+            for child in manager.iterdir():
+                if child.name.isdigit() and child.is_dir():
+                    found.append((-int(child.name), order, manager))
+    return [(manager, -negative) for negative, _, manager in sorted(found)]
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def restore_newest(
+    directory: str | Path,
+    with_config: bool = False,
+    report: Callable[[str], None] = _to_stderr,
+    on_damaged: Callable[[Path], None] | None = None,
+) -> tuple[dict[str, Any], int] | None:
+    """(restored items, step) of the newest checkpoint of a run (or manager) directory that
+    restores cleanly, None if it has none. The damaged ones it passed are then reported in
+    one line each (and handed to `on_damaged`, which may move them aside); when none is
+    readable, one error lists them all and nothing is moved."""
+    directory = Path(directory)
+    damaged: list[tuple[Path, str]] = []
+    for manager, step in _candidates(directory):
+        try:
+            found = _restore_step(manager, step, with_config), step
+        except Exception as error:  # orbax and tensorstore raise many kinds for damaged files
+            damaged.append((manager / str(step), short_reason(error)))
+            continue
+        for step_dir, reason in damaged:
+            message = f"skipped damaged checkpoint {step_dir}: {reason}"
+            if on_damaged is not None:
+                on_damaged(step_dir)
+                message += f"; moved it to {directory / DAMAGED_DIR}"
+            report(message)
+        return found
+    if damaged:
+        listed = "; ".join(f"{path.parent.name}/{path.name} ({reason})" for path, reason in damaged)
+        raise CheckpointError(f"no readable checkpoint in {directory}: {listed}")
+    return None
+
+
 class RunCheckpoints:
     """The latest-N and best-1 checkpoint managers of a run directory."""
 
     def __init__(self, run_dir: str | Path, keep: int) -> None:
-        run_dir = Path(run_dir)
-        self.latest = _manager(run_dir / LATEST_DIR, keep)
-        self.best = _manager(run_dir / BEST_DIR, 1, best=True)
+        self.run_dir = Path(run_dir)
+        self.keep = keep
+        self._open()
+
+    def _open(self) -> None:
+        self.latest = _manager(self.run_dir / LATEST_DIR, self.keep)
+        self.best = _manager(self.run_dir / BEST_DIR, 1, best=True)
 
     def latest_step(self) -> int | None:
         """Step of the newest checkpoint, or None."""
         return self.latest.latest_step()
 
     def save(self, step: int, state: Any, config: Config, eval_score: float | None) -> None:
-        """Save to `checkpoints/`, and to `best/` when an `eval_score` is given (a new best)."""
+        """Save to `best/` when an `eval_score` is given (a new best), then to `checkpoints/`.
+
+        Best first: a run killed between the two resumes from the older latest checkpoint and
+        passes this step again, finding its best copy already written.
+        """
         args = _save_args(state, config)
-        if self.latest.latest_step() != step:
-            self.latest.save(step, args=args, force=True)
         if eval_score is not None and self.best.latest_step() != step:
             self.best.save(step, args=args, metrics={BEST_METRIC: float(eval_score)}, force=True)
-        self.latest.wait_until_finished()
-        self.best.wait_until_finished()
+            self.best.wait_until_finished()
+        if self.latest.latest_step() != step:
+            self.latest.save(step, args=args, force=True)
+            self.latest.wait_until_finished()
 
     def restore(self, template: Any, step: int | None = None) -> Any:
-        """Restore the train state (structured like `template`) from the latest checkpoint."""
+        """Restore (and verify) the train state, structured like `template`, from `checkpoints/`
+        at `step` (default: the latest)."""
         step = self.latest.latest_step() if step is None else step
         if step is None:
             raise CheckpointError("no checkpoint to resume from")
-        restored = self.latest.restore(
-            step, args=ocp.args.Composite(state=ocp.args.StandardRestore())
-        )
+        restored = _restore_step(self.run_dir / LATEST_DIR, step, with_config=False)
         return serialization.from_state_dict(template, restored["state"])
+
+    def restore_newest(self, template: Any, report: Callable[[str], None] = _to_stderr) -> Any:
+        """The newest train state that restores cleanly (`checkpoints/` or `best/`), or None if
+        the run has no checkpoint. Damaged checkpoints are moved aside into `damaged/`, so that
+        the resumed run can write those steps again."""
+        self.close()
+        try:
+            found = restore_newest(self.run_dir, report=report, on_damaged=self._move_aside)
+        finally:
+            self._open()  # the managers cache their step lists
+        return None if found is None else serialization.from_state_dict(template, found[0]["state"])
+
+    def _move_aside(self, step_dir: Path) -> None:
+        target = self.run_dir / DAMAGED_DIR / f"{step_dir.parent.name}-{step_dir.name}"
+        if target.exists():
+            target = target.with_name(f"{target.name}-{int(time.time())}")
+        target.parent.mkdir(exist_ok=True)
+        step_dir.rename(target)
 
     def close(self) -> None:
         """Release the managers."""
@@ -80,16 +213,19 @@ class RunCheckpoints:
 
 
 def _save_args(state: Any, config: Config) -> ocp.args.Composite:
+    state_dict = serialization.to_state_dict(state)
     return ocp.args.Composite(
-        state=ocp.args.StandardSave(serialization.to_state_dict(state)),
+        state=ocp.args.StandardSave(state_dict),
         config=ocp.args.JsonSave(config.to_dict()),
+        integrity=ocp.args.JsonSave({"sha256": state_digest(state_dict)}),
     )
 
 
 def _locate(path: Path) -> tuple[Path, int | None]:
-    """(manager directory, step or None for its latest) for a run, manager or step directory."""
-    if (path / LATEST_DIR).is_dir():
-        return path / LATEST_DIR, None
+    """(run or manager directory, step or None for its newest) for a run, manager or step
+    directory."""
+    if (path / LATEST_DIR).is_dir() or (path / BEST_DIR).is_dir():
+        return path, None
     if path.name.isdigit() and (path / "state").is_dir():
         return path.parent, int(path.name)
     if any(child.name.isdigit() for child in path.iterdir()):
@@ -97,28 +233,30 @@ def _locate(path: Path) -> tuple[Path, int | None]:
     raise CheckpointError(f"no checkpoint found in {path}")
 
 
-def load_checkpoint(path: str | Path) -> tuple[dict, Config, int]:
-    """Read (state dict, config, step) from a run, manager or step directory."""
+def load_checkpoint(
+    path: str | Path, report: Callable[[str], None] = _to_stderr
+) -> tuple[dict, Config, int]:
+    """Read (state dict, config, step) from a run, manager or step directory.
+
+    A run or manager directory gives its newest checkpoint that restores cleanly (damaged ones
+    are reported through `report` and left in place); a step directory gives exactly that step.
+    """
     path = Path(path)
     if not path.is_dir():
         raise CheckpointError(f"checkpoint not found: {path}")
     directory, step = _locate(path)
-    try:
-        manager = _manager(directory, 1, read_only=True)
-        step = manager.latest_step() if step is None else step
-        if step is None:
+    if step is None:
+        found = restore_newest(directory, with_config=True, report=report)
+        if found is None:
             raise CheckpointError(f"no checkpoint found in {path}")
-        restored = manager.restore(
-            step,
-            args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(), config=ocp.args.JsonRestore()
-            ),
-        )
-    except CheckpointError:
-        raise
-    except Exception as error:  # orbax raises many kinds for a damaged directory
-        message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        raise CheckpointError(f"cannot read checkpoint {path}: {message}") from None
+    else:
+        try:
+            found = _restore_step(directory, step, with_config=True), step
+        except CheckpointError as error:
+            raise CheckpointError(f"cannot read checkpoint {path}: {error}") from None
+        except Exception as error:  # orbax raises many kinds for a damaged directory
+            raise CheckpointError(f"cannot read checkpoint {path}: {short_reason(error)}") from None
+    restored, step = found
     try:
         config = from_dict(restored["config"])
     except UserError as error:

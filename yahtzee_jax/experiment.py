@@ -32,7 +32,8 @@ import yaml
 from yahtzee_jax.checkpointing import LATEST_DIR
 from yahtzee_jax.config import Config, add_override_argument, available_presets, resolve
 from yahtzee_jax.errors import ConfigError, UserError
-from yahtzee_jax.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE, read_evals, train
+from yahtzee_jax.runlog import read_evals
+from yahtzee_jax.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE, train
 
 STUDIES = importlib.resources.files("yahtzee_jax") / "studies"
 STUDY_SUFFIX = ".yaml"

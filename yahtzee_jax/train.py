@@ -2,10 +2,17 @@
 
 One compiled chunk is a `lax.scan` over K updates; each update plays B games in lockstep with
 the vmapped engine, computes the loss and applies the gradient, and reduces its diagnostics to
-scalars. The host loop only logs those scalars (tensorboardX, at exact global steps = games
-played), evaluates the argmax policy every 1 % of the updates, checkpoints, and finally runs the
-evaluation harness. Chunk boundaries, evaluations and checkpoints are pure functions of the
-update counter, so a resumed run replays exactly what an uninterrupted one would have done.
+scalars. A guard inside the chunk checks every update's metrics and parameters: the first
+non-finite one freezes the state at the last good update and names the culprit. The host loop
+only logs those scalars (TensorBoard, at exact global steps = games played), evaluates the
+argmax policy every 1 % of the updates, checkpoints, and finally runs the evaluation harness.
+Chunk boundaries, evaluations and checkpoints are pure functions of the update counter, so a
+resumed run replays exactly what an uninterrupted one would have done.
+
+Interruptions: the first Ctrl-C or SIGTERM lets the current chunk finish, logs it, saves and
+exits; a second one stops at once. Each chunk's scalars and evaluation are on disk before its
+checkpoint, and a resume cuts the logs back to the checkpoint it continues from (`runlog`), so
+even a SIGKILL at any moment leaves every logged point exactly once after the resume.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.algorithms import get_algorithm
@@ -33,7 +43,8 @@ from yahtzee_jax.config import (
     read_yaml,
     resolve,
 )
-from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.errors import ConfigError, UserError
+from yahtzee_jax.runlog import RunLock, ScalarLog, read_evals, reconcile, write_atomic, write_evals
 
 CONFIG_FILE = "config.yaml"
 EVALS_FILE = "evals.jsonl"
@@ -42,14 +53,83 @@ FINAL_EVAL_DIR = "final_eval"
 CURVE_FILE = "learning_curve.png"
 EVAL_SEED_OFFSET = 1  # periodic evaluations use seed + 1 (fixed games, comparable points)
 FINAL_EVAL_SEED_OFFSET = 2
+PARAMETERS = "parameters"  # the guard's name for non-finite parameters
+COLLAPSED_ENTROPY = 1e-3  # nats: both heads below this = a deterministic (collapsed) policy
+
+
+FAULT_VARIABLE = "YAHTZEE_JAX_FAULT"
+
+
+class _FaultInjector:
+    """Test hook for the interruption tests: ``YAHTZEE_JAX_FAULT=point:count:SIGNAL[:delay]``
+    sends SIGNAL to this process the count-th time the loop reaches `point` (chunk, scalars,
+    eval or checkpoint), after `delay` seconds from a timer thread, so that it lands inside
+    the work that follows. Unset (always, outside tests), it does nothing."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.point = None
+        if spec:
+            point, count, name, *delay = spec.split(":")
+            self.point, self.count = point, int(count)
+            self.signal = signal.Signals[name]
+            self.delay = float(delay[0]) if delay else 0.0
+
+    def reached(self, point: str) -> None:
+        """Count a visit to `point`; fire on the chosen one."""
+        if point != self.point:
+            return
+        self.count -= 1
+        if self.count == 0:
+            pid = os.getpid()
+            threading.Timer(self.delay, os.kill, (pid, self.signal)).start()
+
+
+class DivergenceError(UserError):
+    """Training produced a non-finite loss, gradient or parameter."""
+
+    exit_status = 3
+
+
+def _all_finite(tree: Any) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
+
+
+def guard_quantities(metric_names: list[str]) -> list[str]:
+    """The quantities the guard checks, in the order its failure codes index them: the loss
+    and the gradient before the parameters they produce, diagnostics last."""
+    causes = [name for name in sorted(metric_names) if name.startswith(("loss/", "grad/"))]
+    diagnostics = [name for name in sorted(metric_names) if name not in causes]
+    return [*causes, PARAMETERS, *diagnostics]
 
 
 def make_chunk(context: Context, num_updates: int):
-    """Jitted `state -> (state, metrics)` running `num_updates` updates; metrics are [K] arrays."""
+    """Jitted `state -> (state, metrics, failure)` running `num_updates` guarded updates.
+
+    `metrics` are [K] arrays. `failure` is [K] int32: -1 where the update was finite, else the
+    index (into `guard_quantities`) of its first non-finite quantity. From the first failure on,
+    the state stays at the last good update.
+    """
     update = context.algorithm.update
 
-    def chunk(state: TrainState) -> tuple[TrainState, dict[str, jax.Array]]:
-        return jax.lax.scan(lambda carry, _: update(context, carry), state, length=num_updates)
+    def guarded(carry: tuple[TrainState, jax.Array], _):
+        state, failed = carry
+        new_state, metrics = update(context, state)
+        finite = jnp.stack(
+            [
+                _all_finite(new_state.params) if name == PARAMETERS else _all_finite(metrics[name])
+                for name in guard_quantities(list(metrics))
+            ]
+        )
+        failure = jnp.where(jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
+        failed = failed | (failure >= 0)
+        state = jax.tree.map(lambda old, new: jnp.where(failed, old, new), state, new_state)
+        return (state, failed), (metrics, failure)
+
+    def chunk(state: TrainState):
+        (state, _), (metrics, failure) = jax.lax.scan(
+            guarded, (state, jnp.bool_(False)), length=num_updates
+        )
+        return state, metrics, failure
 
     return jax.jit(chunk)
 
@@ -75,17 +155,6 @@ def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) ->
     from yahtzee_jax.records import play_games
 
     return play_games(network_agent(config, params), num_games, seed).total
-
-
-def read_evals(path: Path) -> list[dict[str, Any]]:
-    """The periodic evaluation rows of a run (`evals.jsonl`), oldest first."""
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _write_evals(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def plot_learning_curve(run_dir: str | Path, out_path: str | Path | None = None) -> Path:
@@ -120,21 +189,235 @@ def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
     return saved
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """While inside, SIGTERM raises KeyboardInterrupt (main thread only; elsewhere a no-op)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
+    """Check the run directory (the lock is held) and write the config of a fresh run."""
+    from yahtzee_jax.checkpointing import BEST_DIR, LATEST_DIR
+    from yahtzee_jax.config import save_yaml
 
-    def interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    if resume:
+        return _check_resume_config(run_dir, config)
+    if config is None:
+        raise ConfigError("a config is needed to start a run")
+    if (run_dir / LATEST_DIR).exists() or (run_dir / BEST_DIR).exists():
+        raise ConfigError(f"{run_dir} already holds a run; pass --resume or another --out")
+    save_yaml(config, run_dir / CONFIG_FILE)
+    return config
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+
+class _StopRequests:
+    """SIGINT/SIGTERM handler: the first asks the loop to stop after its chunk, the second
+    stops at once (KeyboardInterrupt)."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+        print(
+            "\nstopping after this chunk (its logs and a checkpoint are written first); "
+            "interrupt again to stop at once",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[_StopRequests]:
+        """Handle SIGINT and SIGTERM while inside (main thread only; elsewhere a no-op)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {sig: signal.signal(sig, self) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield self
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def collapse_warning(metrics: dict[str, np.ndarray], step: int) -> str | None:
+    """A one-line warning when the last update of a chunk shows a collapsed policy (both
+    heads' entropy near 0, or a zero gradient); None otherwise."""
+    entropies = {
+        name.split("/")[-1]: float(values[-1])
+        for name, values in metrics.items()
+        if name.startswith("policy/") and name.endswith("_entropy")
+    }
+    gradient = float(metrics["grad/norm"][-1]) if "grad/norm" in metrics else None
+    collapsed = bool(entropies) and max(entropies.values()) < COLLAPSED_ENTROPY
+    if not collapsed and gradient != 0.0:
+        return None
+    readings = [f"{name.replace('_', ' ')} {value:.4f}" for name, value in entropies.items()]
+    if gradient is not None:
+        readings.append(f"gradient norm {gradient:.3g}")
+    return (
+        f"warning: the policy has collapsed by update {step} ({', '.join(readings)}) and has "
+        "stopped learning; a smaller optim.lr or optim.max_grad_norm > 0 usually prevents it"
+    )
+
+
+def _evaluation_row(config: Config, params: Any, step: int, started: float) -> dict[str, Any]:
+    """Play the periodic evaluation games and describe them as one `evals.jsonl` row."""
+    eval_start = time.perf_counter()
+    scores = evaluation_scores(
+        config, params, config.train.eval_games, config.train.seed + EVAL_SEED_OFFSET
+    )
+    return {
+        "update": step,
+        "games": step * config.train.games_per_update,
+        "num_games": len(scores),
+        "mean": float(np.mean(scores)),
+        "std": float(np.std(scores)),
+        "wall_s": time.perf_counter() - started,
+        "eval_s": time.perf_counter() - eval_start,
+    }
+
+
+def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[TrainState, dict]:
+    """Resume from the newest clean checkpoint (if any) and train to the end; the lock is
+    held. Returns the final state and the session's part of the summary."""
+    from tqdm.auto import tqdm
+
+    from yahtzee_jax.checkpointing import RunCheckpoints
+
+    train_config = config.train
+    games_per_update = train_config.games_per_update
+    total = train_config.total_updates
+    context = make_context(config)
+    checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints)
+    state = checkpoints.restore_newest(init_train_state(context)) or init_train_state(context)
+    step = start_step = int(state.step)
+    evals_path = run_dir / EVALS_FILE
+    evals = reconcile(run_dir, evals_path, step, games_per_update)
+    best = max((row["mean"] for row in evals), default=None)
+    scalars = ScalarLog(run_dir)
+    bar = tqdm(
+        total=total * games_per_update,
+        initial=step * games_per_update,
+        unit="game",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
+    compiled: dict[int, Any] = {}
+    compile_seconds = 0.0
+    warnings: list[str] = []
+    started = time.perf_counter()
+    stop = _StopRequests()
+    fault = _FaultInjector(os.environ.get(FAULT_VARIABLE))
+    saved_on_request = False
+    with stop.installed():
+        try:
+            while step < total:
+                length = chunk_length(config, step)
+                if length not in compiled:
+                    compile_start = time.perf_counter()
+                    compiled[length] = make_chunk(context, length).lower(state).compile()
+                    compile_seconds += time.perf_counter() - compile_start
+                next_state, metrics, failure = compiled[length](state)
+                fault.reached("chunk")
+                metrics, failure = jax.device_get((metrics, failure))
+                failed = np.flatnonzero(failure >= 0)
+                good = int(failed[0]) if failed.size else length
+                scalars.add_chunk(metrics, (step + 1) * games_per_update, games_per_update, good)
+                if failed.size:
+                    scalars.flush()
+                    quantity = guard_quantities(list(metrics))[int(failure[good])]
+                    newest = checkpoints.latest_step()
+                    raise DivergenceError(
+                        f"training diverged at update {step + good + 1}: non-finite {quantity}; "
+                        + (
+                            f"the newest checkpoint (update {newest}) is from before it"
+                            if newest is not None
+                            else "no checkpoint had been written yet"
+                        )
+                    )
+                state, step = next_state, step + length
+                bar.update(length * games_per_update)
+                warning = collapse_warning(metrics, step)
+                if warning and not warnings:
+                    warnings.append(warning)
+                    bar.write(warning, file=sys.stderr)
+                scalars.flush()
+                fault.reached("scalars")
+                if is_eval_step(config, step):
+                    fault.reached("eval")
+                    row = _evaluation_row(config, state.params, step, started)
+                    scalars.add("eval/mean_score", row["mean"], row["games"])
+                    scalars.add("eval/std_score", row["std"], row["games"])
+                    scalars.flush()  # logs first, then the checkpoint
+                    evals.append(row)
+                    write_evals(evals_path, evals)
+                    improved = best is None or row["mean"] > best
+                    best = row["mean"] if improved else best
+                    fault.reached("checkpoint")
+                    checkpoints.save(step, state, config, row["mean"] if improved else None)
+                    bar.set_postfix(eval=f"{row['mean']:.1f}", best=f"{best:.1f}")
+                if stop.requested:
+                    checkpoints.save(step, state, config, None)
+                    saved_on_request = True
+                    bar.close()
+                    print(
+                        f"saved a checkpoint at update {step}; "
+                        f"continue with --resume --out {run_dir}"
+                    )
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if not saved_on_request:  # a second interrupt: nothing more is written
+                print(
+                    f"stopped at once; the newest checkpoint is update {checkpoints.latest_step()}"
+                    f"; continue with --resume --out {run_dir}"
+                )
+            raise
+        finally:
+            bar.close()
+            scalars.close()
+            checkpoints.close()
+    train_seconds = time.perf_counter() - started - compile_seconds
+    trained_games = (step - start_step) * games_per_update
+    return state, {
+        "run_dir": str(run_dir),
+        "updates": step,
+        "games": step * games_per_update,
+        "compile_seconds": compile_seconds,
+        "train_seconds_this_session": train_seconds,
+        "games_per_second_this_session": trained_games / train_seconds if trained_games else None,
+        "best_eval_mean": best,
+        "last_eval": evals[-1] if evals else None,
+        "warnings": warnings,
+    }
+
+
+def _final_report(config: Config, run_dir: Path, params: Any, progress: bool) -> dict[str, Any]:
+    """The final evaluation (and, for a single-turn run, the turn against its optimum)."""
+    from yahtzee_jax.reports import evaluate
+
+    train_config = config.train
+    agent = network_agent(config, params, name=f"{config.algo.name}:{run_dir.name}")
+    report = evaluate(
+        agent,
+        train_config.final_eval_games,
+        train_config.seed + FINAL_EVAL_SEED_OFFSET,
+        out_dir=run_dir / FINAL_EVAL_DIR,
+        compare_optimal=train_config.final_compare_optimal,
+        progress=progress,
+    )
+    final = {
+        "final_eval": {
+            "games": report["games"],
+            "mean": report["score"]["mean"],
+            "std": report["score"]["std"],
+            "stderr": report["score"]["stderr"],
+            "report": str(run_dir / FINAL_EVAL_DIR),
+        }
+    }
+    if config.train.task == "single-turn":  # the task it trained on, against its optimum
+        from yahtzee_jax.single_turn import evaluate_single_turn
+
+        final["single_turn_eval"] = evaluate_single_turn(
+            agent, train_config.final_eval_games, train_config.seed + FINAL_EVAL_SEED_OFFSET
+        )
+    return final
 
 
 def train(
@@ -147,144 +430,22 @@ def train(
     """Run (or resume) training into `run_dir`; returns the run summary.
 
     With `resume`, `config` may be None (the run's saved config is used) or must equal it.
+    One process at a time may write a run directory (`runlog.RunLock`).
     """
-    from tensorboardX import SummaryWriter
-    from tqdm.auto import tqdm
-
-    from yahtzee_jax.checkpointing import LATEST_DIR, RunCheckpoints
-    from yahtzee_jax.config import save_yaml
-
     run_dir = Path(run_dir)
-    if resume:
-        config = _check_resume_config(run_dir, config)
-    else:
-        if config is None:
-            raise ConfigError("a config is needed to start a run")
-        if (run_dir / LATEST_DIR).exists():
-            raise ConfigError(f"{run_dir} already holds a run; pass --resume or another --out")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        save_yaml(config, run_dir / CONFIG_FILE)
-        (run_dir / EVALS_FILE).unlink(missing_ok=True)
-
-    train_config = config.train
-    context = make_context(config)
-    state = init_train_state(context)
-    checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints)
-    evals_path = run_dir / EVALS_FILE
-    evals = read_evals(evals_path)
-    if resume and checkpoints.latest_step() is not None:
-        state = checkpoints.restore(state)
-    step = int(state.step)
-    evals = [row for row in evals if row["update"] <= step]  # drop points after the checkpoint
-    _write_evals(evals_path, evals)
-    best = max((row["mean"] for row in evals), default=None)
-
-    total = train_config.total_updates
-    games_per_update = train_config.games_per_update
-    compiled: dict[int, Any] = {}
-    compile_seconds = 0.0
-    writer = SummaryWriter(str(run_dir))
-    bar = tqdm(
-        total=total * games_per_update,
-        initial=step * games_per_update,
-        unit="game",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
-    started = time.perf_counter()
-    start_step = step
-    with _sigterm_as_interrupt():  # a scheduler's or `kill`'s SIGTERM saves like Ctrl-C
-        try:
-            while step < total:
-                length = chunk_length(config, step)
-                if length not in compiled:
-                    compile_start = time.perf_counter()
-                    compiled[length] = make_chunk(context, length).lower(state).compile()
-                    compile_seconds += time.perf_counter() - compile_start
-                state, metrics = compiled[length](state)
-                metrics = jax.device_get(metrics)
-                for index in range(length):
-                    games = (step + index + 1) * games_per_update
-                    for name, values in metrics.items():
-                        writer.add_scalar(name, float(values[index]), games)
-                step += length
-                bar.update(length * games_per_update)
-                if is_eval_step(config, step):
-                    eval_start = time.perf_counter()
-                    scores = evaluation_scores(
-                        config,
-                        state.params,
-                        train_config.eval_games,
-                        train_config.seed + EVAL_SEED_OFFSET,
-                    )
-                    row = {
-                        "update": step,
-                        "games": step * games_per_update,
-                        "num_games": len(scores),
-                        "mean": float(np.mean(scores)),
-                        "std": float(np.std(scores)),
-                        "wall_s": time.perf_counter() - started,
-                        "eval_s": time.perf_counter() - eval_start,
-                    }
-                    evals.append(row)
-                    _write_evals(evals_path, evals)
-                    writer.add_scalar("eval/mean_score", row["mean"], row["games"])
-                    writer.add_scalar("eval/std_score", row["std"], row["games"])
-                    improved = best is None or row["mean"] > best
-                    best = row["mean"] if improved else best
-                    checkpoints.save(step, state, config, row["mean"] if improved else None)
-                    bar.set_postfix(eval=f"{row['mean']:.1f}", best=f"{best:.1f}")
-        except KeyboardInterrupt:
-            bar.close()
-            step = int(state.step)  # the interrupt may land after `state` moved to the next chunk
-            checkpoints.save(step, state, config, None)
-            checkpoints.close()
-            writer.close()
-            print(f"saved a checkpoint at update {step}; continue with --resume --out {run_dir}")
-            raise
-    bar.close()
-    writer.close()
-    checkpoints.close()
-    train_seconds = time.perf_counter() - started - compile_seconds
-    trained_games = (step - start_step) * games_per_update
-    summary: dict[str, Any] = {
-        "run_dir": str(run_dir),
-        "updates": step,
-        "games": step * games_per_update,
-        "compile_seconds": compile_seconds,
-        "train_seconds_this_session": train_seconds,
-        "games_per_second_this_session": trained_games / train_seconds if trained_games else None,
-        "best_eval_mean": best,
-        "last_eval": evals[-1] if evals else None,
-    }
-    if evals:
-        summary["learning_curve"] = str(plot_learning_curve(run_dir))
-    if final_eval and train_config.final_eval_games > 0:
-        from yahtzee_jax.reports import evaluate
-
-        agent = network_agent(config, state.params, name=f"{config.algo.name}:{run_dir.name}")
-        report = evaluate(
-            agent,
-            train_config.final_eval_games,
-            train_config.seed + FINAL_EVAL_SEED_OFFSET,
-            out_dir=run_dir / FINAL_EVAL_DIR,
-            compare_optimal=train_config.final_compare_optimal,
-            progress=progress,
-        )
-        summary["final_eval"] = {
-            "games": report["games"],
-            "mean": report["score"]["mean"],
-            "std": report["score"]["std"],
-            "stderr": report["score"]["stderr"],
-            "report": str(run_dir / FINAL_EVAL_DIR),
-        }
-        if config.train.task == "single-turn":  # the task it trained on, against its optimum
-            from yahtzee_jax.single_turn import evaluate_single_turn
-
-            summary["single_turn_eval"] = evaluate_single_turn(
-                agent, train_config.final_eval_games, train_config.seed + FINAL_EVAL_SEED_OFFSET
-            )
-    (run_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"--out {run_dir} is a file, not a run directory")
+    if resume and not run_dir.is_dir():
+        raise ConfigError(f"cannot resume: {run_dir} does not exist")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with RunLock(run_dir):
+        config = _open_run_dir(run_dir, config, resume)
+        state, summary = _training_loop(config, run_dir, progress)
+        if summary["last_eval"]:
+            summary["learning_curve"] = str(plot_learning_curve(run_dir))
+        if final_eval and config.train.final_eval_games > 0:
+            summary.update(_final_report(config, run_dir, state.params, progress))
+        write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n")
     return summary
 
 
@@ -298,8 +459,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--preset",
         default=None,
-        help=f"preset in experiments/configs ({', '.join(available_presets())}); "
-        f"default {DEFAULT_PRESET}",
+        help=f"preset ({', '.join(available_presets())}); default {DEFAULT_PRESET}",
     )
     parser.add_argument("--config", default=None, help="YAML file applied over the preset")
     add_override_argument(parser)

@@ -1,0 +1,220 @@
+"""What a run directory logs besides checkpoints, written so that no interruption can tear it.
+
+- `RunLock`: one writer per run directory, an OS file lock (`flock`) that the kernel releases
+  when the holder dies, so a killed run never leaves a stale lock behind.
+- `evals.jsonl`: the periodic evaluations, replaced atomically (write a temporary file, then
+  `os.replace`), so a reader sees the old rows or the new ones, never half a file.
+- TensorBoard scalars: written synchronously (tensorboardX's writer queues events in a thread and
+  loses them on SIGKILL), one events file per session, flushed before each checkpoint.
+
+On resume, `reconcile` cuts both logs back to the restored update: rows and scalars after it are
+dropped (they will be written again, identically, when training replays those updates), those
+before it are kept, so every point is present exactly once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import socket
+import struct
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tensorboardX.proto.event_pb2 import Event
+from tensorboardX.proto.summary_pb2 import Summary
+from tensorboardX.record_writer import masked_crc32c
+
+from yahtzee_jax.errors import UserError
+
+LOCK_FILE = ".lock"
+EVENTS_MARKER = "tfevents"
+_SESSION_PATTERN = re.compile(r"\.session(\d+)$")
+
+
+class RunInUseError(UserError):
+    """Another process is writing the run directory."""
+
+
+class RunLock:
+    """Exclusive lock on a run directory for the lifetime of one training process."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / LOCK_FILE
+        self._file = None
+
+    def acquire(self) -> RunLock:
+        """Take the lock or raise `RunInUseError` naming the holder's pid."""
+        handle = open(self.path, "a+")  # noqa: SIM115 (held open for the lock's lifetime)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown"
+            handle.close()
+            raise RunInUseError(
+                f"{self.path.parent} is in use by another training process (pid {holder}); "
+                "wait for it to finish or stop it first"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"{os.getpid()}\n")
+        handle.flush()
+        self._file = handle
+        return self
+
+    def release(self) -> None:
+        """Drop the lock (the file stays; an unlocked file means nobody holds it)."""
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one step (a temporary file, fsynced, then renamed)."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    with open(temporary, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
+
+
+def read_evals(path: Path) -> list[dict[str, Any]]:
+    """The periodic evaluation rows of a run (`evals.jsonl`), oldest first."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def write_evals(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write all evaluation rows atomically."""
+    write_atomic(path, "".join(json.dumps(row) + "\n" for row in rows))
+
+
+# TensorBoard events ----------------------------------------------------------------------------
+
+
+def _record(data: bytes) -> bytes:
+    """One TFRecord: length, its masked CRC-32C, the data, its masked CRC-32C."""
+    header = struct.pack("<Q", len(data))
+    return (
+        header
+        + struct.pack("<I", masked_crc32c(header))
+        + data
+        + struct.pack("<I", masked_crc32c(data))
+    )
+
+
+def _records(path: Path) -> Iterator[bytes]:
+    """The complete records of an events file; a torn last record (a killed writer) ends it."""
+    content = path.read_bytes()
+    offset = 0
+    while offset + 12 <= len(content):
+        (length,) = struct.unpack_from("<Q", content, offset)
+        end = offset + 12 + length + 4
+        if end > len(content):
+            return
+        yield content[offset + 12 : offset + 12 + length]
+        offset = end
+
+
+def events_files(run_dir: Path) -> list[Path]:
+    """The run's events files in the order they were written (by session number)."""
+
+    def session(path: Path) -> tuple[int, str]:
+        match = _SESSION_PATTERN.search(path.name)
+        return (int(match.group(1)) if match else 0, path.name)
+
+    return sorted((p for p in run_dir.glob(f"events.out.{EVENTS_MARKER}.*")), key=session)
+
+
+class ScalarLog:
+    """A synchronous TensorBoard events writer: a scalar is on disk once `flush` returns."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        run_dir = Path(run_dir)
+        existing = events_files(run_dir)
+        last = _SESSION_PATTERN.search(existing[-1].name) if existing else None
+        session = (int(last.group(1)) if last else 0) + 1
+        name = (
+            f"events.out.{EVENTS_MARKER}.{int(time.time()):010d}.{socket.gethostname()}"
+            f".session{session:04d}"
+        )
+        self.path = run_dir / name
+        self._file = open(self.path, "ab")  # noqa: SIM115 (append: never truncate a log)
+        self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
+
+    def _write(self, event: Event) -> None:
+        self._file.write(_record(event.SerializeToString()))
+
+    def add(self, tag: str, value: float, step: int) -> None:
+        """Queue one scalar at global step `step` (games played)."""
+        summary = Summary(value=[Summary.Value(tag=tag, simple_value=float(value))])
+        self._write(Event(wall_time=time.time(), step=int(step), summary=summary))
+
+    def add_chunk(
+        self, metrics: Mapping[str, np.ndarray], first_step: int, step_size: int, count: int
+    ) -> None:
+        """Every metric of the first `count` updates of a chunk; update i is logged at global
+        step `first_step + i * step_size`."""
+        for index in range(count):
+            for tag, values in metrics.items():
+                self.add(tag, values[index], first_step + index * step_size)
+
+    def flush(self) -> None:
+        """Hand everything written so far to the OS (it survives the process being killed)."""
+        self._file.flush()
+
+    def close(self) -> None:
+        """Flush and close."""
+        if not self._file.closed:
+            self._file.flush()
+            self._file.close()
+
+
+def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
+    """Every scalar of a run's events files: tag -> [(step, value)] in the order written."""
+    scalars: dict[str, list[tuple[int, float]]] = {}
+    for path in events_files(Path(run_dir)):
+        for data in _records(path):
+            event = Event.FromString(data)
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
+
+
+def truncate_scalars(run_dir: str | Path, max_step: int) -> None:
+    """Drop every event after global step `max_step` (and any torn record) from the run's
+    events files; each file is rewritten atomically, and only when it changes."""
+    for path in events_files(Path(run_dir)):
+        records = list(_records(path))
+        kept = [data for data in records if Event.FromString(data).step <= max_step]
+        if len(kept) == len(records) and sum(len(d) + 16 for d in records) == path.stat().st_size:
+            continue
+        temporary = path.with_name(f".{path.name}.tmp")
+        with open(temporary, "wb") as handle:
+            handle.write(b"".join(_record(data) for data in kept))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+
+
+def reconcile(run_dir: str | Path, evals_path: Path, step: int, games_per_update: int) -> list:
+    """Cut `evals.jsonl` and the TensorBoard events back to update `step`; returns the rows."""
+    rows = [row for row in read_evals(evals_path) if row["update"] <= step]
+    write_evals(evals_path, rows)
+    truncate_scalars(run_dir, step * games_per_update)
+    return rows
