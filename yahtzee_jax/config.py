@@ -136,6 +136,8 @@ class TrainConfig:
     final_eval_games: int = 100_000
     final_compare_optimal: bool = True  # final report side by side with the optimal agent
     keep_checkpoints: int = 3
+    # Local devices the game batch is sharded over (data parallel); 0 = all of them.
+    devices: int = 0
 
     def __post_init__(self) -> None:
         for field in ("total_games", "games_per_update", "updates_per_chunk", "eval_games"):
@@ -148,6 +150,7 @@ class TrainConfig:
         )
         require(self.final_eval_games >= 0, "train.final_eval_games must be >= 0")
         require(self.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1")
+        require(self.devices >= 0, f"train.devices={self.devices} must be >= 0 (0: all)")
         require(
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax.game.engine import State, init, init_single_turn, step
 from yahtzee_jax.game.rules import DECISIONS_PER_GAME, DECISIONS_PER_TURN, Rules
+from yahtzee_jax.parallel import shard_batch
 
 # policy(states[B], keys[B]) -> (actions int32[B], extras: a pytree with leading axis B)
 BatchPolicy = Callable[[State, jax.Array], tuple[jax.Array, Any]]
@@ -71,6 +72,7 @@ def play(
     record: Recorder = record_transition,
 ) -> tuple[State, Any]:
     """Play one episode per key in lockstep; returns (final states [B], records [T, B, ...])."""
+    keys = shard_batch(keys)  # over the devices of a data-parallel mesh, if one is set
     episode_split = jax.vmap(jax.random.split)(keys)
     init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
     state = jax.vmap(episode_init(task))(init_keys)

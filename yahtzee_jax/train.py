@@ -44,6 +44,7 @@ from yahtzee_jax.config import (
     resolve,
 )
 from yahtzee_jax.errors import ConfigError, UserError
+from yahtzee_jax.parallel import data_mesh, replicate
 from yahtzee_jax.runlog import RunLock, ScalarLog, read_evals, reconcile, write_atomic, write_evals
 
 CONFIG_FILE = "config.yaml"
@@ -132,6 +133,11 @@ def make_chunk(context: Context, num_updates: int):
         return state, metrics, failure
 
     return jax.jit(chunk)
+
+
+def _in_mesh(mesh: Any) -> contextlib.AbstractContextManager:
+    """The data-parallel mesh as the current one (nothing without a mesh)."""
+    return jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext()
 
 
 def chunk_length(config: Config, step: int) -> int:
@@ -285,8 +291,10 @@ def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[Train
     games_per_update = train_config.games_per_update
     total = train_config.total_updates
     context = make_context(config)
+    mesh = data_mesh(train_config.devices, train_config.episodes_per_update)
     checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints)
     state = checkpoints.restore_newest(init_train_state(context)) or init_train_state(context)
+    state = replicate(state, mesh)
     step = start_step = int(state.step)
     evals_path = run_dir / EVALS_FILE
     evals = reconcile(run_dir, evals_path, step, games_per_update)
@@ -312,9 +320,11 @@ def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[Train
                 length = chunk_length(config, step)
                 if length not in compiled:
                     compile_start = time.perf_counter()
-                    compiled[length] = make_chunk(context, length).lower(state).compile()
+                    with _in_mesh(mesh):
+                        compiled[length] = make_chunk(context, length).lower(state).compile()
                     compile_seconds += time.perf_counter() - compile_start
-                next_state, metrics, failure = compiled[length](state)
+                with _in_mesh(mesh):
+                    next_state, metrics, failure = compiled[length](state)
                 fault.reached("chunk")
                 metrics, failure = jax.device_get((metrics, failure))
                 failed = np.flatnonzero(failure >= 0)
