@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
+from yahtzee_jax.checkpointing import load_checkpoint
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh, shard_batch
 
@@ -22,7 +25,8 @@ SCRIPT = textwrap.dedent(
     import jax, numpy as np
     from yahtzee_jax.checkpointing import RunCheckpoints
     from yahtzee_jax.config import from_dict
-    from yahtzee_jax.errors import ConfigError
+    from yahtzee_jax.checkpointing import load_checkpoint
+from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.parallel import data_mesh
     from yahtzee_jax.train import train, make_chunk, _in_mesh, init_train_state, make_context
     from yahtzee_jax.parallel import replicate
@@ -106,3 +110,58 @@ def test_one_device_has_no_mesh_and_too_many_devices_is_one_line():
     with pytest.raises(ConfigError, match="only 1 local"):
         data_mesh(2, 20)
     assert shard_batch(jnp.arange(4)).tolist() == [0, 1, 2, 3]  # no mesh set: unchanged
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_two_processes_train_like_one_process_with_two_devices(tmp_path):
+    """`train --distributed` in two processes (CPU collectives over a loopback coordinator)
+    ends with the parameters of one process training on two forced devices; only process 0
+    wrote the logs."""
+    config_file = tmp_path / "tiny.yaml"
+    config_file.write_text(
+        "train: {total_games: 40, games_per_update: 4, updates_per_chunk: 5, eval_fraction: 0.5,"
+        " eval_games: 8, final_eval_games: 0}\nnetwork: {hidden_size: 16, trunk_layers: 1}\n"
+    )
+    command = [sys.executable, "-m", "yahtzee_jax.cli", "train", "--config", str(config_file)]
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    env.pop("XLA_FLAGS", None)
+    distributed = [
+        *("--out", str(tmp_path / "distributed"), "--no-progress", "--distributed"),
+        *("--coordinator", f"127.0.0.1:{_free_port()}", "--num-processes", "2"),
+    ]
+    workers = [
+        subprocess.Popen(
+            [*command, *distributed, "--process-id", str(rank)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        for rank in (0, 1)
+    ]
+    two_devices = {**env, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+    reference = subprocess.run(
+        [*command, "--out", str(tmp_path / "reference"), "--no-progress"],
+        env=two_devices,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    outputs = [worker.communicate(timeout=900)[0].decode() for worker in workers]
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    for worker, output in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, output
+    assert "run directory" in outputs[0] and "run directory" not in outputs[1]
+
+    distributed, _, step = load_checkpoint(tmp_path / "distributed")
+    single, _, single_step = load_checkpoint(tmp_path / "reference")
+    assert step == single_step == 10
+    for a, b in zip(
+        jax.tree.leaves(distributed["params"]), jax.tree.leaves(single["params"]), strict=True
+    ):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+    assert len(list((tmp_path / "distributed").glob("events.out.tfevents.*"))) == 1

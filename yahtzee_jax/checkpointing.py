@@ -33,6 +33,7 @@ from flax import serialization
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import Config, from_dict
 from yahtzee_jax.errors import CheckpointError, UserError
+from yahtzee_jax.parallel import host_local
 
 LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
@@ -152,9 +153,10 @@ def restore_newest(
 class RunCheckpoints:
     """The latest-N and best-1 checkpoint managers of a run directory."""
 
-    def __init__(self, run_dir: str | Path, keep: int) -> None:
+    def __init__(self, run_dir: str | Path, keep: int, primary: bool = True) -> None:
         self.run_dir = Path(run_dir)
         self.keep = keep
+        self.primary = primary  # only process 0 of a multi-host run moves damaged ones aside
         self._open()
 
     def _open(self) -> None:
@@ -194,7 +196,11 @@ class RunCheckpoints:
         the resumed run can write those steps again."""
         self.close()
         try:
-            found = restore_newest(self.run_dir, report=report, on_damaged=self._move_aside)
+            found = restore_newest(
+                self.run_dir,
+                report=report if self.primary else (lambda message: None),
+                on_damaged=self._move_aside if self.primary else None,
+            )
         finally:
             self._open()  # the managers cache their step lists
         return None if found is None else serialization.from_state_dict(template, found[0]["state"])
@@ -213,7 +219,9 @@ class RunCheckpoints:
 
 
 def _save_args(state: Any, config: Config) -> ocp.args.Composite:
-    state_dict = serialization.to_state_dict(state)
+    # Host numpy arrays: a checkpoint carries no device layout, so one written on 4 devices
+    # (or by several processes) restores on any other topology, a laptop's CPU included.
+    state_dict = serialization.to_state_dict(jax.device_get(host_local(state)))
     return ocp.args.Composite(
         state=ocp.args.StandardSave(state_dict),
         config=ocp.args.JsonSave(config.to_dict()),

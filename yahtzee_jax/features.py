@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.game.engine import State, current_score_options, turn_index, upper_total
@@ -48,7 +49,7 @@ from yahtzee_jax.game.rules import (
     yahtzee_bonus_live,
 )
 
-_MAX_SCORES = jnp.asarray(CATEGORY_MAX_SCORES, jnp.float32)
+_MAX_SCORES = np.asarray(CATEGORY_MAX_SCORES, np.float32)  # numpy: no device at import
 
 
 def feature_groups(config: FeatureConfig) -> list[tuple[str, int]]:

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
@@ -30,9 +31,7 @@ from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_DICE, NUM_KEEP_ACTIONS, R
 
 ACTIVATIONS = {"swish": nn.swish, "relu": nn.relu}
 # KEEP_BITS[a, i] = 1 if keep pattern a keeps sorted die i.
-KEEP_BITS = ((jnp.arange(NUM_KEEP_ACTIONS)[:, None] >> jnp.arange(NUM_DICE)) & 1).astype(
-    jnp.float32
-)
+KEEP_BITS = ((np.arange(NUM_KEEP_ACTIONS)[:, None] >> np.arange(NUM_DICE)) & 1).astype(np.float32)
 _small_init = nn.initializers.variance_scaling(0.01, "fan_in", "truncated_normal")
 
 

@@ -2,6 +2,11 @@
 device mesh, parameters and optimizer state are replicated, and the compiler inserts the
 gradient all-reduce.
 
+Across hosts, `initialize_distributed` starts JAX's multi-controller runtime: every process
+runs the same program on its own devices, the mesh spans all of them, and only process 0
+writes logs, evaluations and the summary (checkpoints are written by Orbax's multi-host
+protocol, every process taking part).
+
 Only the play loop names the batch axis (`shard_batch` on its episode keys); everything the
 update computes from those games inherits the sharding through XLA's propagation. Outside a
 mesh (one device, or evaluation) `shard_batch` does nothing, so the single-device program is
@@ -13,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from yahtzee_jax.errors import ConfigError
@@ -26,11 +32,11 @@ def data_mesh(requested: int, episodes_per_update: int) -> Mesh | None:
     Raises a one-line `ConfigError` when there are too few devices or the update's episodes
     do not divide evenly over them.
     """
-    available = jax.local_devices()
+    available = jax.devices()  # every process's devices under the multi-controller runtime
     count = len(available) if requested == 0 else requested
     if count > len(available):
         raise ConfigError(
-            f"train.devices={requested} but only {len(available)} local "
+            f"train.devices={requested} but only {len(available)} "
             f"{available[0].platform.upper()} device(s) are present"
         )
     if count == 1:
@@ -57,3 +63,37 @@ def replicate(tree: Any, mesh: Mesh | None) -> Any:
     if mesh is None:
         return tree
     return jax.device_put(tree, NamedSharding(mesh, PartitionSpec()))
+
+
+def is_primary() -> bool:
+    """Is this process the one that writes logs (process 0; always true on one host)?"""
+    return jax.process_index() == 0
+
+
+def host_local(tree: Any) -> Any:
+    """Replicated global arrays as this process's own copy (numpy), for saving and playing."""
+
+    def local(leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+            return np.asarray(leaf.addressable_data(0))
+        return leaf
+
+    return jax.tree.map(local, tree)
+
+
+def initialize_distributed(
+    coordinator: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+) -> None:
+    """Start JAX's multi-controller runtime; with no arguments JAX reads them from the
+    environment of SLURM, Open MPI or a Cloud TPU pod slice."""
+    # CPU processes exchange gradients through Gloo (accelerators use their own interconnect).
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    try:
+        jax.distributed.initialize(
+            coordinator_address=coordinator, num_processes=num_processes, process_id=process_id
+        )
+    except (ValueError, RuntimeError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        raise ConfigError(f"cannot start the distributed runtime: {message}") from None

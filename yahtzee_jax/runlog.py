@@ -144,7 +144,10 @@ def events_files(run_dir: Path) -> list[Path]:
 class ScalarLog:
     """A synchronous TensorBoard events writer: a scalar is on disk once `flush` returns."""
 
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, enabled: bool = True) -> None:
+        self.enabled = enabled  # off on the processes of a multi-host run other than process 0
+        if not enabled:
+            return
         run_dir = Path(run_dir)
         existing = events_files(run_dir)
         last = _SESSION_PATTERN.search(existing[-1].name) if existing else None
@@ -158,10 +161,13 @@ class ScalarLog:
         self._write(Event(wall_time=time.time(), file_version="brain.Event:2"))
 
     def _write(self, event: Event) -> None:
-        self._file.write(_record(event.SerializeToString()))
+        if self.enabled:
+            self._file.write(_record(event.SerializeToString()))
 
     def add(self, tag: str, value: float, step: int) -> None:
-        """Queue one scalar at global step `step` (games played)."""
+        """Write one scalar at global step `step` (games played)."""
+        if not self.enabled:
+            return
         summary = Summary(value=[Summary.Value(tag=tag, simple_value=float(value))])
         self._write(Event(wall_time=time.time(), step=int(step), summary=summary))
 
@@ -176,11 +182,12 @@ class ScalarLog:
 
     def flush(self) -> None:
         """Hand everything written so far to the OS (it survives the process being killed)."""
-        self._file.flush()
+        if self.enabled:
+            self._file.flush()
 
     def close(self) -> None:
         """Flush and close."""
-        if not self._file.closed:
+        if self.enabled and not self._file.closed:
             self._file.flush()
             self._file.close()
 

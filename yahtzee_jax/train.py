@@ -44,7 +44,13 @@ from yahtzee_jax.config import (
     resolve,
 )
 from yahtzee_jax.errors import ConfigError, UserError
-from yahtzee_jax.parallel import data_mesh, replicate
+from yahtzee_jax.parallel import (
+    data_mesh,
+    host_local,
+    initialize_distributed,
+    is_primary,
+    replicate,
+)
 from yahtzee_jax.runlog import RunLock, ScalarLog, read_evals, reconcile, write_atomic, write_evals
 
 CONFIG_FILE = "config.yaml"
@@ -280,9 +286,12 @@ def _evaluation_row(config: Config, params: Any, step: int, started: float) -> d
     }
 
 
-def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[TrainState, dict]:
+def _training_loop(
+    config: Config, run_dir: Path, progress: bool, primary: bool = True
+) -> tuple[TrainState, dict]:
     """Resume from the newest clean checkpoint (if any) and train to the end; the lock is
-    held. Returns the final state and the session's part of the summary."""
+    held. Returns the final state and the session's part of the summary. A process other
+    than the primary trains, evaluates and checkpoints with it but writes no logs."""
     from tqdm.auto import tqdm
 
     from yahtzee_jax.checkpointing import RunCheckpoints
@@ -292,14 +301,17 @@ def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[Train
     total = train_config.total_updates
     context = make_context(config)
     mesh = data_mesh(train_config.devices, train_config.episodes_per_update)
-    checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints)
+    checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints, primary=primary)
     state = checkpoints.restore_newest(init_train_state(context)) or init_train_state(context)
-    state = replicate(state, mesh)
     step = start_step = int(state.step)
+    state = replicate(state, mesh)
     evals_path = run_dir / EVALS_FILE
-    evals = reconcile(run_dir, evals_path, step, games_per_update)
+    if primary:
+        evals = reconcile(run_dir, evals_path, step, games_per_update)
+    else:
+        evals = [row for row in read_evals(evals_path) if row["update"] <= step]
     best = max((row["mean"] for row in evals), default=None)
-    scalars = ScalarLog(run_dir)
+    scalars = ScalarLog(run_dir, enabled=primary)
     bar = tqdm(
         total=total * games_per_update,
         initial=step * games_per_update,
@@ -326,7 +338,7 @@ def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[Train
                 with _in_mesh(mesh):
                     next_state, metrics, failure = compiled[length](state)
                 fault.reached("chunk")
-                metrics, failure = jax.device_get((metrics, failure))
+                metrics, failure = jax.device_get(host_local((metrics, failure)))
                 failed = np.flatnonzero(failure >= 0)
                 good = int(failed[0]) if failed.size else length
                 scalars.add_chunk(metrics, (step + 1) * games_per_update, games_per_update, good)
@@ -352,12 +364,13 @@ def _training_loop(config: Config, run_dir: Path, progress: bool) -> tuple[Train
                 fault.reached("scalars")
                 if is_eval_step(config, step):
                     fault.reached("eval")
-                    row = _evaluation_row(config, state.params, step, started)
+                    row = _evaluation_row(config, host_local(state.params), step, started)
                     scalars.add("eval/mean_score", row["mean"], row["games"])
                     scalars.add("eval/std_score", row["std"], row["games"])
                     scalars.flush()  # logs first, then the checkpoint
                     evals.append(row)
-                    write_evals(evals_path, evals)
+                    if primary:
+                        write_evals(evals_path, evals)
                     improved = best is None or row["mean"] > best
                     best = row["mean"] if improved else best
                     fault.reached("checkpoint")
@@ -447,6 +460,10 @@ def train(
         raise ConfigError(f"--out {run_dir} is a file, not a run directory")
     if resume and not run_dir.is_dir():
         raise ConfigError(f"cannot resume: {run_dir} does not exist")
+    primary = is_primary()  # under the multi-controller runtime only process 0 writes
+    if not primary:
+        config = _check_resume_config(run_dir, config) if resume else config
+        return _training_loop(config, run_dir, progress=False, primary=False)[1]
     run_dir.mkdir(parents=True, exist_ok=True)
     with RunLock(run_dir):
         config = _open_run_dir(run_dir, config, resume)
@@ -454,7 +471,7 @@ def train(
         if summary["last_eval"]:
             summary["learning_curve"] = str(plot_learning_curve(run_dir))
         if final_eval and config.train.final_eval_games > 0:
-            summary.update(_final_report(config, run_dir, state.params, progress))
+            summary.update(_final_report(config, run_dir, host_local(state.params), progress))
         write_atomic(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n")
     return summary
 
@@ -476,16 +493,34 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default=None, help="run directory (default runs/PRESET)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    distributed = parser.add_argument_group(
+        "several hosts", "JAX's multi-controller runtime: run the same command on every host"
+    )
+    distributed.add_argument(
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize (without the flags below, from the environment "
+        "of SLURM, Open MPI or a Cloud TPU pod slice)",
+    )
+    distributed.add_argument("--coordinator", default=None, help="HOST:PORT of process 0")
+    distributed.add_argument("--num-processes", type=int, default=None, help="processes in all")
+    distributed.add_argument("--process-id", type=int, default=None, help="this process's rank")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: resolve the config (validated before anything compiles) and train."""
+    if args.distributed:  # before anything touches a device
+        initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    elif args.coordinator or args.num_processes or args.process_id is not None:
+        raise ConfigError("--coordinator, --num-processes and --process-id need --distributed")
     explicit = args.preset is not None or args.config is not None or args.overrides
     preset = args.preset or DEFAULT_PRESET
     config = resolve(preset, args.config, args.overrides) if (explicit or not args.resume) else None
     run_dir = Path(args.out or f"runs/{preset}")
     summary = train(config, run_dir, resume=args.resume, progress=not args.no_progress)
+    if not is_primary():
+        return 0
     final = summary.get("final_eval")
     last = summary.get("last_eval")
     if last:

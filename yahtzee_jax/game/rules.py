@@ -11,6 +11,7 @@ import enum
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from yahtzee_jax.errors import UserError
 
@@ -95,8 +96,9 @@ def get_rules(rules: str | Rules) -> Rules:
         raise UserError(f"unknown rules {rules!r}; choose one of: {known}") from None
 
 
-_FACES = jnp.arange(1, NUM_FACES + 1, dtype=jnp.int32)
-_IS_LOWER = jnp.arange(NUM_CATEGORIES) >= NUM_UPPER
+# numpy constants: importing the package must not start a device (jax.distributed needs that)
+_FACES = np.arange(1, NUM_FACES + 1, dtype=np.int32)
+_IS_LOWER = np.arange(NUM_CATEGORIES) >= NUM_UPPER
 
 
 def face_counts(dice: jax.Array) -> jax.Array:
@@ -127,15 +129,10 @@ def base_scores(counts: jax.Array) -> jax.Array:
 
 
 # What a Joker five of a kind scores in Full House and the straights (0 = box not affected).
-_JOKER_VALUES = (
-    jnp.zeros(NUM_CATEGORIES, jnp.int32)
-    .at[Category.FULL_HOUSE]
-    .set(FULL_HOUSE_SCORE)
-    .at[Category.SMALL_STRAIGHT]
-    .set(SMALL_STRAIGHT_SCORE)
-    .at[Category.LARGE_STRAIGHT]
-    .set(LARGE_STRAIGHT_SCORE)
-)
+_JOKER_VALUES = np.zeros(NUM_CATEGORIES, np.int32)
+_JOKER_VALUES[Category.FULL_HOUSE] = FULL_HOUSE_SCORE
+_JOKER_VALUES[Category.SMALL_STRAIGHT] = SMALL_STRAIGHT_SCORE
+_JOKER_VALUES[Category.LARGE_STRAIGHT] = LARGE_STRAIGHT_SCORE
 
 
 def _with_joker_values(scores: jax.Array) -> jax.Array:
