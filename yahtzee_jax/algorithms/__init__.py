@@ -21,6 +21,7 @@ _MODULES = {
     "a2c": "yahtzee_jax.algorithms.a2c",
     "reinforce": "yahtzee_jax.algorithms.reinforce",
     "ppo": "yahtzee_jax.algorithms.ppo",
+    "dqn": "yahtzee_jax.algorithms.dqn",
 }
 
 

@@ -1,9 +1,9 @@
 """The algorithm protocol: what every learner provides, and the state and context it works on.
 
 An `Algorithm` is one module's public face in the registry (`algorithms/__init__.py`): its name,
-its config section class, how to build its train state, its update, how many optimizer steps an
-update takes, and its acting (evaluation) agent. Config validation, `train.py`, checkpointing and
-evaluation only ever talk to this interface.
+its config section class, its update, how many optimizer steps an update takes, its acting
+(evaluation) agent and, optionally, the network it trains and the `extra` state it starts with.
+Config validation, `train.py`, checkpointing and evaluation only ever talk to this interface.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
@@ -19,6 +20,7 @@ from flax import struct
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import AlgoConfig, Config
+from yahtzee_jax.features import feature_size
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.networks import YahtzeeNet
 from yahtzee_jax.schedules import learning_rate_schedule
@@ -44,13 +46,23 @@ class Context(NamedTuple):
 
     config: Config
     rules: Rules
-    network: YahtzeeNet
+    network: nn.Module  # the algorithm's `make_network(config)`; YahtzeeNet for actor-critics
     optimizer: optax.GradientTransformation
     learning_rate: optax.Schedule  # a function of the optimizer step, not of the update
     algorithm: Algorithm
 
 
 Metrics = dict[str, jax.Array]
+
+
+def actor_critic_network(config: Config) -> nn.Module:
+    """The paper's shared-trunk policy/value network (the default `Algorithm.make_network`)."""
+    return YahtzeeNet(config.network)
+
+
+def no_extra(context: Context, params: Any) -> dict:
+    """Nothing kept beside the network (the default `Algorithm.init_extra`)."""
+    return {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +77,11 @@ class Algorithm:
     make_agent: Callable[[Config, Any, str], Agent]
     # optimizer steps one update takes (PPO: epochs x minibatches); schedules count these
     optimizer_steps_per_update: Callable[[Config], int] = lambda config: 1
+    # make_network(config) -> the Flax module whose parameters are `TrainState.params`
+    make_network: Callable[[Config], nn.Module] = actor_critic_network
+    # init_extra(context, fresh params) -> the initial `TrainState.extra` (replay buffer, target
+    # network, ...); it fixes the structure a checkpoint is restored into
+    init_extra: Callable[[Context, Any], Any] = no_extra
 
 
 def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:
@@ -86,7 +103,7 @@ def make_context(config: Config) -> Context:
     return Context(
         config=config,
         rules=get_rules(config.train.rules),
-        network=YahtzeeNet(config.network),
+        network=algorithm.make_network(config),
         optimizer=make_optimizer(config, learning_rate),
         learning_rate=learning_rate,
         algorithm=algorithm,
@@ -94,15 +111,15 @@ def make_context(config: Config) -> Context:
 
 
 def init_train_state(context: Context) -> TrainState:
-    """Fresh parameters, optimizer state and rng from the config's seed."""
-    from yahtzee_jax.networks import init_params
-
+    """Fresh parameters, optimizer state, rng and the algorithm's extras from the config's seed."""
     config = context.config
     params_key, train_key = jax.random.split(jax.random.PRNGKey(config.train.seed))
-    params = init_params(config.network, config.features, params_key)
+    dummy = jnp.zeros((1, feature_size(config.features)), jnp.float32)
+    params = context.network.init(params_key, dummy)["params"]
     return TrainState(
         params=params,
         opt_state=context.optimizer.init(params),
         key=train_key,
         step=jnp.int32(0),
+        extra=context.algorithm.init_extra(context, params),
     )
