@@ -18,9 +18,9 @@ One update, as purejaxrl's DQN but with B whole games per update instead of one 
 The Q network is its own module (`QNetwork`): the actor-critic network's roll head ends in a
 log-softmax (outputs normalised per state, all <= 0), so its outputs cannot carry the absolute
 level a Q-value needs; a linear 45-way head on the same trunk blocks can. The buffer stores the
-engine's compact `State` (about 110 bytes a transition) rather than features (about 650 bytes
+engine's compact `State` (about 115 bytes a transition) rather than features (about 650 bytes
 with s' and its legal mask): the features are recomputed for each sampled minibatch, a small
-cost next to the network, and buffers and checkpoints stay 6x smaller.
+cost next to the network, and buffers and checkpoints stay about 6x smaller.
 """
 
 from __future__ import annotations
