@@ -14,6 +14,8 @@ from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 
 # act(params, state, key) -> int32 action, for ONE unbatched state; pure and jittable.
 Policy = Callable[[Any, State, jax.Array], jax.Array]
+# batch_act(params, states, keys) -> int32 actions [B]: the actions `act` gives each state.
+BatchAct = Callable[[Any, State, jax.Array], jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,12 +26,15 @@ class Agent:
     over games and `jit` it with `act` static, so the same `act` function object with new
     `params` (a pytree: network weights, a value table, or None) reuses the compiled program.
     `rules` is the rule variant the agent plays (an agent solved or trained for one variant).
+    `batch_act`, when given, plays a whole batch at once with the same actions as `act` per
+    state, faster (the widget agents share work across the batch); the evaluator prefers it.
     """
 
     name: str
     act: Policy
     params: Any = None
     rules: Rules = OFFICIAL
+    batch_act: BatchAct | None = None
 
 
 def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.Array:

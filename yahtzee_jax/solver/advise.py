@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import os
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -26,12 +25,11 @@ from yahtzee_jax.game.rules import (
     YAHTZEE_SCORE,
     Category,
     Rules,
-    base_scores,
     get_rules,
 )
 from yahtzee_jax.solver.exact import SolveResult, solve
 from yahtzee_jax.solver.position import turn_values
-from yahtzee_jax.solver.tables import ROLL_COUNTS, roll_index_of, score_all_rolls_of_cards
+from yahtzee_jax.solver.tables import base_points, roll_index_of, score_all_rolls_of_cards
 from yahtzee_jax.solver.widget import keep_action_values
 
 
@@ -90,7 +88,7 @@ def _action_label(action: int, dice: tuple[int, ...]) -> str:
 @functools.cache
 def possible_box_points() -> tuple[frozenset[int], ...]:
     """Points each box can hold: what some roll scores there, or 0 (scratched)."""
-    table = np.asarray(jax.vmap(base_scores)(jnp.asarray(ROLL_COUNTS)))
+    table = base_points()
     return tuple(frozenset({0, *table[:, box].tolist()}) for box in range(NUM_CATEGORIES))
 
 

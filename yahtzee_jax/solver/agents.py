@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy
+from yahtzee_jax.agents.base import Agent, BatchAct, Policy
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.engine import LAST_ROLL, State
+from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import (
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
@@ -25,10 +25,17 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
-from yahtzee_jax.solver.exact import solve
-from yahtzee_jax.solver.position import turn_values
-from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
-from yahtzee_jax.solver.widget import keep_action_values
+from yahtzee_jax.solver.exact import category_values, final_roll_values, solve
+from yahtzee_jax.solver.position import card_context, turn_values
+from yahtzee_jax.solver.tables import (
+    KEEP_OF_ACTION,
+    ROLL_OF_CODE,
+    base_points,
+    dice_code,
+    score_all_rolls,
+    score_yahtzee_rolls,
+)
+from yahtzee_jax.solver.widget import best_keep_values, keep_action_values, keep_values
 
 MAX_REROLLS = LAST_ROLL  # two re-rolls per turn
 GREEDY_LEVELS = (1, 2, 3)
@@ -73,18 +80,108 @@ def widget_action(
     return jnp.where(state.roll_index == LAST_ROLL, score_action, keep_action).astype(jnp.int32)
 
 
+# What a decision of the batch needs, by roll index and re-roll budget (see `_decision_kind`).
+FIRST_KEEP, LAST_KEEP, KEEP_EVERYTHING, SCORE = range(4)
+
+
+def _decision_kind(roll_index: jax.Array, max_rerolls: int) -> jax.Array:
+    """FIRST_KEEP (two re-rolls left), LAST_KEEP (one), KEEP_EVERYTHING (none) or SCORE."""
+    rerolls_left = jnp.clip(max_rerolls - roll_index, 0, MAX_REROLLS)
+    keep_kind = jnp.array([KEEP_EVERYTHING, LAST_KEEP, FIRST_KEEP])[rerolls_left]
+    return jnp.where(roll_index == LAST_ROLL, SCORE, keep_kind)
+
+
+def _batch_final_values(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
+    """Value of each final roll of each game's turn, float32[252, B] (`final_roll_values`)."""
+    mask, upper_total, flag = jax.vmap(card_context, in_axes=(0, 0, None))(
+        states.filled, states.scores, jnp
+    )
+    yahtzee_box = states.scores[:, Category.YAHTZEE]
+    points, legal, bonus = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))(
+        states.filled, yahtzee_box, rules
+    )
+    yahtzee_options = (points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T)
+    future_weight = (states.turns_left > 1).astype(jnp.float32)
+
+    def future(next_mask: jax.Array, next_upper: jax.Array, next_flag: jax.Array) -> jax.Array:
+        if value_table is None:  # this turn only
+            shape = jnp.broadcast_shapes(next_mask.shape, next_upper.shape, next_flag.shape)
+            return jnp.zeros(shape, jnp.float32)
+        return future_weight * value_table[next_mask, next_upper, next_flag]
+
+    return final_roll_values(mask, upper_total, flag, base_points(), yahtzee_options, future, jnp)
+
+
+def _best_keeps(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
+    """Best keep action of each game from its keep values [462, B] and roll index [B]."""
+    keeps = jnp.asarray(KEEP_OF_ACTION)[roll]  # [B, 32]
+    return jnp.argmax(keep_value[keeps, jnp.arange(roll.shape[0])[:, None]], axis=1)
+
+
+def widget_batch_actions(
+    value_table: jax.Array | None, states: State, rules: Rules, max_rerolls: int
+) -> jax.Array:
+    """`widget_action` of a batch of states [B], computing only what their decision needs.
+
+    The turn's values are built batch-minor for all games at once ([252, B], [462, B]), and only
+    for the kinds of decision present (one kind in the lockstep play loop): the score decision
+    needs the 13 boxes of one roll, the last keep the final rolls and one keep layer pass, the
+    first keep the whole widget.
+    """
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
+    kinds = _decision_kind(states.roll_index, max_rerolls)
+
+    def score(kind: jax.Array) -> jax.Array:
+        def one(state: State) -> jax.Array:
+            points, legal, bonus = current_score_options(state, rules)
+            mask, upper_total, flag = card_context(state.filled, state.scores, jnp)
+            future_weight = (state.turns_left > 1).astype(jnp.float32)
+            values = category_values(
+                points[None], legal[None], bonus[None], mask, upper_total, flag,
+                value_table, future_weight, jnp,
+            )  # fmt: skip
+            return NUM_KEEP_ACTIONS + jnp.argmax(values[0])
+
+        return jax.vmap(one)(states)
+
+    def keep(kind: jax.Array) -> jax.Array:
+        last = keep_values(_batch_final_values(value_table, states, rules), jnp)
+        keep_value = jax.lax.cond(
+            kind == FIRST_KEEP, lambda: keep_values(best_keep_values(last, jnp), jnp), lambda: last
+        )
+        return _best_keeps(keep_value, roll)
+
+    def keep_everything(kind: jax.Array) -> jax.Array:
+        return jnp.full(roll.shape, KEEP_ALL)
+
+    # One pass per kind of decision present, smallest first: one pass in the lockstep loop.
+    def decide_kind(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        actions, done = carry
+        kind = jnp.min(jnp.where(done, SCORE + 1, kinds))
+        branch = jnp.clip(kind - LAST_KEEP, 0, 2)  # first and last keep share the final rolls
+        chosen = jax.lax.switch(branch, [keep, keep_everything, score], kind).astype(jnp.int32)
+        return jnp.where(kinds == kind, chosen, actions), done | (kinds == kind)
+
+    start = (jnp.zeros(roll.shape, jnp.int32), jnp.zeros(roll.shape, bool))
+    return jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), decide_kind, start)[0]
+
+
 # One act function object per (rules, re-roll budget, future or not): keeps the jit cache warm.
-_ACTS: dict[tuple[Rules, int, bool], Policy] = {}
+_ACTS: dict[tuple[Rules, int, bool], tuple[Policy, BatchAct]] = {}
 
 
-def _widget_act(rules: Rules, max_rerolls: int, with_future: bool) -> Policy:
+def _widget_act(rules: Rules, max_rerolls: int, with_future: bool) -> tuple[Policy, BatchAct]:
     key = (rules, max_rerolls, with_future)
     if key not in _ACTS:
 
         def act(params: Any, state: State, key: jax.Array) -> jax.Array:
             return widget_action(params if with_future else None, state, rules, max_rerolls)
 
-        _ACTS[key] = act
+        def batch_act(params: Any, states: State, keys: jax.Array) -> jax.Array:
+            table = params if with_future else None
+            return widget_batch_actions(table, states, rules, max_rerolls)
+
+        _ACTS[key] = (act, batch_act)
     return _ACTS[key]
 
 
@@ -96,9 +193,8 @@ def make_optimal_agent(
     table = solve(rules, cache_dir=cache_dir).value_table
     # float32 is plenty to rank actions; unreachable states (NaN) are never looked up in play.
     params = jnp.asarray(np.nan_to_num(table, nan=0.0), dtype=jnp.float32)
-    return Agent(
-        name="optimal", act=_widget_act(rules, MAX_REROLLS, True), params=params, rules=rules
-    )
+    act, batch_act = _widget_act(rules, MAX_REROLLS, True)
+    return Agent(name="optimal", act=act, params=params, rules=rules, batch_act=batch_act)
 
 
 def make_greedy_agent(level: int, rules: str | Rules = "official") -> Agent:
@@ -111,4 +207,5 @@ def make_greedy_agent(level: int, rules: str | Rules = "official") -> Agent:
     if level not in GREEDY_LEVELS:
         raise UserError(f"greedy level must be one of {GREEDY_LEVELS}, got {level!r}")
     rules = get_rules(rules)
-    return Agent(name=f"greedy{level}", act=_widget_act(rules, level - 1, False), rules=rules)
+    act, batch_act = _widget_act(rules, level - 1, False)
+    return Agent(name=f"greedy{level}", act=act, rules=rules, batch_act=batch_act)

@@ -22,6 +22,7 @@ from yahtzee_jax.game.rules import (
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
+    OFFICIAL,
     YAHTZEE_SCORE,
     Rules,
     face_counts,
@@ -145,32 +146,57 @@ score_all_rolls_of_cards = jax.jit(
     jax.vmap(score_all_rolls, in_axes=(0, 0, None)), static_argnums=2
 )
 
+# The six five-of-a-kinds (faces 1..6 in order): the only rolls whose options depend on the card
+# beyond its open boxes (the Joker rules and the +100 bonus).
+YAHTZEE_ROLLS = np.flatnonzero(ROLL_COUNTS.max(axis=1) == NUM_DICE)
+
+
+def _base_points(rules: Rules) -> jax.Array:
+    """Points of every roll in every box without any Joker: an empty card's options."""
+    return score_all_rolls(jnp.zeros(NUM_CATEGORIES, bool), jnp.int32(0), rules)[0]
+
+
+@functools.cache
+def base_points() -> np.ndarray:
+    """Points of every roll in every box without any Joker, int64[252, 13] (`base_scores`)."""
+    with jax.ensure_compile_time_eval():  # a constant even when first asked inside a trace
+        return np.asarray(jax.jit(_base_points, static_argnums=0)(OFFICIAL), np.int64)
+
+
+def score_yahtzee_rolls(
+    filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """`score_options` of the six five-of-a-kinds against one card: ([6, 13], [6, 13], [6])."""
+    per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
+    return per_roll(jnp.asarray(ROLL_COUNTS[YAHTZEE_ROLLS]), filled, yahtzee_box, rules)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _solver_tables(filled: jax.Array, yahtzee_box: jax.Array, rules: Rules) -> tuple:
+    five_of_a_kinds = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))
+    return _base_points(rules), *five_of_a_kinds(filled, yahtzee_box, rules)
+
 
 @functools.lru_cache(maxsize=4)
-def score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Points, legality and Yahtzee bonus of every roll for every card, from `score_options`.
+def solver_score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the solver scores with, in one XLA compile: `base_points()` and the options of the
+    five-of-a-kinds against every card (2.6 MB; all 252 rolls' would be 110 MB).
 
-    Returns (points int8[8192, 2, 252, 13], legal bool[8192, 2, 252, 13], bonus bool[8192, 2, 252])
-    indexed by [filled mask, flag, roll]; flag 1 means the Yahtzee box holds 50 (else 0 or open).
+    Returns (base points int64[252, 13], points int8[8192, 2, 6, 13], legal bool[8192, 2, 6, 13],
+    bonus bool[8192, 2, 6]), the last three indexed by [filled mask, flag, five-of-a-kind]; flag 1
+    means the Yahtzee box holds 50.
     """
-    masks = np.arange(NUM_MASKS)
-    filled = np.repeat(mask_to_filled(masks), NUM_FLAGS, axis=0)
+    filled = np.repeat(mask_to_filled(np.arange(NUM_MASKS)), NUM_FLAGS, axis=0)
     yahtzee_box = np.tile(np.array([0, YAHTZEE_SCORE], np.int32), NUM_MASKS)
-    chunk = 2048  # fixed size: one compilation, bounded memory
-    outputs = []
-    for start in range(0, len(filled), chunk):
-        points, legal, bonus = score_all_rolls_of_cards(
-            jnp.asarray(filled[start : start + chunk]),
-            jnp.asarray(yahtzee_box[start : start + chunk]),
-            rules,
-        )
-        outputs.append((np.asarray(points, np.int8), np.asarray(legal), np.asarray(bonus)))
-    points, legal, bonus = (np.concatenate(parts) for parts in zip(*outputs, strict=True))
-    shape = (NUM_MASKS, NUM_FLAGS, NUM_ROLLS)
+    base, points, legal, bonus = _solver_tables(
+        jnp.asarray(filled), jnp.asarray(yahtzee_box), rules
+    )
+    shape = (NUM_MASKS, NUM_FLAGS, len(YAHTZEE_ROLLS))
     return (
-        points.reshape(*shape, NUM_CATEGORIES),
-        legal.reshape(*shape, NUM_CATEGORIES),
-        bonus.reshape(shape),
+        np.asarray(base, np.int64),
+        np.asarray(points, np.int8).reshape(*shape, NUM_CATEGORIES),
+        np.asarray(legal).reshape(*shape, NUM_CATEGORIES),
+        np.asarray(bonus).reshape(shape),
     )
 
 

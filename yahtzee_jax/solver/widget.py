@@ -1,9 +1,10 @@
 """The turn "widget": exact values inside one turn, given the value of each final roll.
 
-One implementation serves the exact solver (NumPy float64, batched over thousands of positions),
-the on-device agents (jax.numpy, one position) and the greedy baselines (final value = this
-turn's score instead of score plus future). Every function takes the array module `xp` (`numpy`
-or `jax.numpy`) and works along axis 0; any further axes are a batch.
+One implementation serves the advisor (NumPy float64), the on-device agents (jax.numpy, one
+position or a batch) and the greedy baselines (final value = this turn's score instead of score
+plus future). Every function takes the array module `xp` (`numpy` or `jax.numpy`) and works along
+axis 0; any further axes are a batch. `turn_start_value`, the solver's hot loop, is the same
+computation in NumPy only, in place.
 """
 
 from __future__ import annotations
@@ -72,10 +73,50 @@ def turn_keep_values(final_values: Array, xp: ModuleType = np) -> tuple[Array, A
     return last_keep, first_keep
 
 
-def turn_start_value(final_values: Array, xp: ModuleType = np) -> Array:
-    """Expected value of a turn before its first roll, playing the keeps optimally."""
-    _, first_keep = turn_keep_values(final_values, xp)
-    return expected_over_rolls(best_keep_values(first_keep, xp), xp)
+# Index tables transposed for row gathers: one face (or one removed die) per row.
+_ADD_BY_FACE = tuple(np.ascontiguousarray(table.T) for table in ADD_DIE)
+_REMOVE_BY_COLUMN = tuple(np.ascontiguousarray(table.T) for table in REMOVE_DIE)
+
+
+def _keep_layers_inplace(roll_values: np.ndarray, scratch: np.ndarray) -> list[np.ndarray]:
+    """`keep_values` split by keep size (NumPy), gathering into `scratch` and adding in place."""
+    layers = [roll_values]
+    for size in range(NUM_DICE - 1, -1, -1):
+        larger, by_face = layers[0], _ADD_BY_FACE[size]
+        total = np.take(larger, by_face[0], axis=0)
+        gathered = scratch[: len(total)]
+        for face in range(1, NUM_FACES):
+            np.take(larger, by_face[face], axis=0, out=gathered)
+            total += gathered
+        total /= NUM_FACES
+        layers.insert(0, total)
+    return layers
+
+
+def _best_keep_inplace(layers: list[np.ndarray], scratch: np.ndarray) -> np.ndarray:
+    """`best_keep_values` from keep layers (NumPy), overwriting the layers."""
+    best = layers[0]
+    for size in range(1, NUM_DICE + 1):
+        here, gathered = layers[size], scratch[: len(layers[size])]
+        for column in _REMOVE_BY_COLUMN[size]:
+            np.take(best, column, axis=0, out=gathered)
+            np.maximum(here, gathered, out=here)
+        best = here
+    return best
+
+
+def turn_start_value(final_values: np.ndarray) -> np.ndarray:
+    """Expected value of a turn before its first roll, playing the keeps optimally (NumPy).
+
+    The solver's hot loop: the same sums and maxima as `turn_keep_values`, `best_keep_values`
+    and `expected_over_rolls`, with the gathers written into one scratch buffer and the sums
+    and maxima done in place (about half the time of the generic version). `final_values` is
+    [252, n] (it is overwritten); returns [n].
+    """
+    scratch = np.empty_like(final_values)
+    best_last = _best_keep_inplace(_keep_layers_inplace(final_values, scratch), scratch)
+    best_first = _best_keep_inplace(_keep_layers_inplace(best_last, scratch), scratch)
+    return ROLL_PROBABILITIES @ best_first
 
 
 def keep_action_values(keep_value: Array, roll: Array, xp: ModuleType = np) -> Array:

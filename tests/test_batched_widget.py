@@ -1,0 +1,167 @@
+"""The batched widget path against the per-state one it replaces in play.
+
+`final_roll_values` (batch-minor, the future looked up per distinct next state) must equal the
+per-roll, per-box `category_values` maximum, and `widget_batch_actions` (what `play_games` runs
+for the optimal and greedy agents) must pick the per-state `widget_action` of every position:
+random cards with Yahtzees in the box and five-of-a-kinds in the dice (the Joker paths), every
+roll index, last turns, under every rule variant. A random value table stands in for the solved
+one: the two paths must agree on any table (the solver's own tests check the real one).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax.game.engine import State
+from yahtzee_jax.game.rules import (
+    NUM_CATEGORIES,
+    NUM_DICE,
+    NUM_FACES,
+    RULE_VARIANTS,
+    YAHTZEE_SCORE,
+    Category,
+    get_rules,
+)
+from yahtzee_jax.records import play_games
+from yahtzee_jax.solver import make_greedy_agent, widget_action
+from yahtzee_jax.solver.agents import widget_batch_actions
+from yahtzee_jax.solver.exact import category_values, final_roll_values
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.tables import (
+    NUM_FLAGS,
+    NUM_MASKS,
+    ROLLS,
+    base_points,
+    score_all_rolls,
+    score_yahtzee_rolls,
+)
+
+NUM_POSITIONS = 256
+
+
+def random_positions(seed: int, roll_index: int | None) -> State:
+    """Random positions: 0-12 boxes filled with the points of a random roll (the Yahtzee box 50
+    half the time), a quarter of the dice five of a kind, a fifth of them on an episode's last
+    turn. `roll_index` None mixes the three decisions in one batch."""
+    rng = np.random.default_rng(seed)
+    count = NUM_POSITIONS
+    filled = rng.random((count, NUM_CATEGORIES)) < rng.random((count, 1))
+    filled[filled.all(axis=1), rng.integers(NUM_CATEGORIES)] = False
+    card_rolls = rng.integers(len(ROLLS), size=(count, NUM_CATEGORIES))
+    scores = base_points()[card_rolls, np.arange(NUM_CATEGORIES)]
+    scores[:, Category.YAHTZEE] = np.where(rng.random(count) < 0.5, YAHTZEE_SCORE, 0)
+    scores = np.where(filled, scores, 0)
+    dice = np.sort(rng.integers(1, NUM_FACES + 1, size=(count, NUM_DICE)), axis=1)
+    five_of_a_kind = rng.random(count) < 0.25
+    dice[five_of_a_kind] = rng.integers(1, NUM_FACES + 1, size=(five_of_a_kind.sum(), 1))
+    roll_indices = rng.integers(3, size=count) if roll_index is None else np.full(count, roll_index)
+    open_boxes = (~filled).sum(axis=1)
+    return State(
+        dice=jnp.asarray(dice, jnp.int32),
+        roll_index=jnp.asarray(roll_indices, jnp.int32),
+        scores=jnp.asarray(scores, jnp.int32),
+        filled=jnp.asarray(filled),
+        yahtzee_bonus_count=jnp.zeros(count, jnp.int32),
+        turns_left=jnp.asarray(np.where(rng.random(count) < 0.2, 1, open_boxes), jnp.int32),
+        reward=jnp.zeros(count, jnp.int32),
+        terminated=jnp.zeros(count, bool),
+    )
+
+
+def random_table(seed: int) -> jax.Array:
+    """A float32 value table of plausible magnitude (0-300)."""
+    rng = np.random.default_rng(seed)
+    return jnp.asarray(300 * rng.random((NUM_MASKS, 64, NUM_FLAGS)), jnp.float32)
+
+
+@pytest.mark.parametrize("variant", list(RULE_VARIANTS))
+@pytest.mark.parametrize("with_table", [True, False], ids=["table", "this-turn"])
+def test_final_roll_values_equal_the_per_box_maximum(variant, with_table):
+    """Bit for bit in float32 (JAX), to 1e-12 in float64 (NumPy), on 256 random cards."""
+    rules = get_rules(variant)
+    states = random_positions(0, roll_index=2)
+    table = random_table(1) if with_table else None
+
+    @jax.jit
+    def both(table, states):
+        def per_card(state: State) -> jax.Array:
+            options = score_all_rolls(state.filled, state.scores[Category.YAHTZEE], rules)
+            mask, upper, flag = card_context(state.filled, state.scores, jnp)
+            weight = (state.turns_left > 1).astype(jnp.float32)
+            values = category_values(*options, mask, upper, flag, table, weight, jnp)
+            return values.max(axis=1)
+
+        mask, upper, flag = jax.vmap(card_context, in_axes=(0, 0, None))(
+            states.filled, states.scores, jnp
+        )
+        points, legal, bonus = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))(
+            states.filled, states.scores[:, Category.YAHTZEE], rules
+        )
+        weight = (states.turns_left > 1).astype(jnp.float32)
+
+        def future(next_mask, next_upper, next_flag):
+            if table is None:
+                shape = jnp.broadcast_shapes(next_mask.shape, next_upper.shape, next_flag.shape)
+                return jnp.zeros(shape, jnp.float32)
+            return weight * table[next_mask, next_upper, next_flag]
+
+        yahtzee_options = (points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T)
+        fast = final_roll_values(mask, upper, flag, base_points(), yahtzee_options, future, jnp)
+        return fast, jax.vmap(per_card)(states).T, yahtzee_options, (mask, upper, flag)
+
+    fast, reference, yahtzee_options, context = both(table, states)
+    np.testing.assert_array_equal(np.asarray(fast), np.asarray(reference))
+
+    # The solver's float64 NumPy path on the same cards.
+    table64 = None if table is None else np.asarray(table, np.float64)
+    weight = np.asarray(states.turns_left > 1, np.float64)
+
+    def future64(next_mask, next_upper, next_flag):
+        if table64 is None:
+            return np.zeros(np.broadcast_shapes(next_mask.shape, next_upper.shape))
+        return weight * table64[next_mask, next_upper, next_flag]
+
+    context = tuple(np.asarray(part, np.int64) for part in context)
+    numpy_options = tuple(np.asarray(part) for part in yahtzee_options)
+    fast64 = final_roll_values(*context, base_points(), numpy_options, future64)
+    np.testing.assert_allclose(fast64, np.asarray(reference, np.float64), rtol=0, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("variant", "max_rerolls", "with_table"),
+    [
+        ("official", 2, True),  # the optimal agent: first keep, last keep, score
+        ("free-joker", 2, True),
+        ("official", 1, False),  # greedy level 2: last keep, keep everything, score
+    ],
+)
+def test_batch_actions_equal_the_per_state_widget(variant, max_rerolls, with_table):
+    """Same action on every random position, in batches all at one decision (as in play) and
+    in a batch mixing the three."""
+    rules = get_rules(variant)
+    table = random_table(2) if with_table else None
+
+    @jax.jit
+    def both(table, states):
+        fast = widget_batch_actions(table, states, rules, max_rerolls)
+        per_state = jax.vmap(lambda state: widget_action(table, state, rules, max_rerolls))
+        return fast, per_state(states)
+
+    for seed, roll_index in enumerate([0, 1, 2, None]):
+        fast, reference = both(table, random_positions(10 + seed, roll_index))
+        np.testing.assert_array_equal(np.asarray(fast), np.asarray(reference), str(roll_index))
+
+
+def test_play_games_uses_the_batch_path_and_plays_the_same_games():
+    """Greedy level 3 through `play_games`: with and without `batch_act`, identical games."""
+    agent = make_greedy_agent(3, "official")
+    assert agent.batch_act is not None
+    per_state = dataclasses.replace(agent, batch_act=None)
+    batched, reference = (play_games(a, 16, seed=5) for a in (agent, per_state))
+    np.testing.assert_array_equal(batched.box_scores, reference.box_scores)
+    np.testing.assert_array_equal(batched.turn_categories, reference.turn_categories)
