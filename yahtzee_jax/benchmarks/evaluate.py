@@ -1,4 +1,9 @@
-"""`yahtzee-jax bench evaluate`: games per second of the evaluation harness, compile time apart."""
+"""`yahtzee-jax bench evaluate`: games per second of the evaluation harness, compile time apart.
+
+With `optimal` among the agents and the `yatzy-solver` package installed, its Rust simulation of
+optimal play (table loaded, same rules and number of games) is timed in the same run, and the
+ratio printed: a loaded machine slows both alike.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,13 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from yahtzee_jax.benchmarks import yatzy_solver
 from yahtzee_jax.errors import UserError
+
+if TYPE_CHECKING:
+    from yahtzee_jax.game.rules import Rules
 
 DEFAULT_AGENTS = ("random", "greedy3", "optimal")
 
@@ -30,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--rules", default="official", help="rule variant (default official)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="timed runs per agent (and of yatzy-solver), the fastest kept (default 1)",
+    )
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
@@ -43,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.reports import format_terminal
 
     check_num_games(args.games)
+    if args.repeats < 1:
+        raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
     rules = get_rules(args.rules)
     batch_size = min(args.batch_size or default_batch_size(), args.games)
     num_batches = math.ceil(args.games / batch_size)
@@ -58,9 +76,11 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         play_games(agent, batch_size, args.seed, batch_size=batch_size)
         first_batch = time.perf_counter() - started
-        started = time.perf_counter()
-        play_games(agent, args.games, args.seed + 1, batch_size=batch_size)
-        steady = time.perf_counter() - started
+        steady = math.inf
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            play_games(agent, args.games, args.seed + 1, batch_size=batch_size)
+            steady = min(steady, time.perf_counter() - started)
         per_batch = steady / num_batches
         results.append(
             {
@@ -72,6 +92,7 @@ def run(args: argparse.Namespace) -> int:
                 "decisions_per_second": args.games * DECISIONS_PER_GAME / steady,
             }
         )
+    reference = _yatzy_solver_row(args, rules, results)
     rows = [
         [
             row["agent"],
@@ -83,6 +104,17 @@ def run(args: argparse.Namespace) -> int:
         ]
         for row in results
     ]
+    if reference is not None:
+        rows.append(
+            [
+                "yatzy-solver",
+                f"{reference['setup_seconds']:.2f}",
+                "-",
+                "-",
+                f"{reference['games_per_second']:,.0f}",
+                f"{reference['games_per_second'] * DECISIONS_PER_GAME:,.0f}",
+            ]
+        )
     header = ["agent", "setup s", "compile s", "s/batch", "games/s", "decisions/s"]
     title = (
         f"play_games throughput: {rules.name} rules, {args.games:,} games in batches of "
@@ -91,7 +123,43 @@ def run(args: argparse.Namespace) -> int:
     print(format_terminal([(title, header, rows)]))
     print("setup: building the agent (solve or load a value table); compile: first batch minus a "
           "steady batch")  # fmt: skip
+    if reference is not None:
+        print(
+            f"yatzy-solver {reference['version']} (Rust, its optimal policy on all cores, table "
+            f"loaded): mean {reference['mean']:.2f}; optimal here / yatzy-solver: "
+            f"{reference['optimal_over_yatzy_solver']:.2f}x the games per second"
+        )
     if args.json:
         info = {"rules": rules.name, "games": args.games, "batch_size": batch_size}
-        Path(args.json).write_text(json.dumps({**info, "agents": results}, indent=2) + "\n")
+        output = {**info, "agents": results, "yatzy_solver": reference}
+        Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
     return 0
+
+
+def _yatzy_solver_row(
+    args: argparse.Namespace, rules: Rules, results: list[dict]
+) -> dict[str, Any] | None:
+    """Time yatzy-solver's optimal play beside our optimal agent (None when there is no pair)."""
+    optimal = [row for row in results if row["agent"] == "optimal"]
+    if not optimal:
+        return None
+    from yahtzee_jax.solver.exact import default_cache_dir
+
+    module = yatzy_solver.load_module()
+    if module is None:
+        print(yatzy_solver.MISSING)
+        return None
+    solver, setup, solved = yatzy_solver.load_solver(module, rules, default_cache_dir())
+    if solved:
+        print(f"yatzy-solver solved {rules.name} once and cached its table ({setup:.1f} s)")
+    best = min(
+        (yatzy_solver.simulate(solver, args.games, args.seed + 1) for _ in range(args.repeats)),
+        key=lambda run: run["seconds"],
+    )
+    return {
+        "version": module.SOLVER_VERSION,
+        "variant": yatzy_solver.VARIANTS[rules.name],
+        "setup_seconds": setup,
+        **best,
+        "optimal_over_yatzy_solver": optimal[0]["games_per_second"] / best["games_per_second"],
+    }

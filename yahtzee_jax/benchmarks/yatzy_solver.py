@@ -1,0 +1,67 @@
+"""The Rust `yatzy-solver` package (PyPI, optional: `pip install -e '.[bench]'`) as a yardstick.
+
+`bench evaluate` times its optimal-play simulation beside our optimal agent and `bench solve`
+its solve beside ours. Its American variants are our rule variants (the same published optima):
+"american" is our free Joker, "american+forced-joker" the official rules.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from yahtzee_jax.game.rules import Rules
+
+# Our rule variant -> yatzy-solver's variant id.
+VARIANTS = {
+    "official": "american+forced-joker",
+    "free-joker": "american",
+    "no-joker": "american+no-joker",
+    "plain": "american+no-bonus",
+}
+MISSING = "yatzy-solver is not installed (pip install -e '.[bench]'): no side-by-side run"
+
+
+def load_module() -> ModuleType | None:
+    """The `yatzy_solver` module, or None when it is not installed."""
+    try:
+        import yatzy_solver
+    except ImportError:
+        return None
+    return yatzy_solver
+
+
+def table_path(module: ModuleType, rules: Rules, cache_dir: Path) -> Path:
+    """Where its value table (its own f32 file format) for `rules` is kept between runs."""
+    return cache_dir / f"yatzy-solver-{module.SOLVER_VERSION}-{VARIANTS[rules.name]}.table"
+
+
+def load_solver(module: ModuleType, rules: Rules, cache_dir: Path) -> tuple[Any, float, bool]:
+    """Its solver for `rules` with the table loaded: (solver, seconds, whether it had to solve).
+
+    The first run solves and writes the table file (its `build_table`), later runs load it, as
+    our optimal agent loads its cached value table.
+    """
+    variant = module.Variant(VARIANTS[rules.name])
+    path = table_path(module, rules, cache_dir)
+    start = time.perf_counter()
+    solved = not path.exists()
+    if solved:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        module.Solver.build_table(variant, str(partial))
+        os.replace(partial, path)
+    solver = module.Solver.load(str(path), variant)
+    return solver, time.perf_counter() - start, solved
+
+
+def simulate(solver: Any, games: int, seed: int) -> dict[str, float]:
+    """Time its optimal policy over `games` games (its simulator, all cores): games/s, mean."""
+    start = time.perf_counter()
+    result = solver.simulate(games, seed=seed)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "games_per_second": games / seconds, "mean": result["mean"]}
