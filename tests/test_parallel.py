@@ -25,8 +25,7 @@ SCRIPT = textwrap.dedent(
     import jax, numpy as np
     from yahtzee_jax.checkpointing import RunCheckpoints
     from yahtzee_jax.config import from_dict
-    from yahtzee_jax.checkpointing import load_checkpoint
-from yahtzee_jax.errors import ConfigError
+    from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.parallel import data_mesh
     from yahtzee_jax.train import train, make_chunk, _in_mesh, init_train_state, make_context
     from yahtzee_jax.parallel import replicate
@@ -107,7 +106,7 @@ def test_one_device_has_no_mesh_and_too_many_devices_is_one_line():
     """On one device nothing is sharded (today's program); asking for more devices than
     exist is a one-line config error."""
     assert data_mesh(0, 20) is None and data_mesh(1, 20) is None
-    with pytest.raises(ConfigError, match="only 1 local"):
+    with pytest.raises(ConfigError, match="only 1 CPU device"):
         data_mesh(2, 20)
     assert shard_batch(jnp.arange(4)).tolist() == [0, 1, 2, 3]  # no mesh set: unchanged
 
