@@ -125,6 +125,7 @@ def test_list_names_every_study_with_runs_and_times(capsys) -> None:
     assert any(line.split()[:4] == ["capacity", "9", "x", "3"] for line in lines)
 
 
+@pytest.mark.slow  # several tiny trainings; the experiments notebook test runs a study in make test
 def test_tiny_study_trains_reports_and_resumes_only_the_unfinished_run(
     tmp_path, monkeypatch, capsys
 ) -> None:
