@@ -63,9 +63,16 @@ def measure(config, repeats: int) -> dict:
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.algorithms.common import lambda_returns
     from yahtzee_jax.algorithms.rollout import rollout
+    from yahtzee_jax.errors import UserError
     from yahtzee_jax.play import episode_length
     from yahtzee_jax.train import make_chunk
 
+    if not isinstance(config.algo, actor_critic.ActorCriticConfig):
+        # The baseline below is the actor-critic loss's forward+backward; DQN has no such twin.
+        raise UserError(
+            f"bench train measures the actor-critic learners; algo.name={config.algo.name!r} "
+            "has no bare forward+backward baseline yet"
+        )
     games = config.train.games_per_update
     transitions = config.train.episodes_per_update * episode_length(config.train.task)
     updates = max(1, min(20, TRANSITIONS_PER_CHUNK // transitions))
