@@ -50,6 +50,7 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
+from yahtzee_jax.solver.advise import action_text
 
 BOX_LABELS = (
     "Ones",
@@ -247,13 +248,8 @@ def _dice_text(dice) -> str:
 
 
 def choice_text(action: int, dice: tuple[int, ...]) -> str:
-    """A decision in words: 'keep 4 4', 'keep all', 're-roll all' or 'score Fours'."""
-    if action >= NUM_KEEP_ACTIONS:
-        return f"score {BOX_LABELS[action - NUM_KEEP_ACTIONS]}"
-    kept = [str(dice[i]) for i in range(NUM_DICE) if action >> i & 1]
-    if len(kept) == NUM_DICE:
-        return "keep all"
-    return f"keep {' '.join(kept)}" if kept else "re-roll all"
+    """A decision in words with the card's box labels: 'keep 4 4', 're-roll all', 'score Fours'."""
+    return action_text(action, dice, BOX_LABELS)
 
 
 def card_text(cards: list[State], names: list[str]) -> str:

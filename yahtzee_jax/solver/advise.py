@@ -65,7 +65,7 @@ class ActionValues:
         ]
         shown: set[str] = set()
         for action in self.legal_actions():
-            label = _action_label(int(action), self.dice)
+            label = action_text(int(action), self.dice)
             if label in shown:  # another mask keeping the same dice
                 continue
             shown.add(label)
@@ -76,9 +76,12 @@ class ActionValues:
         return "\n".join(lines)
 
 
-def _action_label(action: int, dice: tuple[int, ...]) -> str:
+def action_text(
+    action: int, dice: tuple[int, ...], box_names: tuple[str, ...] = CATEGORY_NAMES
+) -> str:
+    """A decision in words: 'keep 4 4', 'keep all', 're-roll all' or 'score <box name>'."""
     if action >= NUM_KEEP_ACTIONS:
-        return f"score {CATEGORY_NAMES[action - NUM_KEEP_ACTIONS]}"
+        return f"score {box_names[action - NUM_KEEP_ACTIONS]}"
     kept = [str(dice[i]) for i in range(NUM_DICE) if action >> i & 1]
     if len(kept) == NUM_DICE:
         return "keep all"
