@@ -82,11 +82,11 @@ class RunLock:
         self.release()
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one step (a temporary file, fsynced, then renamed)."""
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Replace `path` with `content` in one step (a temporary file, fsynced, then renamed)."""
     temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w") as handle:
-        handle.write(text)
+    with open(temporary, "wb" if isinstance(content, bytes) else "w") as handle:
+        handle.write(content)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
@@ -131,14 +131,16 @@ def _records(path: Path) -> Iterator[bytes]:
         offset = end
 
 
+def _session(path: Path) -> int:
+    """The session number of an events file (0: written before sessions were numbered)."""
+    match = _SESSION_PATTERN.search(path.name)
+    return int(match.group(1)) if match else 0
+
+
 def events_files(run_dir: Path) -> list[Path]:
     """The run's events files in the order they were written (by session number)."""
-
-    def session(path: Path) -> tuple[int, str]:
-        match = _SESSION_PATTERN.search(path.name)
-        return (int(match.group(1)) if match else 0, path.name)
-
-    return sorted((p for p in run_dir.glob(f"events.out.{EVENTS_MARKER}.*")), key=session)
+    files = run_dir.glob(f"events.out.{EVENTS_MARKER}.*")
+    return sorted(files, key=lambda path: (_session(path), path.name))
 
 
 class ScalarLog:
@@ -150,8 +152,7 @@ class ScalarLog:
             return
         run_dir = Path(run_dir)
         existing = events_files(run_dir)
-        last = _SESSION_PATTERN.search(existing[-1].name) if existing else None
-        session = (int(last.group(1)) if last else 0) + 1
+        session = (_session(existing[-1]) if existing else 0) + 1
         name = (
             f"events.out.{EVENTS_MARKER}.{int(time.time()):010d}.{socket.gethostname()}"
             f".session{session:04d}"
@@ -211,12 +212,7 @@ def truncate_scalars(run_dir: str | Path, max_step: int) -> None:
         kept = [data for data in records if Event.FromString(data).step <= max_step]
         if len(kept) == len(records) and sum(len(d) + 16 for d in records) == path.stat().st_size:
             continue
-        temporary = path.with_name(f".{path.name}.tmp")
-        with open(temporary, "wb") as handle:
-            handle.write(b"".join(_record(data) for data in kept))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
+        write_atomic(path, b"".join(_record(data) for data in kept))
 
 
 def reconcile(run_dir: str | Path, evals_path: Path, step: int, games_per_update: int) -> list:
