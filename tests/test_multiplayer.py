@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from positions import card
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.features import feature_size, features
@@ -31,22 +32,6 @@ from yahtzee_jax.opponent_features import (
 from yahtzee_jax.play import episode_keys, per_state_policy, play
 
 KEY = jax.random.key(0)
-
-
-def card(dice=(1, 1, 1, 1, 1), scores=None, roll_index=0, **fields) -> State:
-    """A card with the given dice and written boxes {category: points}."""
-    points = np.zeros(13, np.int32)
-    used = np.zeros(13, bool)
-    for category, value in (scores or {}).items():
-        used[category], points[category] = True, value
-    return State(
-        dice=jnp.int32(sorted(dice)),
-        roll_index=jnp.int32(roll_index),
-        scores=jnp.asarray(points),
-        filled=jnp.asarray(used),
-        turns_left=jnp.int32(13 - used.sum()),
-        **fields,
-    )
 
 
 def match(*cards: State, current_player: int = 0) -> mp.MatchState:

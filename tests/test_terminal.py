@@ -7,31 +7,15 @@ import io
 import re
 from collections.abc import Callable
 
-import jax.numpy as jnp
-import numpy as np
 import pytest
+from positions import card as position
 
 from yahtzee_jax import terminal
 from yahtzee_jax.cli import main
-from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category, State
+from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.terminal import InputError, keep_action, parse_box, parse_line
 
 ROLL_LINE = re.compile(r"Turn (\d+)/13, roll (\d)/3: ([1-6 ]+)")
-
-
-def position(dice, scores=None, roll_index=0) -> State:
-    """A card with the given dice, written boxes {category: points} and roll index."""
-    points = np.zeros(13, np.int32)
-    used = np.zeros(13, bool)
-    for category, value in (scores or {}).items():
-        used[category], points[category] = True, value
-    return State(
-        dice=jnp.int32(sorted(dice)),
-        roll_index=jnp.int32(roll_index),
-        scores=jnp.asarray(points),
-        filled=jnp.asarray(used),
-        turns_left=jnp.int32(13 - used.sum()),
-    )
 
 
 def test_keep_by_typed_dice() -> None:
