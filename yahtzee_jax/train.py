@@ -116,6 +116,11 @@ def make_chunk(context: Context, num_updates: int):
     index (into `guard_quantities`) of its first non-finite quantity. From the first failure on,
     the state stays at the last good update.
     """
+    return jax.jit(chunk_function(context, num_updates))
+
+
+def chunk_function(context: Context, num_updates: int):
+    """`make_chunk`'s function before `jit` (a population vmaps it over its members)."""
     update = context.algorithm.update
 
     def guarded(carry: tuple[TrainState, jax.Array], _):
@@ -138,7 +143,7 @@ def make_chunk(context: Context, num_updates: int):
         )
         return state, metrics, failure
 
-    return jax.jit(chunk)
+    return chunk
 
 
 def _in_mesh(mesh: Any) -> contextlib.AbstractContextManager:
@@ -493,6 +498,29 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", default=None, help="run directory (default runs/PRESET)")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    population = parser.add_argument_group(
+        "population",
+        "several runs trained together as one vmapped program; they may differ only in the "
+        "seed and in dynamic scalars (optim.lr, warmup, plateau, min_lr_ratio; algo.gamma, "
+        "gamma_start, gae_lambda, value_coef, entropy_*, upper_regression_weight, "
+        "shaping_weight, clip_epsilon). Each member is an ordinary run directory, "
+        "OUT/seedS or OUT/LABEL/seedS with a sweep (LABEL e.g. gae_lambda=0.2); resume with the "
+        "same command and --resume",
+    )
+    population.add_argument(
+        "--population-seeds",
+        default=None,
+        metavar="SEEDS",
+        help="train one member per seed, e.g. 0,1,2 or 0-3",
+    )
+    population.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=V1,V2",
+        help="one member per value (repeatable: every combination), e.g. "
+        "--sweep algo.gae_lambda=0.2,0.4; with --population-seeds, for every seed",
+    )
     distributed = parser.add_argument_group(
         "several hosts", "JAX's multi-controller runtime: run the same command on every host"
     )
@@ -510,6 +538,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """CLI entry: resolve the config (validated before anything compiles) and train."""
+    population = args.population_seeds is not None or bool(args.sweep)
+    if population and args.distributed:
+        raise ConfigError("a population trains in one process; drop --distributed")
     if args.distributed:  # before anything touches a device
         initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     elif args.coordinator or args.num_processes or args.process_id is not None:
@@ -518,6 +549,8 @@ def run(args: argparse.Namespace) -> int:
     preset = args.preset or DEFAULT_PRESET
     config = resolve(preset, args.config, args.overrides) if (explicit or not args.resume) else None
     run_dir = Path(args.out or f"runs/{preset}")
+    if population:
+        return _run_population(args, preset, explicit, run_dir)
     summary = train(config, run_dir, resume=args.resume, progress=not args.no_progress)
     if not is_primary():
         return 0
@@ -535,4 +568,40 @@ def run(args: argparse.Namespace) -> int:
             f"{single_turn['optimum_mean']:.3f}"
         )
     print(f"run directory: {run_dir}")
+    return 0
+
+
+def _run_population(args: argparse.Namespace, preset: str, explicit: bool, out_dir: Path) -> int:
+    """`train --population-seeds/--sweep`: every member's config, then one population."""
+    from yahtzee_jax.population import (
+        describe,
+        parse_seeds,
+        parse_sweeps,
+        plan_members,
+        train_population,
+    )
+
+    sweeps = parse_sweeps(args.sweep)
+    if args.population_seeds is not None:
+        seeds = parse_seeds(args.population_seeds)
+    else:
+        seeds = [resolve(preset, args.config, args.overrides).train.seed]
+    planned = plan_members(out_dir, seeds, sweeps)
+    # On a plain --resume each member's saved config is used, as for a single run.
+    configs = [
+        resolve(preset, args.config, [*args.overrides, *overrides])
+        if (explicit or not args.resume)
+        else None
+        for _, overrides in planned
+    ]
+    run_dirs = [run_dir for run_dir, _ in planned]
+    if all(config is not None for config in configs):
+        print(describe(configs))
+    summaries = train_population(
+        configs, run_dirs, resume=args.resume, progress=not args.no_progress
+    )
+    for summary in summaries:
+        final = summary.get("final_eval") or summary.get("last_eval") or {}
+        score = f"{final['mean']:.2f}" if final else "-"
+        print(f"{summary['run_dir']}: final evaluation {score}")
     return 0

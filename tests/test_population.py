@@ -1,0 +1,172 @@
+"""Many runs in one program: a population of two trains as the two runs alone do, resumes
+exactly after an interruption, leaves ordinary run directories, and refuses members that
+differ in anything but the seed and dynamic scalars with one line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from yahtzee_jax.checkpointing import load_agent, load_checkpoint
+from yahtzee_jax.cli import main
+from yahtzee_jax.config import from_dict
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.population import (
+    DynamicScalar,
+    population_key,
+    train_population,
+    varying_fields,
+)
+from yahtzee_jax.runlog import read_evals, read_scalars
+from yahtzee_jax.train import FAULT_VARIABLE, train
+
+TINY = {
+    "train": {
+        "total_games": 24,
+        "games_per_update": 4,
+        "updates_per_chunk": 3,
+        "eval_fraction": 0.5,  # evaluations (and checkpoints) after updates 3 and 6
+        "eval_games": 8,
+        "final_eval_games": 0,
+    },
+    "network": {"hidden_size": 16, "trunk_layers": 1},
+}
+
+
+def _config(seed: int, **changes: dict) -> object:
+    data = {section: dict(values) for section, values in TINY.items()}
+    data["train"]["seed"] = seed
+    for section, values in changes.items():
+        data.setdefault(section, {}).update(values)
+    return from_dict(data)
+
+
+# Different seeds, learning rates, entropy coefficients and schedule and GAE lambda.
+MEMBERS = [
+    _config(0),
+    _config(
+        1,
+        optim={"lr": 3e-3},
+        algo={"entropy_roll_start": 0.1, "entropy_hold": 0.2, "gae_lambda": 0.5},
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """The two members trained alone, together, and together with an interruption after the
+    first evaluation followed by a resume."""
+    root = tmp_path_factory.mktemp("population")
+    alone = [root / "alone" / f"m{member}" for member in range(2)]
+    for config, run_dir in zip(MEMBERS, alone, strict=True):
+        train(config, run_dir, progress=False)
+    together = [root / "together" / f"m{member}" for member in range(2)]
+    train_population(MEMBERS, together, progress=False)
+    resumed = [root / "resumed" / f"m{member}" for member in range(2)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(FAULT_VARIABLE, "eval:1:SIGINT")  # Ctrl-C during the first evaluation
+        with pytest.raises(KeyboardInterrupt):
+            train_population(MEMBERS, resumed, progress=False)
+    assert [load_checkpoint(run_dir)[2] for run_dir in resumed] == [3, 3]
+    train_population([None, None], resumed, resume=True, progress=False)
+    return alone, together, resumed
+
+
+def _params(run_dir) -> list[np.ndarray]:
+    import jax
+
+    return jax.tree.leaves(load_checkpoint(run_dir)[0]["params"])
+
+
+def test_population_of_two_equals_the_runs_alone(trained) -> None:
+    """Parameters, every logged scalar and the evaluations agree within float tolerance."""
+    alone, together, _ = trained
+    for single, member in zip(alone, together, strict=True):
+        for a, b in zip(_params(single), _params(member), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+        single_scalars, member_scalars = read_scalars(single), read_scalars(member)
+        assert set(single_scalars) == set(member_scalars)
+        for tag, points in single_scalars.items():
+            steps, values = zip(*points, strict=True)
+            member_steps, member_values = zip(*member_scalars[tag], strict=True)
+            assert steps == member_steps, tag
+            np.testing.assert_allclose(values, member_values, rtol=1e-3, atol=1e-4, err_msg=tag)
+        rows = [(row["update"], row["games"]) for row in read_evals(single / "evals.jsonl")]
+        assert rows == [(row["update"], row["games"]) for row in read_evals(member / "evals.jsonl")]
+
+
+def test_resumed_population_is_exact(trained) -> None:
+    """Interrupted after the first evaluation and resumed: the same parameters, scalars and
+    evaluations, bit for bit, as the uninterrupted population."""
+    _, together, resumed = trained
+    for member, again in zip(together, resumed, strict=True):
+        for a, b in zip(_params(member), _params(again), strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert read_scalars(member) == read_scalars(again)
+        keys = ("update", "games", "num_games", "mean", "std")
+        rows = [{key: row[key] for key in keys} for row in read_evals(member / "evals.jsonl")]
+        again_rows = [{key: row[key] for key in keys} for row in read_evals(again / "evals.jsonl")]
+        assert rows == again_rows and len(rows) == 2
+
+
+def _entries(run_dir) -> list[str]:
+    """A run directory's entries, the TensorBoard file's time stamp left out."""
+    return sorted(re.sub(r"tfevents\.\d+", "tfevents", path.name) for path in run_dir.iterdir())
+
+
+def test_member_is_an_ordinary_run_directory(trained) -> None:
+    """Same files as a run trained alone, its own config, and loadable as an agent."""
+    alone, together, _ = trained
+    for single, member, config in zip(alone, together, MEMBERS, strict=True):
+        assert _entries(member) == _entries(single)
+        assert load_checkpoint(member)[1] == config
+        assert load_agent(str(member)).name.startswith("a2c:")
+
+
+def test_members_may_differ_only_in_seed_and_dynamic_scalars() -> None:
+    """A network or algorithm difference is refused naming the field; dynamic ones are traced."""
+    assert varying_fields(MEMBERS) == [
+        ("algo", "entropy_hold"),
+        ("algo", "entropy_roll_start"),
+        ("algo", "gae_lambda"),
+        ("optim", "lr"),
+    ]
+    assert population_key(MEMBERS[0]) == population_key(MEMBERS[1])
+    with pytest.raises(ConfigError, match=r"differ in network\.hidden_size \(16 vs 32\)"):
+        varying_fields([MEMBERS[0], _config(1, network={"hidden_size": 32})])
+    with pytest.raises(ConfigError, match=r"share algo\.name"):
+        varying_fields([MEMBERS[0], _config(0, algo={"name": "reinforce"})])
+    with pytest.raises(ConfigError, match=r"differ in optim\.max_grad_norm"):
+        varying_fields([MEMBERS[0], _config(0, optim={"max_grad_norm": 0.0})])
+
+
+def test_a_code_path_that_members_would_take_differently_is_refused() -> None:
+    """Shaping on for one member and off for another cannot be one program."""
+    weight = DynamicScalar(np.float32(0.5), "algo.shaping_weight", (0.5, 0.25))
+    assert (weight == 0) is False and (weight > 0) is True
+    assert float(weight * 2.0) == 1.0 and float(1.0 - weight) == 0.5
+    mixed = DynamicScalar(np.float32(0.0), "algo.shaping_weight", (0.0, 0.25))
+    with pytest.raises(ConfigError, match=r"algo\.shaping_weight == 0 picks a code path"):
+        _ = mixed == 0
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--population-seeds", "0,0"], "must name distinct seeds"),
+        (["--population-seeds", "a"], "must look like 0,1,2 or 0-3"),
+        (["--sweep", "network.hidden_size=16,32"], "they differ in network.hidden_size"),
+        (["--sweep", "algo.gae_lambda"], "must look like section.key=V1,V2"),
+        (["--sweep", "algo.gae_lambda=2,0.5"], "algo.gae_lambda=2.0 must be in [0, 1]"),
+        (["--population-seeds", "0,1", "--distributed"], "drop --distributed"),
+    ],
+)
+def test_bad_population_requests_are_one_line_and_exit_2(extra, message, tmp_path, capsys) -> None:
+    """Checked before anything is written into --out."""
+    argv = ["train", "--preset", "quick", "--out", str(tmp_path / "out"), "--no-progress"]
+    assert main([*argv, *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,600 @@
+"""Many runs in one program: a population of members trained by one vmapped chunk.
+
+Members may differ only in `train.seed` and in dynamic scalars (`DYNAMIC_FIELDS`: learning
+rate and its schedule fractions, entropy coefficients and schedule, gamma, GAE lambda, value,
+regression and shaping weights, PPO's clip epsilon). Everything else (network, algorithm,
+batch, budget) is one template config, so the population has a single static structure and is
+compiled once: `jax.vmap` over the members' stacked `TrainState`s of the same guarded chunk
+a single run compiles (`train.chunk_function`), the purejaxrl pattern.
+
+How the dynamic scalars get into the unchanged learner code: the fields that differ between
+members travel as a pytree of [N] arrays beside the states. Inside the vmapped function a
+member config is built from the template with those fields replaced by its member's traced
+values (validation was done on the concrete member configs before compiling), and the usual
+`Context` is made from it, so the algorithms and schedules read traced values transparently.
+A field that the learners also compare with a number to pick a code path (shaping on or off)
+becomes a `DynamicScalar` instead: it computes with its tracer, and answers a comparison for the
+whole population when every member answers it alike (refusing it otherwise). Fields that are
+equal across members stay Python numbers, so their fast paths (TD(0) targets for lambda 0, ...)
+are kept. The seed only chooses a member's initial state (built on the host) and its
+evaluation games.
+
+On the host every member is an ordinary run directory (config.yaml, evals.jsonl, TensorBoard
+scalars, checkpoints, final_eval, summary.json): `evaluate`, plots and the experiment runner see
+no difference from a run trained alone. A resume restores every member at the newest update
+they all have a checkpoint for (members are saved one after the other, so a kill may leave them
+one evaluation apart; the replay is exact). The divergence guard works per member inside the
+chunk; when one member diverges the whole population stops, naming it. A population runs on one
+device in one process (no data-parallel mesh).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import itertools
+import json
+import operator
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.algorithms.actor_critic import ActorCriticConfig
+from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
+from yahtzee_jax.config import Config, parse_override
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.parallel import data_mesh
+from yahtzee_jax.runlog import RunLock, ScalarLog, reconcile, write_atomic, write_evals
+
+# section -> fields that may differ between members (traced); `train.seed` is host-only.
+DYNAMIC_FIELDS: dict[str, tuple[str, ...]] = {
+    "optim": ("lr", "warmup", "plateau", "min_lr_ratio"),
+    "algo": (
+        "gamma",
+        "gamma_start",
+        "gae_lambda",
+        "value_coef",
+        "entropy_roll_start",
+        "entropy_roll_end",
+        "entropy_score_start",
+        "entropy_score_end",
+        "entropy_hold",
+        "entropy_anneal",
+        "upper_regression_weight",
+        "shaping_weight",
+        "clip_epsilon",
+    ),
+}
+SEED_FIELD = ("train", "seed")
+# Fields the learners also compare with numbers to pick a code path (shaping on or off): these
+# travel as `DynamicScalar`s; the others as plain tracers (a comparison would fail to trace).
+BRANCHING_FIELDS = {"algo.shaping_weight"}
+
+_COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le}
+_COMPARISONS |= {">": operator.gt, ">=": operator.ge}
+
+
+def _unwrap(value: Any) -> Any:
+    return value.value if isinstance(value, DynamicScalar) else value
+
+
+class DynamicScalar:
+    """One member's traced value of a config field, standing in for the field's Python number."""
+
+    def __init__(self, value: jax.Array, name: str, members: tuple[float, ...]) -> None:
+        self.value = value  # this member's value (a tracer inside the vmapped chunk)
+        self.name = name  # section.field, for the error message
+        self.members = members  # every member's concrete value
+
+    def __jax_array__(self) -> jax.Array:
+        return self.value
+
+    def _compare(self, symbol: str, other: Any) -> Any:
+        compare = _COMPARISONS[symbol]
+        if not isinstance(other, (int, float)):
+            return compare(self.value, _unwrap(other))
+        answers = {compare(member, other) for member in self.members}
+        if len(answers) > 1:  # a static code path that would differ between members
+            raise ConfigError(
+                f"{self.name} {symbol} {other} picks a code path and is not the same for every "
+                f"member ({', '.join(map(str, self.members))}); train those in separate populations"
+            )
+        return answers.pop()
+
+    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare("==", other)
+
+    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
+        return self._compare("!=", other)
+
+    def __lt__(self, other: Any) -> Any:
+        return self._compare("<", other)
+
+    def __le__(self, other: Any) -> Any:
+        return self._compare("<=", other)
+
+    def __gt__(self, other: Any) -> Any:
+        return self._compare(">", other)
+
+    def __ge__(self, other: Any) -> Any:
+        return self._compare(">=", other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        return self._compare("!=", 0)
+
+    def __neg__(self) -> Any:
+        return -self.value
+
+    def __pos__(self) -> Any:
+        return self.value
+
+    def __abs__(self) -> Any:
+        return abs(self.value)
+
+
+def _arithmetic(function: Callable[[Any, Any], Any], reflected: bool = False) -> Callable:
+    if reflected:
+        return lambda self, other: function(_unwrap(other), self.value)
+    return lambda self, other: function(self.value, _unwrap(other))
+
+
+for _name, _function in {
+    "add": operator.add,
+    "sub": operator.sub,
+    "mul": operator.mul,
+    "truediv": operator.truediv,
+    "floordiv": operator.floordiv,
+    "pow": operator.pow,
+}.items():
+    setattr(DynamicScalar, f"__{_name}__", _arithmetic(_function))
+    setattr(DynamicScalar, f"__r{_name}__", _arithmetic(_function, reflected=True))
+
+
+def _fields(config: Config) -> dict[tuple[str, str], Any]:
+    return {
+        (section, key): value
+        for section, values in config.to_dict().items()
+        for key, value in values.items()
+    }
+
+
+def _is_dynamic(config: Config, section: str, key: str) -> bool:
+    if section == "algo" and not isinstance(config.algo, ActorCriticConfig):
+        return False  # the dynamic algo fields are the actor-critic learners' (DQN: none)
+    return key in DYNAMIC_FIELDS.get(section, ())
+
+
+def varying_fields(configs: Sequence[Config]) -> list[tuple[str, str]]:
+    """The dynamic fields whose values differ between members (the traced ones).
+
+    Raises a one-line `ConfigError` naming the first other field that differs."""
+    if not configs:
+        raise ConfigError("a population needs at least one member")
+    template = configs[0]
+    template_fields = _fields(template)
+    varying = []
+    for config in configs[1:]:
+        if config.algo.name != template.algo.name:
+            raise ConfigError(
+                f"population members must share algo.name ({template.algo.name} != "
+                f"{config.algo.name})"
+            )
+        for name, value in _fields(config).items():
+            if value == template_fields[name] or name == SEED_FIELD:
+                continue
+            if not _is_dynamic(template, *name):
+                raise ConfigError(
+                    f"population members may differ only in train.seed and dynamic scalars; "
+                    f"they differ in {'.'.join(name)} ({template_fields[name]} vs {value})"
+                )
+            if name not in varying:
+                varying.append(name)
+    return sorted(varying)
+
+
+def population_key(config: Config) -> tuple:
+    """What members of one population share: the config without its seed and dynamic fields."""
+    return tuple(
+        (name, value)
+        for name, value in _fields(config).items()
+        if name != SEED_FIELD and not _is_dynamic(config, *name)
+    )
+
+
+def member_values(configs: Sequence[Config], fields: Sequence[tuple[str, str]]) -> dict:
+    """The varying fields' values as [N] float32 arrays (the vmapped pytree)."""
+    return {
+        ".".join(name): jnp.asarray(
+            [getattr(getattr(config, name[0]), name[1]) for config in configs], jnp.float32
+        )
+        for name in fields
+    }
+
+
+def _replaced(obj: Any, changes: dict[str, Any]) -> Any:
+    """A copy of a frozen dataclass with `changes`, without running its validation."""
+    new = copy.copy(obj)
+    for key, value in changes.items():
+        object.__setattr__(new, key, value)
+    return new
+
+
+def member_config(
+    template: Config, values: dict[str, jax.Array], configs: Sequence[Config]
+) -> Config:
+    """The template with each varying field replaced by its traced value in `values`."""
+    sections: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        section, key = name.split(".")
+        if name in BRANCHING_FIELDS:
+            members = tuple(getattr(getattr(config, section), key) for config in configs)
+            value = DynamicScalar(value, name, members)
+        sections.setdefault(section, {})[key] = value
+    changes = {
+        section: _replaced(getattr(template, section), fields)
+        for section, fields in sections.items()
+    }
+    return _replaced(template, changes)
+
+
+def make_population_chunk(configs: Sequence[Config], num_updates: int):
+    """Jitted `(states, values) -> (states, metrics, failure)`: the single-run chunk vmapped
+    over the members; every output gains a leading member axis."""
+    from yahtzee_jax.train import chunk_function
+
+    template = configs[0]
+
+    def member(state: TrainState, values: dict[str, jax.Array]):
+        context = make_context(member_config(template, values, configs))
+        return chunk_function(context, num_updates)(state)
+
+    return jax.jit(jax.vmap(member))
+
+
+def stack(trees: Sequence[Any]) -> Any:
+    """Members' pytrees stacked on a new leading axis."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)
+
+
+def unstack(tree: Any, index: int) -> Any:
+    """Member `index` of a stacked pytree."""
+    return jax.tree.map(lambda leaf: leaf[index], tree)
+
+
+# --------------------------------------------------------------------------------------------
+# Members on the command line
+# --------------------------------------------------------------------------------------------
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`0,1,2` (or a range `0-3`, i.e. 0,1,2,3) as a list of distinct seeds."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            low, dash, high = part.strip().partition("-")
+            seeds += list(range(int(low), int(high) + 1)) if dash else [int(low)]
+    except ValueError:
+        raise ConfigError(f"--population-seeds {text!r} must look like 0,1,2 or 0-3") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--population-seeds {text!r} must name distinct seeds")
+    return seeds
+
+
+def parse_sweeps(texts: Sequence[str]) -> list[list[str]]:
+    """`section.key=V1,V2` options as lists of `--set` overrides (their product is the grid)."""
+    sweeps = []
+    for text in texts:
+        name, sep, values = text.partition("=")
+        parse_override(f"{name}=0")  # checks the section.key shape
+        parts = [value.strip() for value in values.split(",") if value.strip()]
+        if not sep or not parts:
+            raise ConfigError(f"--sweep {text!r} must look like section.key=V1,V2")
+        sweeps.append([f"{name.strip()}={value}" for value in parts])
+    return sweeps
+
+
+def member_label(overrides: Sequence[str]) -> str:
+    """A member's directory name from its sweep values, e.g. `gae_lambda=0.2` (as experiments)."""
+    label = ", ".join(
+        f"{name.rpartition('.')[2]}={value}"
+        for name, _, value in (text.partition("=") for text in overrides)
+    )
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", label)
+
+
+def plan_members(
+    out_dir: Path, seeds: Sequence[int], sweeps: Sequence[Sequence[str]]
+) -> list[tuple[Path, list[str]]]:
+    """(member directory, overrides) of every sweep combination and seed: OUT/LABEL/seedS, or
+    OUT/seedS without a sweep."""
+    members = []
+    for combination in itertools.product(*sweeps):
+        base = out_dir / member_label(combination) if combination else out_dir
+        for seed in seeds:
+            members.append((base / f"seed{seed}", [*combination, f"train.seed={seed}"]))
+    return members
+
+
+# --------------------------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------------------------
+
+
+def _restore(configs: list[Config], checkpoints: list, contexts: list) -> list[TrainState]:
+    """Every member's state at the newest update all of them have a checkpoint for."""
+    fresh = [init_train_state(context) for context in contexts]
+    newest = [ckpt.restore_newest(state) for ckpt, state in zip(checkpoints, fresh, strict=True)]
+    steps = [0 if state is None else int(state.step) for state in newest]
+    common = min(steps)
+    if common == 0 and max(steps) > 0:  # a fresh member beside one that has trained
+        ahead = checkpoints[steps.index(max(steps))].run_dir
+        raise ConfigError(
+            f"population member {ahead} is at update {max(steps)} and another has not started; "
+            "train them in separate populations"
+        )
+    if common == 0:
+        return fresh
+    states = []
+    for member, (state, step) in enumerate(zip(newest, steps, strict=True)):
+        if step == common:
+            states.append(state)
+            continue
+        try:
+            states.append(checkpoints[member].restore(fresh[member], common))
+        except Exception:  # pruned (train.keep_checkpoints=1) or damaged
+            raise ConfigError(
+                f"population member {checkpoints[member].run_dir} is at update {step}, the others "
+                f"at {common}, and has no checkpoint at {common}; resume it alone first"
+            ) from None
+    return states
+
+
+def _training_loop(
+    configs: list[Config], run_dirs: list[Path], progress: bool
+) -> tuple[TrainState, list[dict]]:
+    """Train every member to the end (their locks are held); returns the stacked final state
+    and each member's part of the summary. Mirrors `train._training_loop` member by member."""
+    from tqdm.auto import tqdm
+
+    from yahtzee_jax.checkpointing import RunCheckpoints
+    from yahtzee_jax.train import (
+        EVALS_FILE,
+        FAULT_VARIABLE,
+        DivergenceError,
+        _evaluation_row,
+        _FaultInjector,
+        _StopRequests,
+        chunk_length,
+        collapse_warning,
+        guard_quantities,
+        is_eval_step,
+    )
+
+    template, size = configs[0], len(configs)
+    train_config = template.train
+    games_per_update, total = train_config.games_per_update, train_config.total_updates
+    if data_mesh(train_config.devices, train_config.episodes_per_update) is not None:
+        raise ConfigError("a population trains on one device; set train.devices=1")
+    values = member_values(configs, varying_fields(configs))
+    contexts = [make_context(config) for config in configs]
+    checkpoints = [RunCheckpoints(run_dir, train_config.keep_checkpoints) for run_dir in run_dirs]
+    states = _restore(configs, checkpoints, contexts)
+    step = start_step = int(states[0].step)
+    state = stack(states)
+    evals_paths = [run_dir / EVALS_FILE for run_dir in run_dirs]
+    evals = [
+        reconcile(run_dir, path, step, games_per_update)
+        for run_dir, path in zip(run_dirs, evals_paths, strict=True)
+    ]
+    best = [max((row["mean"] for row in rows), default=None) for rows in evals]
+    scalars = [ScalarLog(run_dir) for run_dir in run_dirs]
+    bar = tqdm(
+        total=total * games_per_update * size,
+        initial=step * games_per_update * size,
+        unit="game",
+        disable=not progress,
+        dynamic_ncols=True,
+    )
+    compiled: dict[int, Any] = {}
+    compile_seconds = 0.0
+    warnings: list[list[str]] = [[] for _ in configs]
+    started = time.perf_counter()
+    stop = _StopRequests()
+    fault = _FaultInjector(os.environ.get(FAULT_VARIABLE))
+    saved_on_request = False
+
+    def save_all(eval_scores: list[float | None]) -> None:
+        for member, ckpt in enumerate(checkpoints):
+            ckpt.save(step, unstack(state, member), configs[member], eval_scores[member])
+
+    with stop.installed():
+        try:
+            while step < total:
+                length = chunk_length(template, step)
+                if length not in compiled:
+                    compile_start = time.perf_counter()
+                    chunk = make_population_chunk(configs, length)
+                    compiled[length] = chunk.lower(state, values).compile()
+                    compile_seconds += time.perf_counter() - compile_start
+                next_state, metrics, failure = compiled[length](state, values)
+                fault.reached("chunk")
+                metrics, failure = jax.device_get((metrics, failure))
+                diverged = []
+                for member in range(size):
+                    failed = np.flatnonzero(failure[member] >= 0)
+                    good = int(failed[0]) if failed.size else length
+                    member_metrics = {name: values_[member] for name, values_ in metrics.items()}
+                    scalars[member].add_chunk(
+                        member_metrics, (step + 1) * games_per_update, games_per_update, good
+                    )
+                    scalars[member].flush()
+                    if failed.size:
+                        quantity = guard_quantities(list(metrics))[int(failure[member, good])]
+                        diverged.append(
+                            f"member {run_dirs[member]} diverged at update {step + good + 1}: "
+                            f"non-finite {quantity}"
+                        )
+                if diverged:
+                    newest = checkpoints[0].latest_step()
+                    raise DivergenceError(
+                        "; ".join(diverged)
+                        + "; the population stopped; "
+                        + (
+                            f"the newest checkpoint (update {newest}) is from before it"
+                            if newest is not None
+                            else "no checkpoint had been written yet"
+                        )
+                    )
+                state, step = next_state, step + length
+                bar.update(length * games_per_update * size)
+                for member in range(size):
+                    member_metrics = {name: values_[member] for name, values_ in metrics.items()}
+                    warning = collapse_warning(member_metrics, step)
+                    if warning and not warnings[member]:
+                        warnings[member].append(warning)
+                        bar.write(f"{run_dirs[member]}: {warning}", file=sys.stderr)
+                fault.reached("scalars")
+                if is_eval_step(template, step):
+                    fault.reached("eval")
+                    scores: list[float | None] = []
+                    for member, config in enumerate(configs):
+                        params = unstack(state.params, member)
+                        row = _evaluation_row(config, params, step, started)
+                        scalars[member].add("eval/mean_score", row["mean"], row["games"])
+                        scalars[member].add("eval/std_score", row["std"], row["games"])
+                        scalars[member].flush()  # logs first, then the checkpoints
+                        evals[member].append(row)
+                        write_evals(evals_paths[member], evals[member])
+                        improved = best[member] is None or row["mean"] > best[member]
+                        best[member] = row["mean"] if improved else best[member]
+                        scores.append(row["mean"] if improved else None)
+                    fault.reached("checkpoint")
+                    save_all(scores)
+                    bar.set_postfix(best=f"{max(b for b in best if b is not None):.1f}")
+                if stop.requested:
+                    save_all([None] * size)
+                    saved_on_request = True
+                    bar.close()
+                    print(
+                        f"saved a checkpoint of every member at update {step}; continue with the "
+                        "same command and --resume"
+                    )
+                    raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            if not saved_on_request:
+                print(
+                    f"stopped at once; the newest checkpoint is update "
+                    f"{checkpoints[0].latest_step()}; continue with the same command and --resume"
+                )
+            raise
+        finally:
+            bar.close()
+            for log in scalars:
+                log.close()
+            for ckpt in checkpoints:
+                ckpt.close()
+    train_seconds = time.perf_counter() - started - compile_seconds
+    trained_games = (step - start_step) * games_per_update
+    summaries = [
+        {
+            "run_dir": str(run_dirs[member]),
+            "updates": step,
+            "games": step * games_per_update,
+            "compile_seconds": compile_seconds,
+            "train_seconds_this_session": train_seconds,
+            # the member's own games per second of the population's wall time
+            "games_per_second_this_session": trained_games / train_seconds
+            if trained_games
+            else None,
+            "best_eval_mean": best[member],
+            "last_eval": evals[member][-1] if evals[member] else None,
+            "warnings": warnings[member],
+            "population": {"size": size, "member": member, "run_dirs": list(map(str, run_dirs))},
+        }
+        for member in range(size)
+    ]
+    return state, summaries
+
+
+def train_population(
+    configs: Sequence[Config | None],
+    run_dirs: Sequence[str | Path],
+    resume: bool | Sequence[bool] = False,
+    progress: bool = True,
+    final_eval: bool = True,
+) -> list[dict[str, Any]]:
+    """Train (or resume) the members `configs[i]` into `run_dirs[i]` as one population;
+    returns each member's run summary (the same as `train.train` writes).
+
+    `resume` is one flag for all or one per member; a resumed member's config may be None
+    (its saved config is used) or must equal the saved one.
+    """
+    from yahtzee_jax.train import (
+        SUMMARY_FILE,
+        _check_resume_config,
+        _final_report,
+        _open_run_dir,
+        plot_learning_curve,
+    )
+
+    run_dirs = [Path(run_dir) for run_dir in run_dirs]
+    if len(configs) != len(run_dirs) or not run_dirs:
+        raise ConfigError("a population needs one run directory per member")
+    if len({run_dir.resolve() for run_dir in run_dirs}) != len(run_dirs):
+        raise ConfigError("population members need distinct run directories")
+    if jax.process_count() > 1:
+        raise ConfigError("a population trains in one process; drop --distributed")
+    resumes = [resume] * len(run_dirs) if isinstance(resume, bool) else list(resume)
+    for run_dir, resumed in zip(run_dirs, resumes, strict=True):
+        if run_dir.exists() and not run_dir.is_dir():
+            raise ConfigError(f"{run_dir} is a file, not a run directory")
+        if resumed and not run_dir.is_dir():
+            raise ConfigError(f"cannot resume: {run_dir} does not exist")
+    resolved = [
+        _check_resume_config(run_dir, config) if resumed else config
+        for config, run_dir, resumed in zip(configs, run_dirs, resumes, strict=True)
+    ]
+    if any(config is None for config in resolved):
+        raise ConfigError("a config is needed to start a run")
+    varying_fields(resolved)  # every member fits the template, before anything is written
+    with contextlib.ExitStack() as locks:
+        for run_dir in run_dirs:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            locks.enter_context(RunLock(run_dir))
+        resolved = [
+            _open_run_dir(run_dir, config, resumed)
+            for config, run_dir, resumed in zip(resolved, run_dirs, resumes, strict=True)
+        ]
+        state, summaries = _training_loop(resolved, run_dirs, progress)
+        for member, (config, run_dir) in enumerate(zip(resolved, run_dirs, strict=True)):
+            summary = summaries[member]
+            if summary["last_eval"]:
+                summary["learning_curve"] = str(plot_learning_curve(run_dir))
+            if final_eval and config.train.final_eval_games > 0:
+                params = unstack(state.params, member)
+                summary.update(_final_report(config, run_dir, params, progress))
+            write_atomic(
+                run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n"
+            )
+    return summaries
+
+
+def describe(configs: Sequence[Config]) -> str:
+    """One line: the population's size and the fields its members differ in."""
+    names = [".".join(name) for name in varying_fields(configs)]
+    seeds = sorted({config.train.seed for config in configs})
+    return (
+        f"population of {len(configs)} (seeds {', '.join(map(str, seeds))}"
+        + (f"; varying {', '.join(names)}" if names else "")
+        + ")"
+    )
