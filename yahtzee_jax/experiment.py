@@ -10,7 +10,13 @@ markdown table into the study's directory.
 
 Layout of a study directory: `RUN/seedS/` (an ordinary run directory each, so `evaluate` and the
 plot script read them as they read any run), `timings.json` (seconds spent training each run and
-seed, summed over invocations), `results.json`, `NAME.md` and `NAME.png`.
+seed, summed over invocations; a population's time is shared equally by its members),
+`results.json`, `NAME.md` and `NAME.png`.
+
+Runs of a study that differ only in the seed and dynamic scalars (the entropy and GAE-lambda
+studies; the seeds of any run) train together as one vmapped population (`population.py`),
+each member still in its own `RUN/seedS/`; runs that change the network or the algorithm stay
+separate programs.
 """
 
 from __future__ import annotations
@@ -176,6 +182,35 @@ def check_study(study: Study, scale: str, seeds: int, overrides: tuple[str, ...]
     return planned
 
 
+def _checkpoint_step(directory: Path) -> int:
+    """The newest checkpointed update of a run directory (0: none)."""
+    latest = directory / LATEST_DIR
+    if not latest.is_dir():
+        return 0
+    return max((int(path.name) for path in latest.iterdir() if path.name.isdigit()), default=0)
+
+
+def plan_groups(planned: list, out_dir: Path, population: int = 0) -> list[list[int]]:
+    """Indices into `planned` of the unfinished runs, grouped into populations: runs whose
+    configs differ only in the seed and dynamic scalars and that stand at the same checkpoint,
+    at most `population` per group (0: no limit, 1: every run alone), in the plan's order."""
+    from yahtzee_jax.population import population_key
+
+    groups: dict[tuple, list[list[int]]] = {}
+    order: list[list[int]] = []
+    for index, (run, seed, config) in enumerate(planned):
+        directory = run_dir(out_dir, run, seed)
+        if is_finished(directory, config):
+            continue
+        key = (population_key(config), _checkpoint_step(directory))
+        open_groups = groups.setdefault(key, [])
+        if not open_groups or (population and len(open_groups[-1]) >= population):
+            open_groups.append([])
+            order.append(open_groups[-1])
+        open_groups[-1].append(index)
+    return order
+
+
 def run_study(
     study: Study,
     scale: str,
@@ -183,22 +218,38 @@ def run_study(
     out_dir: Path,
     overrides: tuple[str, ...] = (),
     progress: bool = True,
+    population: int = 0,
 ) -> dict[str, Any]:
-    """Train every unfinished run and seed (resuming those with checkpoints), then report."""
+    """Train every unfinished run and seed (resuming those with checkpoints), then report.
+
+    Runs that differ only in the seed and dynamic scalars train together as one population
+    (`population.py`; at most `population` members, 0: no limit, 1: each run alone); each
+    member keeps its own run directory, so finished and resumable runs are found as before."""
+    from yahtzee_jax.population import train_population
+
     planned = check_study(study, scale, seeds, overrides)
     out_dir.mkdir(parents=True, exist_ok=True)
     timings_path = out_dir / TIMINGS_FILE
     timings = json.loads(timings_path.read_text()) if timings_path.is_file() else {}
-    for number, (run, seed, config) in enumerate(planned, 1):
-        directory = run_dir(out_dir, run, seed)
-        if is_finished(directory, config):
-            continue
-        print(f"[{number}/{len(planned)}] {study.name}: {run.label}, seed {seed} -> {directory}")
+    for group in plan_groups(planned, out_dir, population):
+        members = [planned[index] for index in group]
+        directories = [run_dir(out_dir, run, seed) for run, seed, _ in members]
+        configs = [config for _, _, config in members]
+        resumes = [(directory / LATEST_DIR).is_dir() for directory in directories]
+        names = ", ".join(f"{run.label}, seed {seed}" for run, seed, _ in members)
+        numbers = f"{group[0] + 1}" + (f"-{group[-1] + 1}" if len(group) > 1 else "")
+        where = directories[0] if len(group) == 1 else f"{len(group)} run directories"
+        print(f"[{numbers}/{len(planned)}] {study.name}: {names} -> {where}")
         started = time.perf_counter()
-        train(config, directory, resume=(directory / LATEST_DIR).is_dir(), progress=progress)
-        key = str(directory.relative_to(out_dir))
-        timings[key] = timings.get(key, 0.0) + time.perf_counter() - started
-        timings_path.write_text(json.dumps(timings, indent=2) + "\n")  # after each run: a kill
+        if len(group) == 1:
+            train(configs[0], directories[0], resume=resumes[0], progress=progress)
+        else:
+            train_population(configs, directories, resume=resumes, progress=progress)
+        elapsed = (time.perf_counter() - started) / len(group)  # a population's time, shared
+        for directory in directories:
+            key = str(directory.relative_to(out_dir))
+            timings[key] = timings.get(key, 0.0) + elapsed
+        timings_path.write_text(json.dumps(timings, indent=2) + "\n")  # after each group: a kill
     return write_study_report(study, scale, seeds, out_dir, overrides)
 
 
@@ -476,6 +527,15 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "--out", type=Path, default=None, help=f"study directory (default {DEFAULT_OUT}/NAME-SCALE)"
     )
     add_override_argument(parser)
+    parser.add_argument(
+        "--population",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train runs that differ only in the seed and dynamic scalars (learning rate, "
+        "entropy, gamma, GAE lambda, loss weights) together, as one vmapped program of at most "
+        "N members (default 0: no limit; 1: every run alone)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.set_defaults(func=run)
 
@@ -489,8 +549,15 @@ def run(args: argparse.Namespace) -> int:
     study = load_study(args.name)
     seeds = study.seeds if args.seeds is None else args.seeds
     out_dir = args.out or DEFAULT_OUT / f"{study.name}-{args.scale}"
+    _require(args.population >= 0, f"--population must be >= 0 (got {args.population})")
     results = run_study(
-        study, args.scale, seeds, out_dir, tuple(args.overrides), progress=not args.no_progress
+        study,
+        args.scale,
+        seeds,
+        out_dir,
+        tuple(args.overrides),
+        progress=not args.no_progress,
+        population=args.population,
     )
     for result in results["runs"]:
         print(

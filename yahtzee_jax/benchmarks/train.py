@@ -4,7 +4,8 @@ For each preset (its algorithm, network and task) and batch size B (games per up
 compiled chunk of K full updates (rollout with the vmapped engine, loss, optimizer steps, KL and
 diagnostics; PPO's epochs x minibatches included) and, in the same run, K bare forward+backward
 passes of the same network on the same transitions (the actor-critic loss on a fixed
-trajectory, with a tiny SGD step so the passes cannot be hoisted out of the loop). The ratio
+trajectory with every head on every decision, `actor_critic.reference_loss`, and a tiny SGD
+step so the passes cannot be hoisted out of the loop). The ratio
 pipeline / bare says how close the whole pipeline gets to the network's own cost.
 """
 
@@ -39,6 +40,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "2048, take minutes and gigabytes each on a CPU)",
     )
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per measurement")
+    parser.add_argument(
+        "--population",
+        type=int,
+        default=0,
+        metavar="N",
+        help="instead: time N members (seeds 0..N-1, learning rates 1x..1.7x) trained together "
+        "as one vmapped population against N sequential single runs (same total work)",
+    )
+    parser.add_argument(
+        "--widths",
+        default=None,
+        help="comma-separated network.hidden_size values to measure (default: the preset's)",
+    )
     add_override_argument(parser)
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
@@ -91,7 +105,8 @@ def measure(config, repeats: int) -> dict:
 
     def bare(params):
         def one(params, _):
-            grads, _ = jax.grad(actor_critic.loss, has_aux=True)(
+            # every head on every decision: the full network's cost, whatever the pipeline skips
+            grads, _ = jax.grad(actor_critic.reference_loss, has_aux=True)(
                 params, context, trajectory, target, state.step
             )
             return jax.tree.map(lambda p, g: p - 1e-9 * g, params, grads), None
@@ -115,6 +130,73 @@ def measure(config, repeats: int) -> dict:
     }
 
 
+def measure_population(config, size: int, repeats: int) -> dict:
+    """Seconds per update of `size` members trained together against one member alone x size."""
+    import dataclasses
+
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.play import episode_length
+    from yahtzee_jax.population import make_population_chunk, member_values, stack, varying_fields
+    from yahtzee_jax.train import make_chunk
+
+    transitions = config.train.episodes_per_update * episode_length(config.train.task)
+    updates = max(1, min(20, TRANSITIONS_PER_CHUNK // transitions))
+    # Members as a learning-rate sweep over seeds: the learning rate is a traced value.
+    members = [
+        dataclasses.replace(
+            config,
+            train=dataclasses.replace(config.train, seed=member),
+            optim=dataclasses.replace(config.optim, lr=config.optim.lr * (1 + 0.1 * member)),
+        )
+        for member in range(size)
+    ]
+    context = make_context(members[0])
+    single = make_chunk(context, updates).lower(init_train_state(context)).compile()
+    alone = _best_time(lambda s: single(s)[0].params, init_train_state(context), repeats)
+    states = stack([init_train_state(make_context(member)) for member in members])
+    values = member_values(members, varying_fields(members))
+    start = time.perf_counter()
+    chunk = make_population_chunk(members, updates).lower(states, values).compile()
+    compile_seconds = time.perf_counter() - start
+    together = _best_time(lambda s: chunk(s, values)[0].params, states, repeats)
+    return {
+        "algorithm": config.algo.name,
+        "games_per_update": config.train.games_per_update,
+        "population": size,
+        "updates_per_call": updates,
+        "together_ms_per_update": 1000 * together / updates,
+        "sequential_ms_per_update": 1000 * size * alone / updates,
+        "speedup": size * alone / together,
+        "compile_seconds": compile_seconds,
+    }
+
+
+def _run_population(args: argparse.Namespace, configs: list) -> list[dict]:
+    """`bench train --population N`: one row per preset, width and batch size."""
+    print(
+        f"{'preset':<20} {'algo':<9} {'width':>5} {'B':>6} {'N':>3} {'together ms':>11} "
+        f"{'sequential ms':>13} {'speed-up':>8} {'compile s':>9}"
+    )
+    results = []
+    for preset, config in configs:
+        row = {"preset": preset, "width": config.network.hidden_size} | measure_population(
+            config, args.population, args.repeats
+        )
+        results.append(row)
+        print(
+            f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} {row['games_per_update']:>6} "
+            f"{row['population']:>3} {row['together_ms_per_update']:>11.1f} "
+            f"{row['sequential_ms_per_update']:>13.1f} {row['speedup']:>8.2f} "
+            f"{row['compile_seconds']:>9.1f}",
+            flush=True,
+        )
+    print(
+        "ms per update of all N members: together = one vmapped population, sequential = N x "
+        "one member alone; speed-up = sequential / together"
+    )
+    return results
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print a table."""
     import jax
@@ -127,15 +209,34 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         raise UserError(f"--batches {args.batches!r} must be comma-separated integers") from None
     presets = [name.strip() for name in args.preset.split(",") if name.strip()]
+    try:
+        widths = [int(text) for text in args.widths.split(",")] if args.widths else [None]
+    except ValueError:
+        raise UserError(f"--widths {args.widths!r} must be comma-separated integers") from None
+    if args.population < 0:
+        raise UserError(f"--population {args.population} must be >= 1")
     configs = [  # all validated before any compile
         (
             preset,
-            resolve(preset, overrides=[*args.overrides, f"train.games_per_update={games}"]),
+            resolve(
+                preset,
+                overrides=[
+                    *args.overrides,
+                    f"train.games_per_update={games}",
+                    *([f"network.hidden_size={width}"] if width else []),
+                ],
+            ),
         )
         for preset in presets
+        for width in widths
         for games in batches
     ]
     print(f"bench train: device {jax.devices()[0].device_kind}")
+    if args.population:
+        results = _run_population(args, configs)
+        if args.json:
+            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        return 0
     header = (
         f"{'preset':<20} {'algo':<9} {'width':>5} {'B':>6} {'ms/update':>10} {'games/s':>9} "
         f"{'trans/s':>10} {'fwd+bwd ms':>11} {'ratio':>6} {'compile s':>9}"
