@@ -65,6 +65,12 @@ def no_extra(context: Context, params: Any) -> dict:
     return {}
 
 
+def fresh_params(context: Context, key: jax.Array) -> Any:
+    """The network's initial parameters on the solitaire features (default `init_params`)."""
+    dummy = jnp.zeros((1, feature_size(context.config.features)), jnp.float32)
+    return context.network.init(key, dummy)["params"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """A learner as the rest of the package sees it (one instance per algorithm module)."""
@@ -82,6 +88,8 @@ class Algorithm:
     # init_extra(context, fresh params) -> the initial `TrainState.extra` (replay buffer, target
     # network, ...); it fixes the structure a checkpoint is restored into
     init_extra: Callable[[Context, Any], Any] = no_extra
+    # init_params(context, key) -> the initial `TrainState.params` (a wider input, a warm start)
+    init_params: Callable[[Context, jax.Array], Any] = fresh_params
 
 
 def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:
@@ -114,8 +122,7 @@ def init_train_state(context: Context) -> TrainState:
     """Fresh parameters, optimizer state, rng and the algorithm's extras from the config's seed."""
     config = context.config
     params_key, train_key = jax.random.split(jax.random.PRNGKey(config.train.seed))
-    dummy = jnp.zeros((1, feature_size(config.features)), jnp.float32)
-    params = context.network.init(params_key, dummy)["params"]
+    params = context.algorithm.init_params(context, params_key)
     return TrainState(
         params=params,
         opt_state=context.optimizer.init(params),
