@@ -21,6 +21,13 @@ level a Q-value needs; a linear 45-way head on the same trunk blocks can. The bu
 engine's compact `State` (about 115 bytes a transition) rather than features (about 650 bytes
 with s' and its legal mask): the features are recomputed for each sampled minibatch, a small
 cost next to the network, and buffers and checkpoints stay about 6x smaller.
+
+Two-player task (`algo.opponent` other than `none`, `yahtzee_jax.two_player`): the B games are
+matches against the opponent, each record also keeps the opponent's card at the decision (the
+input of the opponent features, `algo.opponent_features`), and the reward is the learner's under
+`algo.reward` (Yuan's naive, gradient, fixed and moving-average variants, the win, or the score),
+set once the match is over. The extra state then also holds the moving-average goal and, for
+`self`, the frozen opponent's parameters.
 """
 
 from __future__ import annotations
@@ -35,12 +42,13 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from yahtzee_jax import two_player
 from yahtzee_jax.agents.base import Agent, uniform_legal_action
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import keep_action_stats, learning_rate_at, optimizer_step
 from yahtzee_jax.config import AlgoConfig, Config, FeatureConfig, NetworkConfig, require
 from yahtzee_jax.features import batch_features
-from yahtzee_jax.game.engine import State, legal_action_mask
+from yahtzee_jax.game.engine import State, legal_action_mask, total_score
 from yahtzee_jax.game.rules import NUM_ACTIONS, Rules, get_rules
 from yahtzee_jax.networks import Block
 from yahtzee_jax.play import episode_keys, episode_length, play
@@ -64,6 +72,11 @@ class DQNConfig(AlgoConfig):
     epsilon_hold: float = 0.0  # fraction of the updates at epsilon_start
     epsilon_anneal: float = 0.3  # fraction of the updates over which epsilon falls linearly
     huber_delta: float = 1.0  # in scaled reward units
+    # The two-player task (yahtzee_jax/two_player.py); "none" is the solitaire game.
+    opponent: str = "none"
+    reward: str = "score"  # score | win | naive | gradient | fixed | moving-average
+    opponent_features: bool = True  # Yuan's opponent groups in the input (two-player task)
+    opponent_refresh: int = 100  # updates between copies of the learner into a `self` opponent
 
     def __post_init__(self) -> None:
         require(0.0 <= self.gamma <= 1.0, f"algo.gamma={self.gamma} must be in [0, 1]")
@@ -82,6 +95,7 @@ class DQNConfig(AlgoConfig):
             "algo.epsilon_hold + algo.epsilon_anneal must be <= 1",
         )
         require(self.huber_delta > 0, f"algo.huber_delta={self.huber_delta} must be > 0")
+        two_player.check_settings(self.opponent, self.reward, self.opponent_refresh)
 
     def check(self, config: Config) -> None:
         """The buffer must hold one update's games; the network options must mean something."""
@@ -103,6 +117,10 @@ class DQNConfig(AlgoConfig):
             f"network.roll_head={network.roll_head!r} has no meaning for dqn (one Q head)",
         )
         require(not network.upper_head, "network.upper_head=true has no meaning for dqn")
+        require(
+            self.opponent == "none" or config.train.task == "game",
+            f"algo.opponent={self.opponent!r} needs train.task=game",
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,6 +201,16 @@ class Record(NamedTuple):
     done: jax.Array  # bool, the decision ended the episode
 
 
+class MatchRecord(NamedTuple):
+    """A two-player decision: a `Record` plus the opponent's card as it stood then."""
+
+    state: State
+    action: jax.Array
+    reward: jax.Array  # float32, the learner's reward under `algo.reward`, unscaled
+    done: jax.Array
+    opponent: State
+
+
 @struct.dataclass
 class ReplayState:
     """flashbax's buffer state as a flax dataclass (Orbax and flax serialisation restore it)."""
@@ -198,6 +226,16 @@ class DQNExtra:
 
     target_params: Any
     buffer: ReplayState
+
+
+@struct.dataclass
+class MatchExtra:
+    """Two-player DQN's extras: DQN's, the moving-average goal, the frozen `self` opponent."""
+
+    target_params: Any
+    buffer: ReplayState
+    goal: two_player.GoalState
+    opponent_params: Any
 
 
 def make_buffer(config: Config) -> Any:
@@ -225,14 +263,16 @@ def _from_flashbax(buffer: Any) -> ReplayState:
     return ReplayState(buffer.experience, buffer.current_index, buffer.is_full)
 
 
-def empty_record() -> Record:
+def empty_record(config: Config | None = None) -> Record | MatchRecord:
     """One decision's record with default fields: fixes the buffer's shapes and dtypes."""
+    if config is not None and two_player.is_two_player(config):
+        return MatchRecord(State(), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False), State())
     return Record(State(), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False))
 
 
 def buffer_init(config: Config) -> ReplayState:
     """An empty buffer for a config."""
-    return _from_flashbax(make_buffer(config).init(empty_record()))
+    return _from_flashbax(make_buffer(config).init(empty_record(config)))
 
 
 def buffer_add(config: Config, buffer: ReplayState, records: Record) -> ReplayState:
@@ -247,11 +287,18 @@ def buffer_sample(config: Config, buffer: ReplayState, key: jax.Array) -> tuple[
     return pair.first, pair.second
 
 
-def init_extra(context: Context, params: Any) -> DQNExtra:
-    """Target network = the fresh online network; an empty buffer."""
-    return DQNExtra(
-        target_params=jax.tree.map(jnp.copy, params), buffer=buffer_init(context.config)
-    )
+def init_extra(context: Context, params: Any) -> DQNExtra | MatchExtra:
+    """Target network = the fresh online network; an empty buffer (and a goal, an opponent)."""
+    target, buffer = jax.tree.map(jnp.copy, params), buffer_init(context.config)
+    if not two_player.is_two_player(context.config):
+        return DQNExtra(target_params=target, buffer=buffer)
+    return MatchExtra(target, buffer, two_player.goal_init(), jax.tree.map(jnp.copy, params))
+
+
+def init_params(context: Context, key: jax.Array) -> Any:
+    """Fresh Q network parameters on the input width of the task (opponent groups or not)."""
+    dummy = jnp.zeros((1, two_player.input_size(context.config)), jnp.float32)
+    return context.network.init(key, dummy)["params"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -260,20 +307,48 @@ def init_extra(context: Context, params: Any) -> DQNExtra:
 
 
 def q_values(
-    network: nn.Module, params: Any, states: State, features: FeatureConfig, rules: Rules
+    network: nn.Module,
+    params: Any,
+    states: State,
+    features: FeatureConfig,
+    rules: Rules,
+    opponents: State | None = None,
 ) -> tuple[jax.Array, jax.Array]:
-    """(Q-values [B, 45], legal mask [B, 45]) of a batch of states."""
-    x = batch_features(states, features, rules)
+    """(Q-values [B, 45], legal mask [B, 45]) of a batch of states (with the opponents' cards
+    when the input has the opponent groups)."""
+    if opponents is None:
+        x = batch_features(states, features, rules)
+    else:
+        x = two_player.pair_features(states, opponents, features, rules)
     legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
     return network.apply({"params": params}, x), legal
 
 
-def epsilon_greedy_policy(context: Context, params: Any, epsilon: jax.Array):
-    """Batch policy: with probability epsilon a uniformly random legal action, else argmax Q."""
-    config = context.config
+def _opponent_cards(config: Config, record: Record | MatchRecord) -> State | None:
+    """The opponent cards a record's Q input needs (None: solitaire features)."""
+    return record.opponent if two_player.uses_opponent_features(config) else None
 
-    def policy(states: State, keys: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
-        q, legal = q_values(context.network, params, states, config.features, context.rules)
+
+def epsilon_greedy_policy(
+    context: Context, params: Any, epsilon: jax.Array, match: bool = False
+) -> Any:
+    """Batch policy: with probability epsilon a uniformly random legal action, else argmax Q.
+
+    With `match` it is a two-player learner policy `(own, other, keys)`."""
+    config = context.config
+    opponents = two_player.uses_opponent_features(config)
+
+    def policy(
+        states: State, keys: jax.Array, others: State | None = None
+    ) -> tuple[jax.Array, dict[str, jax.Array]]:
+        q, legal = q_values(
+            context.network,
+            params,
+            states,
+            config.features,
+            context.rules,
+            others if opponents else None,
+        )
         greedy = masked_argmax(q, legal)
         key_pairs = jax.vmap(jax.random.split)(keys)
         explore = jax.vmap(jax.random.uniform)(key_pairs[:, 0]) < epsilon
@@ -282,6 +357,8 @@ def epsilon_greedy_policy(context: Context, params: Any, epsilon: jax.Array):
         max_q = jnp.take_along_axis(q, greedy[:, None], axis=-1)[:, 0]
         return action, {"explore": explore, "max_q": max_q}
 
+    if match:
+        return lambda own, other, keys: policy(own, keys, other)
     return policy
 
 
@@ -299,13 +376,16 @@ def td_loss(
 ) -> tuple[jax.Array, Metrics]:
     """Huber loss of Q(s, a) against the double-DQN target on one minibatch of pairs."""
     config, algo = context.config, context.config.algo
-    q, _ = q_values(context.network, params, first.state, config.features, context.rules)
+    first_other, second_other = _opponent_cards(config, first), _opponent_cards(config, second)
+    q, _ = q_values(
+        context.network, params, first.state, config.features, context.rules, first_other
+    )
     q_taken = jnp.take_along_axis(q, first.action[:, None], axis=-1)[:, 0]
     next_online, next_legal = q_values(
-        context.network, params, second.state, config.features, context.rules
+        context.network, params, second.state, config.features, context.rules, second_other
     )
     next_target, _ = q_values(
-        context.network, target_params, second.state, config.features, context.rules
+        context.network, target_params, second.state, config.features, context.rules, second_other
     )
     target = double_q_target(
         first.reward * algo.reward_scale,
@@ -329,16 +409,55 @@ def td_loss(
 
 def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     """One DQN update: play B epsilon-greedy games, store them, `gradient_steps` TD steps."""
-    config, algo = context.config, context.config.algo
+    if two_player.is_two_player(context.config):
+        return match_update(context, state)
+    config = context.config
     key, play_key, learn_key = jax.random.split(state.key, 3)
     epsilon = epsilon_at(context, state.step)
     policy = epsilon_greedy_policy(context, state.params, epsilon)
     keys = episode_keys(play_key, 0, config.train.episodes_per_update)
     _, (records, extras) = play(policy, keys, context.rules, config.train.task, record=_record)
     buffer = buffer_add(config, state.extra.buffer, records)
+    (params, opt_state, target_params), metrics = learn(context, state, buffer, learn_key)
+    metrics |= {
+        "train/mean_score": jnp.mean(jnp.sum(records.reward, axis=0)),
+        **_play_metrics(context, state, epsilon, extras, buffer, records),
+    }
+    extra = DQNExtra(target_params=target_params, buffer=buffer)
+    new_state = state.replace(
+        params=params, opt_state=opt_state, key=key, step=state.step + 1, extra=extra
+    )
+    return new_state, metrics
+
+
+def _play_metrics(
+    context: Context,
+    state: TrainState,
+    epsilon: jax.Array,
+    extras: dict,
+    buffer: ReplayState,
+    records: Record | MatchRecord,
+) -> Metrics:
+    return {
+        "q/start_value": jnp.mean(extras["max_q"][0]) / context.config.algo.reward_scale,
+        "schedule/epsilon": epsilon,
+        "schedule/learning_rate": learning_rate_at(context, state.step),
+        "policy/explore_rate": jnp.mean(extras["explore"]),
+        "buffer/fill": jnp.where(
+            buffer.is_full, 1.0, buffer.current_index / buffer.experience.done.shape[1]
+        ),
+        **keep_action_stats(records.action, records.state.roll_index),
+    }
+
+
+def learn(
+    context: Context, state: TrainState, buffer: ReplayState, learn_key: jax.Array
+) -> tuple[tuple[Any, Any, Any], Metrics]:
+    """`gradient_steps` TD steps on replayed pairs; ((params, opt state, target), metrics)."""
+    config, algo = context.config, context.config.algo
     steps_per_update = algo.gradient_steps
 
-    def learn(carry: tuple, inputs: tuple[jax.Array, jax.Array]) -> tuple[tuple, Metrics]:
+    def learn_step(carry: tuple, inputs: tuple[jax.Array, jax.Array]) -> tuple[tuple, Metrics]:
         params, opt_state, target_params = carry
         step_key, optimizer_step_index = inputs
         first, second = buffer_sample(config, buffer, step_key)
@@ -358,24 +477,66 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     step_indices = first_step + jnp.arange(steps_per_update, dtype=jnp.int32)
     step_keys = jax.random.split(learn_key, steps_per_update)
     (params, opt_state, target_params), per_step = jax.lax.scan(
-        learn, (state.params, state.opt_state, state.extra.target_params), (step_keys, step_indices)
+        learn_step,
+        (state.params, state.opt_state, state.extra.target_params),
+        (step_keys, step_indices),
     )
-    metrics = jax.tree.map(jnp.mean, per_step)
+    return (params, opt_state, target_params), jax.tree.map(jnp.mean, per_step)
+
+
+def match_opponent(context: Context, opponent_params: Any) -> two_player.OpponentPolicy:
+    """The two-player task's opponent: a built-in agent, or the frozen learner (`self`)."""
+    config = context.config
+    if config.algo.opponent != "self":
+        return two_player.builtin_opponent(config.algo.opponent, context.rules)
+    greedy = two_player.greedy_policy(config, opponent_params, context.rules)
+    return lambda own, other, keys: greedy(own, other, keys)[0]
+
+
+def match_update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
+    """One two-player DQN update: B epsilon-greedy matches, rewards by `algo.reward`, TD steps."""
+    config, algo = context.config, context.config.algo
+    key, play_key, learn_key = jax.random.split(state.key, 3)
+    epsilon = epsilon_at(context, state.step)
+    greedy_q = epsilon_greedy_policy(context, state.params, epsilon, match=True)
+
+    def record(own: State, other: State, action: jax.Array, moved: State, extras: dict):
+        return MatchRecord(
+            own, action, jnp.zeros_like(action, jnp.float32), moved.terminated, other
+        ), (
+            extras,
+            moved,
+        )
+
+    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    opponent = match_opponent(context, state.extra.opponent_params)
+    result = two_player.play_matches(greedy_q, opponent, keys, context.rules, record)
+    records, (extras, moved) = result.records
+    own_total = total_score(result.learner)
+    other_total = total_score(result.opponent)
+    goal = two_player.goal_value(state.extra.goal)
+    rewards = two_player.learner_rewards(
+        algo.reward, records.state, records.action, moved, own_total, other_total, goal
+    )
+    records = records._replace(reward=rewards)
+    buffer = buffer_add(config, state.extra.buffer, records)
+    (params, opt_state, target_params), metrics = learn(context, state, buffer, learn_key)
+    step = state.step + 1
+    refresh = step % algo.opponent_refresh == 0
+    opponent_params = jax.tree.map(
+        lambda new, old: jnp.where(refresh, new, old), params, state.extra.opponent_params
+    )
+    extra = MatchExtra(
+        target_params,
+        buffer,
+        two_player.goal_update(state.extra.goal, own_total),
+        opponent_params,
+    )
     metrics |= {
-        "train/mean_score": jnp.mean(jnp.sum(records.reward, axis=0)),
-        "q/start_value": jnp.mean(extras["max_q"][0]) / algo.reward_scale,
-        "schedule/epsilon": epsilon,
-        "schedule/learning_rate": learning_rate_at(context, state.step),
-        "policy/explore_rate": jnp.mean(extras["explore"]),
-        "buffer/fill": jnp.where(
-            buffer.is_full, 1.0, buffer.current_index / buffer.experience.done.shape[1]
-        ),
-        **keep_action_stats(records.action, records.state.roll_index),
+        **two_player.match_metrics(own_total, other_total, rewards, goal),
+        **_play_metrics(context, state, epsilon, extras, buffer, records),
     }
-    extra = DQNExtra(target_params=target_params, buffer=buffer)
-    new_state = state.replace(
-        params=params, opt_state=opt_state, key=key, step=state.step + 1, extra=extra
-    )
+    new_state = state.replace(params=params, opt_state=opt_state, key=key, step=step, extra=extra)
     return new_state, metrics
 
 
@@ -402,11 +563,14 @@ def make_act(network_config: NetworkConfig, features: FeatureConfig, rules: Rule
 
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The greedy agent of a trained Q network: argmax over the legal actions."""
+    """The greedy agent of a trained Q network: argmax over the legal actions (a two-player
+    learner with opponent features sees an empty opponent card when it plays alone)."""
     rules = get_rules(config.train.rules)
-    return Agent(
-        name=name, act=make_act(config.network, config.features, rules), params=params, rules=rules
-    )
+    if two_player.uses_opponent_features(config):
+        act = two_player.solitaire_act(config, rules)
+    else:
+        act = make_act(config.network, config.features, rules)
+    return Agent(name=name, act=act, params=params, rules=rules)
 
 
 def optimizer_steps_per_update(config: Config) -> int:
@@ -422,4 +586,5 @@ ALGORITHM = Algorithm(
     optimizer_steps_per_update=optimizer_steps_per_update,
     make_network=make_network,
     init_extra=init_extra,
+    init_params=init_params,
 )

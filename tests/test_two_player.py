@@ -1,0 +1,201 @@
+"""The two-player training task (issue 14): match rollout, reward variants, presets, updates."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax import two_player
+from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.config import resolve
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.game.engine import State, legal_action_mask
+from yahtzee_jax.game.rules import DECISIONS_PER_GAME, NUM_KEEP_ACTIONS, NUM_TURNS, OFFICIAL
+
+BATCH = 6
+
+
+def _random_actions(cards: State, keys: jax.Array) -> jax.Array:
+    legal = jax.vmap(lambda card: legal_action_mask(card, OFFICIAL))(cards)
+    bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(keys)
+    return jax.vmap(uniform_legal_action)(legal, bits)
+
+
+def _learner(own: State, other: State, keys: jax.Array):
+    return _random_actions(own, keys), None
+
+
+def _opponent(own: State, other: State, keys: jax.Array) -> jax.Array:
+    return _random_actions(own, keys)
+
+
+def _keep_cards(own, other, action, moved, extras):
+    return own, other, action, moved
+
+
+@pytest.fixture(scope="module")
+def match():
+    keys = jax.random.split(jax.random.key(3), BATCH)
+    play = jax.jit(lambda k: two_player.play_matches(_learner, _opponent, k, OFFICIAL, _keep_cards))
+    return jax.device_get(play(keys))
+
+
+def test_learner_takes_39_decisions_and_both_cards_finish(match):
+    own, _, action, moved = match.records
+    assert action.shape == (DECISIONS_PER_GAME, BATCH)
+    assert np.all(match.learner.terminated) and np.all(match.opponent.terminated)
+    assert np.all(match.learner.filled) and np.all(match.opponent.filled)
+    # The learner decides keep, keep, score in every turn; the last decision ends its game.
+    np.testing.assert_array_equal(
+        own.roll_index, np.tile([0, 1, 2], NUM_TURNS)[:, None] + 0 * action
+    )
+    assert np.all(moved.terminated[-1]) and not np.any(moved.terminated[:-1])
+
+
+def test_opponent_moves_only_on_its_turns_and_never_touches_the_learner(match):
+    own, other, _, moved = match.records
+    # The learner's card at each decision is exactly where its previous decision left it.
+    for field in ("dice", "scores", "filled", "turns_left", "roll_index"):
+        np.testing.assert_array_equal(getattr(own, field)[1:], getattr(moved, field)[:-1])
+    # Inside the learner's turn the opponent's card does not move.
+    other_dice = other.dice.reshape(NUM_TURNS, 3, BATCH, -1)
+    assert np.all(other_dice[:, 1:] == other_dice[:, :1])
+    # Seats: the opponent has played k turns (learner first) or k + 1 (learner second).
+    turns_played = NUM_TURNS - other.turns_left.reshape(NUM_TURNS, 3, BATCH)[:, 0]
+    seats = two_player.learner_seats(BATCH)
+    np.testing.assert_array_equal(turns_played, np.arange(NUM_TURNS)[:, None] + seats[None])
+    assert np.all(other.roll_index == 0)  # the learner only ever sees the opponent between turns
+
+
+def _scored(box: int, points: int) -> tuple[State, jax.Array, State]:
+    before = State()
+    after = State(scores=jnp.zeros(13, jnp.int32).at[box].set(points))
+    return before, jnp.int32(NUM_KEEP_ACTIONS + box), after
+
+
+def test_intermediate_reward_by_hand():
+    before, action, after = _scored(8, 25)  # a full house: 25 - 23.125
+    reward = two_player.intermediate_rewards(before, action, after)
+    assert float(reward) == pytest.approx((25 - 23.125) / 10)
+    before, _, after = _scored(0, 3)
+    assert float(two_player.intermediate_rewards(before, jnp.int32(5), after)) == 0.0  # a keep
+
+
+@pytest.mark.parametrize(
+    ("reward", "own", "other", "goal", "expected"),
+    [
+        ("naive", 200, 150, 110, 1.0),
+        ("naive", 150, 150, 110, 0.0),
+        ("naive", 150, 200, 110, -1.0),
+        ("win", 201, 200, 110, 1.0),
+        ("win", 150, 200, 110, -1.0),
+        ("gradient", 250, 100, 110, 1.0),
+        ("gradient", 180, 180, 110, 0.0),
+        ("gradient", 180, 230, 110, -0.5),
+        ("fixed", 111, 300, 110, 1.0),
+        ("fixed", 110, 0, 110, 0.0),
+        ("fixed", 109, 0, 110, -1.0),
+        ("moving-average", 170, 300, 165, 1.0),
+        ("moving-average", 160, 0, 165, -1.0),
+    ],
+)
+def test_terminal_rewards_by_hand(reward, own, other, goal, expected):
+    value = two_player.terminal_reward(reward, jnp.int32(own), jnp.int32(other), goal)
+    assert float(value) == pytest.approx(expected)
+
+
+def test_learner_rewards_put_the_end_on_the_last_decision():
+    before, action, after = _scored(12, 30)  # chance 30: (30 - 22.286) / 10
+    stack = lambda tree: jax.tree.map(lambda leaf: jnp.stack([leaf, leaf]), tree)  # noqa: E731
+    actions = jnp.stack([jnp.int32(3), action])[:, None]
+    states = jax.tree.map(lambda leaf: leaf[:, None], stack(before))
+    nexts = jax.tree.map(lambda leaf: leaf[:, None], stack(after))
+    own, other = jnp.array([150]), jnp.array([190])
+    gradient = two_player.learner_rewards("gradient", states, actions, nexts, own, other)
+    np.testing.assert_allclose(gradient[:, 0], [0.0, (30 - 22.286) / 10 - 0.4], rtol=1e-6)
+    win = two_player.learner_rewards("win", states, actions, nexts, own, other)
+    np.testing.assert_allclose(win[:, 0], [0.0, -1.0])  # a loss: -1, nothing before the end
+    win = two_player.learner_rewards("win", states, actions, nexts, other, own)
+    np.testing.assert_allclose(win[:, 0], [0.0, 1.0])
+
+
+def test_moving_goal_is_110_then_recent_mean_plus_20():
+    goal = two_player.goal_init()
+    assert float(two_player.goal_value(goal)) == 110.0
+    goal = two_player.goal_update(goal, jnp.full(60, 50))
+    assert float(two_player.goal_value(goal)) == 110.0  # mean 50 + 20 < 110
+    goal = two_player.goal_update(goal, jnp.full(60, 200))  # window: 40 x 50, 60 x 200
+    assert int(goal.count) == 100
+    assert float(two_player.goal_value(goal)) == pytest.approx(0.4 * 50 + 0.6 * 200 + 20)
+    goal = two_player.goal_update(goal, jnp.arange(150))  # only the last 100 count
+    assert float(two_player.goal_value(goal)) == pytest.approx(np.mean(np.arange(50, 150)) + 20)
+
+
+@pytest.mark.parametrize("reward", [*two_player.YUAN_REWARDS, "win", "score"])
+def test_presets_validate(reward):
+    config = resolve("dqn-two-player", None, [f"algo.reward={reward}"])
+    assert config.algo.opponent == "optimal" and config.algo.reward == reward
+    assert resolve("a2c-win", None, []).algo.reward == "win"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["algo.opponent=greedy9"], "algo.opponent='greedy9'"),
+        (["algo.reward=margin"], "algo.reward='margin'"),
+        (["algo.opponent=none"], "needs an opponent"),
+        (["algo.opponent_refresh=0"], "algo.opponent_refresh=0"),
+    ],
+)
+def test_config_errors_are_one_line(overrides, message):
+    with pytest.raises(ConfigError, match=message) as error:
+        resolve("dqn-two-player", None, overrides)
+    assert "\n" not in str(error.value)
+
+
+def _tiny(preset: str, *overrides: str):
+    return resolve(
+        preset,
+        None,
+        [
+            "network.hidden_size=16",
+            "train.games_per_update=4",
+            "train.total_games=8",
+            "algo.opponent=random",
+            *overrides,
+        ],
+    )
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        _tiny(
+            "dqn-two-player", "algo.buffer_size=400", "algo.batch_size=16", "algo.gradient_steps=2"
+        ),
+        _tiny("a2c-win", "algo.init_from=''", "algo.reward=moving-average"),
+    ],
+    ids=["dqn-gradient", "a2c-moving-average"],
+)
+def test_training_updates_run_and_are_finite(config):
+    context = make_context(config)
+    state = init_train_state(context)
+    update = jax.jit(lambda s: context.algorithm.update(context, s))
+    for _ in range(2):
+        state, metrics = update(state)
+    assert int(state.step) == 2
+    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree.leaves(state.params))
+    assert all(np.isfinite(float(value)) for value in metrics.values())
+    assert 0.0 <= float(metrics["train/win_rate"]) <= 1.0
+    # The goal remembers the learner's totals (8 games so far).
+    assert int(state.extra.goal.count) == 2 * config.train.games_per_update
+    # The greedy agent plays matches (and, alone, solitaire games) with the wider input.
+    result = two_player.evaluate_matches(config, state.params, "random", 6, seed=1, batch_size=4)
+    assert result["wins"] + result["draws"] + result["losses"] == 6
+    assert result["games_by_seat"] == [3, 3]
+    agent = context.algorithm.make_agent(config, state.params, "tiny")
+    action = agent.act(agent.params, State(), jax.random.key(0))
+    assert 0 <= int(action) < 45
