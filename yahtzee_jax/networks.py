@@ -89,38 +89,87 @@ class Block(nn.Module):
         return x
 
 
+HEADS = ("roll", "score", "value", "upper")
+# rows[head] indexes the trunk's output (and the seeds) for one head: a static tuple of slices /
+# ints over the leading axes, e.g. the keep rows of a [turns, 3, B, F] batch are (:, 0:2).
+HeadRows = dict[str, tuple]
+
+
 class YahtzeeNet(nn.Module):
-    """Shared trunk, roll / score / value (/ upper) heads, each with one hidden block."""
+    """Shared trunk, roll / score / value (/ upper) heads, each with one hidden block.
+
+    Submodules are named explicitly (the names Flax gives them in this order), so any subset of
+    heads can be computed without renaming the parameters of the others.
+    """
 
     config: NetworkConfig
 
     def _block(self, salt: int, dropout: bool = True) -> Block:
         config = self.config
         rate = config.dropout if dropout else 0.0
-        return Block(config.hidden_size, config.activation, config.layer_norm, rate, salt)
+        return Block(
+            config.hidden_size,
+            config.activation,
+            config.layer_norm,
+            rate,
+            salt,
+            name=f"Block_{salt}",
+        )
 
     @nn.compact
-    def __call__(self, x: jax.Array, dropout_seed: jax.Array | None = None) -> NetworkOutput:
+    def __call__(
+        self,
+        x: jax.Array,
+        dropout_seed: jax.Array | None = None,
+        heads: tuple[str, ...] = HEADS,
+        rows: HeadRows | None = None,
+    ) -> NetworkOutput:
         """Map features[..., F] to the head outputs; dropout is on when per-example seeds
-        (uint32[...], the batch shape of `x`) are given, off (evaluation) otherwise."""
+        (uint32[...], the batch shape of `x`) are given, off (evaluation) otherwise.
+
+        Only the `heads` named are computed (the others are None; a missing upper head gives
+        zeros), each on `rows[head]` of the trunk's output when given (all rows otherwise):
+        a step whose decisions all keep needs no score head, and vice versa.
+        """
         trunk = self.config.trunk_layers
         for layer in range(trunk):
             x = self._block(layer)(x, dropout_seed)
-        roll_hidden = self._block(trunk)(x, dropout_seed)
-        if self.config.roll_head == "categorical":
-            roll_logits = nn.Dense(NUM_KEEP_ACTIONS, kernel_init=_small_init)(roll_hidden)
-            roll_log_probs = jax.nn.log_softmax(roll_logits)
-        else:
-            keep_logits = nn.Dense(NUM_DICE, kernel_init=_small_init)(roll_hidden)
-            log_keep, log_reroll = jax.nn.log_sigmoid(keep_logits), jax.nn.log_sigmoid(-keep_logits)
-            roll_log_probs = log_keep @ KEEP_BITS.T + log_reroll @ (1.0 - KEEP_BITS).T
-        score_hidden = self._block(trunk + 1)(x, dropout_seed)
-        score_logits = nn.Dense(NUM_CATEGORIES, kernel_init=_small_init)(score_hidden)
-        value = nn.elu(nn.Dense(1)(self._block(trunk + 2, dropout=False)(x, None)))[..., 0]
-        if self.config.upper_head:
-            upper = nn.Dense(1)(self._block(trunk + 3)(x, dropout_seed))[..., 0]
-        else:
-            upper = jnp.zeros_like(value)
+        rows = rows or {}
+
+        def head_input(head: str) -> tuple[jax.Array, jax.Array | None]:
+            index = rows.get(head, ())
+            return x[index], None if dropout_seed is None else dropout_seed[index]
+
+        roll_log_probs = score_logits = value = upper = None
+        if "roll" in heads:
+            roll_hidden = self._block(trunk)(*head_input("roll"))
+            if self.config.roll_head == "categorical":
+                roll_logits = nn.Dense(NUM_KEEP_ACTIONS, kernel_init=_small_init, name="Dense_0")(
+                    roll_hidden
+                )
+                roll_log_probs = jax.nn.log_softmax(roll_logits)
+            else:
+                keep_logits = nn.Dense(NUM_DICE, kernel_init=_small_init, name="Dense_0")(
+                    roll_hidden
+                )
+                log_keep = jax.nn.log_sigmoid(keep_logits)
+                log_reroll = jax.nn.log_sigmoid(-keep_logits)
+                roll_log_probs = log_keep @ KEEP_BITS.T + log_reroll @ (1.0 - KEEP_BITS).T
+        if "score" in heads:
+            score_hidden = self._block(trunk + 1)(*head_input("score"))
+            score_logits = nn.Dense(NUM_CATEGORIES, kernel_init=_small_init, name="Dense_1")(
+                score_hidden
+            )
+        if "value" in heads:
+            value_hidden = self._block(trunk + 2, dropout=False)(head_input("value")[0], None)
+            value = nn.elu(nn.Dense(1, name="Dense_2")(value_hidden))[..., 0]
+        if "upper" in heads:
+            upper_input, upper_seed = head_input("upper")
+            if self.config.upper_head:
+                upper = nn.Dense(1, name="Dense_3")(self._block(trunk + 3)(upper_input, upper_seed))
+                upper = upper[..., 0]
+            else:
+                upper = jnp.zeros(upper_input.shape[:-1], upper_input.dtype)
         return NetworkOutput(roll_log_probs, score_logits, value, upper)
 
 

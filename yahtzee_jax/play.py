@@ -12,6 +12,7 @@ on its position in the batch.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -24,6 +25,8 @@ from yahtzee_jax.parallel import shard_batch
 
 # policy(states[B], keys[B]) -> (actions int32[B], extras: a pytree with leading axis B)
 BatchPolicy = Callable[[State, jax.Array], tuple[jax.Array, Any]]
+# policy(states[B], keys[B], roll_index) -> as above, told the (static) decision of the turn
+TurnPolicy = Callable[[State, jax.Array, int], tuple[jax.Array, Any]]
 # record(state, action, next_state, extras) -> the pytree kept for one decision of the batch
 Recorder = Callable[[State, jax.Array, State, Any], Any]
 
@@ -65,19 +68,26 @@ def episode_keys(key: jax.Array, first: jax.Array | int, count: int) -> jax.Arra
 
 
 def play(
-    policy: BatchPolicy,
+    policy: BatchPolicy | TurnPolicy,
     keys: jax.Array,
     rules: Rules,
     task: str = "game",
     record: Recorder = record_transition,
+    by_turn: bool = False,
 ) -> tuple[State, Any]:
-    """Play one episode per key in lockstep; returns (final states [B], records [T, B, ...])."""
+    """Play one episode per key in lockstep; returns (final states [B], records [T, B, ...]).
+
+    With `by_turn` the policy is a `TurnPolicy`: the loop scans over turns with their three
+    decisions unrolled, so the policy knows statically which decision of the turn every episode
+    is at (a keep step can skip the score head and vice versa). Keys, dice and records are
+    those of the plain loop.
+    """
     keys = shard_batch(keys)  # over the devices of a data-parallel mesh, if one is set
     episode_split = jax.vmap(jax.random.split)(keys)
     init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
     state = jax.vmap(episode_init(task))(init_keys)
 
-    def decide(state: State, decision: jax.Array) -> tuple[State, Any]:
+    def decide(state: State, decision: jax.Array, policy: BatchPolicy) -> tuple[State, Any]:
         step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
         step_split = jax.vmap(jax.random.split)(step_keys)
         policy_keys, dice_keys = step_split[:, 0], step_split[:, 1]
@@ -85,7 +95,23 @@ def play(
         next_state = jax.vmap(lambda s, a, k: step(s, a, k, rules))(state, action, dice_keys)
         return next_state, record(state, action, next_state, extras)
 
-    return jax.lax.scan(decide, state, jnp.arange(episode_length(task)))
+    length = episode_length(task)
+    if not by_turn:
+        return jax.lax.scan(
+            lambda state, decision: decide(state, decision, policy), state, jnp.arange(length)
+        )
+
+    def turn(state: State, turn_index: jax.Array) -> tuple[State, Any]:
+        records = []
+        for roll in range(DECISIONS_PER_TURN):
+            decision = turn_index * DECISIONS_PER_TURN + roll
+            state, kept = decide(state, decision, functools.partial(policy, roll_index=roll))
+            records.append(kept)
+        return state, jax.tree.map(lambda *leaves: jnp.stack(leaves), *records)
+
+    turns = length // DECISIONS_PER_TURN  # every episode starts at the first roll of a turn
+    state, records = jax.lax.scan(turn, state, jnp.arange(turns))
+    return state, jax.tree.map(lambda leaf: leaf.reshape(length, *leaf.shape[2:]), records)
 
 
 def per_state_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> BatchPolicy:

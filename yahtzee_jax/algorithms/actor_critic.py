@@ -34,11 +34,19 @@ from yahtzee_jax.algorithms.common import (
     masked_mean,
     normalize,
 )
-from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_trajectory, rollout
+from yahtzee_jax.algorithms.rollout import (
+    HeadOutputs,
+    Trajectory,
+    evaluate_heads,
+    evaluate_trajectory,
+    heads_kl,
+    rollout,
+    taken_log_probs,
+)
 from yahtzee_jax.config import AlgoConfig, Config, require
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD, get_rules
-from yahtzee_jax.networks import NetworkOutput, entropy, make_network_agent
+from yahtzee_jax.networks import entropy, make_network_agent
 from yahtzee_jax.schedules import hold_anneal_schedule
 
 
@@ -62,6 +70,12 @@ class ActorCriticConfig(AlgoConfig):
     upper_regression_weight: float = 0.0  # beta_regression: U regresses U_final / 63 - 1
     shaping_weight: float = 0.0  # beta_shape
     shaping_discount: bool = False  # gamma Phi(s') as eq. 12 prints it; the paper's code has none
+    # policy/kl (how far an update moved the policy) costs a forward pass over the batch: it is
+    # measured on the whole batch at the updates that end at an evaluation point, and on the
+    # first `kl_sample_games` games (an unbiased sample of the same mean) at the others;
+    # a value >= train.games_per_update measures the whole batch at every update. (A2C and
+    # REINFORCE; PPO logs its own approx_kl.)
+    kl_sample_games: int = 2
 
     def __post_init__(self) -> None:
         prefix = "algo."
@@ -80,6 +94,7 @@ class ActorCriticConfig(AlgoConfig):
         ):
             value = getattr(self, field)
             require(value >= 0, f"{prefix}{field}={value} must be >= 0")
+        require(self.kl_sample_games >= 1, f"{prefix}kl_sample_games must be >= 1")
         for field in ("entropy_hold", "entropy_anneal"):
             value = getattr(self, field)
             require(0.0 <= value <= 1.0, f"{prefix}{field}={value} must be in [0, 1]")
@@ -145,15 +160,18 @@ def shaping_rewards(
 
 
 def training_rewards(
-    context: Context, trajectory: Trajectory, gamma: float | jax.Array
+    context: Context,
+    trajectory: Trajectory,
+    gamma: float | jax.Array,
+    upper: jax.Array | None = None,
 ) -> jax.Array:
-    """The rewards the learner optimises: the game's, plus the shaping term when it is on."""
+    """The rewards the learner optimises: the game's, plus the shaping term when it is on
+    (potentials from `upper`, the upper head's predictions, default the rollout's)."""
     algo = context.config.algo
     if algo.shaping_weight == 0:
         return trajectory.reward
-    shaping = shaping_rewards(
-        potential(trajectory.upper), algo.shaping_weight, gamma, algo.shaping_discount
-    )
+    upper = trajectory.upper if upper is None else upper
+    shaping = shaping_rewards(potential(upper), algo.shaping_weight, gamma, algo.shaping_discount)
     return trajectory.reward + shaping
 
 
@@ -163,21 +181,24 @@ def upper_targets(trajectory: Trajectory) -> jax.Array:
     return jnp.broadcast_to(final / UPPER_BONUS_THRESHOLD - 1.0, trajectory.upper_total.shape)
 
 
+def head_entropies(outputs: HeadOutputs) -> tuple[jax.Array, jax.Array]:
+    """Mean policy entropy at the keep decisions and at the scoring decisions."""
+    return jnp.mean(entropy(outputs.roll_log_probs)), jnp.mean(entropy(outputs.score_log_probs))
+
+
 def auxiliary_terms(
     context: Context,
     step: jax.Array,
-    log_probs: jax.Array,
-    output: NetworkOutput,
+    entropies: tuple[jax.Array, jax.Array],
+    upper: jax.Array,
     trajectory: Trajectory,
 ) -> tuple[jax.Array, Metrics]:
-    """Entropy bonus (eq. 13) and upper-head regression (eq. 14), with their metrics."""
-    per_decision = entropy(log_probs)
-    keeping = trajectory.roll_index < LAST_ROLL
-    roll_entropy = masked_mean(per_decision, keeping)
-    score_entropy = masked_mean(per_decision, ~keeping)
+    """Entropy bonus (eq. 13) from the (roll, score) entropies and upper-head regression
+    (eq. 14) of the predictions `upper` [T, B], with their metrics."""
+    roll_entropy, score_entropy = entropies
     beta_roll, beta_score = entropy_coefficients(context, step)
     entropy_loss = -(beta_roll * roll_entropy + beta_score * score_entropy)
-    regression_loss = jnp.mean(jnp.square(output.upper - upper_targets(trajectory)))
+    regression_loss = jnp.mean(jnp.square(upper - upper_targets(trajectory)))
     weight = context.config.algo.upper_regression_weight
     metrics = {
         "loss/entropy": entropy_loss,
@@ -216,19 +237,59 @@ def policy_value_terms(
     return policy_loss + value_loss, metrics
 
 
-def loss(
+def reference_loss(
     params: Any, context: Context, trajectory: Trajectory, target: jax.Array, step: jax.Array
 ) -> tuple[jax.Array, tuple[Metrics, jax.Array]]:
-    """The whole actor-critic loss of `params` on a trajectory; aux = (metrics, log-probs)."""
+    """The loss as every head on every decision computes it (aux = (metrics, log-probs)): the
+    reference `loss` is tested against, and the bare forward+backward `bench train` times."""
     log_probs, output = evaluate_trajectory(context.network, params, trajectory)
     taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
     algo = context.config.algo
     main, metrics = policy_value_terms(
         taken, output.value, target, algo.value_coef, algo.normalize_advantage
     )
-    auxiliary, aux_metrics = auxiliary_terms(context, step, log_probs, output, trajectory)
+    per_decision = entropy(log_probs)
+    keeping = trajectory.roll_index < LAST_ROLL
+    entropies = masked_mean(per_decision, keeping), masked_mean(per_decision, ~keeping)
+    auxiliary, aux_metrics = auxiliary_terms(context, step, entropies, output.upper, trajectory)
     total = main + auxiliary
     return total, ({"loss/total": total, **metrics, **aux_metrics}, log_probs)
+
+
+def loss(
+    params: Any,
+    context: Context,
+    trajectory: Trajectory,
+    step: jax.Array,
+    gamma: float | jax.Array,
+    gae_lambda: float,
+) -> tuple[jax.Array, tuple[Metrics, HeadOutputs]]:
+    """The whole actor-critic loss of `params` on a trajectory; aux = (metrics, head outputs).
+
+    Each head runs only on the decisions that need it (`evaluate_heads`). The lambda-return
+    targets bootstrap from the rollout's values, or, when the rollout skipped the value head,
+    from this forward pass's (no gradient): the same parameters and dropout masks give the
+    same values, so the rollout need not compute them.
+    """
+    outputs = evaluate_heads(context.network, params, trajectory)
+    acting_value = outputs.value if trajectory.value is None else trajectory.value
+    acting_upper = outputs.upper if trajectory.upper is None else trajectory.upper
+    rewards = training_rewards(context, trajectory, gamma, acting_upper)
+    target = lambda_returns(rewards, acting_value, gamma, gae_lambda)
+    taken = taken_log_probs(outputs, trajectory.action)
+    algo = context.config.algo
+    main, metrics = policy_value_terms(
+        taken, outputs.value, target, algo.value_coef, algo.normalize_advantage
+    )
+    auxiliary, aux_metrics = auxiliary_terms(
+        context, step, head_entropies(outputs), outputs.upper, trajectory
+    )
+    total = main + auxiliary
+    metrics = {"loss/total": total, **metrics, **aux_metrics}
+    if algo.shaping_weight > 0:
+        shaping = jax.lax.stop_gradient(rewards - trajectory.reward)
+        metrics["train/mean_shaping"] = jnp.mean(jnp.sum(shaping, axis=0))
+    return total, (metrics, outputs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,10 +297,14 @@ def loss(
 # --------------------------------------------------------------------------------------------
 
 
-def collect(context: Context, state: TrainState) -> tuple[TrainState, Trajectory, Metrics]:
+def collect(
+    context: Context, state: TrainState, with_value: bool = True
+) -> tuple[TrainState, Trajectory, Metrics]:
     """Play one update's episodes with the current policy; the state's key moves on."""
     key, rollout_key = jax.random.split(state.key)
-    trajectory = rollout(context.network, state.params, rollout_key, context.config, context.rules)
+    trajectory = rollout(
+        context.network, state.params, rollout_key, context.config, context.rules, with_value
+    )
     metrics = {
         "train/mean_score": jnp.mean(jnp.sum(trajectory.reward, axis=0)),
         **keep_action_stats(trajectory.action, trajectory.roll_index),
@@ -247,24 +312,58 @@ def collect(context: Context, state: TrainState) -> tuple[TrainState, Trajectory
     return state.replace(key=key), trajectory, metrics
 
 
+def is_evaluation_update(context: Context, step: jax.Array) -> jax.Array:
+    """Does update `step` (counted from 1) end at an evaluation point (as `train.is_eval_step`)?"""
+    train = context.config.train
+    return (step % train.eval_interval == 0) | (step == train.total_updates)
+
+
+def kl_after_update(
+    context: Context,
+    trajectory: Trajectory,
+    before: HeadOutputs,
+    params: Any,
+    step: jax.Array,
+) -> jax.Array:
+    """policy/kl: KL(pi_before || pi_after) on the same decisions and dropout masks, over the
+    whole batch when update `step` (counted from 1) ends at an evaluation point, else over
+    the first `algo.kl_sample_games` games (see `ActorCriticConfig.kl_sample_games`)."""
+    network = context.network
+
+    def measured(episodes: int) -> jax.Array:
+        sample = jax.tree.map(lambda leaf: leaf[:, :episodes], trajectory)
+        old = HeadOutputs(
+            before.roll_log_probs[:, :, :episodes], before.score_log_probs[:, :episodes], None, None
+        )
+        return heads_kl(old, evaluate_heads(network, params, sample, with_value=False))
+
+    train = context.config.train
+    episodes = train.episodes_per_update
+    sample = min(context.config.algo.kl_sample_games * train.episodes_per_game, episodes)
+    if sample == episodes:
+        return measured(episodes)
+    exact = is_evaluation_update(context, step)
+    return jax.lax.cond(exact, lambda: measured(episodes), lambda: measured(sample))
+
+
 def single_step_update(
     context: Context, state: TrainState, gamma: float | jax.Array, gae_lambda: float
 ) -> tuple[TrainState, Metrics]:
-    """Roll out, then one gradient step on the loss with lambda-return targets (REINFORCE, A2C)."""
-    state, trajectory, rollout_metrics = collect(context, state)
-    rewards = training_rewards(context, trajectory, gamma)
-    target = lambda_returns(rewards, trajectory.value, gamma, gae_lambda)
+    """Roll out, then one gradient step on the loss with lambda-return targets (REINFORCE, A2C).
+
+    The rollout skips the value and upper heads: the loss recomputes them (same parameters,
+    same dropout masks) for the targets and the shaping potentials.
+    """
+    state, trajectory, rollout_metrics = collect(context, state, with_value=False)
 
     def loss_fn(params: Any):
-        return loss(params, context, trajectory, target, state.step)
+        return loss(params, context, trajectory, state.step, gamma, gae_lambda)
 
-    def log_probs_after(params: Any) -> jax.Array:
-        return evaluate_trajectory(context.network, params, trajectory)[0]
+    def kl_fn(params: Any, before: HeadOutputs) -> jax.Array:
+        return kl_after_update(context, trajectory, before, params, state.step + 1)
 
-    state, metrics = gradient_step(context, state, loss_fn, log_probs_after)
+    state, metrics = gradient_step(context, state, loss_fn, kl_fn)
     metrics |= {**rollout_metrics, "schedule/gamma": jnp.asarray(gamma, jnp.float32)}
-    if context.config.algo.shaping_weight > 0:
-        metrics["train/mean_shaping"] = jnp.mean(jnp.sum(rewards - trajectory.reward, axis=0))
     return state, metrics
 
 

@@ -60,11 +60,16 @@ def explained_variance(prediction: jax.Array, target: jax.Array) -> jax.Array:
     return 1.0 - jnp.var(target - prediction) / jnp.maximum(jnp.var(target), 1e-8)
 
 
-def kl_divergence(log_p: jax.Array, log_q: jax.Array) -> jax.Array:
-    """Mean KL(p || q) over a batch of categorical distributions (-inf entries allowed)."""
+def kl_per_decision(log_p: jax.Array, log_q: jax.Array) -> jax.Array:
+    """KL(p || q) of each categorical distribution of a batch (-inf entries allowed)."""
     finite = jnp.isfinite(log_p)
     diff = jnp.where(finite, log_p - jnp.where(finite, log_q, 0.0), 0.0)
-    return jnp.mean(jnp.sum(jnp.exp(jnp.where(finite, log_p, -jnp.inf)) * diff, axis=-1))
+    return jnp.sum(jnp.exp(jnp.where(finite, log_p, -jnp.inf)) * diff, axis=-1)
+
+
+def kl_divergence(log_p: jax.Array, log_q: jax.Array) -> jax.Array:
+    """Mean KL(p || q) over a batch of categorical distributions (-inf entries allowed)."""
+    return jnp.mean(kl_per_decision(log_p, log_q))
 
 
 def keep_action_stats(action: jax.Array, roll_index: jax.Array) -> Metrics:
@@ -101,27 +106,27 @@ def learning_rate_at(context: Context, update: jax.Array) -> jax.Array:
     return context.learning_rate(update * steps_per_update)
 
 
-# loss(params) -> (loss, (metrics, log-probs over the 45 actions of every decision))
-LossFn = Callable[[Any], tuple[jax.Array, tuple[Metrics, jax.Array]]]
+# loss(params) -> (loss, (metrics, the policy on every decision, e.g. its log-probs))
+LossFn = Callable[[Any], tuple[jax.Array, tuple[Metrics, Any]]]
 
 
 def gradient_step(
     context: Context,
     state: TrainState,
     loss_fn: LossFn,
-    log_probs_after: Callable[[Any], jax.Array],
+    kl_after: Callable[[Any, Any], jax.Array],
 ) -> tuple[TrainState, Metrics]:
     """One optimizer step on `loss_fn`, with gradient-norm, clip-rate and KL diagnostics.
 
-    `log_probs_after(new_params)` re-evaluates the same decisions (same dropout masks), so the
-    logged KL(pi_before || pi_after) measures exactly how far this step moved the policy.
+    `kl_after(new_params, policy_before)` re-evaluates the same decisions (same dropout
+    masks), so the logged KL(pi_before || pi_after) measures how far this step moved the policy.
     """
-    (_, (metrics, old_log_probs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    (_, (metrics, policy_before)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
     metrics = {
         **metrics,
         **grad_metrics,
-        "policy/kl": kl_divergence(jax.lax.stop_gradient(old_log_probs), log_probs_after(params)),
+        "policy/kl": kl_after(params, jax.lax.stop_gradient(policy_before)),
         "schedule/learning_rate": learning_rate_at(context, state.step),
     }
     return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics

@@ -31,7 +31,7 @@ from yahtzee_jax.algorithms.common import (
     normalize,
     optimizer_step,
 )
-from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_trajectory
+from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_heads, taken_log_probs
 from yahtzee_jax.config import Config, require
 
 
@@ -99,13 +99,16 @@ def ppo_loss(
 ) -> tuple[jax.Array, Metrics]:
     """Eq. 19 on one minibatch (plus entropy and upper regression); returns (loss, metrics)."""
     algo = context.config.algo
-    log_probs, output = evaluate_trajectory(context.network, params, batch)
-    taken = jnp.take_along_axis(log_probs, batch.action[..., None], axis=-1)[..., 0]
+    outputs = evaluate_heads(context.network, params, batch)  # each head on its decisions
+    taken = taken_log_probs(outputs, batch.action)
     log_ratio = taken - batch.log_prob
     ratio = jnp.exp(log_ratio)
     policy_loss = clipped_surrogate(ratio, advantage, algo.clip_epsilon)
-    value_loss = algo.value_coef * jnp.mean(jnp.square(output.value - target))
-    auxiliary, aux_metrics = actor_critic.auxiliary_terms(context, step, log_probs, output, batch)
+    value_loss = algo.value_coef * jnp.mean(jnp.square(outputs.value - target))
+    entropies = actor_critic.head_entropies(outputs)
+    auxiliary, aux_metrics = actor_critic.auxiliary_terms(
+        context, step, entropies, outputs.upper, batch
+    )
     total = policy_loss + value_loss + auxiliary
     ratio_metrics = jax.lax.stop_gradient(
         {

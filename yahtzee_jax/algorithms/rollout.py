@@ -12,11 +12,19 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax.algorithms.common import kl_per_decision
 from yahtzee_jax.config import Config
-from yahtzee_jax.game.engine import State, upper_total
-from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.networks import NetworkOutput, YahtzeeNet, network_log_probs
-from yahtzee_jax.play import episode_keys, play
+from yahtzee_jax.features import batch_features
+from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask, upper_total
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_ACTIONS, NUM_KEEP_ACTIONS, Rules
+from yahtzee_jax.networks import (
+    HEADS,
+    HeadRows,
+    NetworkOutput,
+    YahtzeeNet,
+    policy_log_probs,
+)
+from yahtzee_jax.play import TurnPolicy, episode_keys, play
 
 
 class Trajectory(NamedTuple):
@@ -27,43 +35,83 @@ class Trajectory(NamedTuple):
     roll_index: jax.Array  # int32[T, B]
     action: jax.Array  # int32[T, B]
     reward: jax.Array  # float32[T, B], the game's own reward (change in total score)
-    value: jax.Array  # float32[T, B], V(s_t) seen while acting
-    upper: jax.Array  # float32[T, B], the upper head's prediction while acting (0 without it)
+    # float32[T, B], V(s_t) seen while acting; None when the rollout skipped the value head
+    # (A2C and REINFORCE: their loss recomputes it, same parameters and dropout masks)
+    value: jax.Array | None
+    upper: jax.Array | None  # float32[T, B], the upper head while acting (0 without it; None)
     log_prob: jax.Array  # float32[T, B], log pi(a_t | s_t) of the acting policy
     dropout_seed: jax.Array  # uint32[T, B], the seed of each decision's dropout masks
     upper_total: jax.Array  # int32[T, B], the upper boxes' total after the decision
 
 
+class HeadOutputs(NamedTuple):
+    """The policy heads each decision needs, in the turn layout of a lockstep batch: roll
+    log-probs at the two keep decisions of every turn, score log-probs (illegal boxes -inf) at
+    the scoring one; value and upper [T, B] (None when not asked for)."""
+
+    roll_log_probs: jax.Array  # float32[turns, 2, B, 32]
+    score_log_probs: jax.Array  # float32[turns, B, 13]
+    value: jax.Array | None
+    upper: jax.Array | None
+
+
 def apply_network(
-    network: YahtzeeNet, params: Any, x: jax.Array, dropout_seed: jax.Array | None = None
+    network: YahtzeeNet,
+    params: Any,
+    x: jax.Array,
+    dropout_seed: jax.Array | None = None,
+    heads: tuple[str, ...] = HEADS,
+    rows: HeadRows | None = None,
 ) -> NetworkOutput:
-    """Forward pass over features[..., F]; with per-example seeds (uint32[...]) dropout is on."""
-    return network.apply({"params": params}, x, dropout_seed)
+    """Forward pass over features[..., F]; with per-example seeds (uint32[...]) dropout is on;
+    only `heads` are computed, each on `rows[head]` (see `YahtzeeNet`)."""
+    return network.apply({"params": params}, x, dropout_seed, heads, rows)
 
 
-def sampling_policy(network: YahtzeeNet, params: Any, config: Config, rules: Rules):
-    """The batch policy that samples from the network with dropout on (the behaviour policy)."""
+def score_log_probs(score_logits: jax.Array, legal_mask: jax.Array) -> jax.Array:
+    """Log-probabilities over the 13 boxes, -inf where the box is illegal (legal_mask[..., 45])."""
+    legal_boxes = legal_mask[..., NUM_KEEP_ACTIONS:]
+    return jax.nn.log_softmax(jnp.where(legal_boxes, score_logits, -jnp.inf))
 
-    def policy(states: State, keys: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+
+def sampling_policy(
+    network: YahtzeeNet, params: Any, config: Config, rules: Rules, with_value: bool = True
+) -> TurnPolicy:
+    """The batch policy that samples from the network with dropout on (the behaviour policy).
+
+    Told the decision of the turn, it runs only the head that decision needs (plus the value
+    and upper heads `with_value`) and samples with the very Gumbel noise
+    `jax.random.categorical` would add to the 45 merged log-probs, so actions are unchanged.
+    """
+    value_heads = ("value", "upper") if with_value else ()
+
+    def policy(
+        states: State, keys: jax.Array, roll_index: int
+    ) -> tuple[jax.Array, dict[str, jax.Array]]:
         key_pairs = jax.vmap(jax.random.split)(keys)
         action_keys = key_pairs[:, 0]
         dropout_seeds = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
-        log_probs, output, x, legal = network_log_probs(
-            lambda features: apply_network(network, params, features, dropout_seeds),
-            states,
-            config.features,
-            rules,
-        )
-        action = jax.vmap(jax.random.categorical)(action_keys, log_probs).astype(jnp.int32)
+        x = batch_features(states, config.features, rules)
+        legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
+        keeping = roll_index < LAST_ROLL
+        heads = ("roll" if keeping else "score", *value_heads)
+        output = apply_network(network, params, x, dropout_seeds, heads)
+        if keeping:
+            log_probs, offset = output.roll_log_probs, 0
+        else:
+            log_probs, offset = score_log_probs(output.score_logits, legal), NUM_KEEP_ACTIONS
+        noise = jax.vmap(lambda key: jax.random.gumbel(key, (NUM_ACTIONS,)))(action_keys)
+        noise = noise[:, offset : offset + log_probs.shape[-1]]
+        choice = jnp.argmax(log_probs + noise, axis=-1)
         extras = {
             "features": x,
             "legal_mask": legal,
             "value": output.value,
             "upper": output.upper,
-            "log_prob": jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0],
+            "log_prob": jnp.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0],
             "dropout_seed": dropout_seeds,
         }
-        return action, extras
+        return (choice + offset).astype(jnp.int32), extras
 
     return policy
 
@@ -84,19 +132,81 @@ def _record(state: State, action: jax.Array, next_state: State, extras: dict) ->
 
 
 def rollout(
-    network: YahtzeeNet, params: Any, key: jax.Array, config: Config, rules: Rules
+    network: YahtzeeNet,
+    params: Any,
+    key: jax.Array,
+    config: Config,
+    rules: Rules,
+    with_value: bool = True,
 ) -> Trajectory:
-    """Play one update's episodes (`train.episodes_per_update` of `train.task`) with the policy."""
+    """Play one update's episodes (`train.episodes_per_update` of `train.task`) with the policy;
+    without `with_value` the trajectory's value and upper are None (not computed)."""
     keys = episode_keys(key, 0, config.train.episodes_per_update)
-    policy = sampling_policy(network, params, config, rules)
-    _, trajectory = play(policy, keys, rules, config.train.task, record=_record)
+    policy = sampling_policy(network, params, config, rules, with_value)
+    _, trajectory = play(policy, keys, rules, config.train.task, record=_record, by_turn=True)
     return trajectory
 
 
 def evaluate_trajectory(network: YahtzeeNet, params: Any, trajectory: Trajectory) -> tuple:
     """(log-probs over 45 actions [T, B, 45], outputs) of `params` on the trajectory's decisions,
-    with each decision's own dropout masks: with the acting parameters this is the rollout."""
-    from yahtzee_jax.networks import policy_log_probs
-
+    with each decision's own dropout masks, every head on every decision (the reference that
+    `evaluate_heads` specialises): with the acting parameters this is the rollout."""
     output = apply_network(network, params, trajectory.features, trajectory.dropout_seed)
     return policy_log_probs(output, trajectory.legal_mask, trajectory.roll_index), output
+
+
+def turn_layout(array: jax.Array) -> jax.Array:
+    """[T, B, ...] -> [turns, 3, B, ...]: decision r of every turn at index r of axis 1."""
+    return array.reshape(-1, DECISIONS_PER_TURN, *array.shape[1:])
+
+
+def time_layout(array: jax.Array) -> jax.Array:
+    """[turns, 3, B, ...] -> [T, B, ...], the inverse of `turn_layout`."""
+    return array.reshape(-1, *array.shape[2:])
+
+
+# The rows of a turn-layout batch each head runs on: keep rows, score rows, all rows.
+KEEP_ROWS = (slice(None), slice(0, LAST_ROLL))
+SCORE_ROWS = (slice(None), LAST_ROLL)
+HEAD_ROWS: HeadRows = {"roll": KEEP_ROWS, "score": SCORE_ROWS}
+
+
+def evaluate_heads(
+    network: YahtzeeNet, params: Any, trajectory: Trajectory, with_value: bool = True
+) -> HeadOutputs:
+    """`evaluate_trajectory` specialised to what each decision needs: one trunk pass over all
+    decisions, the roll head on the keep decisions only, the score head on the scoring ones
+    (the batch is in lockstep, so they are fixed rows of the turn layout), value and upper on
+    all `with_value`. The same numbers as the reference, about a quarter fewer operations."""
+    heads = ("roll", "score", "value", "upper") if with_value else ("roll", "score")
+    output = apply_network(
+        network,
+        params,
+        turn_layout(trajectory.features),
+        turn_layout(trajectory.dropout_seed),
+        heads,
+        HEAD_ROWS,
+    )
+    legal = turn_layout(trajectory.legal_mask)[SCORE_ROWS]
+    return HeadOutputs(
+        roll_log_probs=output.roll_log_probs,
+        score_log_probs=score_log_probs(output.score_logits, legal),
+        value=None if output.value is None else time_layout(output.value),
+        upper=None if output.upper is None else time_layout(output.upper),
+    )
+
+
+def taken_log_probs(outputs: HeadOutputs, action: jax.Array) -> jax.Array:
+    """log pi(a_t | s_t) [T, B] of the actions taken (action int32[T, B], 45-action indices)."""
+    action = turn_layout(action)
+    keep = jnp.take_along_axis(outputs.roll_log_probs, action[KEEP_ROWS][..., None], axis=-1)
+    box = action[SCORE_ROWS] - NUM_KEEP_ACTIONS
+    score = jnp.take_along_axis(outputs.score_log_probs, box[..., None], axis=-1)
+    return time_layout(jnp.concatenate([keep[..., 0], score[..., 0][:, None]], axis=1))
+
+
+def heads_kl(before: HeadOutputs, after: HeadOutputs) -> jax.Array:
+    """Mean KL(before || after) over all decisions, each in its own head's distribution."""
+    keep = kl_per_decision(before.roll_log_probs, after.roll_log_probs)
+    score = kl_per_decision(before.score_log_probs, after.score_log_probs)
+    return (jnp.sum(keep) + jnp.sum(score)) / (keep.size + score.size)

@@ -1,0 +1,255 @@
+"""The specialised step against today's computation: the rollout runs only the head each
+decision needs (and no value head for A2C / REINFORCE), the loss runs the roll head on keep
+decisions and the score head on scoring ones, and the KL diagnostic is exact at evaluation
+points; actions, log-probs, losses, metrics and gradients must match every head on every row."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax.algorithms import actor_critic, ppo
+from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.common import kl_divergence, lambda_returns
+from yahtzee_jax.algorithms.rollout import (
+    _record,
+    apply_network,
+    evaluate_heads,
+    evaluate_trajectory,
+    heads_kl,
+    rollout,
+)
+from yahtzee_jax.config import resolve
+from yahtzee_jax.networks import entropy, network_log_probs
+from yahtzee_jax.play import episode_keys, play, record_transition
+
+TOLERANCE = {"rtol": 2e-5, "atol": 2e-6}
+
+NETWORKS = {
+    "categorical-layernorm": ["network.layer_norm=true", "network.roll_head=categorical"],
+    "bernoulli-no-layernorm": ["network.layer_norm=false", "network.roll_head=bernoulli"],
+    "upper-shaping": [
+        "network.upper_head=true",
+        "algo.upper_regression_weight=0.5",
+        "algo.shaping_weight=0.3",
+    ],
+}
+
+
+def small_config(algo: str, network: str, task: str = "game", games: int = 4):
+    """A small network with dropout on, `games` per update."""
+    return resolve(
+        "quick",
+        overrides=[
+            f"algo.name={algo}",
+            "network.hidden_size=16",
+            "network.dropout=0.3",
+            f"train.games_per_update={games}",
+            f"train.task={task}",
+            *NETWORKS[network],
+            *(["algo.games_per_minibatch=2"] if algo == "ppo" else []),
+        ],
+    )
+
+
+def reference_rollout(context, params, key):
+    """Today's rollout: every head at every decision, categorical over the 45 merged actions."""
+    config, network = context.config, context.network
+
+    def policy(states, keys):
+        key_pairs = jax.vmap(jax.random.split)(keys)
+        seeds = jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(key_pairs[:, 1])
+        log_probs, output, x, legal = network_log_probs(
+            lambda f: apply_network(network, params, f, seeds),
+            states,
+            config.features,
+            context.rules,
+        )
+        action = jax.vmap(jax.random.categorical)(key_pairs[:, 0], log_probs).astype(jnp.int32)
+        extras = {
+            "features": x,
+            "legal_mask": legal,
+            "value": output.value,
+            "upper": output.upper,
+            "log_prob": jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0],
+            "dropout_seed": seeds,
+        }
+        return action, extras
+
+    keys = episode_keys(key, 0, config.train.episodes_per_update)
+    return play(policy, keys, context.rules, config.train.task, record=_record)[1]
+
+
+def perturbed(params, scale: float = 0.05):
+    """Parameters moved off their initial values (so ratios and KLs are not trivially 1, 0)."""
+    leaves, tree = jax.tree.flatten(params)
+    keys = jax.random.split(jax.random.PRNGKey(7), len(leaves))
+    moved = [
+        leaf + scale * jax.random.normal(k, leaf.shape)
+        for leaf, k in zip(leaves, keys, strict=True)
+    ]
+    return jax.tree.unflatten(tree, moved)
+
+
+def assert_trees_close(actual, expected) -> None:
+    for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected), strict=True):
+        np.testing.assert_allclose(a, e, **TOLERANCE)
+
+
+@pytest.mark.parametrize("task", ["game", "single-turn"])
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_rollout_matches_every_head_at_every_decision(task: str, network: str):
+    """Same actions, features, masks and seeds bit for bit; log-probs, values and upper
+    predictions to float round-off; without the value heads they are None."""
+    context = make_context(small_config("a2c", network, task))
+    state = init_train_state(context)
+    params = perturbed(state.params)
+    config, rules = context.config, context.rules
+    expected = jax.jit(lambda p, k: reference_rollout(context, p, k))(params, state.key)
+    for with_value in (True, False):
+        actual = jax.jit(
+            lambda p, k, v=with_value: rollout(context.network, p, k, config, rules, v)
+        )(params, state.key)
+        for field in ("features", "legal_mask", "roll_index", "action", "reward", "dropout_seed"):
+            np.testing.assert_array_equal(getattr(actual, field), getattr(expected, field))
+        np.testing.assert_array_equal(actual.upper_total, expected.upper_total)
+        np.testing.assert_allclose(actual.log_prob, expected.log_prob, **TOLERANCE)
+        if with_value:
+            np.testing.assert_allclose(actual.value, expected.value, **TOLERANCE)
+            np.testing.assert_allclose(actual.upper, expected.upper, **TOLERANCE)
+        else:
+            assert actual.value is None and actual.upper is None
+
+
+def test_play_by_turn_records_what_the_plain_loop_records():
+    """A policy that ignores the static decision index plays the same games either way."""
+    context = make_context(small_config("a2c", "categorical-layernorm"))
+    rules = context.rules
+
+    def random_legal(states, keys):
+        from yahtzee_jax.game.engine import legal_action_mask
+
+        legal = jax.vmap(lambda s: legal_action_mask(s, rules))(states)
+        logits = jnp.where(legal, 0.0, -jnp.inf)
+        return jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32), None
+
+    keys = episode_keys(jax.random.PRNGKey(3), 0, 5)
+    plain = play(random_legal, keys, rules, record=record_transition)
+    by_turn = play(
+        lambda s, k, roll_index: random_legal(s, k),
+        keys,
+        rules,
+        record=record_transition,
+        by_turn=True,
+    )
+    for a, e in zip(jax.tree.leaves(by_turn), jax.tree.leaves(plain), strict=True):
+        np.testing.assert_array_equal(a, e)
+    assert bool(jnp.all(by_turn[1].state.roll_index == jnp.arange(39)[:, None] % 3))
+
+
+@pytest.mark.parametrize("algo", ["a2c", "reinforce"])
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_loss_and_gradients_match_the_reference(algo: str, network: str):
+    """The specialised loss on a value-less rollout (targets bootstrapped from the loss's own
+    forward pass) equals the every-head loss with the rollout's values: loss, every metric
+    they share and every gradient, to float round-off."""
+    context = make_context(small_config(algo, network))
+    state = init_train_state(context)
+    params = perturbed(state.params)
+    config, rules, algo_config = context.config, context.rules, context.config.algo
+    step = jnp.int32(3)
+    gamma = 0.97 if algo == "reinforce" else algo_config.gamma
+    with_values = rollout(context.network, params, state.key, config, rules, True)
+    without = rollout(context.network, params, state.key, config, rules, False)
+    rewards = actor_critic.training_rewards(context, with_values, gamma)
+    target = lambda_returns(rewards, with_values.value, gamma, algo_config.gae_lambda)
+
+    (ref_total, (ref_metrics, _)), ref_grads = jax.value_and_grad(
+        actor_critic.reference_loss, has_aux=True
+    )(params, context, with_values, target, step)
+    (total, (metrics, _)), grads = jax.value_and_grad(actor_critic.loss, has_aux=True)(
+        params, context, without, step, gamma, algo_config.gae_lambda
+    )
+    np.testing.assert_allclose(total, ref_total, **TOLERANCE)
+    assert set(ref_metrics) <= set(metrics)
+    for name, value in ref_metrics.items():
+        np.testing.assert_allclose(metrics[name], value, err_msg=name, **TOLERANCE)
+    if algo_config.shaping_weight > 0:
+        expected = jnp.mean(jnp.sum(rewards - with_values.reward, axis=0))
+        np.testing.assert_allclose(metrics["train/mean_shaping"], expected, **TOLERANCE)
+    assert_trees_close(grads, ref_grads)
+
+
+def reference_ppo_loss(params, context, batch, target, advantage, step):
+    """Today's PPO loss: every head on every decision of the minibatch."""
+    algo = context.config.algo
+    log_probs, output = evaluate_trajectory(context.network, params, batch)
+    taken = jnp.take_along_axis(log_probs, batch.action[..., None], axis=-1)[..., 0]
+    ratio = jnp.exp(taken - batch.log_prob)
+    policy_loss = ppo.clipped_surrogate(ratio, advantage, algo.clip_epsilon)
+    value_loss = algo.value_coef * jnp.mean(jnp.square(output.value - target))
+    per_decision = entropy(log_probs)
+    keeping = batch.roll_index < 2
+    roll_entropy = jnp.sum(per_decision * keeping) / jnp.sum(keeping)
+    score_entropy = jnp.sum(per_decision * ~keeping) / jnp.sum(~keeping)
+    auxiliary, _ = actor_critic.auxiliary_terms(
+        context, step, (roll_entropy, score_entropy), output.upper, batch
+    )
+    return policy_loss + value_loss + auxiliary
+
+
+@pytest.mark.parametrize("network", list(NETWORKS))
+def test_ppo_loss_and_gradients_match_the_reference(network: str):
+    """PPO's minibatch loss (rollout values kept for its advantages) with moved parameters."""
+    context = make_context(small_config("ppo", network))
+    state = init_train_state(context)
+    config, rules, algo = context.config, context.rules, context.config.algo
+    trajectory = rollout(context.network, state.params, state.key, config, rules, True)
+    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma)
+    target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
+    advantage = target - trajectory.value
+    games = jnp.array([2, 0])
+    batch, batch_target, batch_advantage = jax.tree.map(
+        lambda a: a[:, games], (trajectory, target, advantage)
+    )
+    params = perturbed(state.params, 0.02)
+    args = (context, batch, batch_target, batch_advantage, jnp.int32(1))
+    ref_total, ref_grads = jax.value_and_grad(reference_ppo_loss)(params, *args)
+    (total, metrics), grads = jax.value_and_grad(ppo.ppo_loss, has_aux=True)(params, *args)
+    np.testing.assert_allclose(total, ref_total, **TOLERANCE)
+    assert float(metrics["ppo/ratio_std"]) > 0
+    assert_trees_close(grads, ref_grads)
+
+
+def test_kl_is_exact_at_evaluation_updates_and_sampled_between():
+    """policy/kl over the whole batch at an update that ends at an evaluation point (what is
+    logged there is unchanged), over the first kl_sample_games games elsewhere; both equal
+    the reference KL of the 45-action distributions on those decisions."""
+    context = make_context(small_config("a2c", "categorical-layernorm", games=4))
+    config = context.config
+    assert config.algo.kl_sample_games == 2 and config.train.eval_interval > 1
+    state = init_train_state(context)
+    trajectory = rollout(context.network, state.params, state.key, config, context.rules, False)
+    before = evaluate_heads(context.network, state.params, trajectory, with_value=False)
+    after_params = perturbed(state.params)
+    ref_before = evaluate_trajectory(context.network, state.params, trajectory)[0]
+    ref_after = evaluate_trajectory(context.network, after_params, trajectory)[0]
+    after = evaluate_heads(context.network, after_params, trajectory, with_value=False)
+    np.testing.assert_allclose(
+        heads_kl(before, after), kl_divergence(ref_before, ref_after), **TOLERANCE
+    )
+
+    def logged(update: int) -> float:
+        kl = actor_critic.kl_after_update(
+            context, trajectory, before, after_params, jnp.int32(update)
+        )
+        return float(kl)
+
+    exact = float(kl_divergence(ref_before, ref_after))
+    sampled = float(kl_divergence(ref_before[:, :2], ref_after[:, :2]))
+    assert exact != pytest.approx(sampled)
+    for update in (config.train.eval_interval, config.train.total_updates):
+        assert logged(update) == pytest.approx(exact, rel=2e-5)
+    assert logged(1) == pytest.approx(sampled, rel=2e-5)
