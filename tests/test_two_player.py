@@ -176,9 +176,15 @@ def _tiny(preset: str, *overrides: str):
         _tiny(
             "dqn-two-player", "algo.buffer_size=400", "algo.batch_size=16", "algo.gradient_steps=2"
         ),
-        _tiny("a2c-win", "algo.init_from=''", "algo.reward=moving-average"),
+        _tiny(
+            "a2c-win",
+            "algo.init_from=''",
+            "algo.reward=moving-average",
+            "algo.opponent=self",
+            "algo.opponent_refresh=1",
+        ),
     ],
-    ids=["dqn-gradient", "a2c-moving-average"],
+    ids=["dqn-gradient-random", "a2c-moving-average-self"],
 )
 def test_training_updates_run_and_are_finite(config):
     context = make_context(config)
@@ -192,6 +198,11 @@ def test_training_updates_run_and_are_finite(config):
     assert 0.0 <= float(metrics["train/win_rate"]) <= 1.0
     # The goal remembers the learner's totals (8 games so far).
     assert int(state.extra.goal.count) == 2 * config.train.games_per_update
+    if config.algo.opponent == "self":  # refreshed every update: the frozen copy is the learner
+        for new, frozen in zip(
+            jax.tree.leaves(state.params), jax.tree.leaves(state.extra.opponent_params), strict=True
+        ):
+            np.testing.assert_array_equal(new, frozen)
     # The greedy agent plays matches (and, alone, solitaire games) with the wider input.
     result = two_player.evaluate_matches(config, state.params, "random", 6, seed=1, batch_size=4)
     assert result["wins"] + result["draws"] + result["losses"] == 6

@@ -481,6 +481,54 @@ def format_result(name: str, result: dict[str, Any]) -> str:
     )
 
 
+def training_curve(run_dir: str | Path, window: int = 20) -> dict[str, list[float]]:
+    """A run's training matches as curves: games, win rate and mean score, moving means over
+    `window` updates (the sampling / epsilon-greedy policy against the training opponent)."""
+    from yahtzee_jax.runlog import read_scalars
+
+    scalars = read_scalars(run_dir)
+    games = np.array([step for step, _ in scalars["train/win_rate"]], np.float64)
+    curves = {"games": games[window - 1 :].tolist()}
+    for tag, name in (("train/win_rate", "win_rate"), ("train/mean_score", "mean_score")):
+        values = np.array([value for _, value in scalars[tag]], np.float64)
+        curves[name] = np.convolve(values, np.ones(window) / window, mode="valid").tolist()
+    return curves
+
+
+def plot_curves(
+    runs: dict[str, str | Path], finals: dict[str, dict[str, Any]], out: str | Path
+) -> Path:
+    """PNG: each run's training win rate and mean score against games, with its final greedy
+    win rate (95 % interval) against the optimal agent as a point at the end."""
+    from matplotlib.figure import Figure
+
+    from yahtzee_jax.plots import save_figure
+
+    figure = Figure(figsize=(11, 4.2))
+    win_axes, score_axes = figure.subplots(1, 2)
+    for label, run_dir in runs.items():
+        curve = training_curve(run_dir)
+        (line,) = win_axes.plot(curve["games"], 100 * np.asarray(curve["win_rate"]), label=label)
+        score_axes.plot(curve["games"], curve["mean_score"], color=line.get_color(), label=label)
+        final = finals.get(label)
+        if final is not None:
+            low, high = final["win_interval_95"]
+            rate = 100 * final["win_rate"]
+            error = [[rate - 100 * low], [100 * high - rate]]
+            x = curve["games"][-1]
+            win_axes.errorbar([x], [rate], yerr=error, fmt="o", color=line.get_color())
+            score_axes.plot([x], [final["mean_score"]], "o", color=line.get_color())
+    win_axes.axhline(50, color="grey", lw=0.8, ls="--")
+    win_axes.set(xlabel="training games", ylabel="wins vs optimal-solitaire (%)")
+    score_axes.set(xlabel="training games", ylabel="learner's mean score")
+    win_axes.set_title(
+        "training matches (moving mean of 20 updates); dot: greedy, 100K", fontsize=9
+    )
+    win_axes.legend(fontsize=8)
+    figure.tight_layout()
+    return save_figure(figure, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m yahtzee_jax.two_player RUN ...`: a run's greedy agent against an opponent."""
     from yahtzee_jax.checkpointing import load_checkpoint
