@@ -39,7 +39,7 @@ class A2CMatchConfig(A2CConfig):
     """A2C against an opponent: the actor-critic fields plus the two-player task's."""
 
     name: str = "a2c-2p"
-    opponent: str = "optimal"  # optimal | greedy1-3 | random | self
+    opponent: str = "random"  # optimal | greedy1-3 | random | self (presets name theirs)
     reward: str = "win"  # win | naive | gradient | fixed | moving-average | score
     opponent_features: bool = True
     opponent_refresh: int = 100  # updates between copies of the learner into a `self` opponent
