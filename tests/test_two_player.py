@@ -156,6 +156,18 @@ def test_config_errors_are_one_line(overrides, message):
     assert "\n" not in str(error.value)
 
 
+def test_missing_warm_start_says_how_to_make_it(tmp_path):
+    """a2c-win starts from a run directory that git does not keep: on a fresh machine the
+    error names the command that makes it and the way to start from scratch, in one line."""
+    missing = tmp_path / "no-such-run"
+    config = resolve("a2c-win", None, ["network.hidden_size=16", f"algo.init_from={missing}"])
+    with pytest.raises(ConfigError, match="does not exist") as error:
+        init_train_state(make_context(config))
+    message = str(error.value)
+    assert "\n" not in message
+    assert "--preset paper-a2c-shaping" in message and "algo.init_from=" in message
+
+
 def _tiny(preset: str, *overrides: str):
     return resolve(
         preset,

@@ -363,6 +363,14 @@ def builtin_opponent(name: str, rules: Rules) -> OpponentPolicy:
     return policy
 
 
+def match_opponent(config: Config, rules: Rules, opponent_params: Any) -> OpponentPolicy:
+    """The training task's opponent: a built-in agent, or the frozen learner (`self`)."""
+    if config.algo.opponent != "self":
+        return builtin_opponent(config.algo.opponent, rules)
+    greedy = greedy_policy(config, opponent_params, rules)
+    return lambda own, other, keys: greedy(own, other, keys)[0]
+
+
 def game_keys(seed: int, first: int, count: int) -> jax.Array:
     """Match keys of games first .. first + count - 1 of a seed, even games in the first half."""
     games = np.arange(first, first + count)

@@ -13,6 +13,7 @@ at the start) and a zeroed value output (a win-scale critic).
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -77,6 +78,14 @@ def init_params(context: Context, key: jax.Array) -> Any:
         return fresh
     from yahtzee_jax.checkpointing import load_checkpoint
 
+    if not Path(config.algo.init_from).exists():
+        # The presets' warm start is a run, not a file in the repository: say how to make it.
+        raise ConfigError(
+            f"algo.init_from={config.algo.init_from!r} does not exist: train a solitaire run "
+            "with the same network and features there first (a2c-win's: yahtzee-jax train "
+            "--preset paper-a2c-shaping --out runs/paper-a2c-shaping), or start from scratch "
+            "with --set algo.init_from="
+        )
     state, source, _ = load_checkpoint(config.algo.init_from)
     if source.network != config.network or source.features != config.features:
         raise ConfigError(
@@ -145,15 +154,6 @@ def _record(own: State, other: State, action: jax.Array, moved: State, extras: d
     return trajectory, (own, moved)
 
 
-def opponent_policy(context: Context, opponent_params: Any) -> two_player.OpponentPolicy:
-    """A built-in opponent, or the frozen learner's greedy policy from its own seat (`self`)."""
-    config = context.config
-    if config.algo.opponent != "self":
-        return two_player.builtin_opponent(config.algo.opponent, context.rules)
-    greedy = two_player.greedy_policy(config, opponent_params, context.rules)
-    return lambda own, other, keys: greedy(own, other, keys)[0]
-
-
 def loss(
     params: Any, context: Context, trajectory: Trajectory, target: jax.Array, step: jax.Array
 ) -> tuple[jax.Array, Metrics]:
@@ -201,7 +201,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     )
     result = two_player.play_matches(
         sampling_policy(context, state.params),
-        opponent_policy(context, state.extra.opponent_params),
+        two_player.match_opponent(context.config, context.rules, state.extra.opponent_params),
         keys,
         context.rules,
         _record,

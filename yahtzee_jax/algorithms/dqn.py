@@ -484,15 +484,6 @@ def learn(
     return (params, opt_state, target_params), jax.tree.map(jnp.mean, per_step)
 
 
-def match_opponent(context: Context, opponent_params: Any) -> two_player.OpponentPolicy:
-    """The two-player task's opponent: a built-in agent, or the frozen learner (`self`)."""
-    config = context.config
-    if config.algo.opponent != "self":
-        return two_player.builtin_opponent(config.algo.opponent, context.rules)
-    greedy = two_player.greedy_policy(config, opponent_params, context.rules)
-    return lambda own, other, keys: greedy(own, other, keys)[0]
-
-
 def match_update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     """One two-player DQN update: B epsilon-greedy matches, rewards by `algo.reward`, TD steps."""
     config, algo = context.config, context.config.algo
@@ -509,7 +500,7 @@ def match_update(context: Context, state: TrainState) -> tuple[TrainState, Metri
         )
 
     keys = episode_keys(play_key, 0, config.train.episodes_per_update)
-    opponent = match_opponent(context, state.extra.opponent_params)
+    opponent = two_player.match_opponent(context.config, context.rules, state.extra.opponent_params)
     result = two_player.play_matches(greedy_q, opponent, keys, context.rules, record)
     records, (extras, moved) = result.records
     own_total = total_score(result.learner)
