@@ -5,6 +5,8 @@ points; actions, log-probs, losses, metrics and gradients must match every head 
 
 from __future__ import annotations
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +38,20 @@ NETWORKS = {
         "algo.shaping_weight=0.3",
     ],
 }
+
+
+def cases(names: list[str], fast: set[tuple[str, ...]]) -> list:
+    """Every combination of the parametrised names; those outside `fast` are marked slow, so
+    `make test` checks each path once and `make test-slow` covers every network variant."""
+    axes = {
+        "task": ["game", "single-turn"],
+        "network": list(NETWORKS),
+        "algo": ["a2c", "reinforce"],
+    }
+    return [
+        pytest.param(*combination, marks=() if combination in fast else pytest.mark.slow)
+        for combination in itertools.product(*(axes[name] for name in names))
+    ]
 
 
 def small_config(algo: str, network: str, task: str = "game", games: int = 4):
@@ -98,8 +114,13 @@ def assert_trees_close(actual, expected) -> None:
         np.testing.assert_allclose(a, e, **TOLERANCE)
 
 
-@pytest.mark.parametrize("task", ["game", "single-turn"])
-@pytest.mark.parametrize("network", list(NETWORKS))
+@pytest.mark.parametrize(
+    ("task", "network"),
+    cases(
+        ["task", "network"],
+        {("game", "categorical-layernorm"), ("single-turn", "bernoulli-no-layernorm")},
+    ),
+)
 def test_rollout_matches_every_head_at_every_decision(task: str, network: str):
     """Same actions, features, masks and seeds bit for bit; log-probs, values and upper
     predictions to float round-off; without the value heads they are None."""
@@ -149,8 +170,10 @@ def test_play_by_turn_records_what_the_plain_loop_records():
     assert bool(jnp.all(by_turn[1].state.roll_index == jnp.arange(39)[:, None] % 3))
 
 
-@pytest.mark.parametrize("algo", ["a2c", "reinforce"])
-@pytest.mark.parametrize("network", list(NETWORKS))
+@pytest.mark.parametrize(
+    ("network", "algo"),
+    cases(["network", "algo"], {("upper-shaping", "a2c"), ("bernoulli-no-layernorm", "reinforce")}),
+)
 def test_loss_and_gradients_match_the_reference(algo: str, network: str):
     """The specialised loss on a value-less rollout (targets bootstrapped from the loss's own
     forward pass) equals the every-head loss with the rollout's values: loss, every metric
@@ -200,7 +223,7 @@ def reference_ppo_loss(params, context, batch, target, advantage, step):
     return policy_loss + value_loss + auxiliary
 
 
-@pytest.mark.parametrize("network", list(NETWORKS))
+@pytest.mark.parametrize("network", cases(["network"], {("categorical-layernorm",)}))
 def test_ppo_loss_and_gradients_match_the_reference(network: str):
     """PPO's minibatch loss (rollout values kept for its advantages) with moved parameters."""
     context = make_context(small_config("ppo", network))
