@@ -26,7 +26,12 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms import actor_critic
 from yahtzee_jax.algorithms.a2c import A2CConfig
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
-from yahtzee_jax.algorithms.common import keep_action_stats, lambda_returns, optimizer_step
+from yahtzee_jax.algorithms.common import (
+    keep_action_stats,
+    lambda_returns,
+    masked_mean,
+    optimizer_step,
+)
 from yahtzee_jax.algorithms.rollout import Trajectory, apply_network
 from yahtzee_jax.config import Config, require
 from yahtzee_jax.errors import ConfigError
@@ -173,22 +178,12 @@ def loss(
     )
     per_decision = entropy(log_probs)
     keeping = trajectory.roll_index < LAST_ROLL
-    roll_entropy = jnp.sum(jnp.where(keeping, per_decision, 0.0)) / jnp.sum(keeping)
-    score_entropy = jnp.sum(jnp.where(keeping, 0.0, per_decision)) / jnp.sum(~keeping)
-    beta_roll, beta_score = actor_critic.entropy_coefficients(context, step)
-    regression = jnp.mean(jnp.square(output.upper - actor_critic.upper_targets(trajectory)))
-    total = (
-        main
-        - beta_roll * roll_entropy
-        - beta_score * score_entropy
-        + algo.upper_regression_weight * regression
+    entropies = (masked_mean(per_decision, keeping), masked_mean(per_decision, ~keeping))
+    auxiliary, aux_metrics = actor_critic.auxiliary_terms(
+        context, step, entropies, output.upper, trajectory
     )
-    metrics |= {
-        "loss/total": total,
-        "loss/upper_regression": regression,
-        "policy/roll_entropy": roll_entropy,
-        "policy/score_entropy": score_entropy,
-    }
+    total = main + auxiliary
+    metrics |= {"loss/total": total, **aux_metrics}
     return total, metrics
 
 
