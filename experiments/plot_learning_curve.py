@@ -1,11 +1,12 @@
 """Plot learning curves (periodic evaluation mean vs training games) of one or more runs.
 
 Usage: python experiments/plot_learning_curve.py RUN_DIR [RUN_DIR ...] [--out OUT.png]
-           [--reference LABEL=VALUE ...] [--title TITLE]
+           [--reference LABEL=VALUE ...] [--title TITLE] [--x games|wall]
 
 One run: RUN_DIR/learning_curve.png (or --out) with a +-1 std band. Several runs: one line
 each in --out (default learning_curves.png), e.g. to compare the settings of an ablation;
-``--reference "paper A2C 250K=230.38"`` draws a dashed horizontal line.
+``--reference "paper A2C 250K=230.38"`` draws a dashed horizontal line; ``--x wall`` puts
+wall time (minutes since each run started, as logged in evals.jsonl) on the x axis.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, default=None, help="output PNG")
     parser.add_argument("--reference", type=_reference, action="append", default=[])
     parser.add_argument("--title", default="Learning curves", help="plot title (several runs)")
+    parser.add_argument("--x", choices=("games", "wall"), default="games", help="x axis")
     args = parser.parse_args(argv)
     try:
-        if len(args.run_dirs) == 1 and not args.reference:
+        if len(args.run_dirs) == 1 and not args.reference and args.x == "games":
             print(plot_learning_curve(args.run_dirs[0], args.out))
             return 0
         curves = {}
@@ -46,7 +48,7 @@ def main(argv: list[str]) -> int:
             if not curves[run_dir.name]:
                 raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
         out = args.out or Path("learning_curves.png")
-        print(plot_learning_curves(curves, out, args.title, dict(args.reference)))
+        print(plot_learning_curves(curves, out, args.title, dict(args.reference), args.x))
     except UserError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

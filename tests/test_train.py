@@ -79,13 +79,39 @@ def _load_plot_script():
     return module
 
 
+def test_learning_curves_against_wall_time():
+    """With x_axis="wall" each line is drawn at its evaluations' wall times in minutes, and an
+    unknown axis is refused."""
+    from yahtzee_jax.plots import learning_curves_figure
+
+    rows = [
+        {"games": 1000 * k, "wall_s": 60.0 * k, "num_games": 10, "mean": 100.0 + k, "std": 1.0}
+        for k in (1, 2, 4)
+    ]
+    figure = learning_curves_figure({"a": rows, "b": rows}, "t", x_axis="wall")
+    axis = figure.axes[0]
+    assert axis.get_xlabel() == "wall time (minutes)"
+    assert list(axis.lines[0].get_xdata()) == [1.0, 2.0, 4.0]
+    by_games = learning_curves_figure({"a": rows}, "t").axes[0]
+    assert list(by_games.lines[0].get_xdata()) == [1000, 2000, 4000]
+    with pytest.raises(ValueError, match="x_axis"):
+        learning_curves_figure({"a": rows}, "t", x_axis="updates")
+
+
 def test_learning_curve_script_compares_runs(tmp_path, capsys):
     """experiments/plot_learning_curve.py overlays several runs with a reference line, and
     answers a run without evaluations or a malformed reference with exit status 2."""
     script = _load_plot_script()
     for name, offset in (("run_a", 0.0), ("run_b", 5.0)):
         rows = [
-            {"update": k, "games": 20 * k, "num_games": 100, "mean": 50 + k + offset, "std": 9.0}
+            {
+                "update": k,
+                "games": 20 * k,
+                "wall_s": 6.0 * k,
+                "num_games": 100,
+                "mean": 50 + k + offset,
+                "std": 9.0,
+            }
             for k in (10, 20, 30)
         ]
         (tmp_path / name).mkdir()
@@ -94,6 +120,9 @@ def test_learning_curve_script_compares_runs(tmp_path, capsys):
     argv = [str(tmp_path / "run_a"), str(tmp_path / "run_b"), "--out", str(out)]
     assert script.main([*argv, "--reference", "paper=230.38"]) == 0
     assert out.stat().st_size > 0
+    wall = tmp_path / "wall.png"
+    assert script.main([*argv[:2], "--out", str(wall), "--x", "wall"]) == 0
+    assert wall.stat().st_size > 0
     assert script.main([str(tmp_path / "run_a")]) == 0
     assert (tmp_path / "run_a" / "learning_curve.png").exists()
     (tmp_path / "empty").mkdir()

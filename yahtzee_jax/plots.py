@@ -142,27 +142,38 @@ def first_category_figure(summary: dict) -> Figure:
     return _laid_out(figure)
 
 
-def learning_curves_figure(
-    curves: dict[str, list[dict]], title: str, references: dict[str, float] | None = None
-) -> Figure:
-    """Periodic evaluation mean against training games, one line per run (+-1 std band if one).
+X_AXES = {"games": ("games", "training games"), "wall": ("wall_s", "wall time (minutes)")}
 
-    `curves` maps a label to a run's evaluation rows (``games``, ``mean``, ``std``,
-    ``num_games``); `references` maps a label to a horizontal line (e.g. a paper's figure).
+
+def learning_curves_figure(
+    curves: dict[str, list[dict]],
+    title: str,
+    references: dict[str, float] | None = None,
+    x_axis: str = "games",
+) -> Figure:
+    """Periodic evaluation mean against training games (or wall time), one line per run.
+
+    `curves` maps a label to a run's evaluation rows (``games``, ``wall_s``, ``mean``, ``std``,
+    ``num_games``); `references` maps a label to a horizontal line (e.g. a paper's figure);
+    `x_axis` is "games" or "wall" (minutes since the run started). One run gets a +-1 std band.
     """
+    if x_axis not in X_AXES:
+        raise ValueError(f"x_axis={x_axis!r} must be one of {sorted(X_AXES)}")
+    field, x_label = X_AXES[x_axis]
+    scale = 1 / 60 if x_axis == "wall" else 1
     figure = Figure(figsize=(7, 4))
     axis = figure.subplots()
     for label, rows in curves.items():
-        games = np.array([row["games"] for row in rows])
+        xs = np.array([row[field] for row in rows]) * scale
         mean = np.array([row["mean"] for row in rows])
-        axis.plot(games, mean, label=f"{label} ({rows[-1]['num_games']} argmax games per point)")
+        axis.plot(xs, mean, label=f"{label} ({rows[-1]['num_games']} argmax games per point)")
         if len(curves) == 1:
             std = np.array([row["std"] for row in rows])
-            axis.fill_between(games, mean - std, mean + std, alpha=0.2)
+            axis.fill_between(xs, mean - std, mean + std, alpha=0.2)
     for label, value in (references or {}).items():
         axis.axhline(value, color="gray", linestyle="--", linewidth=1)
         axis.annotate(label, (0, value), xycoords=("axes fraction", "data"), va="bottom")
-    axis.set_xlabel("training games")
+    axis.set_xlabel(x_label)
     axis.set_ylabel("mean score")
     axis.set_title(title)
     axis.grid(alpha=0.3)
@@ -175,9 +186,10 @@ def plot_learning_curves(
     path: Path,
     title: str,
     references: dict[str, float] | None = None,
+    x_axis: str = "games",
 ) -> Path:
-    """Write `learning_curves_figure(curves, title, references)` to `path` as PNG."""
-    return save_figure(learning_curves_figure(curves, title, references), path)
+    """Write `learning_curves_figure(curves, title, references, x_axis)` to `path` as PNG."""
+    return save_figure(learning_curves_figure(curves, title, references, x_axis), path)
 
 
 def _laid_out(figure: Figure) -> Figure:
