@@ -11,7 +11,8 @@ markdown table into the study's directory.
 Layout of a study directory: `RUN/seedS/` (an ordinary run directory each, so `evaluate` and the
 plot script read them as they read any run), `timings.json` (seconds spent training each run and
 seed, summed over invocations; a population's time is shared equally by its members),
-`results.json`, `NAME.md` and `NAME.png`.
+`results.json`, `NAME.md`, `NAME.png` and `NAME-wall.png` (the evaluation score against wall
+time, where the runs logged it).
 
 Runs of a study that differ only in the seed and dynamic scalars (the entropy and GAE-lambda
 studies; the seeds of any run) train together as one vmapped population (`population.py`),
@@ -80,6 +81,7 @@ class Study:
     scales: dict[str, tuple[str, ...]]
     seeds: int
     plot: str
+    population: int = 0  # the default of `--population` (1: every run alone, its own clock)
 
     def config(
         self, run: StudyRun, scale: str, seed: int, overrides: tuple[str, ...] = ()
@@ -125,6 +127,7 @@ def load_study(name: str) -> Study:
         scales={scale: tuple(spec["scales"][scale]) for scale in SCALES},
         seeds=int(spec.get("seeds", 1)),
         plot=spec["plot"],
+        population=int(spec.get("population", 0)),
     )
 
 
@@ -347,7 +350,16 @@ def write_study_report(
     figure_path = plots.save_figure(
         study_figure(study, results, title), out_dir / f"{study.name}.png"
     )
-    markdown = study_markdown(study, results, title, figure_path.name, overrides)
+    wall_path = None
+    curves = {result["label"]: _seed_mean_curve(result["per_seed"]) for result in results}
+    if all(rows and "wall_s" in rows[0] for rows in curves.values()):
+        wall_path = plots.save_figure(
+            plots.learning_curves_figure(curves, title, x_axis="wall"),
+            out_dir / f"{study.name}-wall.png",
+        )
+    markdown = study_markdown(
+        study, results, title, figure_path.name, overrides, wall_path and wall_path.name
+    )
     (out_dir / f"{study.name}.md").write_text(markdown)
     everything = {"study": study.name, "scale": scale, "note": note, "runs": results}
     (out_dir / RESULTS_FILE).write_text(json.dumps(everything, indent=2) + "\n")
@@ -377,8 +389,10 @@ def study_figure(study: Study, results: list[dict[str, Any]], title: str):
 
 
 def _seed_mean_curve(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Evaluation rows averaged over seeds at the points every seed has."""
+    """Evaluation rows averaged over seeds at the points every seed has; their wall time too
+    (summed over a resumed run's sessions) where every seed logged it."""
     length = min(len(seed["evals"]) for seed in per_seed)
+    walls = [_training_wall(seed["evals"]) for seed in per_seed]
     rows = []
     for point in range(length):
         at_point = [seed["evals"][point] for seed in per_seed]
@@ -390,7 +404,24 @@ def _seed_mean_curve(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "num_games": sum(row["num_games"] for row in at_point),
             }
         )
+        if all(wall is not None for wall in walls):
+            rows[-1]["wall_s"] = float(np.mean([wall[point] for wall in walls]))
     return rows
+
+
+def _training_wall(evals: list[dict[str, Any]]) -> list[float] | None:
+    """Each evaluation's seconds since the run began (None if any row lacks them). A row's
+    `wall_s` counts from the start of its session: where the clock goes back (a resume) the
+    earlier sessions' last readings are added, so the work a kill lost is not counted."""
+    if not all("wall_s" in row for row in evals):
+        return None
+    walls, offset, previous = [], 0.0, 0.0
+    for row in evals:
+        if row["wall_s"] < previous:  # a new session
+            offset += previous
+        previous = row["wall_s"]
+        walls.append(offset + previous)
+    return walls
 
 
 def _percent(value: float | None) -> str:
@@ -403,8 +434,9 @@ def study_markdown(
     title: str,
     figure_name: str,
     overrides: tuple[str, ...] = (),
+    wall_figure_name: str | None = None,
 ) -> str:
-    """The study's report: what was run, the results table, the figure and the runs' reports."""
+    """The study's report: what was run, the results table, the figures and the runs' reports."""
     heading, _, note = title.partition("\n")
     extra = ", ".join(f"`{text}`" for text in overrides)
     reports = [
@@ -424,6 +456,18 @@ def study_markdown(
             "",
             f"![{study.name}]({figure_name})",
             "",
+            *(
+                [
+                    "Evaluation score against wall time (mean over seeds; from the start of "
+                    "training, compilation and evaluations included; runs trained together as a "
+                    "population share its clock):",
+                    "",
+                    f"![{study.name} against wall time]({wall_figure_name})",
+                    "",
+                ]
+                if wall_figure_name
+                else []
+            ),
             "Final evaluation reports (first seed): " + ", ".join(reports) + ".",
             "",
         ]
@@ -530,11 +574,11 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--population",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="train runs that differ only in the seed and dynamic scalars (learning rate, "
         "entropy, gamma, GAE lambda, loss weights) together, as one vmapped program of at most "
-        "N members (default 0: no limit; 1: every run alone)",
+        "N members (0: no limit; 1: every run alone; default: the study's, else 0)",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     parser.set_defaults(func=run)
@@ -549,7 +593,8 @@ def run(args: argparse.Namespace) -> int:
     study = load_study(args.name)
     seeds = study.seeds if args.seeds is None else args.seeds
     out_dir = args.out or DEFAULT_OUT / f"{study.name}-{args.scale}"
-    _require(args.population >= 0, f"--population must be >= 0 (got {args.population})")
+    population = study.population if args.population is None else args.population
+    _require(population >= 0, f"--population must be >= 0 (got {population})")
     results = run_study(
         study,
         args.scale,
@@ -557,7 +602,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir,
         tuple(args.overrides),
         progress=not args.no_progress,
-        population=args.population,
+        population=population,
     )
     for result in results["runs"]:
         print(

@@ -192,6 +192,38 @@ def plot_learning_curves(
     return save_figure(learning_curves_figure(curves, title, references, x_axis), path)
 
 
+def scaling_figure(rows: list[dict], title: str) -> Figure:
+    """Games per second against games per update, log-log: a colour per network width, a line
+    style per device count (forced host devices marked); rows without a speed are left out."""
+    measured = [row for row in rows if row.get("games_per_second")]
+    widths = sorted({row["width"] for row in measured})
+    forced = {row["devices"]: row.get("forced_host_devices", False) for row in measured}
+    styles = ["-", "--", ":", "-."]
+    figure = Figure(figsize=(7.5, 4.5))
+    axes = figure.subplots()
+    for index, devices in enumerate(sorted(forced)):
+        where = f"{devices} device{'s' if devices > 1 else ''}" + (" (forced)" * forced[devices])
+        for colour, width in enumerate(widths):
+            points = sorted(
+                (row["games_per_update"], row["games_per_second"])
+                for row in measured
+                if (row["width"], row["devices"]) == (width, devices)
+            )
+            if points:
+                xs, ys = zip(*points, strict=True)
+                axes.plot(xs, ys, marker="o", color=f"C{colour}", label=f"width {width}, {where}",
+                          linestyle=styles[index % len(styles)])  # fmt: skip
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xlabel("games per update (B)")
+    axes.set_ylabel("training games per second")
+    axes.set_title(title)
+    axes.grid(alpha=0.3, which="both")
+    if measured:
+        axes.legend(fontsize="small")
+    return _laid_out(figure)
+
+
 def _laid_out(figure: Figure) -> Figure:
     # Laid out once here rather than at save time, so an inline notebook view matches the PNG.
     figure.tight_layout()

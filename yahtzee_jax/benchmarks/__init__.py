@@ -12,6 +12,10 @@ import importlib
 TARGETS = {
     "env": ("yahtzee_jax.benchmarks.env", "vmapped engine vs the plain-Python reference game"),
     "train": ("yahtzee_jax.benchmarks.train", "fused A2C training throughput vs bare fwd+bwd"),
+    "scaling": (
+        "yahtzee_jax.benchmarks.scaling",
+        "training throughput over games per update x network width x devices",
+    ),
     "solve": ("yahtzee_jax.benchmarks.solve", "time and peak memory of the exact solver"),
     "evaluate": ("yahtzee_jax.benchmarks.evaluate", "evaluation throughput of the agents"),
 }

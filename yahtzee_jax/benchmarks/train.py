@@ -16,7 +16,7 @@ import json
 import time
 from pathlib import Path
 
-from yahtzee_jax.config import add_override_argument
+from yahtzee_jax.config import Config, add_override_argument
 
 # B = 2,048 took most of 11 minutes and 10 GB of memory on a 2-core CPU: ask for it explicitly
 # (`--batches 20,256,2048`) so that the default run stays at a few minutes.
@@ -69,6 +69,50 @@ def _best_time(function, argument, repeats: int) -> float:
     return min(times)
 
 
+def transitions_per_update(config: Config) -> int:
+    """Decisions one update learns from: its episodes x the task's decisions per episode."""
+    from yahtzee_jax.play import episode_length
+
+    return config.train.episodes_per_update * episode_length(config.train.task)
+
+
+def updates_per_call(config: Config) -> int:
+    """K, the updates one timed call runs: about `TRANSITIONS_PER_CHUNK` transitions, 1 to 20."""
+    return max(1, min(20, TRANSITIONS_PER_CHUNK // transitions_per_update(config)))
+
+
+def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
+    """Compile and time the fused training chunk (K updates), its batch over `devices`.
+
+    The row: algorithm, task, games per update, K, compile seconds, ms per update, games and
+    transitions per second. More devices than are present, or a batch that does not divide
+    over them, is a one-line `ConfigError` (`parallel.data_mesh`).
+    """
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.parallel import data_mesh, replicate
+    from yahtzee_jax.train import _in_mesh, make_chunk
+
+    updates = updates_per_call(config)
+    context = make_context(config)
+    mesh = data_mesh(devices, config.train.episodes_per_update)
+    state = replicate(init_train_state(context), mesh)
+    with _in_mesh(mesh):  # as `train` runs it: compiled and called under the mesh
+        start = time.perf_counter()
+        chunk = make_chunk(context, updates).lower(state).compile()
+        compile_seconds = time.perf_counter() - start
+        seconds = _best_time(lambda s: chunk(s)[0].params, state, repeats) / updates
+    return {
+        "algorithm": config.algo.name,
+        "task": config.train.task,
+        "games_per_update": config.train.games_per_update,
+        "updates_per_call": updates,
+        "compile_seconds": compile_seconds,
+        "ms_per_update": 1000 * seconds,
+        "games_per_second": config.train.games_per_update / seconds,
+        "transitions_per_second": transitions_per_update(config) / seconds,
+    }
+
+
 def measure(config, repeats: int) -> dict:
     """Time one batch size: seconds per update of the pipeline and of the bare fwd+bwd."""
     import jax
@@ -78,8 +122,6 @@ def measure(config, repeats: int) -> dict:
     from yahtzee_jax.algorithms.common import lambda_returns
     from yahtzee_jax.algorithms.rollout import rollout
     from yahtzee_jax.errors import UserError
-    from yahtzee_jax.play import episode_length
-    from yahtzee_jax.train import make_chunk
 
     if not isinstance(config.algo, actor_critic.ActorCriticConfig):
         # The baseline below is the actor-critic loss's forward+backward; DQN has no such twin.
@@ -87,16 +129,12 @@ def measure(config, repeats: int) -> dict:
             f"bench train measures the actor-critic learners; algo.name={config.algo.name!r} "
             "has no bare forward+backward baseline yet"
         )
-    games = config.train.games_per_update
-    transitions = config.train.episodes_per_update * episode_length(config.train.task)
-    updates = max(1, min(20, TRANSITIONS_PER_CHUNK // transitions))
+    row = time_chunk(config, repeats)
+    pipeline = row["ms_per_update"] / 1000
+    transitions = transitions_per_update(config)
+    updates = row["updates_per_call"]
     context = make_context(config)
     state = init_train_state(context)
-
-    start = time.perf_counter()
-    chunk = make_chunk(context, updates).lower(state).compile()
-    compile_seconds = time.perf_counter() - start
-    pipeline = _best_time(lambda s: chunk(s)[0].params, state, repeats) / updates
 
     trajectory = jax.jit(
         lambda params, key: rollout(context.network, params, key, config, context.rules)
@@ -115,15 +153,7 @@ def measure(config, repeats: int) -> dict:
 
     bare_compiled = jax.jit(bare).lower(state.params).compile()
     network = _best_time(bare_compiled, state.params, repeats) / updates
-    return {
-        "algorithm": config.algo.name,
-        "task": config.train.task,
-        "games_per_update": games,
-        "updates_per_call": updates,
-        "compile_seconds": compile_seconds,
-        "ms_per_update": 1000 * pipeline,
-        "games_per_second": games / pipeline,
-        "transitions_per_second": transitions / pipeline,
+    return row | {
         "fwd_bwd_ms": 1000 * network,
         "fwd_bwd_transitions_per_second": transitions / network,
         "pipeline_over_fwd_bwd": pipeline / network,
@@ -135,12 +165,10 @@ def measure_population(config, size: int, repeats: int) -> dict:
     import dataclasses
 
     from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.play import episode_length
     from yahtzee_jax.population import make_population_chunk, member_values, stack, varying_fields
     from yahtzee_jax.train import make_chunk
 
-    transitions = config.train.episodes_per_update * episode_length(config.train.task)
-    updates = max(1, min(20, TRANSITIONS_PER_CHUNK // transitions))
+    updates = updates_per_call(config)
     # Members as a learning-rate sweep over seeds: the learning rate is a traced value.
     members = [
         dataclasses.replace(
