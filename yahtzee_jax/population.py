@@ -254,11 +254,15 @@ def make_population_chunk(configs: Sequence[Config], num_updates: int):
 
     template = configs[0]
 
-    def member(state: TrainState, values: dict[str, jax.Array]):
+    def member(state: TrainState, values: dict[str, jax.Array], step: jax.Array):
         context = make_context(member_config(template, values, configs))
-        return chunk_function(context, num_updates)(state)
+        return chunk_function(context, num_updates)(state.replace(step=step))
 
-    return jax.jit(jax.vmap(member))
+    # Members train in lockstep, so one unbatched update counter serves them all: a condition
+    # on it (the exact KL at evaluation updates, DQN's target sync) stays a `lax.cond` under
+    # vmap instead of becoming a select that computes both branches.
+    members = jax.vmap(member, in_axes=(0, 0, None))
+    return jax.jit(lambda states, values: members(states, values, states.step[0]))
 
 
 def stack(trees: Sequence[Any]) -> Any:

@@ -134,8 +134,10 @@ def chunk_function(context: Context, num_updates: int):
         )
         failure = jnp.where(jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
         failed = failed | (failure >= 0)
-        state = jax.tree.map(lambda old, new: jnp.where(failed, old, new), state, new_state)
-        return (state, failed), (metrics, failure)
+        kept = jax.tree.map(lambda old, new: jnp.where(failed, old, new), state, new_state)
+        # The counter advances regardless (the host discards a failed chunk's state), so it
+        # stays unbatched under a population's vmap and `lax.cond`s on it remain branches.
+        return (kept.replace(step=new_state.step), failed), (metrics, failure)
 
     def chunk(state: TrainState):
         (state, _), (metrics, failure) = jax.lax.scan(
