@@ -72,6 +72,18 @@ def test_cli_rejects_unknown_preset_and_malformed_set(capsys):
     assert "must look like section.key=value" in capsys.readouterr().err
 
 
+def test_fast_cpu_preset_is_paper_a2c_narrower_faster_and_longer():
+    """fast-cpu changes paper-a2c only in width, learning rate, games and evaluation spacing."""
+    paper, fast = resolve("paper-a2c"), resolve("fast-cpu")
+    expected = dataclasses.replace(
+        paper,
+        train=dataclasses.replace(paper.train, total_games=1_400_000, eval_fraction=0.05),
+        network=dataclasses.replace(paper.network, hidden_size=256),
+        optim=dataclasses.replace(paper.optim, lr=4e-4),
+    )
+    assert fast == expected
+
+
 def test_paper_preset_differs_from_the_defaults_only_where_the_code_did():
     """The dataclass defaults follow the paper's tables; the paper-a2c preset departs from them
     only in the three values taken from the paper's code (entropy and min LR ratio)."""
