@@ -32,10 +32,16 @@ from yahtzee_jax.algorithms.common import (
     masked_mean,
     optimizer_step,
 )
-from yahtzee_jax.algorithms.rollout import Trajectory, apply_network
+from yahtzee_jax.algorithms.rollout import (
+    Trajectory,
+    apply_network,
+    decision_keys,
+    decision_record,
+    policy_extras,
+)
 from yahtzee_jax.config import Config, require
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask, total_score, upper_total
+from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask, total_score
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks import entropy, policy_log_probs
 
@@ -123,40 +129,20 @@ def sampling_policy(context: Context, params: Any) -> two_player.LearnerPolicy:
     opponents = two_player.uses_opponent_features(config)
 
     def policy(own: State, other: State, keys: jax.Array) -> tuple[jax.Array, dict]:
-        key_pairs = jax.vmap(jax.random.split)(keys)
-        seeds = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
+        action_keys, seeds = decision_keys(keys)
         x = two_player.pair_features(own, other, config.features, rules, opponents)
         legal = jax.vmap(lambda state: legal_action_mask(state, rules))(own)
         output = apply_network(context.network, params, x, seeds)
         log_probs = policy_log_probs(output, legal, own.roll_index)
-        action = jax.vmap(jax.random.categorical)(key_pairs[:, 0], log_probs).astype(jnp.int32)
-        extras = {
-            "features": x,
-            "legal_mask": legal,
-            "value": output.value,
-            "upper": output.upper,
-            "log_prob": jnp.take_along_axis(log_probs, action[:, None], axis=-1)[:, 0],
-            "dropout_seed": seeds,
-        }
-        return action, extras
+        action = jax.vmap(jax.random.categorical)(action_keys, log_probs).astype(jnp.int32)
+        return action, policy_extras(x, legal, output, log_probs, action, seeds)
 
     return policy
 
 
 def _record(own: State, other: State, action: jax.Array, moved: State, extras: dict) -> tuple:
-    trajectory = Trajectory(
-        features=extras["features"],
-        legal_mask=extras["legal_mask"],
-        roll_index=own.roll_index,
-        action=action,
-        reward=jnp.zeros(action.shape, jnp.float32),  # set once the match is over
-        value=extras["value"],
-        upper=extras["upper"],
-        log_prob=extras["log_prob"],
-        dropout_seed=extras["dropout_seed"],
-        upper_total=upper_total(moved),
-    )
-    return trajectory, (own, moved)
+    reward = jnp.zeros(action.shape, jnp.float32)  # set once the match is over
+    return decision_record(own, action, reward, moved, extras), (own, moved)
 
 
 def loss(

@@ -88,9 +88,7 @@ def sampling_policy(
     def policy(
         states: State, keys: jax.Array, roll_index: int
     ) -> tuple[jax.Array, dict[str, jax.Array]]:
-        key_pairs = jax.vmap(jax.random.split)(keys)
-        action_keys = key_pairs[:, 0]
-        dropout_seeds = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
+        action_keys, dropout_seeds = decision_keys(keys)
         x = batch_features(states, config.features, rules)
         legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
         keeping = roll_index < LAST_ROLL
@@ -103,32 +101,60 @@ def sampling_policy(
         noise = jax.vmap(lambda key: jax.random.gumbel(key, (NUM_ACTIONS,)))(action_keys)
         noise = noise[:, offset : offset + log_probs.shape[-1]]
         choice = jnp.argmax(log_probs + noise, axis=-1)
-        extras = {
-            "features": x,
-            "legal_mask": legal,
-            "value": output.value,
-            "upper": output.upper,
-            "log_prob": jnp.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0],
-            "dropout_seed": dropout_seeds,
-        }
+        extras = policy_extras(x, legal, output, log_probs, choice, dropout_seeds)
         return (choice + offset).astype(jnp.int32), extras
 
     return policy
 
 
-def _record(state: State, action: jax.Array, next_state: State, extras: dict) -> Trajectory:
+def decision_keys(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Each decision's key split into its action key and its dropout seed (uint32)."""
+    key_pairs = jax.vmap(jax.random.split)(keys)
+    dropout_seeds = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
+    return key_pairs[:, 0], dropout_seeds
+
+
+def policy_extras(
+    features: jax.Array,
+    legal_mask: jax.Array,
+    output: Any,
+    log_probs: jax.Array,
+    choice: jax.Array,
+    dropout_seeds: jax.Array,
+) -> dict[str, jax.Array]:
+    """What a sampling policy hands to `decision_record`: the network's inputs and outputs
+    at the decision and the log-probability of the `choice` (an index into `log_probs`)."""
+    return {
+        "features": features,
+        "legal_mask": legal_mask,
+        "value": output.value,
+        "upper": output.upper,
+        "log_prob": jnp.take_along_axis(log_probs, choice[:, None], axis=-1)[:, 0],
+        "dropout_seed": dropout_seeds,
+    }
+
+
+def decision_record(
+    state: State, action: jax.Array, reward: jax.Array, next_state: State, extras: dict
+) -> Trajectory:
+    """One decision's `Trajectory` row from the sampling policy's `policy_extras`."""
     return Trajectory(
         features=extras["features"],
         legal_mask=extras["legal_mask"],
         roll_index=state.roll_index,
         action=action,
-        reward=next_state.reward.astype(jnp.float32),
+        reward=reward,
         value=extras["value"],
         upper=extras["upper"],
         log_prob=extras["log_prob"],
         dropout_seed=extras["dropout_seed"],
         upper_total=upper_total(next_state),
     )
+
+
+def _record(state: State, action: jax.Array, next_state: State, extras: dict) -> Trajectory:
+    reward = next_state.reward.astype(jnp.float32)
+    return decision_record(state, action, reward, next_state, extras)
 
 
 def rollout(
