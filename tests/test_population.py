@@ -170,3 +170,18 @@ def test_bad_population_requests_are_one_line_and_exit_2(extra, message, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_exact_kl_stays_a_branch_in_a_population():
+    """Members share one unbatched update counter, so the KL's exact-or-sampled `lax.cond`
+    (4 games per update, 2 sampled) stays a branch under vmap; a per-member counter would
+    batch its predicate and turn it into a select that computes both branches."""
+    import jax
+
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.population import make_population_chunk, member_values, stack
+
+    states = stack([init_train_state(make_context(config)) for config in MEMBERS])
+    values = member_values(MEMBERS, varying_fields(MEMBERS))
+    program = str(jax.make_jaxpr(make_population_chunk(MEMBERS, 2))(states, values))
+    assert " cond[" in program

@@ -256,7 +256,7 @@ def make_population_chunk(configs: Sequence[Config], num_updates: int):
 
     def member(state: TrainState, values: dict[str, jax.Array], step: jax.Array):
         context = make_context(member_config(template, values, configs))
-        return chunk_function(context, num_updates)(state.replace(step=step))
+        return chunk_function(context, num_updates, freeze_counter=False)(state.replace(step=step))
 
     # Members train in lockstep, so one unbatched update counter serves them all: a condition
     # on it (the exact KL at evaluation updates, DQN's target sync) stays a `lax.cond` under

@@ -119,8 +119,13 @@ def make_chunk(context: Context, num_updates: int):
     return jax.jit(chunk_function(context, num_updates))
 
 
-def chunk_function(context: Context, num_updates: int):
-    """`make_chunk`'s function before `jit` (a population vmaps it over its members)."""
+def chunk_function(context: Context, num_updates: int, freeze_counter: bool = True):
+    """`make_chunk`'s function before `jit` (a population vmaps it over its members).
+
+    From a failed update on, the state stays as it was after the last good one; with
+    `freeze_counter=False` the update counter alone still advances, which keeps it unbatched
+    under a population's vmap (the host discards a failed chunk's state either way).
+    """
     update = context.algorithm.update
 
     def guarded(carry: tuple[TrainState, jax.Array], _):
@@ -135,9 +140,9 @@ def chunk_function(context: Context, num_updates: int):
         failure = jnp.where(jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
         failed = failed | (failure >= 0)
         kept = jax.tree.map(lambda old, new: jnp.where(failed, old, new), state, new_state)
-        # The counter advances regardless (the host discards a failed chunk's state), so it
-        # stays unbatched under a population's vmap and `lax.cond`s on it remain branches.
-        return (kept.replace(step=new_state.step), failed), (metrics, failure)
+        if not freeze_counter:
+            kept = kept.replace(step=new_state.step)
+        return (kept, failed), (metrics, failure)
 
     def chunk(state: TrainState):
         (state, _), (metrics, failure) = jax.lax.scan(
