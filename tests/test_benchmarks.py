@@ -18,18 +18,18 @@ def run_bench(argv: list[str], json_path) -> dict | list:
 
 
 def test_bench_train_compares_the_pipeline_with_bare_forward_backward(tmp_path, capsys) -> None:
-    """A 16-wide network, presets quick (A2C) and paper-ppo-50k (PPO) at B = 4 and 8: one row
-    per preset and batch size, with the algorithm and the fwd+bwd ratio."""
-    argv = ["bench", "train", "--preset", "quick,paper-ppo-50k", "--set", "network.hidden_size=16"]
-    rows = run_bench([*argv, "--batches", "4,8", "--repeats", "1"], tmp_path / "train.json")
+    """A 16-wide network, presets quick (A2C) at B = 4 and 8 and paper-ppo-50k (PPO) at B = 4:
+    one row per preset and batch size, with the algorithm and the fwd+bwd ratio."""
+    argv = ["bench", "train", "--set", "network.hidden_size=16", "--repeats", "1"]
+    rows = run_bench([*argv, "--preset", "quick", "--batches", "4,8"], tmp_path / "a2c.json")
+    rows += run_bench([*argv, "--preset", "paper-ppo-50k", "--batches", "4"], tmp_path / "ppo.json")
     assert "ratio = full update time / bare forward+backward" in capsys.readouterr().out
     assert [(row["preset"], row["games_per_update"]) for row in rows] == [
         ("quick", 4),
         ("quick", 8),
         ("paper-ppo-50k", 4),
-        ("paper-ppo-50k", 8),
     ]
-    assert [row["algorithm"] for row in rows] == ["a2c", "a2c", "ppo", "ppo"]
+    assert [row["algorithm"] for row in rows] == ["a2c", "a2c", "ppo"]
     for row in rows:
         assert row["games_per_second"] > 0 and row["fwd_bwd_ms"] > 0
         expected_ratio = row["ms_per_update"] / row["fwd_bwd_ms"]

@@ -181,15 +181,26 @@ KILL_POINTS = [
 ]
 
 
-def test_runs_killed_at_any_moment_resume_with_every_point_logged_once(finished_run, tmp_path):
-    """A run interrupted 9 times (SIGINT, SIGTERM, SIGKILL; during a chunk, an evaluation, a
-    checkpoint write), resumed after each, ends with the uninterrupted run's parameters bit for
-    bit, and its evals.jsonl and TensorBoard scalars hold each expected point exactly once."""
+@pytest.mark.parametrize(
+    "kill_points",
+    [
+        # every signal, and a kill in each phase (chunk, evaluation, checkpoint write, scalars)
+        pytest.param(KILL_POINTS[:5], id="five"),
+        pytest.param(KILL_POINTS, id="all-nine", marks=pytest.mark.slow),
+    ],
+)
+def test_runs_killed_at_any_moment_resume_with_every_point_logged_once(
+    finished_run, tmp_path, kill_points
+):
+    """A run interrupted 5 (or, in the slow suite, 9) times (SIGINT, SIGTERM, SIGKILL; during a
+    chunk, an evaluation, a checkpoint write), resumed after each, ends with the uninterrupted
+    run's parameters bit for bit, and its evals.jsonl and TensorBoard scalars hold each expected
+    point exactly once."""
     config_file = tmp_path / "tiny.yaml"
     # Every field written out: the CLI lays a --config file over the default preset.
     config_file.write_text(yaml.safe_dump(CONFIG.to_dict()))
     run_dir = tmp_path / "run"
-    for index, (point, visit, name, delay) in enumerate(KILL_POINTS):
+    for index, (point, visit, name, delay) in enumerate(kill_points):
         process = _start(
             config_file, run_dir, resume=index > 0, fault=f"{point}:{visit}:{name}:{delay}"
         )
