@@ -20,8 +20,10 @@ from yahtzee_jax.experiment import (
     collect_results,
     load_study,
     run_dir,
+    scalar_curves,
     study_markdown,
 )
+from yahtzee_jax.runlog import ScalarLog
 
 # Issue 12's list of the paper's studies.
 PAPER_STUDIES = {
@@ -35,6 +37,7 @@ paper: nothing (a test)
 base: quick
 seeds: 1
 plot: curves
+scalars: [policy/roll_entropy]
 scales:
   paper: [train.total_games=25600]
   cpu: [train.total_games=64, train.games_per_update=32, train.eval_fraction=0.5,
@@ -100,6 +103,32 @@ def test_table_gives_mean_and_standard_error_across_seeds(tmp_path) -> None:
     assert "| second | `optim.lr=1` | 1 | 190.00 ± 3.00 |" in table
 
 
+def test_scalar_curves_average_seeds_at_common_games_and_skip_runs_without_events(
+    tmp_path,
+) -> None:
+    """A tag logged by two seeds is averaged at the games both logged (seed 1 stops earlier),
+    then smoothed over 1 % of the points (250 common points: a 2-point moving mean); a run
+    whose directory has no events, and a tag nobody logged, give no curve."""
+    logged, bare = StudyRun("logged", "quick", ()), StudyRun("bare", "quick", ("optim.lr=1",))
+    for seed, points in ((0, 300), (1, 250)):
+        _fake_run(tmp_path, logged, seed, 200.0, 0.1)
+        log = ScalarLog(run_dir(tmp_path, logged, seed))
+        for index in range(points):
+            log.add("policy/roll_entropy", 10 * seed + index, step=20 * (index + 1))
+        log.close()
+    _fake_run(tmp_path, bare, 0, 190.0, 0.0)
+    study = Study("s", "S", "Fig. 0", (logged, bare), {"paper": (), "cpu": ()}, 2, "curves")
+    results = collect_results(study, "cpu", 2, tmp_path)
+    curves = scalar_curves(tmp_path, results, "policy/roll_entropy")
+    assert list(curves) == ["logged"]
+    games, values = curves["logged"]
+    # Games 20 ... 5,000 in common; the seed mean at point i is 5 + i, its 2-point mean
+    # 5.5 + i, drawn at the later point's games.
+    assert games.tolist() == [20 * (index + 2) for index in range(249)]
+    assert values.tolist() == pytest.approx([5.5 + index for index in range(249)])
+    assert scalar_curves(tmp_path, results, "no/such_tag") == {}
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -129,8 +158,9 @@ def test_list_names_every_study_with_runs_and_times(capsys) -> None:
 def test_tiny_study_trains_reports_and_resumes_only_the_unfinished_run(
     tmp_path, monkeypatch, capsys
 ) -> None:
-    """Two runs train and the table, figure and results appear; a second call trains nothing;
-    after one run loses its summary (killed before the end) only that run trains again."""
+    """Two runs train and the table, figures (the curves, a logged scalar) and results appear;
+    a second call trains nothing; after one run loses its summary (killed before the end)
+    only that run trains again."""
     studies = tmp_path / "studies"
     studies.mkdir()
     (studies / "tiny.yaml").write_text(TINY_STUDY)
@@ -145,6 +175,8 @@ def test_tiny_study_trains_reports_and_resumes_only_the_unfinished_run(
         and "| small lr | `optim.lr=1e-4` | 1 |" in table
     )
     assert (out / "tiny.png").read_bytes().startswith(b"\x89PNG")
+    assert (out / "tiny-policy-roll_entropy.png").read_bytes().startswith(b"\x89PNG")
+    assert "![policy/roll_entropy](tiny-policy-roll_entropy.png)" in table
     assert [run["label"] for run in json.loads((out / "results.json").read_text())["runs"]] == [
         "base lr",
         "small lr",

@@ -11,8 +11,10 @@ markdown table into the study's directory.
 Layout of a study directory: `RUN/seedS/` (an ordinary run directory each, so `evaluate` and the
 plot script read them as they read any run), `timings.json` (seconds spent training each run and
 seed, summed over invocations; a population's time is shared equally by its members),
-`results.json`, `NAME.md`, `NAME.png` and `NAME-wall.png` (the evaluation score against wall
-time, where the runs logged it).
+`results.json`, `NAME.md`, `NAME.png`, `NAME-wall.png` (the evaluation score against wall
+time, where the runs logged it) and, for each training scalar a spec names under `scalars:`
+(e.g. `policy/roll_entropy`, the paper's Fig. 19), `NAME-TAG.png` read from the runs'
+TensorBoard events.
 
 Runs of a study that differ only in the seed and dynamic scalars (the entropy and GAE-lambda
 studies; the seeds of any run) train together as one vmapped population (`population.py`),
@@ -39,7 +41,7 @@ import yaml
 from yahtzee_jax.checkpointing import LATEST_DIR
 from yahtzee_jax.config import Config, add_override_argument, available_presets, resolve
 from yahtzee_jax.errors import ConfigError, UserError
-from yahtzee_jax.runlog import read_evals
+from yahtzee_jax.runlog import read_evals, read_scalars
 from yahtzee_jax.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE, train
 
 STUDIES = importlib.resources.files("yahtzee_jax") / "studies"
@@ -82,6 +84,7 @@ class Study:
     seeds: int
     plot: str
     population: int = 0  # the default of `--population` (1: every run alone, its own clock)
+    scalars: tuple[str, ...] = ()  # logged training scalars to draw against games
 
     def config(
         self, run: StudyRun, scale: str, seed: int, overrides: tuple[str, ...] = ()
@@ -128,6 +131,7 @@ def load_study(name: str) -> Study:
         seeds=int(spec.get("seeds", 1)),
         plot=spec["plot"],
         population=int(spec.get("population", 0)),
+        scalars=tuple(str(tag) for tag in spec.get("scalars") or ()),
     )
 
 
@@ -357,13 +361,47 @@ def write_study_report(
             plots.learning_curves_figure(curves, title, x_axis="wall"),
             out_dir / f"{study.name}-wall.png",
         )
+    scalar_paths = []
+    for tag in study.scalars:
+        curves = scalar_curves(out_dir, results, tag)
+        if curves:
+            figure = plots.training_scalar_figure(curves, title, f"{tag} (mean over seeds)")
+            path = out_dir / f"{study.name}-{tag.replace('/', '-')}.png"
+            scalar_paths.append((tag, plots.save_figure(figure, path).name))
     markdown = study_markdown(
-        study, results, title, figure_path.name, overrides, wall_path and wall_path.name
+        study,
+        results,
+        title,
+        figure_path.name,
+        overrides,
+        wall_path and wall_path.name,
+        tuple(scalar_paths),
     )
     (out_dir / f"{study.name}.md").write_text(markdown)
     everything = {"study": study.name, "scale": scale, "note": note, "runs": results}
     (out_dir / RESULTS_FILE).write_text(json.dumps(everything, indent=2) + "\n")
     return everything
+
+
+def scalar_curves(
+    out_dir: Path, results: list[dict[str, Any]], tag: str
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each run's logged scalar `tag` against training games: the mean over its seeds at the
+    games every seed logged, smoothed by a moving mean over 1 % of the points. Runs whose
+    directories lack the events (copied without them) are left out."""
+    curves = {}
+    for result in results:
+        per_seed = [
+            dict(read_scalars(out_dir / seed["dir"]).get(tag, [])) for seed in result["per_seed"]
+        ]
+        common = sorted(set.intersection(*(set(values) for values in per_seed)))
+        if not common:
+            continue
+        values = np.mean([[values[games] for games in common] for values in per_seed], axis=0)
+        window = max(1, len(common) // 100)
+        smoothed = np.convolve(values, np.ones(window) / window, mode="valid")
+        curves[result["label"]] = (np.array(common[window - 1 :]), smoothed)
+    return curves
 
 
 def study_figure(study: Study, results: list[dict[str, Any]], title: str):
@@ -435,6 +473,7 @@ def study_markdown(
     figure_name: str,
     overrides: tuple[str, ...] = (),
     wall_figure_name: str | None = None,
+    scalar_figures: tuple[tuple[str, str], ...] = (),
 ) -> str:
     """The study's report: what was run, the results table, the figures and the runs' reports."""
     heading, _, note = title.partition("\n")
@@ -467,6 +506,17 @@ def study_markdown(
                 ]
                 if wall_figure_name
                 else []
+            ),
+            *(
+                line
+                for tag, name in scalar_figures
+                for line in (
+                    f"Training scalar `{tag}` (TensorBoard, mean over seeds, moving mean over "
+                    "1 % of the run):",
+                    "",
+                    f"![{tag}]({name})",
+                    "",
+                )
             ),
             "Final evaluation reports (first seed): " + ", ".join(reports) + ".",
             "",

@@ -248,6 +248,23 @@ def report_figures(
     }
 
 
+def training_scalar_figure(
+    curves: dict[str, tuple[np.ndarray, np.ndarray]], title: str, y_label: str
+) -> Figure:
+    """A logged training scalar against training games, one line per run (`curves` maps a label
+    to its games and values, already averaged over seeds and smoothed)."""
+    figure = Figure(figsize=(7, 4))
+    axis = figure.subplots()
+    for label, (games, values) in curves.items():
+        axis.plot(games, values, label=label)
+    axis.set_xlabel("training games")
+    axis.set_ylabel(y_label)
+    axis.set_title(title)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize="small")
+    return _laid_out(figure)
+
+
 def final_scores_figure(scores: dict[str, tuple[float, float]], title: str) -> Figure:
     """Final mean score of each run as a bar with its +-1 standard error (a study's grid)."""
     labels = list(scores)
