@@ -3,12 +3,11 @@ learning-curve script plots one or several runs."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from scripts import load_experiment_script
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.config import resolve
@@ -71,14 +70,6 @@ def test_short_single_turn_run_learns_the_turn(tmp_path):
     assert summary["final_eval"]["mean"] > 2 * 46, summary["final_eval"]
 
 
-def _load_plot_script():
-    path = Path(__file__).resolve().parent.parent / "experiments" / "plot_learning_curve.py"
-    spec = importlib.util.spec_from_file_location("plot_learning_curve", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_learning_curves_against_wall_time():
     """With x_axis="wall" each line is drawn at its evaluations' wall times in minutes, and an
     unknown axis is refused."""
@@ -101,7 +92,7 @@ def test_learning_curves_against_wall_time():
 def test_learning_curve_script_compares_runs(tmp_path, capsys):
     """experiments/plot_learning_curve.py overlays several runs with a reference line, and
     answers a run without evaluations or a malformed reference with exit status 2."""
-    script = _load_plot_script()
+    script = load_experiment_script("plot_learning_curve")
     for name, offset in (("run_a", 0.0), ("run_b", 5.0)):
         rows = [
             {

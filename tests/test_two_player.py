@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from scripts import load_experiment_script
 
 from yahtzee_jax import two_player
 from yahtzee_jax.agents.base import uniform_legal_action
@@ -222,3 +225,49 @@ def test_training_updates_run_and_are_finite(config):
     agent = context.algorithm.make_agent(config, state.params, "tiny")
     action = agent.act(agent.params, State(), jax.random.key(0))
     assert 0 <= int(action) < 45
+
+
+def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
+    """experiments/plot_two_player_curves.py reads a run's logged win rate and mean score as
+    moving means over --window updates (worked by hand), adds curves saved by an earlier call,
+    writes the PNG and every curve, and answers a run without two-player scalars, or a --final
+    for an unknown label, with exit status 2."""
+    from yahtzee_jax.runlog import ScalarLog
+
+    run, empty = tmp_path / "run", tmp_path / "solitaire"
+    run.mkdir()
+    empty.mkdir()
+    log = ScalarLog(run)
+    for update, (win, score) in enumerate([(0.25, 200.0), (0.75, 210.0), (0.5, 230.0)]):
+        log.add("train/win_rate", win, step=64 * (update + 1))
+        log.add("train/mean_score", score, step=64 * (update + 1))
+    log.close()
+    assert two_player.training_curve(run, window=2) == {
+        "games": [128.0, 192.0],
+        "win_rate": [0.5, 0.625],
+        "mean_score": [205.0, 220.0],
+    }
+    # a window longer than the run averages everything it logged
+    assert two_player.training_curve(run, window=50)["mean_score"] == [pytest.approx(640 / 3)]
+
+    script = load_experiment_script("plot_two_player_curves")
+    saved = tmp_path / "saved.json"
+    saved.write_text(
+        json.dumps({"old": {"games": [1, 2], "win_rate": [0.1, 0.2], "mean_score": [1, 2]}})
+    )
+    final = tmp_path / "final.json"
+    final.write_text(
+        json.dumps({"win_rate": 0.4, "win_interval_95": [0.39, 0.41], "mean_score": 240.0})
+    )
+    out, curves = tmp_path / "curves.png", tmp_path / "curves.json"
+    argv = [f"new={run}", "--saved", str(saved), "--final", f"new={final}", "--window", "2"]
+    assert script.main([*argv, "--out", str(out), "--json", str(curves)]) == 0
+    assert out.stat().st_size > 0 and capsys.readouterr().out.strip() == str(out)
+    assert json.loads(curves.read_text())["new"]["win_rate"] == [0.5, 0.625]
+    assert set(json.loads(curves.read_text())) == {"old", "new"}
+
+    ScalarLog(empty).close()
+    assert script.main([f"solo={empty}", "--out", str(out)]) == 2
+    assert "not a two-player run" in capsys.readouterr().err
+    assert script.main([f"new={run}", "--final", f"other={final}", "--out", str(out)]) == 2
+    assert "--final for a label with no curve: ['other']" in capsys.readouterr().err

@@ -491,11 +491,13 @@ def format_result(name: str, result: dict[str, Any]) -> str:
 
 def training_curve(run_dir: str | Path, window: int = 20) -> dict[str, list[float]]:
     """A run's training matches as curves: games, win rate and mean score, moving means over
-    `window` updates (the sampling / epsilon-greedy policy against the training opponent)."""
+    `window` updates, or over all of them when fewer were logged (the sampling / epsilon-greedy
+    policy against the training opponent). A run that logged no `train/win_rate` raises KeyError."""
     from yahtzee_jax.runlog import read_scalars
 
     scalars = read_scalars(run_dir)
     games = np.array([step for step, _ in scalars["train/win_rate"]], np.float64)
+    window = max(1, min(window, len(games)))
     curves = {"games": games[window - 1 :].tolist()}
     for tag, name in (("train/win_rate", "win_rate"), ("train/mean_score", "mean_score")):
         values = np.array([value for _, value in scalars[tag]], np.float64)
@@ -504,18 +506,21 @@ def training_curve(run_dir: str | Path, window: int = 20) -> dict[str, list[floa
 
 
 def plot_curves(
-    runs: dict[str, str | Path], finals: dict[str, dict[str, Any]], out: str | Path
+    curves: dict[str, dict[str, list[float]]],
+    finals: dict[str, dict[str, Any]],
+    out: str | Path,
+    window: int = 20,
 ) -> Path:
-    """PNG: each run's training win rate and mean score against games, with its final greedy
-    win rate (95 % interval) against the optimal agent as a point at the end."""
+    """PNG: each run's training win rate and mean score (`training_curve`) against games, with
+    its final greedy win rate (95 % interval) and mean score against the optimal agent as a point
+    at the end."""
     from matplotlib.figure import Figure
 
     from yahtzee_jax.plots import save_figure
 
     figure = Figure(figsize=(11, 4.2))
     win_axes, score_axes = figure.subplots(1, 2)
-    for label, run_dir in runs.items():
-        curve = training_curve(run_dir)
+    for label, curve in curves.items():
         (line,) = win_axes.plot(curve["games"], 100 * np.asarray(curve["win_rate"]), label=label)
         score_axes.plot(curve["games"], curve["mean_score"], color=line.get_color(), label=label)
         final = finals.get(label)
@@ -530,7 +535,8 @@ def plot_curves(
     win_axes.set(xlabel="training games", ylabel="wins vs optimal-solitaire (%)")
     score_axes.set(xlabel="training games", ylabel="learner's mean score")
     win_axes.set_title(
-        "training matches (moving mean of 20 updates); dot: greedy, 100K", fontsize=9
+        f"training matches (moving mean of {window} updates); dot: greedy, final evaluation",
+        fontsize=9,
     )
     win_axes.legend(fontsize=8)
     figure.tight_layout()
