@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from yahtzee_jax.errors import UserError
+from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.plots import plot_learning_curves
 from yahtzee_jax.runlog import read_evals
 from yahtzee_jax.train import EVALS_FILE, plot_learning_curve
@@ -38,21 +38,19 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--title", default="Learning curves", help="plot title (several runs)")
     parser.add_argument("--x", choices=("games", "wall"), default="games", help="x axis")
     args = parser.parse_args(argv)
-    try:
-        if len(args.run_dirs) == 1 and not args.reference and args.x == "games":
-            print(plot_learning_curve(args.run_dirs[0], args.out))
-            return 0
-        curves = {}
-        for run_dir in args.run_dirs:
-            curves[run_dir.name] = read_evals(run_dir / EVALS_FILE)
-            if not curves[run_dir.name]:
-                raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
-        out = args.out or Path("learning_curves.png")
-        print(plot_learning_curves(curves, out, args.title, dict(args.reference), args.x))
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(lambda: print(_plot(args)))
+
+
+def _plot(args: argparse.Namespace) -> Path:
+    if len(args.run_dirs) == 1 and not args.reference and args.x == "games":
+        return plot_learning_curve(args.run_dirs[0], args.out)
+    curves = {}
+    for run_dir in args.run_dirs:
+        curves[run_dir.name] = read_evals(run_dir / EVALS_FILE)
+        if not curves[run_dir.name]:
+            raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
+    out = args.out or Path("learning_curves.png")
+    return plot_learning_curves(curves, out, args.title, dict(args.reference), args.x)
 
 
 if __name__ == "__main__":

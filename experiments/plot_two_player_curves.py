@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from yahtzee_jax.errors import UserError
+from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.two_player import plot_curves, training_curve
 
 
@@ -46,28 +46,25 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--json", type=Path, help="write every plotted curve here")
     parser.add_argument("--window", type=int, default=20, help="moving mean, in updates")
     args = parser.parse_args(argv)
-    try:
-        curves = _read_json(args.saved) if args.saved else {}
-        for label, run_dir in args.runs:
-            try:
-                curves[label] = training_curve(run_dir, args.window)
-            except KeyError:
-                raise UserError(
-                    f"{run_dir} logged no train/win_rate: not a two-player run"
-                ) from None
-        if not curves:
-            raise UserError("nothing to plot: give LABEL=RUN_DIR or --saved CURVES.json")
-        finals = {label: _read_json(path) for label, path in args.final}
-        unknown = sorted(set(finals) - set(curves))
-        if unknown:
-            raise UserError(f"--final for a label with no curve: {unknown}")
-        if args.json:
-            args.json.write_text(json.dumps(curves) + "\n")
-        print(plot_curves(curves, finals, args.out, args.window))
-    except UserError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    return 0
+    return exit_status(lambda: print(_plot(args)))
+
+
+def _plot(args: argparse.Namespace) -> Path:
+    curves = _read_json(args.saved) if args.saved else {}
+    for label, run_dir in args.runs:
+        try:
+            curves[label] = training_curve(run_dir, args.window)
+        except KeyError:
+            raise UserError(f"{run_dir} logged no train/win_rate: not a two-player run") from None
+    if not curves:
+        raise UserError("nothing to plot: give LABEL=RUN_DIR or --saved CURVES.json")
+    finals = {label: _read_json(path) for label, path in args.final}
+    unknown = sorted(set(finals) - set(curves))
+    if unknown:
+        raise UserError(f"--final for a label with no curve: {unknown}")
+    if args.json:
+        args.json.write_text(json.dumps(curves) + "\n")
+    return plot_curves(curves, finals, args.out, args.window)
 
 
 if __name__ == "__main__":
