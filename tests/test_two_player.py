@@ -15,7 +15,7 @@ from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.engine import State, legal_action_mask
+from yahtzee_jax.game.engine import State, init, legal_action_mask
 from yahtzee_jax.game.rules import DECISIONS_PER_GAME, NUM_KEEP_ACTIONS, NUM_TURNS, OFFICIAL
 
 BATCH = 6
@@ -101,6 +101,7 @@ def test_intermediate_reward_by_hand():
         ("fixed", 111, 300, 110, 1.0),
         ("fixed", 110, 0, 110, 0.0),
         ("fixed", 109, 0, 110, -1.0),
+        ("fixed", 150, 0, 165, 1.0),  # fixed is 110, whatever goal is passed
         ("moving-average", 170, 300, 165, 1.0),
         ("moving-average", 160, 0, 165, -1.0),
     ],
@@ -225,6 +226,36 @@ def test_training_updates_run_and_are_finite(config):
     agent = context.algorithm.make_agent(config, state.params, "tiny")
     action = agent.act(agent.params, State(), jax.random.key(0))
     assert 0 <= int(action) < 45
+
+
+@pytest.mark.parametrize("preset", ["dqn-two-player", "a2c-win"])
+def test_fixed_goal_stays_110_where_the_moving_goal_has_moved(preset):
+    """With the remembered totals at 200, `moving-average` compares against 220 and `fixed`
+    still against 110 (until stop 22 both learners handed `fixed` the moving goal, so the two
+    variants trained identically)."""
+    extra = ["algo.init_from=''"] if preset == "a2c-win" else ["algo.buffer_size=400"]
+    goals = {}
+    for reward in ("fixed", "moving-average"):
+        context = make_context(_tiny(preset, f"algo.reward={reward}", *extra))
+        state = init_train_state(context)
+        remembered = two_player.goal_update(two_player.goal_init(), jnp.full(100, 200))
+        state = state.replace(extra=state.extra.replace(goal=remembered))
+        _, metrics = jax.jit(lambda s, c=context: c.algorithm.update(c, s))(state)
+        goals[reward] = float(metrics["train/goal"])
+    assert goals == {"fixed": 110.0, "moving-average": 220.0}
+
+
+def test_builtin_opponent_built_inside_a_trace_serves_a_later_compile():
+    """The optimal opponent's table is cached at its first use, which is inside a jit trace:
+    a second, separate compile must find concrete arrays there, not a leaked tracer."""
+    rules = OFFICIAL
+    two_player._BUILTIN_CACHE.pop(("optimal", rules.name), None)
+    states = jax.vmap(init)(jax.random.split(jax.random.key(0), 2))
+    first = jax.jit(lambda s: two_player.builtin_opponent("optimal", rules)(s, s, None))(states)
+    second = jax.jit(lambda s: two_player.builtin_opponent("optimal", rules)(s, s, None) + 0)(
+        states
+    )
+    np.testing.assert_array_equal(first, second)
 
 
 def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):

@@ -155,6 +155,13 @@ def goal_value(goal: GoalState) -> jax.Array:
     return jnp.where(goal.count > 0, jnp.maximum(FIXED_GOAL, mean + GOAL_MARGIN), FIXED_GOAL)
 
 
+def reward_goal(reward: str, goal: GoalState) -> jax.Array:
+    """The total the end reward compares against: the moving goal for `moving-average`, else 110."""
+    if reward == "moving-average":
+        return goal_value(goal)
+    return jnp.float32(FIXED_GOAL)
+
+
 def goal_update(goal: GoalState, totals: jax.Array) -> GoalState:
     """Remember a batch of totals (only the last `GOAL_WINDOW` of them can matter)."""
     totals = totals.astype(jnp.float32)[-GOAL_WINDOW:]
@@ -185,7 +192,9 @@ def terminal_reward(
         return jnp.sign(own - other)
     if reward == "gradient":
         return jnp.where(own > other, 1.0, jnp.where(own == other, 0.0, (own - other) / 100.0))
-    if reward in ("fixed", "moving-average"):
+    if reward == "fixed":  # whatever goal is passed: fixed means 110
+        return jnp.sign(own - FIXED_GOAL)
+    if reward == "moving-average":
         return jnp.sign(own - jnp.asarray(goal, jnp.float32))
     raise ValueError(f"no terminal reward for {reward!r}")
 
@@ -352,7 +361,10 @@ def builtin_opponent(name: str, rules: Rules) -> OpponentPolicy:
     if cache_key not in _BUILTIN_CACHE:
         from yahtzee_jax.agents import resolve_agent
 
-        _BUILTIN_CACHE[cache_key] = resolve_agent(name, rules)
+        # The first call often comes inside a jit trace: build the agent's tables eagerly, so the
+        # cache holds concrete arrays and not a tracer that a later compile would find leaked.
+        with jax.ensure_compile_time_eval():
+            _BUILTIN_CACHE[cache_key] = resolve_agent(name, rules)
     agent = _BUILTIN_CACHE[cache_key]
 
     def policy(own: State, other: State, keys: jax.Array) -> jax.Array:

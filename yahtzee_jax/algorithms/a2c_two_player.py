@@ -189,7 +189,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     )
     trajectory, (before, moved) = result.records
     own_total, other_total = total_score(result.learner), total_score(result.opponent)
-    goal = two_player.goal_value(state.extra.goal)
+    goal = two_player.reward_goal(algo.reward, state.extra.goal)
     rewards = two_player.learner_rewards(
         algo.reward, before, trajectory.action, moved, own_total, other_total, goal
     )

@@ -505,7 +505,7 @@ def match_update(context: Context, state: TrainState) -> tuple[TrainState, Metri
     records, (extras, moved) = result.records
     own_total = total_score(result.learner)
     other_total = total_score(result.opponent)
-    goal = two_player.goal_value(state.extra.goal)
+    goal = two_player.reward_goal(algo.reward, state.extra.goal)
     rewards = two_player.learner_rewards(
         algo.reward, records.state, records.action, moved, own_total, other_total, goal
     )
