@@ -23,7 +23,8 @@ from yahtzee_jax.two_player import plot_curves, training_curve
 
 
 def _labelled(text: str) -> tuple[str, Path]:
-    label, _, path = text.rpartition("=")
+    # At the first "=": population members' directories are named like lr=1e-4.
+    label, _, path = text.partition("=")
     if not label or not path:
         raise argparse.ArgumentTypeError(f"expected LABEL=PATH, got {text!r}")
     return label, Path(path)

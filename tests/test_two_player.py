@@ -265,7 +265,8 @@ def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
     for an unknown label, with exit status 2."""
     from yahtzee_jax.runlog import ScalarLog
 
-    run, empty = tmp_path / "run", tmp_path / "solitaire"
+    # named like a population member's directory: LABEL=RUN splits at the first "="
+    run, empty = tmp_path / "lr=1e-4", tmp_path / "solitaire"
     run.mkdir()
     empty.mkdir()
     log = ScalarLog(run)
