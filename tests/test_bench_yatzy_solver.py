@@ -115,4 +115,5 @@ def test_bench_solve_beside_yatzy_solver(tmp_path):
     assert result["yatzy_solver"]["optimum"] == pytest.approx(254.5877287345, abs=1e-4)
     for row in (result["ours"], result["yatzy_solver"]):
         assert row["peak_mib"] >= row["tables_mib"] >= row["started_mib"] > 0
+        assert row["workers_mib"] >= 0
     assert set(result["ratios"]) == {"time", "dp_memory", "table_file", "peak_rss"}

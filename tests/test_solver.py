@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import multiprocessing
 
 import jax
 import jax.numpy as jnp
@@ -210,6 +211,18 @@ def test_endgame_matches_brute_force(endgame_tables, name, variant):
     card = END_GAMES[name][0]
     expected = brute_force_value(card, variant)
     assert solver_value(endgame_tables[variant], card) == pytest.approx(expected, abs=1e-9)
+
+
+def test_worker_processes_solve_bit_for_bit_like_one_process(endgame_tables):
+    """The forked workers, writing into the shared table, give exactly the one-process values
+    (three open boxes at most, so both solves are quick), and leave no process behind."""
+    one = solve_value_table("official", down_to_filled=10, workers=1)
+    two = solve_value_table("official", down_to_filled=10, workers=2)
+    np.testing.assert_array_equal(one, two)  # NaN where unsolved, in both
+    filled = np.array([bin(mask).count("1") for mask in range(1 << 13)])
+    assert np.isfinite(two[filled == 10]).any() and np.isnan(two[filled == 9]).all()
+    np.testing.assert_array_equal(two[filled >= 11], endgame_tables["official"][filled >= 11])
+    assert multiprocessing.active_children() == []
 
 
 def test_last_turn_matches_brute_force(endgame_tables):
