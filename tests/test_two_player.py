@@ -17,6 +17,7 @@ from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import State, init, legal_action_mask
 from yahtzee_jax.game.rules import DECISIONS_PER_GAME, NUM_KEEP_ACTIONS, NUM_TURNS, OFFICIAL
+from yahtzee_jax.networks import value_head_modules
 
 BATCH = 6
 
@@ -243,6 +244,40 @@ def test_fixed_goal_stays_110_where_the_moving_goal_has_moved(preset):
         _, metrics = jax.jit(lambda s, c=context: c.algorithm.update(c, s))(state)
         goals[reward] = float(metrics["train/goal"])
     assert goals == {"fixed": 110.0, "moving-average": 220.0}
+
+
+def test_critic_warmup_moves_only_the_value_head_then_everything():
+    """algo.critic_warmup=0.5 of 2 updates: the first changes the value head alone (the policy
+    is the start's), the second every parameter group."""
+    config = _tiny("a2c-win", "algo.init_from=''", "algo.critic_warmup=0.5", "optim.lr=1e-2")
+    context = make_context(config)
+    update = jax.jit(lambda s: context.algorithm.update(context, s))
+    value_head = value_head_modules(config.network)
+    start = init_train_state(context)
+    first, metrics = update(start)
+    assert float(metrics["schedule/critic_warmup"]) == 1.0
+    second, metrics = update(first)
+    assert float(metrics["schedule/critic_warmup"]) == 0.0
+
+    def moved(before, after) -> dict[str, bool]:
+        return {
+            module: any(
+                not np.array_equal(a, b)
+                for a, b in zip(
+                    jax.tree.leaves(before[module]), jax.tree.leaves(after[module]), strict=True
+                )
+            )
+            for module in before
+        }
+
+    assert moved(start.params, first.params) == {m: m in value_head for m in start.params}
+    assert all(moved(first.params, second.params).values())
+
+
+def test_critic_warmup_out_of_range_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"algo\.critic_warmup=1\.0 must be in \[0, 1\)") as error:
+        resolve("a2c-win", None, ["algo.critic_warmup=1.0"])
+    assert "\n" not in str(error.value)
 
 
 def test_builtin_opponent_built_inside_a_trace_serves_a_later_compile():

@@ -93,6 +93,12 @@ HEADS = ("roll", "score", "value", "upper")
 # rows[head] indexes the trunk's output (and the seeds) for one head: a static tuple of slices /
 # ints over the leading axes, e.g. the keep rows of a [turns, 3, B, F] batch are (:, 0:2).
 HeadRows = dict[str, tuple]
+VALUE_OUTPUT = "Dense_2"  # the value head's output layer (`YahtzeeNet` names its submodules)
+
+
+def value_head_modules(config: NetworkConfig) -> tuple[str, str]:
+    """Names of the value head's parameter groups: its hidden block and its output layer."""
+    return f"Block_{config.trunk_layers + 2}", VALUE_OUTPUT
 
 
 class YahtzeeNet(nn.Module):
@@ -162,7 +168,7 @@ class YahtzeeNet(nn.Module):
             )
         if "value" in heads:
             value_hidden = self._block(trunk + 2, dropout=False)(head_input("value")[0], None)
-            value = nn.elu(nn.Dense(1, name="Dense_2")(value_hidden))[..., 0]
+            value = nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(value_hidden))[..., 0]
         if "upper" in heads:
             upper_input, upper_seed = head_input("upper")
             if self.config.upper_head:

@@ -43,7 +43,7 @@ from yahtzee_jax.config import Config, require
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask, total_score
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.networks import entropy, policy_log_probs
+from yahtzee_jax.networks import VALUE_OUTPUT, entropy, policy_log_probs, value_head_modules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,11 +56,18 @@ class A2CMatchConfig(A2CConfig):
     opponent_features: bool = True
     opponent_refresh: int = 100  # updates between copies of the learner into a `self` opponent
     init_from: str = ""  # a solitaire actor-critic run (or checkpoint) to start from
+    # Fraction of the updates, at the start, in which only the value head learns: the policy
+    # stays the warm start's while the critic learns the new reward's scale.
+    critic_warmup: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
         two_player.check_settings(self.opponent, self.reward, self.opponent_refresh)
         require(self.opponent != "none", "algo.opponent='none' is the solitaire task: use a2c")
+        require(
+            0.0 <= self.critic_warmup < 1.0,
+            f"algo.critic_warmup={self.critic_warmup} must be in [0, 1)",
+        )
         require(
             self.shaping_weight == 0,
             "algo.shaping_weight must be 0 for a2c-2p (its rewards are algo.reward's)",
@@ -110,8 +117,8 @@ def init_params(context: Context, key: jax.Array) -> Any:
         [first, np.zeros((extra_rows, first.shape[1]), first.dtype)]
     )
     # The value output restarts at 0: a win-scale critic, not the score-to-go it predicted.
-    value = params["Dense_2"]
-    params["Dense_2"] = {name: np.zeros_like(leaf) for name, leaf in value.items()}
+    value = params[VALUE_OUTPUT]
+    params[VALUE_OUTPUT] = {name: np.zeros_like(leaf) for name, leaf in value.items()}
     params = jax.tree.map(jnp.asarray, params)
     if jax.tree.structure(params) != jax.tree.structure(fresh):
         raise ConfigError(f"algo.init_from={config.algo.init_from!r}: parameters do not match")
@@ -173,6 +180,18 @@ def loss(
     return total, metrics
 
 
+def value_head_only(config: Config, grads: Any, active: jax.Array) -> Any:
+    """Where `active`, zero every gradient outside the value head (Adam then leaves those
+    parameters as they are: zero moments give a zero step)."""
+    value_head = value_head_modules(config.network)
+    return {
+        module: jax.tree.map(lambda g: jnp.where(active, jnp.zeros_like(g), g), leaves)
+        if module not in value_head
+        else leaves
+        for module, leaves in grads.items()
+    }
+
+
 def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     """B matches with the sampling policy, rewards by `algo.reward`, then A2C's gradient step."""
     config, algo = context.config, context.config.algo
@@ -199,6 +218,10 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     grads, metrics = jax.grad(loss, has_aux=True)(
         state.params, context, trajectory, target, state.step
     )
+    if algo.critic_warmup > 0:
+        warming = state.step < int(algo.critic_warmup * config.train.total_updates)
+        grads = value_head_only(config, grads, warming)
+        metrics |= {"schedule/critic_warmup": warming.astype(jnp.float32)}
     params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
     state = state.replace(params=params, opt_state=opt_state, step=state.step + 1)
     metrics |= grad_metrics
