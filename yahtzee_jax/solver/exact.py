@@ -262,7 +262,8 @@ SOLVE_CHUNK = 256
 
 # What the worker processes read, set before they are forked: (value table, base points,
 # five-of-a-kind options). The table lives in shared memory, so every worker sees the layers
-# already solved and writes its own states' values where the parent reads them.
+# already solved and writes its own states' values where the parent reads them. One solve at a
+# time per process (the solver's callers are sequential).
 _SOLVE_CONTEXT: tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None = None
 
 
@@ -298,7 +299,10 @@ def _worker_pool(workers: int) -> Any:
         return None
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
-        return multiprocessing.get_context("fork").Pool(workers)
+        try:
+            return multiprocessing.get_context("fork").Pool(workers)
+        except OSError:  # no processes to be had (a limit on them): solve in this one
+            return None
 
 
 def solve_value_table(
