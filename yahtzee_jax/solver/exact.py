@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import pathlib
 import sys
+import threading
 import time
 import warnings
 import zipfile
@@ -263,8 +264,9 @@ SOLVE_CHUNK = 256
 # What the worker processes read, set before they are forked: (value table, base points,
 # five-of-a-kind options). The table lives in shared memory, so every worker sees the layers
 # already solved and writes its own states' values where the parent reads them. One solve at a
-# time per process (the solver's callers are sequential).
+# time per process: `_SOLVE_LOCK` makes concurrent callers wait.
 _SOLVE_CONTEXT: tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None = None
+_SOLVE_LOCK = threading.Lock()
 
 
 def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
@@ -317,8 +319,14 @@ def solve_value_table(
     sharing the table. Processes, not threads: on two cores, two threads took 1.5x the time of one
     (the chunks' many small NumPy calls contend for the GIL), two processes half of it.
     """
+    with _SOLVE_LOCK:
+        return _solve_layers(get_rules(rules), progress, down_to_filled, workers)
+
+
+def _solve_layers(
+    rules: Rules, progress: bool, down_to_filled: int, workers: int | None
+) -> np.ndarray:
     global _SOLVE_CONTEXT
-    rules = get_rules(rules)
     workers = solver_workers() if workers is None else workers
     base, *options = solver_score_tables(rules)
     shape = (NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS)
