@@ -31,7 +31,7 @@ from yahtzee_jax.solver import (
     solve,
 )
 from yahtzee_jax.solver.exact import (
-    _load,
+    load_table,
     reachable_upper_totals,
     solve_value_table,
     solved_states,
@@ -255,12 +255,12 @@ def test_cache_holds_the_solved_states_only(official, tmp_path):
     states = solved_states(official.rules)
     assert states.sum() == 359_616
     assert official.cache_path.stat().st_size < 2.5e6
-    loaded = _load(official.cache_path, official.rules)
+    loaded = load_table(official.cache_path, official.rules)
     np.testing.assert_array_equal(loaded, official.value_table)
     damaged = tmp_path / "damaged.npz"
     for content in (official.cache_path.read_bytes()[:1000], b"not a table"):
         damaged.write_bytes(content)
-        assert _load(damaged, official.rules) is None
+        assert load_table(damaged, official.rules) is None
 
 
 @pytest.mark.parametrize("variant", ["free-joker", "no-joker", "plain"])

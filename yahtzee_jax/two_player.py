@@ -56,6 +56,7 @@ from yahtzee_jax.game.rules import (
     NUM_KEEP_ACTIONS,
     NUM_TURNS,
     Rules,
+    get_rules,
 )
 from yahtzee_jax.opponent_features import match_features
 
@@ -417,6 +418,19 @@ def greedy_policy(config: Config, params: Any, rules: Rules) -> LearnerPolicy:
     return policy
 
 
+MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players `main` evaluates in the learner seat
+
+
+def match_player(name: str, rules: Rules) -> LearnerPolicy:
+    """A built-in match player: the solver's `win-seeker`, or a built-in agent (`optimal`)."""
+    if name == "win-seeker":
+        from yahtzee_jax.solver.win_seeker import make_win_seeker
+
+        return make_win_seeker(rules)
+    opponent = builtin_opponent(name, rules)
+    return lambda own, other, keys: (opponent(own, other, keys), None)
+
+
 def solitaire_act(config: Config, rules: Rules) -> Callable[[Any, State, jax.Array], jax.Array]:
     """One-card `act` of a two-player learner (for `evaluate`): the opponent card is empty."""
 
@@ -437,11 +451,22 @@ def evaluate_matches(
     batch_size: int = 2_000,
 ) -> dict[str, Any]:
     """Greedy learner against a built-in opponent: win/draw/loss, Wilson 95 % CI, mean scores."""
-    from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.tournament import wilson_interval
-
     rules = get_rules(config.train.rules)
     learner = greedy_policy(config, params, rules)
+    return evaluate_policy_matches(learner, rules, opponent, num_games, seed, batch_size)
+
+
+def evaluate_policy_matches(
+    learner: LearnerPolicy,
+    rules: Rules,
+    opponent: str = "optimal",
+    num_games: int = 100_000,
+    seed: int = 2,
+    batch_size: int = 2_000,
+) -> dict[str, Any]:
+    """Any match policy against a built-in opponent (`evaluate_matches`' figures)."""
+    from yahtzee_jax.tournament import wilson_interval
+
     rival = builtin_opponent(opponent, rules)
 
     def totals_of(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -560,21 +585,33 @@ def main(argv: list[str] | None = None) -> int:
     from yahtzee_jax.checkpointing import load_checkpoint
 
     parser = argparse.ArgumentParser(prog="python -m yahtzee_jax.two_player")
-    parser.add_argument("run", help="run or checkpoint directory")
+    parser.add_argument(
+        "run", help=f"run or checkpoint directory, or a built-in player: {MATCH_PLAYERS}"
+    )
     parser.add_argument("--opponent", default="optimal")
     parser.add_argument("--games", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=2_000)
+    parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
     parser.add_argument("--out", help="write the result as JSON here")
     args = parser.parse_args(argv)
     if args.opponent not in OPPONENTS[1:-1]:
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {OPPONENTS[1:-1]}")
-    state, config, step = load_checkpoint(args.run)
-    result = evaluate_matches(
-        config, state["params"], args.opponent, args.games, args.seed, args.batch_size
-    )
-    result |= {"run": args.run, "update": step}
-    print(format_result(f"{config.algo.name}:{Path(args.run).name}@{step}", result))
+    if args.run in MATCH_PLAYERS:
+        rules = get_rules(args.rules)
+        learner = match_player(args.run, rules)
+        result = evaluate_policy_matches(
+            learner, rules, args.opponent, args.games, args.seed, args.batch_size
+        )
+        result |= {"run": args.run}
+        print(format_result(args.run, result))
+    else:
+        state, config, step = load_checkpoint(args.run)
+        result = evaluate_matches(
+            config, state["params"], args.opponent, args.games, args.seed, args.batch_size
+        )
+        result |= {"run": args.run, "update": step}
+        print(format_result(f"{config.algo.name}:{Path(args.run).name}@{step}", result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

@@ -229,7 +229,7 @@ def solved_states(rules: Rules, masks: np.ndarray = _MASKS) -> np.ndarray:
 
     Reachable upper totals that are their own representative (see `_representative_totals`);
     flag 1 (a 50 in the Yahtzee box) is a state of its own only when the box is filled and the
-    variant pays the +100 bonus. `_fill_copies` gives every other reachable state its value.
+    variant pays the +100 bonus. `fill_copies` gives every other reachable state its value.
     """
     states = np.zeros((len(masks), NUM_UPPER_TOTALS, NUM_FLAGS), bool)
     states[:, :, 0] = np.arange(NUM_UPPER_TOTALS) == _REPRESENTATIVE_OF_STATE[masks]
@@ -238,7 +238,16 @@ def solved_states(rules: Rules, masks: np.ndarray = _MASKS) -> np.ndarray:
     return states
 
 
-def _fill_copies(value_table: np.ndarray, masks: np.ndarray = _MASKS) -> None:
+def layer_states(
+    rules: Rules, filled_count: int
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The masks with `filled_count` boxes filled and their solved states (mask, upper, flag)."""
+    layer_masks = np.flatnonzero(np.equal(_FILLED_COUNT, filled_count))
+    row, upper, flag = np.nonzero(solved_states(rules, layer_masks))
+    return layer_masks, (layer_masks[row], upper, flag)
+
+
+def fill_copies(value_table: np.ndarray, masks: np.ndarray = _MASKS) -> None:
     """Give the reachable states of `masks` that are not solved the value of the state they equal.
 
     Flag 1 takes flag 0's value where it is no state of its own, then a total whose bonus is out
@@ -343,9 +352,7 @@ def _solve_layers(
     pool = _worker_pool(workers)
     try:
         for filled_count in layers:
-            layer_masks = np.flatnonzero(np.equal(_FILLED_COUNT, filled_count))
-            row, upper, flag = np.nonzero(solved_states(rules, layer_masks))
-            mask = layer_masks[row]
+            layer_masks, (mask, upper, flag) = layer_states(rules, filled_count)
             splits = range(SOLVE_CHUNK, len(mask), SOLVE_CHUNK)
             parts = (np.split(part, splits) for part in (mask, upper, flag))
             chunks = list(zip(*parts, strict=True))
@@ -354,7 +361,7 @@ def _solve_layers(
                     _solve_chunk(chunk)
             else:
                 pool.map(_solve_chunk, chunks, chunksize=max(1, len(chunks) // (4 * workers)))
-            _fill_copies(value_table, layer_masks)
+            fill_copies(value_table, layer_masks)
     finally:
         _SOLVE_CONTEXT = None
         if pool is not None:
@@ -382,14 +389,17 @@ def default_cache_dir() -> pathlib.Path:
     return pathlib.Path(os.environ.get("YAHTZEE_JAX_CACHE") or "~/.cache/yahtzee_jax").expanduser()
 
 
-def cache_file(rules: Rules, cache_dir: str | os.PathLike | None = None) -> pathlib.Path:
-    """Where the value table of `rules` is cached; the name encodes every field of the rules."""
+def cache_file(
+    rules: Rules, cache_dir: str | os.PathLike | None = None, table: str = "values"
+) -> pathlib.Path:
+    """Where a table of `rules` (`values`, or `moments` of `solver.moments`) is cached; the name
+    encodes every field of the rules."""
     directory = pathlib.Path(cache_dir) if cache_dir is not None else default_cache_dir()
     key = f"{rules.name}-bonus{int(rules.yahtzee_bonus)}-joker_{rules.joker.value}"
-    return directory / f"values-v{CACHE_FORMAT}-{key}.npz"
+    return directory / f"{table}-v{CACHE_FORMAT}-{key}.npz"
 
 
-def _load(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
+def load_table(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
     """The dense table from the cached values of the solved states, or None if unusable."""
     states = solved_states(rules)
     try:
@@ -401,11 +411,11 @@ def _load(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
         return None
     table = np.full(states.shape, np.nan)
     table[states] = values
-    _fill_copies(table)
+    fill_copies(table)
     return table
 
 
-def _save(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
+def save_table(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
     """Store the solved states only (359,616 with the +100), float64, deflated: about 2.3 MB.
 
     An `.npz` archive (what `np.load` reads) written a block of masks at a time, so that saving
@@ -443,12 +453,12 @@ def solve(
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
     start = time.perf_counter()
-    table = _load(path, rules) if use_cache and not force else None
+    table = load_table(path, rules) if use_cache and not force else None
     from_cache = table is not None
     if table is None:
         table = solve_value_table(rules, progress=progress)
         if use_cache:
-            _save(table, rules, path)
+            save_table(table, rules, path)
     return SolveResult(
         rules=rules,
         value_table=table,

@@ -56,6 +56,28 @@ def best_keep_values(keep_value: Array, xp: ModuleType = np) -> Array:
     return best
 
 
+def best_keep_choice(
+    keep_value: Array, keep_other: Array, xp: ModuleType = np
+) -> tuple[Array, Array]:
+    """`best_keep_values`, and `keep_other` of the keep that attains each best value.
+
+    The same dynamic programming, carrying a second quantity of each keep (a second moment, say)
+    along with its value: what the value-maximising player's choice of keep implies for it.
+    """
+    best = keep_value[KEEP_OFFSETS[0] : KEEP_OFFSETS[1]]
+    best_other = keep_other[KEEP_OFFSETS[0] : KEEP_OFFSETS[1]]
+    for size in range(1, NUM_DICE + 1):
+        here = keep_value[KEEP_OFFSETS[size] : KEEP_OFFSETS[size + 1]]
+        here_other = keep_other[KEEP_OFFSETS[size] : KEEP_OFFSETS[size + 1]]
+        for column in range(size):
+            smaller = REMOVE_DIE[size][:, column]
+            better = best[smaller] > here
+            here = xp.where(better, best[smaller], here)
+            here_other = xp.where(better, best_other[smaller], here_other)
+        best, best_other = here, here_other
+    return best, best_other
+
+
 def expected_over_rolls(roll_values: Array, xp: ModuleType = np) -> Array:
     """Expectation over a fresh roll of five dice (the start of a turn)."""
     probabilities = xp.asarray(ROLL_PROBABILITIES, dtype=roll_values.dtype)

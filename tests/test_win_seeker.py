@@ -1,0 +1,224 @@
+"""The spread of optimal play (`solver.moments`) and the win-seeking player built on it."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections import Counter
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from positions import card
+
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules
+from yahtzee_jax.records import play_games
+from yahtzee_jax.solver import make_optimal_agent, solve
+from yahtzee_jax.solver.exact import FULL_MASK, score_transition
+from yahtzee_jax.solver.moments import (
+    _chunk_moments,
+    roll_futures,
+    score_moments,
+    solve_moment_table,
+)
+from yahtzee_jax.solver.tables import base_points, solver_score_tables
+from yahtzee_jax.solver.win_seeker import make_win_seeker, win_probability
+from yahtzee_jax.two_player import evaluate_policy_matches, main, match_player
+
+RULES = get_rules("official")
+CHANCE_ONLY = FULL_MASK & ~(1 << Category.CHANCE)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> str:
+    """A private cache holding the official value and second-moment tables."""
+    cache_dir = str(tmp_path_factory.mktemp("moments_cache"))
+    score_moments(RULES, cache_dir)
+    return cache_dir
+
+
+# ------------------------------------------------------------------------------------------
+# Plain-Python references: a Chance-only last turn, enumerated
+# ------------------------------------------------------------------------------------------
+
+
+def _outcomes(count: int) -> list[tuple[tuple[int, ...], float]]:
+    """The multisets of `count` fresh dice with their probabilities."""
+    result = []
+    for dice in itertools.combinations_with_replacement(range(1, 7), count):
+        ways = math.factorial(count)
+        for repeats in Counter(dice).values():
+            ways //= math.factorial(repeats)
+        result.append((dice, ways / 6**count))
+    return result
+
+
+def _sub_keeps(dice: tuple[int, ...]) -> set[tuple[int, ...]]:
+    return {tuple(sorted(keep)) for size in range(6) for keep in itertools.combinations(dice, size)}
+
+
+def chance_turn(final_value):
+    """(value of a roll, value of a keep) in a turn whose only box is Chance, by enumeration."""
+
+    @functools.cache
+    def roll_value(dice: tuple[int, ...], rerolls: int) -> float:
+        if rerolls == 0:
+            return final_value(sum(dice))
+        return max(keep_value(keep, rerolls) for keep in _sub_keeps(dice))
+
+    @functools.cache
+    def keep_value(keep: tuple[int, ...], rerolls: int) -> float:
+        return sum(
+            probability * roll_value(tuple(sorted(keep + dice)), rerolls - 1)
+            for dice, probability in _outcomes(5 - len(keep))
+        )
+
+    return roll_value, keep_value
+
+
+# ------------------------------------------------------------------------------------------
+# Second moments
+# ------------------------------------------------------------------------------------------
+
+
+def test_chance_alone_has_the_mean_and_spread_worked_by_hand():
+    """Only Chance open: the optimum keeps a die of 5 or more first and of 4 or more second, one
+    die at a time, so a die ends at 14/3 on average with variance 2 and the box at 70/3 with
+    variance 10: the second moment is 10 + (70/3)^2. Enumeration of the turn agrees."""
+    value_table = solve(RULES).value_table
+    moments = solve_moment_table(RULES, value_table, down_to_filled=12)
+    state = (CHANCE_ONLY, 63, 0)  # the upper bonus is in hand, the Yahtzee box holds 0
+    assert value_table[state] == pytest.approx(70 / 3, abs=1e-9)
+    assert moments[state] == pytest.approx(10 + (70 / 3) ** 2, abs=1e-9)
+    _, keep_mean = chance_turn(lambda total: total)
+    assert keep_mean((), 3) == pytest.approx(70 / 3)  # the first roll is a keep of nothing
+
+
+def test_the_moment_pass_recomputes_the_value_table():
+    """The induction carrying second moments values the states as the solver did."""
+    value_table = solve(RULES).value_table
+    moments = solve_moment_table(RULES, value_table, down_to_filled=11)
+    mask = np.array([FULL_MASK & ~(1 << Category.YAHTZEE) & ~(1 << Category.ONES)] * 3)
+    upper, flag = np.array([0, 10, 63]), np.zeros(3, np.int64)
+    values, _ = _chunk_moments(mask, upper, flag, value_table, moments, solver_score_tables(RULES))
+    np.testing.assert_allclose(values, value_table[mask, upper, flag], rtol=1e-12)
+    assert np.isnan(moments[0, 0, 0])  # the partial solve stops where it was told
+
+
+def test_spread_of_optimal_play_matches_its_games(cache):
+    """The whole table's start state against the optimal agent's own games: the mean 254.59 and
+    the standard deviation (59.61 for the official rules) within three standard errors."""
+    value_table, moments = score_moments(RULES, cache)
+    spread = math.sqrt(moments[0, 0, 0] - value_table[0, 0, 0] ** 2)
+    assert spread == pytest.approx(59.61, abs=0.01)
+    totals = play_games(make_optimal_agent(RULES, cache_dir=cache), 10_000, seed=6).total
+    totals = totals.astype(np.float64)
+    # The standard error of a sample deviation from the sample's fourth moment: the scores'
+    # tails (the +100 bonuses) make it about twice the normal distribution's.
+    variance, fourth = np.var(totals, ddof=1), np.mean((totals - totals.mean()) ** 4)
+    standard_error = math.sqrt((fourth - variance**2) / len(totals)) / (2 * math.sqrt(variance))
+    assert abs(math.sqrt(variance) - spread) < 3 * standard_error
+    assert abs(totals.mean() - value_table[0, 0, 0]) < 3 * spread / math.sqrt(len(totals))
+    reachable = ~np.isnan(value_table)
+    assert np.all(moments[reachable] >= value_table[reachable] ** 2 * (1 - 1e-12))
+
+
+# ------------------------------------------------------------------------------------------
+# The win-seeking player
+# ------------------------------------------------------------------------------------------
+
+
+def test_win_probability_is_exact_when_nothing_is_left_to_chance():
+    """No spread: a win, a draw or a loss by the margin's sign; with spread, the normal CDF."""
+    margins = jnp.array([3.0, 0.0, -2.0, 0.0])
+    variances = jnp.array([0.0, 0.0, 0.0, 100.0])
+    np.testing.assert_allclose(win_probability(margins, variances), [1.0, 0.5, 0.0, 0.5])
+    assert float(win_probability(jnp.float32(10.0), jnp.float32(100.0))) == pytest.approx(
+        0.8413, abs=1e-4
+    )
+
+
+UPPER_63 = {box: 3 * (box + 1) for box in range(6)}  # three of each face: the bonus in hand
+LOWER_ZEROS = {box: 0 for box in range(6, Category.CHANCE)}
+
+
+def _last_turn(dice, roll_index: int, behind: int):
+    """My last turn with only Chance open, and an opponent who finished `behind` points ahead
+    (the same card with `behind` in Chance), each batched as one game."""
+    mine = card(dice, scores=UPPER_63 | LOWER_ZEROS, roll_index=roll_index)
+    theirs = card(scores=UPPER_63 | LOWER_ZEROS | {Category.CHANCE: behind})
+    stack = functools.partial(jax.tree.map, lambda leaf: leaf[None])
+    return stack(mine), stack(theirs)
+
+
+@pytest.mark.parametrize(
+    ("dice", "roll_index", "behind"),
+    [((4, 5, 5, 5, 6), 1, 26), ((2, 3, 4, 5, 6), 0, 21), ((4, 4, 4, 5, 5), 1, 24)],
+)
+def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_index, behind):
+    """Against a finished opponent, my last turn's P(win) is exact, so the keep chosen must win
+    as often as the best keep of a plain enumeration; the expected-score optimum's keep does
+    worse in each of these positions (e.g. 4,5,5,5,6 needing 27: it keeps all and loses for sure,
+    re-rolling the 4 wins 1/6 and draws 1/6)."""
+    mine, theirs = _last_turn(dice, roll_index, behind)
+    rerolls = 2 - roll_index
+    _, win_keep = chance_turn(lambda total: 1.0 if total > behind else 0.5 * (total == behind))
+    best = max(win_keep(keep, rerolls) for keep in _sub_keeps(dice))
+
+    def keep_chance(action: int) -> float:
+        kept = tuple(sorted(die for i, die in enumerate(dice) if action >> i & 1))
+        return win_keep(kept, rerolls)
+
+    seeker = make_win_seeker(RULES, cache)
+    action = int(seeker(mine, theirs, None)[0][0])
+    assert action < NUM_KEEP_ACTIONS
+    assert keep_chance(action) == pytest.approx(best)
+    optimal = match_player("optimal", RULES)
+    assert keep_chance(int(optimal(mine, theirs, None)[0][0])) < best - 0.01
+
+
+def test_win_seeker_plays_whole_matches_and_the_cli_reports_them(cache, capsys, monkeypatch):
+    """Whole matches against the optimal agent: a result the same for the same seed, a sane
+    score, and the CLI's one-line summary."""
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
+    seeker = make_win_seeker(RULES, cache)
+    first = evaluate_policy_matches(seeker, RULES, "optimal", num_games=8, seed=3, batch_size=8)
+    again = evaluate_policy_matches(seeker, RULES, "optimal", num_games=8, seed=3, batch_size=8)
+    assert first["wins"] + first["draws"] + first["losses"] == 8
+    assert {k: v for k, v in first.items() if k != "wall_s"} == {
+        k: v for k, v in again.items() if k != "wall_s"
+    }
+    assert first["mean_score"] > 150
+    assert main(["win-seeker", "--games", "4", "--seed", "3", "--batch-size", "4"]) == 0
+    assert "win-seeker vs optimal: wins" in capsys.readouterr().out
+
+
+def test_opponents_next_dice_are_not_looked_at(cache):
+    """The opponent is read at its turn start: its dice do not change my action."""
+    mine, theirs = _last_turn((2, 3, 4, 5, 6), 0, 21)
+    theirs = theirs.replace(filled=theirs.filled.at[0, Category.CHANCE].set(False))
+    seeker = make_win_seeker(RULES, cache)
+    actions = {
+        int(seeker(mine, theirs.replace(dice=jnp.int32([dice])), None)[0][0])
+        for dice in ((1, 1, 1, 1, 1), (6, 6, 6, 6, 6), (1, 2, 3, 4, 5))
+    }
+    assert len(actions) == 1
+
+
+def test_roll_futures_read_the_table_as_a_gather_per_roll_and_box():
+    """The per-next-state reading of the table (`roll_futures`) equals looking up the state after
+    each roll in each open box, for NumPy cards in a batch and for one JAX card."""
+    value_table = np.nan_to_num(solve(RULES).value_table)
+    rng = np.random.default_rng(0)
+    mask = rng.integers(0, FULL_MASK, 16)
+    upper, flag = rng.integers(0, 64, 16), rng.integers(0, 2, 16)
+    points = base_points()[:, :, None]
+    categories = np.arange(13)[None, :, None]
+    _, next_upper, next_flag = score_transition(categories, points, upper, flag)
+    next_flag = np.where(categories == Category.YAHTZEE, points == 50, flag)
+    direct = value_table[mask | (1 << categories), next_upper, next_flag.astype(int)]
+    np.testing.assert_array_equal(roll_futures(value_table, mask, upper, flag), direct)
+    one = roll_futures(jnp.asarray(value_table), jnp.int32(mask[0]), upper[0], flag[0], jnp)
+    np.testing.assert_allclose(one, direct[:, :, 0], rtol=1e-6)

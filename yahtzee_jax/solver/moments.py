@@ -1,0 +1,205 @@
+"""The spread of the optimal player's score: the second moment of the future score of every state.
+
+`solve` gives V(s), the expected score still to come from a turn-start state s under optimal
+(expected-score) play. This module adds M(s), the expected *square* of that future score under
+the same play, so the variance M - V^2 of the final score is known from every state: what a
+player needs who wants to beat a score rather than maximise it (`solver.win_seeker`). It is the
+solver's backward induction again, carrying a second quantity through each choice: at a box the
+square of (points + future), expanded as points^2 + 2 points V + M of the next state, at a keep
+the mean of the rolls' second moments, and at every choice the second moment of the option that
+the value-maximising player takes (`widget.best_keep_choice`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from yahtzee_jax.game.rules import (
+    NUM_CATEGORIES,
+    NUM_DICE,
+    NUM_UPPER,
+    UPPER_BONUS_THRESHOLD,
+    YAHTZEE_BONUS,
+    Category,
+    Rules,
+    get_rules,
+)
+from yahtzee_jax.solver.exact import (
+    FULL_MASK,
+    NUM_UPPER_TOTALS,
+    SOLVE_CHUNK,
+    cache_file,
+    fill_copies,
+    layer_states,
+    load_table,
+    save_table,
+    score_transition,
+    solve,
+)
+from yahtzee_jax.solver.tables import (
+    NUM_FLAGS,
+    NUM_MASKS,
+    NUM_ROLLS,
+    ROLL_COUNTS,
+    YAHTZEE_ROLLS,
+    solver_score_tables,
+)
+from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
+
+Array = Any  # numpy.ndarray or jax.Array
+
+
+_UPPER_COUNTS = ROLL_COUNTS[:, :NUM_UPPER]  # [252, 6]: dice showing each upper box's face
+_FIVE_OF_A_KIND = (ROLL_COUNTS.max(axis=1) == NUM_DICE).astype(np.int32)  # [252]
+
+
+def roll_futures(table: Array, mask: Array, upper_total: Array, flag: Array, xp: Any = np) -> Array:
+    """`table` at the state after writing each of the 252 rolls in each box, [252, 13, ...].
+
+    The card's (mask, upper_total, flag) may carry trailing batch axes. The next state depends on
+    the roll only through the count of an upper box's face (6 states per upper box) and, in the
+    Yahtzee box, through whether the roll is a five of a kind (its 50 sets the flag), so the
+    table is read 6 x 6 + 6 + 2 times per card instead of 252 x 13, and spread by static
+    indices. Filled boxes get whatever state their index names: mask them by legality.
+    """
+    trailing = (None,) * xp.ndim(mask)  # the card's batch axes
+    counts = np.arange(NUM_DICE + 1)
+    faces = np.arange(1, NUM_UPPER + 1)
+    added = (faces[:, None] * counts[None, :])[(..., *trailing)]
+    next_upper = xp.minimum(upper_total + added, UPPER_BONUS_THRESHOLD)  # [6 boxes, 6 counts, ...]
+    upper_masks = mask | (1 << np.arange(NUM_UPPER))[(slice(None), *trailing)]  # [6, ...]
+    upper = table[upper_masks[:, None], next_upper, flag]  # [6, 6, ...]
+    by_roll = [upper[box, _UPPER_COUNTS[:, box]] for box in range(NUM_UPPER)]  # [252, ...] each
+    for box in range(NUM_UPPER, NUM_CATEGORIES):
+        next_mask = mask | (1 << box)
+        if box == Category.YAHTZEE:
+            after = xp.stack([table[next_mask, upper_total, 0 * flag + fifty] for fifty in (0, 1)])
+            by_roll.append(after[_FIVE_OF_A_KIND])
+        else:
+            by_roll.append(xp.broadcast_to(table[next_mask, upper_total, flag], upper.shape[2:]))
+    shape = (NUM_ROLLS, *xp.shape(upper)[2:])
+    return xp.stack([xp.broadcast_to(column, shape) for column in by_roll], axis=1)
+
+
+def box_outcomes(
+    points: Array,
+    legal: Array,
+    bonus: Array,
+    mask: Array,
+    upper_total: Array,
+    flag: Array,
+    tables: tuple[Array, Array],
+    xp: Any = np,
+) -> tuple[Array, Array, Array]:
+    """Reward and the next state's V and M of writing each roll in each box (arguments broadcast).
+
+    `points`/`legal` are [252, 13, ...] and `bonus` [252, ...] (`score_options` of the rolls);
+    the card's (mask, upper_total, flag) broadcast against the trailing axes. Returns (reward
+    with every bonus it pays, future value, future second moment), each [252, 13, ...]; the
+    futures are 0 where the box is illegal (its "next state" may not exist). `tables` are the
+    (value, second-moment) tables.
+    """
+    shape = (1,) * (points.ndim - 2)
+    categories = xp.arange(NUM_CATEGORIES).reshape(1, NUM_CATEGORIES, *shape)
+    reward, next_upper, next_flag = score_transition(categories, points, upper_total, flag, xp)
+    reward = reward + YAHTZEE_BONUS * bonus[:, None]
+    if points.shape[0] == NUM_ROLLS:  # every roll: the tables read per next state
+        futures = [roll_futures(table, mask, upper_total, flag, xp) for table in tables]
+    else:
+        next_mask = mask | (1 << categories)
+        futures = [table[next_mask, next_upper, next_flag] for table in tables]
+    future, future_moment = (xp.where(legal, part, 0.0) for part in futures)
+    return reward, future, future_moment
+
+
+def turn_moments(
+    reward: Array, future: Array, future_moment: Array, legal: Array, xp: Any = np
+) -> tuple[Array, Array, Array, Array]:
+    """Value and second moment of the optimal player's keeps, from each roll's box outcomes.
+
+    Returns (last keep values, their second moments, first keep values, their second moments),
+    each [462, ...]: what the turn is worth from each keep with one and with two re-rolls left,
+    the player scoring each final roll in the box of highest value and keeping for value.
+    """
+    value = xp.where(legal, reward + future, -xp.inf)
+    best = xp.argmax(value, axis=1)[:, None]  # the value-maximising box of each roll
+
+    def chosen(array: Array) -> Array:
+        return xp.take_along_axis(array, best, axis=1)[:, 0]
+
+    points, later, later_moment = chosen(reward), chosen(future), chosen(future_moment)
+    final_value = points + later
+    final_moment = points * points + 2 * points * later + later_moment
+    last_keep, last_keep_moment = keep_values(final_value, xp), keep_values(final_moment, xp)
+    middle, middle_moment = best_keep_choice(last_keep, last_keep_moment, xp)
+    return last_keep, last_keep_moment, keep_values(middle, xp), keep_values(middle_moment, xp)
+
+
+def _chunk_moments(
+    mask: np.ndarray,
+    upper: np.ndarray,
+    flag: np.ndarray,
+    value_table: np.ndarray,
+    moment_table: np.ndarray,
+    score_tables: tuple[np.ndarray, ...],
+) -> tuple[np.ndarray, np.ndarray]:
+    """(V, M) of the turn-start states (mask, upper total, flag) of one chunk, batch-last."""
+    base, five_points, five_legal, five_bonus = score_tables
+    count = len(mask)
+    filled = (mask[None, :] >> np.arange(NUM_CATEGORIES)[:, None]) & 1 == 1  # [13, n]
+    points = np.repeat(base[:, :, None], count, axis=2)  # [252, 13, n]
+    legal = np.repeat(~filled[None], NUM_ROLLS, axis=0)
+    bonus = np.zeros((NUM_ROLLS, count), bool)
+    # The five-of-a-kinds score by the card (Joker rules, +100): their options per card.
+    points[YAHTZEE_ROLLS] = five_points[mask, flag].transpose(1, 2, 0)
+    legal[YAHTZEE_ROLLS] = five_legal[mask, flag].transpose(1, 2, 0)
+    bonus[YAHTZEE_ROLLS] = five_bonus[mask, flag].T
+    tables = (value_table, moment_table)
+    outcomes = box_outcomes(points, legal, bonus, mask, upper, flag, tables)
+    _, _, first_keep, first_keep_moment = turn_moments(*outcomes, legal)
+    start, start_moment = best_keep_choice(first_keep, first_keep_moment)
+    return expected_over_rolls(start), expected_over_rolls(start_moment)
+
+
+def solve_moment_table(
+    rules: str | Rules, value_table: np.ndarray | None = None, down_to_filled: int = 0
+) -> np.ndarray:
+    """float64[8192, 64, 2]: E[(score still to come)^2] from every turn-start state, optimal play.
+
+    Indexed like the value table (`exact.solve_value_table`), NaN where it is and for the states
+    with fewer than `down_to_filled` boxes filled (a partial solve, for tests); one process, a
+    layer of filled boxes at a time from the full card back (under a minute on one CPU core).
+    """
+    rules = get_rules(rules)
+    if value_table is None:
+        value_table = solve(rules).value_table
+    score_tables = solver_score_tables(rules)
+    moment_table = np.full((NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS), np.nan)
+    moment_table[FULL_MASK] = 0.0
+    for filled_count in range(NUM_CATEGORIES - 1, down_to_filled - 1, -1):
+        layer_masks, (mask, upper, flag) = layer_states(rules, filled_count)
+        for start in range(0, len(mask), SOLVE_CHUNK):
+            part = slice(start, start + SOLVE_CHUNK)
+            _, moment = _chunk_moments(
+                mask[part], upper[part], flag[part], value_table, moment_table, score_tables
+            )
+            moment_table[mask[part], upper[part], flag[part]] = moment
+        fill_copies(moment_table, layer_masks)
+    return moment_table
+
+
+def score_moments(
+    rules: str | Rules = "official", cache_dir: str | os.PathLike | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(value table, second-moment table) of a rule variant, both cached on disk after a solve."""
+    rules = get_rules(rules)
+    value_table = solve(rules, cache_dir=cache_dir).value_table
+    path = cache_file(rules, cache_dir, table="moments")
+    moment_table = load_table(path, rules)
+    if moment_table is None:
+        moment_table = solve_moment_table(rules, value_table)
+        save_table(moment_table, rules, path)
+    return value_table, moment_table
