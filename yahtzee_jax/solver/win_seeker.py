@@ -1,16 +1,21 @@
 """A player that tries to beat its opponent's score, not to maximise its own (issue 14).
 
-Against an opponent whose play does not depend on ours (the optimal-solitaire agent), a game is
-won when our final score X beats theirs, Y. From the solver's value and second-moment tables
-(`solver.moments`) both are known in mean and variance from any turn-start state, under optimal
-expected-score play from there on. At each decision this player takes the action that maximises
-the normal approximation of P(X > Y) + P(X = Y) / 2,
+Against an opponent whose play does not depend on ours (the optimal-solitaire agent), a match
+is won when our final score X beats theirs, Y. The solver's value and second-moment tables
+(`solver.moments`) give the mean and variance of both players' scores still to come from any
+turn-start state, under optimal expected-score play. This player plans each of its turns
+exactly, like the optimal agent, but values the end of the turn by the chance to win instead of
+by points: writing roll r in box b is worth
 
-    z = (E[X | action] - E[Y]) / sqrt(Var[X | action] + Var[Y]),
+    P(win) ~ Phi((my total + reward + E[my future] - E[Y]) / sqrt(Var[my future] + Var[Y])),
 
-assuming optimal expected-score play after this decision (a one-step improvement on it). Behind,
-that favours the actions with the wider spread; ahead, the safer ones. The opponent is read at its
-turn start only (its card and total): the dice it will play next are not looked at.
+my future counted from the turn start that follows, Y from the opponent's turn start. The keeps
+maximise its expectation over the rolls to come (the same widget, over probabilities). Behind,
+that favours the turns with the wider spread; ahead, the safer ones. On a last turn against a
+finished opponent nothing is approximated: the chance is 1, 1/2 or 0 by the final margin. The
+approximations elsewhere: the futures as normal, and optimal expected-score play after this
+turn (each turn improves on it once). The opponent is read at its turn start only (its card and
+total): the dice it will play next are not looked at.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
 
-# Added to the variance so that a decided game (no spread left on either side) ranks actions by
-# the margin instead of dividing by zero.
+# Below this variance of the margin nothing is left to chance: only a full card has no spread
+# (V = M = 0 exactly), and every other state's is far above it.
 MIN_VARIANCE = 1e-3
 
 
