@@ -16,6 +16,7 @@ from positions import card
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules
 from yahtzee_jax.records import play_games
 from yahtzee_jax.solver import make_optimal_agent, solve
+from yahtzee_jax.solver.endgame import SCORE_BINS, endgame_distributions
 from yahtzee_jax.solver.exact import FULL_MASK, score_transition
 from yahtzee_jax.solver.moments import (
     _chunk_moments,
@@ -171,7 +172,7 @@ def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_i
         kept = tuple(sorted(die for i, die in enumerate(dice) if action >> i & 1))
         return win_keep(kept, rerolls)
 
-    seeker = make_win_seeker(RULES, cache)
+    seeker = make_win_seeker(RULES, cache, endgame_open=1)
     action = int(seeker(mine, theirs, None)[0][0])
     assert action < NUM_KEEP_ACTIONS
     assert keep_chance(action) == pytest.approx(best)
@@ -183,7 +184,7 @@ def test_win_seeker_plays_whole_matches_and_the_cli_reports_them(cache, capsys, 
     """Whole matches against the optimal agent: a result the same for the same seed, a sane
     score, and the CLI's one-line summary."""
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
-    seeker = make_win_seeker(RULES, cache)
+    seeker = make_win_seeker(RULES, cache, endgame_open=1)
     first = evaluate_policy_matches(seeker, RULES, "optimal", num_games=8, seed=3, batch_size=8)
     again = evaluate_policy_matches(seeker, RULES, "optimal", num_games=8, seed=3, batch_size=8)
     assert first["wins"] + first["draws"] + first["losses"] == 8
@@ -191,7 +192,22 @@ def test_win_seeker_plays_whole_matches_and_the_cli_reports_them(cache, capsys, 
         k: v for k, v in again.items() if k != "wall_s"
     }
     assert first["mean_score"] > 150
-    assert main(["win-seeker", "--games", "4", "--seed", "3", "--batch-size", "4"]) == 0
+    assert (
+        main(
+            [
+                "win-seeker",
+                "--games",
+                "4",
+                "--seed",
+                "3",
+                "--batch-size",
+                "4",
+                "--endgame-open",
+                "1",
+            ]
+        )
+        == 0
+    )
     assert "win-seeker vs optimal: wins" in capsys.readouterr().out
 
 
@@ -199,7 +215,7 @@ def test_opponents_next_dice_are_not_looked_at(cache):
     """The opponent is read at its turn start: its dice do not change my action."""
     mine, theirs = _last_turn((2, 3, 4, 5, 6), 0, 21)
     theirs = theirs.replace(filled=theirs.filled.at[0, Category.CHANCE].set(False))
-    seeker = make_win_seeker(RULES, cache)
+    seeker = make_win_seeker(RULES, cache, endgame_open=1)
     actions = {
         int(seeker(mine, theirs.replace(dice=jnp.int32([dice])), None)[0][0])
         for dice in ((1, 1, 1, 1, 1), (6, 6, 6, 6, 6), (1, 2, 3, 4, 5))
@@ -222,3 +238,71 @@ def test_roll_futures_read_the_table_as_a_gather_per_roll_and_box():
     np.testing.assert_array_equal(roll_futures(value_table, mask, upper, flag), direct)
     one = roll_futures(jnp.asarray(value_table), jnp.int32(mask[0]), upper[0], flag[0], jnp)
     np.testing.assert_allclose(one, direct[:, :, 0], rtol=1e-6)
+
+
+# ------------------------------------------------------------------------------------------
+# Endgame distributions
+# ------------------------------------------------------------------------------------------
+
+# A die of the optimal Chance turn (keep 5-6 first, 4-6 second): 1, 2, 3 with 1/18 each,
+# 4 with 3/18, 5 and 6 with 6/18 each (mean 14/3).
+CHANCE_DIE = np.array([0, 1, 1, 1, 3, 6, 6]) / 18
+
+
+def chance_distribution() -> np.ndarray:
+    """The optimal Chance box's points: five such dice, convolved."""
+    total = np.array([1.0])
+    for _ in range(5):
+        total = np.convolve(total, CHANCE_DIE)
+    return total  # index = points, 0..30
+
+
+def test_endgame_distribution_of_chance_is_five_dice_convolved(cache):
+    """Only Chance open: the state's exact future distribution is the five-die convolution, and
+    every endgame row's mean and second moment are the solver's V and M."""
+    rows, distributions = endgame_distributions(RULES, 1, cache)
+    row = rows[CHANCE_ONLY, 63, 0]
+    expected = np.zeros(SCORE_BINS)
+    expected[:31] = chance_distribution()
+    np.testing.assert_allclose(distributions[row], expected, atol=1e-6)
+    value_table, moments = score_moments(RULES, cache)
+    inside = rows >= 0
+    bins = np.arange(SCORE_BINS)
+    np.testing.assert_allclose(distributions[rows[inside]] @ bins, value_table[inside], atol=1e-3)
+    second = distributions[rows[inside]] @ bins**2
+    np.testing.assert_allclose(second, moments[inside], rtol=1e-5)
+    assert rows[FULL_MASK, 0, 0] == 0 and distributions[0, 0] == 1.0
+    assert rows[0, 0, 0] == -1  # the empty card is no endgame
+
+
+@pytest.mark.parametrize(
+    ("dice", "roll_index", "lead"), [((4, 5, 5, 5, 6), 1, 0), ((1, 1, 5, 6, 6), 0, -6)]
+)
+def test_first_players_last_turn_is_exact_against_the_open_chance(cache, dice, roll_index, lead):
+    """I play my last turn first; the opponent still has its Chance to play, `lead` points behind
+    me before it. My chance to win is exact (its Chance distribution is in the endgame table),
+    so the keep chosen wins as often as the best keep of a plain enumeration."""
+    mine, theirs = _last_turn(dice, roll_index, 0)
+    theirs = theirs.replace(
+        filled=theirs.filled.at[0, Category.CHANCE].set(False),
+        scores=theirs.scores.at[0, Category.CHANCE].set(0),
+    )
+    theirs = theirs.replace(scores=theirs.scores.at[0, Category.ONES].add(-lead))
+    opponent = chance_distribution()
+    below = np.concatenate([[0.0], np.cumsum(opponent)])  # below[m] = P(their points < m)
+
+    def chance_to_win(points: int) -> float:  # my Chance points against theirs, `lead` ahead
+        margin = points + lead  # I win when their points < margin
+        if margin <= 0:
+            return 0.0
+        if margin > 30:
+            return 1.0
+        return below[margin] + 0.5 * opponent[margin]
+
+    _, win_keep = chance_turn(chance_to_win)
+    rerolls = 2 - roll_index
+    best = max(win_keep(keep, rerolls) for keep in _sub_keeps(dice))
+    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    action = int(seeker(mine, theirs, None)[0][0])
+    kept = tuple(sorted(die for i, die in enumerate(dice) if action >> i & 1))
+    assert win_keep(kept, rerolls) == pytest.approx(best, abs=1e-6)

@@ -421,12 +421,16 @@ def greedy_policy(config: Config, params: Any, rules: Rules) -> LearnerPolicy:
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players `main` evaluates in the learner seat
 
 
-def match_player(name: str, rules: Rules) -> LearnerPolicy:
-    """A built-in match player: the solver's `win-seeker`, or a built-in agent (`optimal`)."""
+def match_player(name: str, rules: Rules, endgame_open: int | None = None) -> LearnerPolicy:
+    """A built-in match player: the solver's `win-seeker` (exact score distributions in the
+    turns that leave at most `endgame_open` boxes open; default `endgame.ENDGAME_OPEN`), or a
+    built-in agent (`optimal`)."""
     if name == "win-seeker":
+        from yahtzee_jax.solver.endgame import ENDGAME_OPEN
         from yahtzee_jax.solver.win_seeker import make_win_seeker
 
-        return make_win_seeker(rules)
+        endgame = ENDGAME_OPEN if endgame_open is None else endgame_open
+        return make_win_seeker(rules, endgame_open=endgame)
     opponent = builtin_opponent(name, rules)
     return lambda own, other, keys: (opponent(own, other, keys), None)
 
@@ -593,13 +597,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=2_000)
     parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
+    parser.add_argument(
+        "--endgame-open",
+        type=int,
+        help="win-seeker: exact score distributions for the turns leaving at most this many "
+        "boxes open (default 3; each more costs about 3x the table's time)",
+    )
     parser.add_argument("--out", help="write the result as JSON here")
     args = parser.parse_args(argv)
     if args.opponent not in OPPONENTS[1:-1]:
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {OPPONENTS[1:-1]}")
     if args.run in MATCH_PLAYERS:
         rules = get_rules(args.rules)
-        learner = match_player(args.run, rules)
+        if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
+            raise ConfigError(f"--endgame-open={args.endgame_open}; choose 0 to 12")
+        learner = match_player(args.run, rules, args.endgame_open)
         result = evaluate_policy_matches(
             learner, rules, args.opponent, args.games, args.seed, args.batch_size
         )

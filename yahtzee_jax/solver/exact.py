@@ -220,7 +220,7 @@ def _representative_totals() -> np.ndarray:
 REPRESENTATIVE_TOTAL = _representative_totals()
 _MASKS = np.arange(NUM_MASKS)
 _REPRESENTATIVE_OF_STATE = REPRESENTATIVE_TOTAL[_MASKS & (1 << NUM_UPPER) - 1]  # [8192, 64]
-_FILLED_COUNT = np.array([bin(mask).count("1") for mask in range(NUM_MASKS)])
+FILLED_COUNT = np.array([bin(mask).count("1") for mask in range(NUM_MASKS)])
 _YAHTZEE_FILLED = (_MASKS >> Category.YAHTZEE) & 1 == 1
 
 
@@ -242,7 +242,7 @@ def layer_states(
     rules: Rules, filled_count: int
 ) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The masks with `filled_count` boxes filled and their solved states (mask, upper, flag)."""
-    layer_masks = np.flatnonzero(np.equal(_FILLED_COUNT, filled_count))
+    layer_masks = np.flatnonzero(np.equal(FILLED_COUNT, filled_count))
     row, upper, flag = np.nonzero(solved_states(rules, layer_masks))
     return layer_masks, (layer_masks[row], upper, flag)
 

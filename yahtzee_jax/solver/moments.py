@@ -52,36 +52,59 @@ from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, kee
 Array = Any  # numpy.ndarray or jax.Array
 
 
-_UPPER_COUNTS = ROLL_COUNTS[:, :NUM_UPPER]  # [252, 6]: dice showing each upper box's face
-_FIVE_OF_A_KIND = (ROLL_COUNTS.max(axis=1) == NUM_DICE).astype(np.int32)  # [252]
+_LOWER_BOXES = [box for box in range(NUM_UPPER, NUM_CATEGORIES) if box != Category.YAHTZEE]
+
+
+def distinct_next_states(
+    mask: Array, upper_total: Array, flag: Array, xp: Any = np
+) -> tuple[Array, Array, Array]:
+    """The 44 turn-start states that writing a roll in a box can lead to: (mask, upper, flag),
+    each [44, ...] for a card with trailing batch axes.
+
+    The next state depends on the roll only through the count of an upper box's face (6 states
+    for each of the 6 upper boxes) and, in the Yahtzee box, through whether the roll is a five of
+    a kind (its 50 sets the flag); a lower box leads to one state. `NEXT_STATE_OF_ROLL` says which
+    of the 44 each roll and box leads to. A filled box's entries name whatever state their index
+    gives: mask them by legality.
+    """
+    trailing = (None,) * xp.ndim(mask)  # the card's batch axes
+    faces = np.repeat(np.arange(1, NUM_UPPER + 1), NUM_DICE + 1)  # [36]: 6 counts per box
+    counts = np.tile(np.arange(NUM_DICE + 1), NUM_UPPER)
+    boxes = np.concatenate(
+        [np.repeat(np.arange(NUM_UPPER), NUM_DICE + 1), _LOWER_BOXES, [Category.YAHTZEE] * 2]
+    )
+    masks = mask | (1 << boxes)[(slice(None), *trailing)]
+    added = (faces * counts)[(slice(None), *trailing)]
+    upper_after = xp.minimum(upper_total + added, UPPER_BONUS_THRESHOLD)
+    same_upper = xp.broadcast_to(upper_total, (len(_LOWER_BOXES) + 2, *xp.shape(upper_total)))
+    uppers = xp.concatenate([upper_after, same_upper])
+    same_flag = xp.broadcast_to(flag, (len(boxes) - 2, *xp.shape(flag)))
+    fifty = xp.broadcast_to(np.array([0, 1])[(slice(None), *trailing)], (2, *xp.shape(flag)))
+    flags = xp.concatenate([same_flag, fifty.astype(same_flag.dtype)])
+    return masks, uppers, flags
+
+
+def _next_state_of_roll() -> np.ndarray:
+    five_of_a_kind = ROLL_COUNTS.max(axis=1) == NUM_DICE
+    index = np.empty((NUM_ROLLS, NUM_CATEGORIES), np.int32)
+    for box in range(NUM_UPPER):
+        index[:, box] = box * (NUM_DICE + 1) + ROLL_COUNTS[:, box]
+    for position, box in enumerate(_LOWER_BOXES):
+        index[:, box] = NUM_UPPER * (NUM_DICE + 1) + position
+    index[:, Category.YAHTZEE] = NUM_UPPER * (NUM_DICE + 1) + len(_LOWER_BOXES) + five_of_a_kind
+    return index
+
+
+NEXT_STATE_OF_ROLL = _next_state_of_roll()  # [252, 13]: index among `distinct_next_states`
 
 
 def roll_futures(table: Array, mask: Array, upper_total: Array, flag: Array, xp: Any = np) -> Array:
     """`table` at the state after writing each of the 252 rolls in each box, [252, 13, ...].
 
-    The card's (mask, upper_total, flag) may carry trailing batch axes. The next state depends on
-    the roll only through the count of an upper box's face (6 states per upper box) and, in the
-    Yahtzee box, through whether the roll is a five of a kind (its 50 sets the flag), so the
-    table is read 6 x 6 + 6 + 2 times per card instead of 252 x 13, and spread by static
-    indices. Filled boxes get whatever state their index names: mask them by legality.
+    Read once per distinct next state (44 per card, `distinct_next_states`) instead of 252 x 13
+    times, and spread by the static `NEXT_STATE_OF_ROLL`. Mask filled boxes by legality.
     """
-    trailing = (None,) * xp.ndim(mask)  # the card's batch axes
-    counts = np.arange(NUM_DICE + 1)
-    faces = np.arange(1, NUM_UPPER + 1)
-    added = (faces[:, None] * counts[None, :])[(..., *trailing)]
-    next_upper = xp.minimum(upper_total + added, UPPER_BONUS_THRESHOLD)  # [6 boxes, 6 counts, ...]
-    upper_masks = mask | (1 << np.arange(NUM_UPPER))[(slice(None), *trailing)]  # [6, ...]
-    upper = table[upper_masks[:, None], next_upper, flag]  # [6, 6, ...]
-    by_roll = [upper[box, _UPPER_COUNTS[:, box]] for box in range(NUM_UPPER)]  # [252, ...] each
-    for box in range(NUM_UPPER, NUM_CATEGORIES):
-        next_mask = mask | (1 << box)
-        if box == Category.YAHTZEE:
-            after = xp.stack([table[next_mask, upper_total, 0 * flag + fifty] for fifty in (0, 1)])
-            by_roll.append(after[_FIVE_OF_A_KIND])
-        else:
-            by_roll.append(xp.broadcast_to(table[next_mask, upper_total, flag], upper.shape[2:]))
-    shape = (NUM_ROLLS, *xp.shape(upper)[2:])
-    return xp.stack([xp.broadcast_to(column, shape) for column in by_roll], axis=1)
+    return table[distinct_next_states(mask, upper_total, flag, xp)][NEXT_STATE_OF_ROLL]
 
 
 def box_outcomes(
@@ -138,6 +161,24 @@ def turn_moments(
     return last_keep, last_keep_moment, keep_values(middle, xp), keep_values(middle_moment, xp)
 
 
+def roll_options(
+    mask: np.ndarray, flag: np.ndarray, score_tables: tuple[np.ndarray, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`score_options` of every roll against n cards, batch-last: ([252, 13, n] points and
+    legality, [252, n] +100 bonus), from `tables.solver_score_tables`."""
+    base, five_points, five_legal, five_bonus = score_tables
+    count = len(mask)
+    filled = (mask[None, :] >> np.arange(NUM_CATEGORIES)[:, None]) & 1 == 1  # [13, n]
+    points = np.repeat(base[:, :, None], count, axis=2)
+    legal = np.repeat(~filled[None], NUM_ROLLS, axis=0)
+    bonus = np.zeros((NUM_ROLLS, count), bool)
+    # The five-of-a-kinds score by the card (Joker rules, +100): their options per card.
+    points[YAHTZEE_ROLLS] = five_points[mask, flag].transpose(1, 2, 0)
+    legal[YAHTZEE_ROLLS] = five_legal[mask, flag].transpose(1, 2, 0)
+    bonus[YAHTZEE_ROLLS] = five_bonus[mask, flag].T
+    return points, legal, bonus
+
+
 def _chunk_moments(
     mask: np.ndarray,
     upper: np.ndarray,
@@ -147,16 +188,7 @@ def _chunk_moments(
     score_tables: tuple[np.ndarray, ...],
 ) -> tuple[np.ndarray, np.ndarray]:
     """(V, M) of the turn-start states (mask, upper total, flag) of one chunk, batch-last."""
-    base, five_points, five_legal, five_bonus = score_tables
-    count = len(mask)
-    filled = (mask[None, :] >> np.arange(NUM_CATEGORIES)[:, None]) & 1 == 1  # [13, n]
-    points = np.repeat(base[:, :, None], count, axis=2)  # [252, 13, n]
-    legal = np.repeat(~filled[None], NUM_ROLLS, axis=0)
-    bonus = np.zeros((NUM_ROLLS, count), bool)
-    # The five-of-a-kinds score by the card (Joker rules, +100): their options per card.
-    points[YAHTZEE_ROLLS] = five_points[mask, flag].transpose(1, 2, 0)
-    legal[YAHTZEE_ROLLS] = five_legal[mask, flag].transpose(1, 2, 0)
-    bonus[YAHTZEE_ROLLS] = five_bonus[mask, flag].T
+    points, legal, bonus = roll_options(mask, flag, score_tables)
     tables = (value_table, moment_table)
     outcomes = box_outcomes(points, legal, bonus, mask, upper, flag, tables)
     _, _, first_keep, first_keep_moment = turn_moments(*outcomes, legal)

@@ -61,8 +61,9 @@ def best_keep_choice(
 ) -> tuple[Array, Array]:
     """`best_keep_values`, and `keep_other` of the keep that attains each best value.
 
-    The same dynamic programming, carrying a second quantity of each keep (a second moment, say)
-    along with its value: what the value-maximising player's choice of keep implies for it.
+    The same dynamic programming, carrying a second quantity of each keep (a second moment, a
+    distribution on further trailing axes) along with its value: what the value-maximising
+    player's choice of keep implies for it.
     """
     best = keep_value[KEEP_OFFSETS[0] : KEEP_OFFSETS[1]]
     best_other = keep_other[KEEP_OFFSETS[0] : KEEP_OFFSETS[1]]
@@ -73,7 +74,10 @@ def best_keep_choice(
             smaller = REMOVE_DIE[size][:, column]
             better = best[smaller] > here
             here = xp.where(better, best[smaller], here)
-            here_other = xp.where(better, best_other[smaller], here_other)
+            extra = (1,) * (here_other.ndim - better.ndim)  # `keep_other` may carry more axes
+            here_other = xp.where(
+                better.reshape(better.shape + extra), best_other[smaller], here_other
+            )
         best, best_other = here, here_other
     return best, best_other
 

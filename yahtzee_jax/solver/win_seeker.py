@@ -11,25 +11,36 @@ by points: writing roll r in box b is worth
 
 my future counted from the turn start that follows, Y from the opponent's turn start. The keeps
 maximise its expectation over the rolls to come (the same widget, over probabilities). Behind,
-that favours the turns with the wider spread; ahead, the safer ones. On a last turn against a
-finished opponent nothing is approximated: the chance is 1, 1/2 or 0 by the final margin. The
-approximations elsewhere: the futures as normal, and optimal expected-score play after this
-turn (each turn improves on it once). The opponent is read at its turn start only (its card and
-total): the dice it will play next are not looked at.
+that favours the turns with the wider spread; ahead, the safer ones.
+
+In the endgame (a turn that leaves at most `endgame_open` boxes open, 3 by default) the normal
+is replaced by exact score distributions (`solver.endgame`): P(win) sums over my future score
+from the next state against the opponent's, exact too once its card is in the endgame. A last
+turn is then valued exactly, whoever plays first. What is left approximate: the normal before
+the endgame, and optimal expected-score play after this turn (each turn improves on it once).
+The opponent is read at its turn start only (its card and total): the dice it will play next
+are not looked at.
 """
 
 from __future__ import annotations
 
+import functools
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
-from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, Rules, get_rules
-from yahtzee_jax.solver.moments import box_outcomes, score_moments
+from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_KEEP_ACTIONS, Category, Rules, get_rules
+from yahtzee_jax.solver.endgame import ENDGAME_OPEN, SCORE_BINS, endgame_distributions
+from yahtzee_jax.solver.moments import (
+    NEXT_STATE_OF_ROLL,
+    box_outcomes,
+    distinct_next_states,
+    score_moments,
+)
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
@@ -37,24 +48,38 @@ from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
 # Below this variance of the margin nothing is left to chance: only a full card has no spread
 # (V = M = 0 exactly), and every other state's is far above it.
 MIN_VARIANCE = 1e-3
+# A box's reward with every bonus it pays is at most 165 (sixes as a Joker: 30 + 35 + 100).
+REWARD_BINS = 192
+
+
+class WinSeekerTables(NamedTuple):
+    """What the win-seeker plays by, as device arrays (unreachable states 0, or -1 for rows)."""
+
+    value: jax.Array  # float32[8192, 64, 2], V: expected score still to come
+    moment: jax.Array  # float32[8192, 64, 2], M: its second moment
+    rows: jax.Array  # int32[8192, 64, 2], the endgame distribution of a state, -1 outside it
+    distributions: jax.Array  # float32[rows, SCORE_BINS], `endgame.endgame_distributions`
 
 
 def win_seeker_tables(
-    rules: str | Rules = "official", cache_dir: str | os.PathLike | None = None
-) -> tuple[jax.Array, jax.Array]:
-    """(value table, second-moment table) as float32 device arrays, unreachable states 0."""
+    rules: str | Rules = "official",
+    cache_dir: str | os.PathLike | None = None,
+    endgame_open: int = ENDGAME_OPEN,
+) -> WinSeekerTables:
+    """The solver's tables for `rules` on the device (solved or loaded from the cache)."""
     value_table, moment_table = score_moments(rules, cache_dir)
-    return tuple(
-        jnp.asarray(np.nan_to_num(table, nan=0.0), dtype=jnp.float32)
-        for table in (value_table, moment_table)
+    rows, distributions = endgame_distributions(rules, endgame_open, cache_dir)
+    return WinSeekerTables(
+        *(jnp.asarray(np.nan_to_num(table), jnp.float32) for table in (value_table, moment_table)),
+        jnp.asarray(rows),
+        jnp.asarray(distributions),
     )
 
 
-def final_score_moments(tables: tuple[jax.Array, jax.Array], card: State) -> tuple:
+def final_score_moments(tables: WinSeekerTables, card: State) -> tuple[jax.Array, jax.Array]:
     """Mean and variance of a card's final score under optimal play from its turn start."""
-    value_table, moment_table = tables
     context = card_context(card.filled, card.scores, jnp)
-    future, future_moment = value_table[context], moment_table[context]
+    future, future_moment = tables.value[context], tables.moment[context]
     return total_score(card) + future, jnp.maximum(future_moment - future * future, 0.0)
 
 
@@ -66,76 +91,129 @@ def win_probability(margin: jax.Array, variance: jax.Array) -> jax.Array:
     return jnp.where(decided, 0.5 * (1.0 + jnp.sign(margin)), normal)
 
 
+def opponent_below(tables: WinSeekerTables, other: State, lead: jax.Array) -> jax.Array:
+    """P(the other card's score still to come < lead) + P(= lead) / 2, for leads (any shape):
+    exact from its endgame distribution when it has one, else normal."""
+    context = card_context(other.filled, other.scores, jnp)
+    row = tables.rows[context]
+    mass = tables.distributions[jnp.maximum(row, 0)]
+    below = jnp.cumsum(mass) - mass
+    inside = jnp.clip(lead, 0, SCORE_BINS - 1).astype(jnp.int32)
+    exact = jnp.where(lead < 0, 0.0, below[inside] + 0.5 * mass[inside])
+    exact = jnp.where(lead >= SCORE_BINS, 1.0, exact)
+    mean, second = tables.value[context], tables.moment[context]
+    spread = jnp.sqrt(jnp.maximum(second - mean * mean, MIN_VARIANCE))
+    return jnp.where(row >= 0, exact, jax.scipy.stats.norm.cdf((lead - mean) / spread))
+
+
+# The margin window of the endgame: my next state's future t plus this turn's reward x.
+_LEADS = np.arange(SCORE_BINS)[:, None] + np.arange(REWARD_BINS)[None, :]  # [t, x]
+
+
 def turn_end_win_probabilities(
-    tables: tuple[jax.Array, jax.Array],
+    tables: WinSeekerTables,
     own: State,
-    other_mean: jax.Array,
-    other_variance: jax.Array,
+    other: State,
+    rolls: jax.Array,
     points: jax.Array,
     legal: jax.Array,
     bonus: jax.Array,
+    endgame: bool,
 ) -> jax.Array:
-    """Estimated P(win) after writing each roll in each box ([n, 13] from `score_options` of n
-    rolls): the margin's mean and variance from the next turn start on, -inf where illegal."""
+    """Estimated P(win) after writing each of the rolls `rolls` in each box ([n, 13]; `points`,
+    `legal`, `bonus` from their `score_options`), -inf where illegal.
+
+    `endgame` (static): my next states have exact distributions, so the chance is a sum over my
+    future score against the opponent's (`opponent_below`); else normal in both futures.
+    """
     mask, upper_total, flag = card_context(own.filled, own.scores, jnp)
+    tables_vm = (tables.value, tables.moment)
     reward, future, future_moment = box_outcomes(
-        points, legal, bonus, mask, upper_total, flag, tables, jnp
+        points, legal, bonus, mask, upper_total, flag, tables_vm, jnp
     )
-    margin = total_score(own) + reward + future - other_mean
-    variance = jnp.maximum(future_moment - future * future, 0.0) + other_variance
-    return jnp.where(legal, win_probability(margin, variance), -jnp.inf)
+    if not endgame:
+        other_mean, other_variance = final_score_moments(tables, other)
+        margin = total_score(own) + reward + future - other_mean
+        variance = jnp.maximum(future_moment - future * future, 0.0) + other_variance
+        return jnp.where(legal, win_probability(margin, variance), -jnp.inf)
+    # W[state, x] = sum_t P(my future = t | state) * P(their future < lead + t + x) over my 44
+    # next states, then each roll and box reads its state's row at its reward.
+    lead = total_score(own) - total_score(other)
+    chances_by_lead = opponent_below(tables, other, lead + jnp.asarray(_LEADS))  # [t, x]
+    states = distinct_next_states(mask, upper_total, flag, jnp)
+    mass = tables.distributions[jnp.maximum(tables.rows[states], 0)]  # [44, t]
+    by_state = mass @ chances_by_lead  # [44, x]
+    next_state = jnp.asarray(NEXT_STATE_OF_ROLL)[rolls]  # [n, 13]
+    chances = by_state[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
+    return jnp.where(legal, chances, -jnp.inf)
 
 
 def win_seeking_action(
-    tables: tuple[jax.Array, jax.Array], own: State, other: State, rules: Rules, scoring: bool
+    tables: WinSeekerTables,
+    own: State,
+    other: State,
+    rules: Rules,
+    scoring: bool,
+    endgame: bool,
 ) -> jax.Array:
     """The action of one card (`own`) with the highest expected P(win) at its turn's end.
 
-    `scoring` (static) says whether the card is at its score decision (roll index 2) or at a keep.
+    `scoring` (static): the card is at its score decision (roll index 2), not at a keep;
+    `endgame` (static): its next states are in the endgame tables.
     """
-    other_mean, other_variance = final_score_moments(tables, other)
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
     if scoring:  # only the roll in hand
         points, legal, bonus = current_score_options(own, rules)
         chances = turn_end_win_probabilities(
-            tables, own, other_mean, other_variance, points[None], legal[None], bonus[None]
+            tables, own, other, roll[None], points[None], legal[None], bonus[None], endgame
         )
         return (NUM_KEEP_ACTIONS + jnp.argmax(chances[0])).astype(jnp.int32)
     # A keep: the turn's widget over P(win) at its end instead of points.
     points, legal, bonus = score_all_rolls(own.filled, own.scores[Category.YAHTZEE], rules)
+    every_roll = jnp.arange(points.shape[0])
     chances = turn_end_win_probabilities(
-        tables, own, other_mean, other_variance, points, legal, bonus
+        tables, own, other, every_roll, points, legal, bonus, endgame
     )
     last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
     keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
-    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
     return jnp.argmax(keep_action_values(keep_value, roll, jnp)).astype(jnp.int32)
 
 
 def make_win_seeker(
-    rules: str | Rules = "official", cache_dir: str | os.PathLike | None = None
+    rules: str | Rules = "official",
+    cache_dir: str | os.PathLike | None = None,
+    endgame_open: int = ENDGAME_OPEN,
 ) -> Any:
-    """A two-player learner policy (own cards, other cards, keys) -> (actions, None) [B]."""
+    """A two-player learner policy (own cards, other cards, keys) -> (actions, None) [B].
+
+    `endgame_open`: the turns that leave at most this many boxes open are valued with exact
+    score distributions (`solver.endgame`); 0 keeps only the last turn's exactness.
+    """
     rules = get_rules(rules)
     with jax.ensure_compile_time_eval():  # concrete tables even when first built in a trace
-        tables = win_seeker_tables(rules, cache_dir)
+        tables = win_seeker_tables(rules, cache_dir, endgame_open)
 
-    def actions(own: State, other: State, scoring: bool) -> jax.Array:
-        act = jax.vmap(win_seeking_action, in_axes=(None, 0, 0, None, None))
-        return act(tables, own, other, rules, scoring)
+    def actions(own: State, other: State, scoring: bool, endgame: bool) -> jax.Array:
+        act = jax.vmap(win_seeking_action, in_axes=(None, 0, 0, None, None, None))
+        return act(tables, own, other, rules, scoring, endgame)
 
     def policy(own: State, other: State, keys: jax.Array) -> tuple[jax.Array, None]:
+        # The match loop moves every card in lockstep: one kind of decision (keep or score) and
+        # one stage (endgame or not) at a time, so one branch runs; mixed batches run all four.
         scoring = own.roll_index == LAST_ROLL
+        open_boxes = NUM_CATEGORIES - jnp.sum(own.filled, axis=-1)
+        endgame = open_boxes - 1 <= endgame_open
+        kind = scoring.astype(jnp.int32) + 2 * endgame.astype(jnp.int32)
+        branches = [
+            functools.partial(actions, own, other, bool(case & 1), bool(case & 2))
+            for case in range(4)
+        ]
 
         def mixed() -> jax.Array:
-            return jnp.where(scoring, actions(own, other, True), actions(own, other, False))
+            return jnp.select([kind == case for case in range(4)], [run() for run in branches])
 
-        # The match loop moves every card in lockstep, so one kind of decision at a time: the
-        # score decision needs only the roll in hand, a keep the whole turn.
-        chosen = jax.lax.cond(
-            jnp.all(scoring),
-            lambda: actions(own, other, True),
-            lambda: jax.lax.cond(jnp.any(scoring), mixed, lambda: actions(own, other, False)),
-        )
+        uniform = jnp.all(kind == kind[0])
+        chosen = jax.lax.cond(uniform, lambda: jax.lax.switch(kind[0], branches), mixed)
         return chosen, None
 
     return policy

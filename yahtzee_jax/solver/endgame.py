@@ -1,0 +1,141 @@
+"""Exact score distributions of the endgame under optimal play (for `solver.win_seeker`).
+
+For every reachable turn-start state with at most `open_boxes` boxes open, the distribution of
+the score still to come, P(future = t) for t = 0 .. SCORE_BINS - 1, when the rest of the game is
+played by the optimal (expected-score) policy: the solver's induction once more, carrying a
+distribution through each choice the value-maximising player makes (a box's points shift the
+next state's distribution; a keep averages the rolls' distributions). The normal approximation
+of `win_seeker` is worst exactly here, where a box is often worth 0 or 40-50.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import zipfile
+import zlib
+from typing import Any
+
+import numpy as np
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import NUM_CATEGORIES, YAHTZEE_BONUS, Rules, get_rules
+from yahtzee_jax.solver.exact import (
+    FILLED_COUNT,
+    FULL_MASK,
+    NUM_UPPER_TOTALS,
+    cache_file,
+    score_transition,
+    solve,
+)
+from yahtzee_jax.solver.moments import roll_options
+from yahtzee_jax.solver.tables import NUM_FLAGS, NUM_MASKS, solver_score_tables
+from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
+
+ENDGAME_OPEN = 3  # open boxes of the states with an exact distribution (47,198 official states)
+SCORE_BINS = 256  # futures 0..255; the mass above (a run of +100 bonuses) goes to the last bin
+CHUNK = 64  # states per chunk: [462, 64, 256] float32 arrays
+
+
+@functools.lru_cache(maxsize=4)
+def endgame_distributions(
+    rules: str | Rules = "official",
+    open_boxes: int = ENDGAME_OPEN,
+    cache_dir: str | os.PathLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(row of each state int32[8192, 64, 2], -1 outside the endgame; float32[rows, SCORE_BINS]).
+
+    Row 0 is the full card (a certain 0). Cached on disk beside the value table.
+    """
+    rules = get_rules(rules)
+    path = cache_file(rules, cache_dir, table=f"endgame{open_boxes}")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            rows, distributions = data["rows"], data["distributions"]
+        if rows.shape == (NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS) and rows.max() < len(
+            distributions
+        ):
+            return rows, distributions
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+        pass  # missing or damaged: solve again
+    rows, distributions = solve_endgame(rules, open_boxes, solve(rules, cache_dir).value_table)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp.npz")
+        np.savez_compressed(partial, rows=rows, distributions=distributions)
+        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
+    except OSError as error:
+        raise UserError(f"cannot write the endgame cache {path}: {error}") from error
+    return rows, distributions
+
+
+def solve_endgame(
+    rules: Rules, open_boxes: int, value_table: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`endgame_distributions` computed: a layer of filled boxes at a time from the full card
+    back, in chunks of `CHUNK` states (under a minute for 2 open boxes on one CPU core)."""
+    score_tables = solver_score_tables(rules)
+    rows = np.full(value_table.shape, -1, np.int32)
+    rows[FULL_MASK] = 0
+    layers = [np.zeros((1, SCORE_BINS), np.float32)]
+    layers[0][0, 0] = 1.0
+    count = 1
+    for filled_count in range(NUM_CATEGORIES - 1, NUM_CATEGORIES - open_boxes - 1, -1):
+        layer_masks = np.flatnonzero(filled_count == FILLED_COUNT)
+        row, upper, flag = np.nonzero(~np.isnan(value_table[layer_masks]))
+        mask = layer_masks[row]
+        rows[mask, upper, flag] = count + np.arange(len(mask))
+        distributions = np.concatenate(layers)
+        layer = np.empty((len(mask), SCORE_BINS), np.float32)
+        for start in range(0, len(mask), CHUNK):
+            part = slice(start, start + CHUNK)
+            layer[part] = _chunk_distributions(
+                mask[part], upper[part], flag[part], value_table, rows, distributions, score_tables
+            )
+        layers.append(layer)
+        count += len(mask)
+    return rows, np.concatenate(layers)
+
+
+def _chunk_distributions(
+    mask: np.ndarray,
+    upper: np.ndarray,
+    flag: np.ndarray,
+    value_table: np.ndarray,
+    rows: np.ndarray,
+    distributions: np.ndarray,
+    score_tables: tuple[np.ndarray, ...],
+) -> np.ndarray:
+    """Future-score distributions [n, SCORE_BINS] of the turn-start states of one chunk."""
+    points, legal, bonus = roll_options(mask, flag, score_tables)  # [252, 13, n], ..., [252, n]
+    categories = np.arange(NUM_CATEGORIES)[None, :, None]
+    reward, next_upper, next_flag = score_transition(categories, points, upper, flag)
+    reward = reward + YAHTZEE_BONUS * bonus[:, None]
+    next_mask = mask | (1 << categories)
+    future = np.where(legal, value_table[next_mask, next_upper, next_flag], 0.0)
+    value = np.where(legal, reward + future, -np.inf)
+    best = np.argmax(value, axis=1)[:, None]  # the optimal player's box for each roll
+
+    def chosen(array: np.ndarray) -> np.ndarray:
+        return np.take_along_axis(array, best, axis=1)[:, 0]  # [252, n]
+
+    points_won = chosen(reward)
+    next_row = chosen(rows[next_mask, next_upper, next_flag] * np.ones_like(reward))
+    # The final roll's distribution: the next state's, shifted by the points won.
+    bins = np.arange(SCORE_BINS)
+    source = bins[None, None, :] - points_won[:, :, None]  # [252, n, bins]
+    final = np.where(
+        source >= 0, distributions[next_row[:, :, None], np.maximum(source, 0)], 0.0
+    ).astype(np.float32)
+    final[:, :, -1] += 1.0 - final.sum(axis=2)  # the mass shifted past the last bin
+    final_value = value.max(axis=1)
+    last_keep, last_keep_distribution = keep_values(final_value), keep_values(final)
+    middle, middle_distribution = best_keep_choice(last_keep, last_keep_distribution)
+    first_keep = keep_values(middle)
+    _, start_distribution = best_keep_choice(first_keep, keep_values(middle_distribution))
+    return expected_over_rolls(start_distribution.astype(np.float64)).astype(np.float32)
+
+
+def distribution_mean(distribution: Any) -> Any:
+    """Mean score of distributions over the bins (the last axis)."""
+    return distribution @ np.arange(SCORE_BINS, dtype=np.float32)
