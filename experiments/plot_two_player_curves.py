@@ -22,7 +22,7 @@ from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.two_player import plot_curves, training_curve
 
 
-def _labelled(text: str) -> tuple[str, Path]:
+def labelled(text: str) -> tuple[str, Path]:
     # At the first "=": population members' directories are named like lr=1e-4.
     label, _, path = text.partition("=")
     if not label or not path:
@@ -30,7 +30,7 @@ def _labelled(text: str) -> tuple[str, Path]:
     return label, Path(path)
 
 
-def _read_json(path: Path) -> dict:
+def read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as error:
@@ -40,10 +40,10 @@ def _read_json(path: Path) -> dict:
 def main(argv: list[str]) -> int:
     """Write the plot (and --json); print the plot's path."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="*", type=_labelled, metavar="LABEL=RUN_DIR")
+    parser.add_argument("runs", nargs="*", type=labelled, metavar="LABEL=RUN_DIR")
     parser.add_argument("--out", type=Path, required=True, help="output PNG")
     parser.add_argument("--saved", type=Path, help="curves written by an earlier --json")
-    parser.add_argument("--final", type=_labelled, action="append", default=[])
+    parser.add_argument("--final", type=labelled, action="append", default=[])
     parser.add_argument("--json", type=Path, help="write every plotted curve here")
     parser.add_argument("--window", type=int, default=20, help="moving mean, in updates")
     args = parser.parse_args(argv)
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
 
 
 def _plot(args: argparse.Namespace) -> Path:
-    curves = _read_json(args.saved) if args.saved else {}
+    curves = read_json(args.saved) if args.saved else {}
     for label, run_dir in args.runs:
         try:
             curves[label] = training_curve(run_dir, args.window)
@@ -59,7 +59,7 @@ def _plot(args: argparse.Namespace) -> Path:
             raise UserError(f"{run_dir} logged no train/win_rate: not a two-player run") from None
     if not curves:
         raise UserError("nothing to plot: give LABEL=RUN_DIR or --saved CURVES.json")
-    finals = {label: _read_json(path) for label, path in args.final}
+    finals = {label: read_json(path) for label, path in args.final}
     unknown = sorted(set(finals) - set(curves))
     if unknown:
         raise UserError(f"--final for a label with no curve: {unknown}")

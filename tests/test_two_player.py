@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from scripts import load_experiment_script
+from scripts import EXPERIMENTS, load_experiment_script
 
 from yahtzee_jax import two_player
 from yahtzee_jax.agents.base import uniform_legal_action
@@ -338,3 +338,21 @@ def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
     assert "not a two-player run" in capsys.readouterr().err
     assert script.main([f"new={run}", "--final", f"other={final}", "--out", str(out)]) == 2
     assert "--final for a label with no curve: ['other']" in capsys.readouterr().err
+
+
+def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
+    """experiments/plot_win_rates.py draws a bar per LABEL=RESULT.json with its interval and
+    answers a result file that cannot be read with exit status 2."""
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))  # it imports the curves script's helpers
+    script = load_experiment_script("plot_win_rates")
+    results = []
+    for name, rate in (("win-seeker", 0.514), ("optimal", 0.497)):
+        path = tmp_path / f"{name}.json"
+        interval = [rate - 0.003, rate + 0.003]
+        path.write_text(json.dumps({"win_rate": rate, "win_interval_95": interval, "games": 10}))
+        results.append(f"{name}={path}")
+    out = tmp_path / "bars.png"
+    assert script.main([*results, "--out", str(out)]) == 0
+    assert out.stat().st_size > 0 and capsys.readouterr().out.strip() == str(out)
+    assert script.main([f"gone={tmp_path / 'missing.json'}", "--out", str(out)]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -584,6 +584,35 @@ def plot_curves(
     return save_figure(figure, out)
 
 
+def plot_win_rates(results: dict[str, dict[str, Any]], out: str | Path) -> Path:
+    """PNG: each player's win rate against the optimal agent with its 95 % interval (the JSON of
+    `python -m yahtzee_jax.two_player ... --out`), a bar per player, and the 50 % line."""
+    from matplotlib.figure import Figure
+
+    from yahtzee_jax.plots import save_figure
+
+    labels = list(results)
+    rates = np.array([100 * results[label]["win_rate"] for label in labels])
+    intervals = np.array([results[label]["win_interval_95"] for label in labels]) * 100
+    figure = Figure(figsize=(8, 0.55 * len(labels) + 1.4))
+    axes = figure.subplots()
+    positions = np.arange(len(labels))[::-1]
+    errors = [rates - intervals[:, 0], intervals[:, 1] - rates]
+    axes.barh(positions, rates, xerr=errors, color="tab:blue", alpha=0.7, capsize=3)
+    for position, label, rate in zip(positions, labels, rates, strict=True):
+        games = results[label]["games"]
+        axes.text(
+            rate + 0.6, position, f"{rate:.2f} %  ({games:,} matches)", va="center", fontsize=8
+        )
+    axes.axvline(50, color="grey", lw=0.8, ls="--")
+    axes.set_yticks(positions, labels, fontsize=8)
+    low = max(0.0, float(intervals.min()) - 5)
+    axes.set_xlim(low, max(55.0, float(intervals.max()) + 8))
+    axes.set(xlabel="wins against the optimal-solitaire agent (%, 95 % Wilson interval)")
+    figure.tight_layout()
+    return save_figure(figure, out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m yahtzee_jax.two_player RUN ...`: a run's greedy agent against an opponent."""
     from yahtzee_jax.checkpointing import load_checkpoint
