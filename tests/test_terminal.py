@@ -7,12 +7,16 @@ import io
 import re
 from collections.abc import Callable
 
+import jax
+import jax.numpy as jnp
 import pytest
 from positions import card as position
 
 from yahtzee_jax import terminal
+from yahtzee_jax.agents import Agent
 from yahtzee_jax.cli import main
-from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category
+from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category, legal_action_mask
+from yahtzee_jax.game.engine import LAST_ROLL, total_score
 from yahtzee_jax.terminal import InputError, keep_action, parse_box, parse_line
 
 ROLL_LINE = re.compile(r"Turn (\d+)/13, roll (\d)/3: ([1-6 ]+)")
@@ -122,7 +126,8 @@ class ScriptedConsole:
 def args(**overrides) -> argparse.Namespace:
     """The `play` command's arguments with its defaults."""
     values = dict(hint=False, against=None, watch=None, seed=5, rules=None, common_dice=False)
-    values.update(cache_dir=None, **overrides)
+    values.update(cache_dir=None)
+    values.update(overrides)
     return argparse.Namespace(**values)
 
 
@@ -239,3 +244,35 @@ def test_unknown_agent_is_one_line_exit_2(capsys) -> None:
     """--against with an unknown agent: the usual one-line error, before any game starts."""
     assert main(["play", "--against", "nobody"]) == 2
     assert "unknown agent 'nobody'" in capsys.readouterr().err
+
+
+def test_an_agent_that_reads_its_opponent_sees_the_persons_card_as_it_is() -> None:
+    """--against with an agent that has a `match_act`: it is asked with the person's card of
+    the moment. This agent keeps all five dice at its first roll when the person's total is odd
+    and re-rolls all when it is even, so each of its turns shows what it read; the person has
+    already scored the turn when the agent plays, so that total is the one on the card drawn
+    after the turn."""
+
+    def read_one(own, other):
+        odd = total_score(other) % 2 == 1
+        lowest_legal_box = jnp.argmax(legal_action_mask(own, OFFICIAL)[NUM_KEEP_ACTIONS:])
+        keep = jnp.where(odd, KEEP_ALL, 0)
+        return jnp.where(own.roll_index == LAST_ROLL, NUM_KEEP_ACTIONS + lowest_legal_box, keep)
+
+    def read_opponent(params, owns, others, keys):  # batched over pairs, as `match_act` is
+        return jax.vmap(read_one)(owns, others)
+
+    def never_alone(params, state, key):
+        raise AssertionError("a match asked the one-card act")
+
+    reader = Agent("reader", never_alone, rules=OFFICIAL, match_act=read_opponent)
+    console = ScriptedConsole(box_order_player(errors_on_turn=0))
+    seats = [terminal.Seat(terminal.PERSON), terminal.Seat("reader", reader)]
+    terminal.TerminalGame(console, seats, OFFICIAL, seed=6).run()
+    text = console.text
+    first_keeps = re.findall(r"  reader, turn \d+, roll 1: [1-6 ]+ -> (.*)", text)
+    person_totals = [int(you) for you, _ in re.findall(r"   total\s+(\d+)\s+(\d+)", text)]
+    assert len(first_keeps) == len(person_totals) == 13
+    read = ["keep all" if total % 2 else "re-roll all" for total in person_totals]
+    assert first_keeps == read
+    assert {"keep all", "re-roll all"} == set(read)  # both kinds of turn happened

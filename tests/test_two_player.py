@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from positions import card as position
 from scripts import EXPERIMENTS, load_experiment_script
 
 from yahtzee_jax import two_player
@@ -16,7 +17,13 @@ from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import State, init, legal_action_mask
-from yahtzee_jax.game.rules import DECISIONS_PER_GAME, NUM_KEEP_ACTIONS, NUM_TURNS, OFFICIAL
+from yahtzee_jax.game.rules import (
+    DECISIONS_PER_GAME,
+    NUM_KEEP_ACTIONS,
+    NUM_TURNS,
+    OFFICIAL,
+    Category,
+)
 from yahtzee_jax.networks import value_head_modules
 
 BATCH = 6
@@ -227,6 +234,17 @@ def test_training_updates_run_and_are_finite(config):
     agent = context.algorithm.make_agent(config, state.params, "tiny")
     action = agent.act(agent.params, State(), jax.random.key(0))
     assert 0 <= int(action) < 45
+    # In a match (`play --against`, tournaments) it is asked with the opponent's card: the
+    # greedy policy's actions on those pairs; alone, its act sees an empty opponent card.
+    own = position((6, 6, 6, 5, 2), {Category.SIXES: 18}, roll_index=2)
+    other = position(scores={Category.YAHTZEE: 50, Category.CHANCE: 27})
+    owns, others = (jax.tree.map(lambda *leaves: jnp.stack(leaves), *pair)
+                    for pair in ((own, own), (other, State())))  # fmt: skip
+    keys = jax.random.split(jax.random.key(0))
+    expected, _ = two_player.greedy_policy(config, state.params, OFFICIAL)(owns, others, keys)
+    actions = agent.match_act(agent.params, owns, others, keys)
+    np.testing.assert_array_equal(actions, expected)
+    assert int(agent.act(agent.params, own, keys[1])) == int(expected[1])
 
 
 @pytest.mark.parametrize("preset", ["dqn-two-player", "a2c-win"])

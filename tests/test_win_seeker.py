@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+import json
 import math
+import re
 from collections import Counter
 
 import jax
@@ -12,7 +14,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from positions import card
+from test_terminal import ScriptedConsole, box_order_player
+from test_terminal import args as play_args
 
+from yahtzee_jax import terminal
+from yahtzee_jax.cli import main as tournament_main
+from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules
 from yahtzee_jax.records import play_games
 from yahtzee_jax.solver import make_optimal_agent, solve
@@ -26,7 +33,12 @@ from yahtzee_jax.solver.moments import (
 )
 from yahtzee_jax.solver.tables import base_points, solver_score_tables
 from yahtzee_jax.solver.win_seeker import make_win_seeker, win_probability
-from yahtzee_jax.two_player import evaluate_policy_matches, main, match_player
+from yahtzee_jax.two_player import (
+    evaluate_policy_matches,
+    main,
+    match_player,
+    win_seeker_agent,
+)
 
 RULES = get_rules("official")
 CHANCE_ONLY = FULL_MASK & ~(1 << Category.CHANCE)
@@ -209,6 +221,72 @@ def test_win_seeker_plays_whole_matches_and_the_cli_reports_them(cache, capsys, 
         == 0
     )
     assert "win-seeker vs optimal: wins" in capsys.readouterr().out
+
+
+def test_a_person_plays_the_win_seeker_in_the_terminal(cache, monkeypatch):
+    """`play --against win-seeker` from scripted input: a line while its tables load, its 39
+    decisions shown with the person's card in view, both cards, and the result line."""
+    monkeypatch.setattr("yahtzee_jax.solver.endgame.ENDGAME_OPEN", 1)  # the small table
+    console = ScriptedConsole(box_order_player(errors_on_turn=0))
+    assert terminal.run(play_args(against="win-seeker", cache_dir=cache), console) == 0
+    text = console.text
+    assert text.startswith("Loading the win-seeker's tables")
+    assert len(re.findall(r"  win-seeker, turn \d+, roll \d: [1-6 ]+ -> ", text)) == 39
+    assert len(re.findall(r"win-seeker scores \d+ in ", text)) == 13
+    you, seeker = map(int, re.findall(r"   total\s+(\d+)\s+(\d+)", text)[-1])
+    assert re.search(rf"Game over: you {you}; win-seeker {seeker}\. ", text)
+
+
+def test_tournament_plays_the_win_seekers_pairs_as_real_matches(cache, tmp_path, monkeypatch):
+    """`tournament win-seeker optimal greedy1`: the win-seeker reads its opponents, so its
+    pairs are real matches, the same games as `evaluate_policy_matches` on the seed (it sits
+    first in the even games); the pair without it is still scored from solitaire games, as in a
+    tournament of those two alone; common dice are refused for it in one line."""
+    monkeypatch.setattr("yahtzee_jax.solver.endgame.ENDGAME_OPEN", 1)
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
+    common = ["--games", "6", "--seed", "4", "--no-progress", "--cache-dir", cache]
+    argv = ["tournament", "win-seeker", "optimal", "greedy1", "--out", str(tmp_path / "t")]
+    assert tournament_main([*argv, *common]) == 0
+    result = json.loads((tmp_path / "t" / "tournament.json").read_text())
+    pairs = {(pair["a"], pair["b"]): pair for pair in result["pairs"]}
+    assert sorted(map(tuple, result["real_matches"])) == [
+        ("win-seeker", "greedy1"),
+        ("win-seeker", "optimal"),
+    ]
+    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    for opponent in ("optimal", "greedy1"):
+        alone = evaluate_policy_matches(seeker, RULES, opponent, 6, seed=4, batch_size=6)
+        pair = pairs[("win-seeker", opponent)]
+        assert (pair["a_wins"], pair["draws"], pair["b_wins"]) == (
+            alone["wins"],
+            alone["draws"],
+            alone["losses"],
+        )
+        assert pair["a_wins_by_seat"] == alone["wins_by_seat"]
+        assert math.isclose(pair["mean_margin"], alone["mean_margin"])
+    assert result["mean_scores"]["win-seeker"]["games"] == 12  # its matches in both pairs
+    argv = ["tournament", "optimal", "greedy1", "--out", str(tmp_path / "u")]
+    assert tournament_main([*argv, *common]) == 0
+    (solitaire,) = json.loads((tmp_path / "u" / "tournament.json").read_text())["pairs"]
+    assert pairs[("optimal", "greedy1")] == solitaire
+    argv = ["tournament", "win-seeker", "optimal", "--dice", "common", "--out", str(tmp_path)]
+    assert tournament_main([*argv, *common]) == 2
+
+
+def test_win_seeker_agent_alone_plays_against_an_empty_card(cache):
+    """The win-seeker as an `Agent` (`resolve_agent("win-seeker")`): alone, as `evaluate` plays
+    it, its `act` and `batch_act` give, card by card, its `match_act` against a fresh card."""
+    agent = win_seeker_agent(RULES, cache, endgame_open=1)
+    positions = (((1, 2, 3, 4, 6), 0), ((6, 6, 6, 2, 1), 1), ((5, 5, 5, 5, 3), 2))
+    cards = [_last_turn(dice, roll_index, 0)[0] for dice, roll_index in positions]
+    owns = jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *cards)
+    keys = jax.random.split(jax.random.key(0), len(positions))
+    fresh = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (3, *leaf.shape)), State())
+    expected = agent.match_act(None, owns, fresh, keys)
+    np.testing.assert_array_equal(agent.batch_act(None, owns, keys), expected)
+    for lane in range(len(positions)):
+        one = jax.tree.map(lambda leaf, lane=lane: leaf[lane], owns)
+        assert int(agent.act(None, one, keys[lane])) == int(expected[lane])
 
 
 def test_opponents_next_dice_are_not_looked_at(cache):

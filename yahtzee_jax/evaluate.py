@@ -11,7 +11,7 @@ import argparse
 import re
 from pathlib import Path
 
-from yahtzee_jax.agents import BUILTIN_AGENTS, resolve_agent
+from yahtzee_jax.agents import AGENT_NAMES, resolve_agent
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.play import TASKS
 from yahtzee_jax.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
@@ -26,7 +26,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         description="Play N games of AGENT on device and report the paper's statistics.",
     )
     parser.add_argument(
-        "agent", metavar="AGENT", help=f"one of {', '.join(BUILTIN_AGENTS)}, or a checkpoint path"
+        "agent", metavar="AGENT", help=f"one of {', '.join(AGENT_NAMES)}, or a checkpoint path"
     )
     parser.add_argument("--games", type=int, default=10_000, help="games to play (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="evaluation seed (default 0)")

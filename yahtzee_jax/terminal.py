@@ -4,8 +4,9 @@ The person types what to keep ("keep 6 6 5", "665", "all", "none") and which box
 name, short name or number); the score card is drawn after every turn. `--hint` shows the
 optimal advisor's best actions with their expected final scores before each decision and, after
 it, what the person's choice cost in expected points; `--against AGENT` adds an agent in the
-second seat whose moves are shown; `--watch AGENT` lets an agent play alone while the advisor
-comments on each of its decisions.
+second seat whose moves are shown (an agent that reads its opponent's card, such as the solver's
+`win-seeker` or a two-player learner, reads the person's); `--watch AGENT` lets an agent play
+alone while the advisor comments on each of its decisions.
 
 Every game is a match of the two-player engine (`yahtzee_jax.game.multiplayer`, one seat for a
 solitaire game), stepped with the keys of `decision_keys`: a solitaire game with `--seed S` has
@@ -25,13 +26,14 @@ import re
 import secrets
 import sys
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents import BUILTIN_AGENTS, Agent, resolve_agent
+from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent, resolve_agent
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp
 from yahtzee_jax.game.engine import LAST_ROLL, State
@@ -51,6 +53,7 @@ from yahtzee_jax.game.rules import (
     get_rules,
 )
 from yahtzee_jax.solver.advise import action_text
+from yahtzee_jax.two_player import batch_of_one
 
 BOX_LABELS = (
     "Ones",
@@ -383,9 +386,24 @@ class TerminalGame:
         init_key, self.play_key = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0))
         self.state = mp.init(init_key, len(seats), common_dice)
         self._step = jax.jit(mp.step, static_argnums=3)
-        self._acts = {
-            seat.name: jax.jit(seat.agent.act) for seat in seats if seat.agent is not None
+        self._moves = {
+            seat.name: self._move_function(index, seat.agent)
+            for index, seat in enumerate(seats)
+            if seat.agent is not None
         }
+
+    def _move_function(self, seat: int, agent: Agent) -> Callable[[State, jax.Array], int]:
+        """How a seat's agent chooses: with the opponent's card as well when it reads one."""
+        if agent.match_act is not None and len(self.seats) == 2:
+            match_act = jax.jit(agent.match_act)
+
+            def move(card: State, key: jax.Array) -> int:
+                pair = map(batch_of_one, (card, self.card(1 - seat), key))
+                return int(match_act(agent.params, *pair)[0])
+
+            return move
+        act = jax.jit(agent.act)
+        return lambda card, key: int(act(agent.params, card, key))
 
     def card(self, seat: int) -> State:
         """The card of a seat."""
@@ -465,13 +483,12 @@ class TerminalGame:
 
     def agent_turn(self, seat: int, turn: int) -> None:
         """Let the seat's agent take one turn, showing each decision (and the advisor's view)."""
-        agent = self.seats[seat].agent
-        act = self._acts[self.seats[seat].name]
+        move = self._moves[self.seats[seat].name]
         while True:
             card = self.card(seat)
             decision = DECISIONS_PER_TURN * int(engine.turn_index(card)) + int(card.roll_index)
             policy_key, _ = mp.decision_keys(self.play_key, seat, decision, self.common_dice)
-            action = int(act(agent.params, card, policy_key))
+            action = move(card, policy_key)
             dice = tuple(int(die) for die in np.asarray(card.dice))
             line = (
                 f"  {self.seats[seat].name}, turn {turn + 1}, roll {int(card.roll_index) + 1}: "
@@ -529,7 +546,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--hint", action="store_true", help="show the optimal advisor's view")
     mode = parser.add_mutually_exclusive_group()
-    agents = f"{', '.join(BUILTIN_AGENTS)}, or a checkpoint path"
+    agents = f"{', '.join(AGENT_NAMES)}, or a checkpoint path"
     mode.add_argument("--against", metavar="AGENT", help=f"play against AGENT ({agents})")
     mode.add_argument(
         "--watch", metavar="AGENT", help="watch AGENT play while the advisor comments"
@@ -545,13 +562,26 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def resolve_player(
+    spec: str, rules: Rules | None, cache_dir: str | None, console: Console
+) -> Agent:
+    """The agent `--against`/`--watch` name (what `evaluate` accepts), with a line while the
+    win-seeker's tables load."""
+    if spec == WIN_SEEKER:
+        console.say(
+            "Loading the win-seeker's tables (the first time they are computed: about 3 "
+            "minutes on a 2-core CPU, then cached)."
+        )
+    return resolve_agent(spec, rules, cache_dir=cache_dir)
+
+
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run `yahtzee-jax play` on `console` (the terminal by default)."""
     console = console if console is not None else StreamConsole()
     rules = get_rules(args.rules) if args.rules is not None else None
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     spec = args.against or args.watch
-    agent = resolve_agent(spec, rules, cache_dir=args.cache_dir) if spec else None
+    agent = resolve_player(spec, rules, args.cache_dir, console) if spec else None
     rules = agent.rules if agent is not None else (rules or get_rules("official"))
     if args.watch:
         seats = [Seat(agent.name, agent)]

@@ -28,8 +28,14 @@ What is shared (``--dice``):
 Seats: in a pair (A, B), A sits first in the even-numbered games and second in the odd ones.
 Results are computed by seat and mapped back to the agents, and wins are also reported by seat.
 For agents that see only their own card the seat changes nothing but which dice stream they
-get; an agent that reads the opponent's card (`yahtzee_jax.opponent_features`) would meet both
-orders equally often.
+get.
+
+Agents that read the opponent's card (an `Agent` with a `match_act`: the solver's
+`win-seeker`, a two-player checkpoint trained with opponent features) cannot be scored from
+solitaire games: every pair with one of them is played as N real matches on the two-player
+engine (`two_player.match_totals`, the match keys of `two_player.game_keys` for the seed; the
+two seats' dice are independent, so `--dice common` is refused), A first in the even games.
+Their mean score is over their matches.
 """
 
 from __future__ import annotations
@@ -45,7 +51,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from yahtzee_jax.agents import BUILTIN_AGENTS, Agent, resolve_agent
+from yahtzee_jax.agents import AGENT_NAMES, Agent, resolve_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.plots import save_figure
@@ -168,6 +174,7 @@ class Tournament:
     agents: tuple[str, ...]
     totals: dict[str, np.ndarray]  # int[M]: the agent's totals in games 0..M-1 of the seed
     pairs: dict[tuple[str, str], PairResult]  # keyed by (a, b) with a before b in `agents`
+    matched: tuple[tuple[str, str], ...] = ()  # the pairs played as real matches (`match_pair`)
 
     def pair(self, row: str, column: str) -> PairResult:
         """The games between two agents, in either order."""
@@ -196,8 +203,17 @@ def games_needed(num_games: int, dice: str) -> int:
     return int(seat_game_indices(num_games, dice).max()) + 1
 
 
-def round_robin(totals: dict[str, np.ndarray], rules: str, seed: int, dice: str) -> Tournament:
-    """Score every pair of agents from their solitaire totals (games 0..M-1 of the seed)."""
+def round_robin(
+    totals: dict[str, np.ndarray],
+    rules: str,
+    seed: int,
+    dice: str,
+    matches: dict[tuple[str, str], PairResult] | None = None,
+) -> Tournament:
+    """Score every pair of agents from their solitaire totals (games 0..M-1 of the seed);
+    the pairs in `matches` were played as real matches (`match_pair`) and are taken as they are.
+    """
+    matches = matches or {}
     by_seat = {}
     for agent, agent_totals in totals.items():
         # The most pair games these solitaire games can deal, given what each seat needs.
@@ -205,11 +221,38 @@ def round_robin(totals: dict[str, np.ndarray], rules: str, seed: int, dice: str)
         by_seat[agent] = np.asarray(agent_totals)[seat_game_indices(pair_games, dice)]
     agents = tuple(totals)
     pairs = {
-        (a, b): play_pair(a, by_seat[a], b, by_seat[b])
+        (a, b): matches.get((a, b)) or play_pair(a, by_seat[a], b, by_seat[b])
         for index, a in enumerate(agents)
         for b in agents[index + 1 :]
     }
-    return Tournament(rules=rules, seed=seed, dice=dice, agents=agents, totals=totals, pairs=pairs)
+    return Tournament(rules, seed, dice, agents, totals, pairs, matched=tuple(matches))
+
+
+def match_pair(
+    a: Agent, b: Agent, num_games: int, seed: int, batch_size: int | None, progress: bool = False
+) -> tuple[PairResult, np.ndarray, np.ndarray]:
+    """N real two-player matches of `a` against `b`, for agents that read the opponent's card:
+    a sits first in the even games, the dice of `two_player.game_keys` (independent per seat).
+
+    Returns the pair's result and each agent's totals in these games.
+    """
+    from yahtzee_jax import two_player
+
+    a_policy, b_policy = two_player.agent_policy(a), two_player.agent_policy(b)
+    a_totals, b_totals = two_player.match_totals(
+        lambda own, other, keys: (a_policy(own, other, keys), None),
+        b_policy,
+        a.rules,
+        num_games,
+        seed,
+        batch_size or two_player.MATCH_BATCH,
+        progress,
+    )
+    # By seat as `play_pair` reads them: a's total in the seat a sat in, b's in the other.
+    games, a_seat = np.arange(num_games), first_agent_seats(num_games)
+    a_by_seat, b_by_seat = (np.zeros((num_games, NUM_SEATS), np.int64) for _ in range(2))
+    a_by_seat[games, a_seat], b_by_seat[games, 1 - a_seat] = a_totals, b_totals
+    return play_pair(a.name, a_by_seat, b.name, b_by_seat), a_totals, b_totals
 
 
 def agent_games(
@@ -277,7 +320,12 @@ def tables(tournament: Tournament) -> list[Table]:
         ),
         ("Draws", header, draw_rows),
         ("Mean margin, row minus column (± standard error)", header, margin_rows),
-        ("Mean score (solitaire games played)", ["agent", "mean", "s.e.", "games"], score_rows),
+        (
+            "Mean score (solitaire games played; an agent that reads its opponent's card: its "
+            "matches)",
+            ["agent", "mean", "s.e.", "games"],
+            score_rows,
+        ),
     ]
 
 
@@ -328,6 +376,9 @@ def to_json(tournament: Tournament) -> dict:
             )
         ),
         "seats": "the pair's first agent sits first (seat 0) in even-numbered games",
+        "real_matches": [list(pair) for pair in tournament.matched],
+        "real_match_dice": "a pair in real_matches is played as matches 0..N-1 of "
+        "two_player.game_keys(seed), each seat with its own dice",
     }
 
 
@@ -413,7 +464,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "agents",
         metavar="AGENT",
         nargs="+",
-        help=f"two or more of {', '.join(BUILTIN_AGENTS)}, or checkpoint paths",
+        help=f"two or more of {', '.join(AGENT_NAMES)}, or checkpoint paths",
     )
     parser.add_argument("--games", type=int, default=10_000, help="games per pair (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
@@ -467,14 +518,38 @@ def run(args: argparse.Namespace) -> int:
     names = [agent.name for agent in agents.values()]
     if len(set(names)) != len(names):
         raise UserError(f"two agents have the same name: {', '.join(names)}")
-    started = time.perf_counter()
-    totals = {}
-    for spec, agent in agents.items():
-        count = games_needed(min(games_for.get(spec, args.games), args.games), args.dice)
-        totals[agent.name] = agent_games(
-            agent, count, args.seed, args.batch_size, args.cache_dir, not args.no_progress
+    readers = [spec for spec, agent in agents.items() if agent.match_act is not None]
+    if readers and args.dice == "common":
+        raise UserError(
+            f"{', '.join(readers)} read the opponent's card and play real matches, whose dice "
+            "are independent per seat; use --dice independent"
         )
-    tournament = round_robin(totals, rules_name, args.seed, args.dice)
+    started = time.perf_counter()
+    totals, matches = {}, {}
+    for spec, agent in agents.items():
+        if spec not in readers:
+            count = games_needed(min(games_for.get(spec, args.games), args.games), args.dice)
+            totals[agent.name] = agent_games(
+                agent, count, args.seed, args.batch_size, args.cache_dir, not args.no_progress
+            )
+    match_totals = {agents[spec].name: [] for spec in readers}
+    specs = list(agents)
+    for index, a in enumerate(specs):
+        for b in specs[index + 1 :]:
+            if a in readers or b in readers:
+                count = min(games_for.get(a, args.games), games_for.get(b, args.games))
+                first, second = agents[a], agents[b]
+                pair, *pair_totals = match_pair(
+                    first, second, count, args.seed, args.batch_size, not args.no_progress
+                )
+                matches[(first.name, second.name)] = pair
+                for agent, agent_totals in zip((first, second), pair_totals, strict=True):
+                    if agent.name in match_totals:
+                        match_totals[agent.name].append(agent_totals)
+    for name, parts in match_totals.items():  # an agent that reads: its score over its matches
+        totals[name] = np.concatenate(parts)
+    totals = {agent.name: totals[agent.name] for agent in agents.values()}  # command-line order
+    tournament = round_robin(totals, rules_name, args.seed, args.dice, matches)
     label = f"{rules_name}_{args.dice}_{args.games}g_seed{args.seed}"
     out_dir = Path(args.out or f"runs/tournament/{label}")
     write_results(tournament, out_dir)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,6 +45,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from yahtzee_jax.agents.base import Agent, MatchAct, Policy
 from yahtzee_jax.config import Config, FeatureConfig, require
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game import engine
@@ -123,12 +125,6 @@ def pair_features(
         return match_features(match, 0, config, rules, opponents)
 
     return jax.vmap(one)(own, other)
-
-
-def empty_opponent(cards: State) -> State:
-    """A fresh card per lane: the opponent a solitaire evaluation shows an opponent-aware agent."""
-    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, cards.dice.shape[:1] + leaf.shape),
-                        State())  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------
@@ -241,6 +237,7 @@ def match_metrics(
 # --------------------------------------------------------------------------------------------
 
 # learner(own [B], other [B], keys [B]) -> (actions int32[B], extras with leading axis B)
+MATCH_BATCH = 2_000  # matches per compiled batch when evaluating
 LearnerPolicy = Callable[[State, State, jax.Array], tuple[jax.Array, Any]]
 # opponent(own [b], other [b], keys [b]) -> actions int32[b]; own = the opponent's card
 OpponentPolicy = Callable[[State, State, jax.Array], jax.Array]
@@ -366,9 +363,16 @@ def builtin_opponent(name: str, rules: Rules) -> OpponentPolicy:
         # cache holds concrete arrays and not a tracer that a later compile would find leaked.
         with jax.ensure_compile_time_eval():
             _BUILTIN_CACHE[cache_key] = resolve_agent(name, rules)
-    agent = _BUILTIN_CACHE[cache_key]
+    return agent_policy(_BUILTIN_CACHE[cache_key])
+
+
+def agent_policy(agent: Agent) -> OpponentPolicy:
+    """Any agent as a batched match policy: its `match_act` where it reads the opponent's
+    card, else its play on its own card (`batch_act`, or `act` vmapped)."""
 
     def policy(own: State, other: State, keys: jax.Array) -> jax.Array:
+        if agent.match_act is not None:
+            return agent.match_act(agent.params, own, other, keys)
         if agent.batch_act is not None:
             return agent.batch_act(agent.params, own, keys)
         return jax.vmap(agent.act, in_axes=(None, 0, 0))(agent.params, own, keys)
@@ -421,29 +425,67 @@ def greedy_policy(config: Config, params: Any, rules: Rules) -> LearnerPolicy:
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players `main` evaluates in the learner seat
 
 
-def match_player(name: str, rules: Rules, endgame_open: int | None = None) -> LearnerPolicy:
+def match_player(
+    name: str,
+    rules: Rules,
+    endgame_open: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> LearnerPolicy:
     """A built-in match player: the solver's `win-seeker` (exact score distributions in the
     turns that leave at most `endgame_open` boxes open; default `endgame.ENDGAME_OPEN`), or a
-    built-in agent (`optimal`)."""
+    built-in agent (`optimal`). `cache_dir` is the solver's."""
     if name == "win-seeker":
         from yahtzee_jax.solver.endgame import ENDGAME_OPEN
         from yahtzee_jax.solver.win_seeker import make_win_seeker
 
         endgame = ENDGAME_OPEN if endgame_open is None else endgame_open
-        return make_win_seeker(rules, endgame_open=endgame)
+        return make_win_seeker(rules, cache_dir, endgame_open=endgame)
     opponent = builtin_opponent(name, rules)
     return lambda own, other, keys: (opponent(own, other, keys), None)
 
 
-def solitaire_act(config: Config, rules: Rules) -> Callable[[Any, State, jax.Array], jax.Array]:
-    """One-card `act` of a two-player learner (for `evaluate`): the opponent card is empty."""
+def batch_of_one(tree: Any) -> Any:
+    """An unbatched card (or key) as a batch of one."""
+    return jax.tree.map(lambda leaf: leaf[None], tree)
 
-    def act(params: Any, state: State, key: jax.Array) -> jax.Array:
-        one = jax.tree.map(lambda leaf: leaf[None], state)
-        actions, _ = greedy_policy(config, params, rules)(one, empty_opponent(one), key[None])
-        return actions[0]
+
+def match_act(config: Config, rules: Rules) -> MatchAct:
+    """A two-player learner's greedy `match_act`: it reads the opponent's card."""
+
+    def act(params: Any, own: State, other: State, keys: jax.Array) -> jax.Array:
+        return greedy_policy(config, params, rules)(own, other, keys)[0]
 
     return act
+
+
+def solitaire_act(config: Config, rules: Rules) -> Policy:
+    """One-card `act` of a two-player learner (for `evaluate`): the opponent card is empty."""
+    act = match_act(config, rules)
+
+    def alone(params: Any, state: State, key: jax.Array) -> jax.Array:
+        return act(params, *map(batch_of_one, (state, State(), key)))[0]
+
+    return alone
+
+
+def win_seeker_agent(
+    rules: Rules, cache_dir: str | os.PathLike | None = None, endgame_open: int | None = None
+) -> Agent:
+    """The win-seeker as an agent: `match_act` plays against the opponent's card, `act` alone
+    against an empty one (its tables are computed on first use, then cached)."""
+    policy = match_player("win-seeker", rules, endgame_open, cache_dir)
+
+    def act(params: Any, own: State, other: State, keys: jax.Array) -> jax.Array:
+        return policy(own, other, keys)[0]
+
+    def alone(params: Any, state: State, key: jax.Array) -> jax.Array:
+        return act(params, *map(batch_of_one, (state, State(), key)))[0]
+
+    def batch_alone(params: Any, states: State, keys: jax.Array) -> jax.Array:
+        fresh = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, keys.shape + leaf.shape), State())
+        return act(params, states, fresh, keys)
+
+    return Agent("win-seeker", alone, rules=rules, batch_act=batch_alone, match_act=act)
 
 
 def evaluate_matches(
@@ -452,7 +494,7 @@ def evaluate_matches(
     opponent: str = "optimal",
     num_games: int = 100_000,
     seed: int = 2,
-    batch_size: int = 2_000,
+    batch_size: int = MATCH_BATCH,
 ) -> dict[str, Any]:
     """Greedy learner against a built-in opponent: win/draw/loss, Wilson 95 % CI, mean scores."""
     rules = get_rules(config.train.rules)
@@ -466,32 +508,15 @@ def evaluate_policy_matches(
     opponent: str = "optimal",
     num_games: int = 100_000,
     seed: int = 2,
-    batch_size: int = 2_000,
+    batch_size: int = MATCH_BATCH,
 ) -> dict[str, Any]:
     """Any match policy against a built-in opponent (`evaluate_matches`' figures)."""
     from yahtzee_jax.tournament import wilson_interval
 
-    rival = builtin_opponent(opponent, rules)
-
-    def totals_of(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
-        result = play_matches(learner, rival, keys, rules, lambda *args: None)
-        return engine.total_score(result.learner), engine.total_score(result.opponent)
-
-    run = jax.jit(totals_of)
-    own, other, seats = [], [], []
     started = time.perf_counter()
-    for first in range(0, num_games, batch_size):
-        count = min(batch_size, num_games - first)
-        if count % 2:  # halves need even lanes for game parity: play one extra, drop it below
-            count += 1
-        mine, theirs = jax.device_get(run(game_keys(seed, first, count)))
-        games = np.arange(first, first + count)
-        order = np.concatenate([games[games % 2 == 0], games[games % 2 == 1]])
-        keep = order < num_games
-        own.append(mine[keep])
-        other.append(theirs[keep])
-        seats.append(order[keep] % 2)
-    own_total, other_total, seat = (np.concatenate(part) for part in (own, other, seats))
+    rival = builtin_opponent(opponent, rules)
+    own_total, other_total = match_totals(learner, rival, rules, num_games, seed, batch_size)
+    seat = np.arange(num_games) % 2
     result = np.sign(own_total - other_total)
     wins, draws, losses = (int(np.sum(result == value)) for value in (1, 0, -1))
     low, high = wilson_interval(wins, num_games)
@@ -515,6 +540,45 @@ def evaluate_policy_matches(
         "margin_stderr": float(margin.std(ddof=1) / math.sqrt(num_games)),
         "wall_s": time.perf_counter() - started,
     }
+
+
+def match_totals(
+    learner: LearnerPolicy,
+    opponent: OpponentPolicy,
+    rules: Rules,
+    num_games: int,
+    seed: int,
+    batch_size: int = MATCH_BATCH,
+    progress: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Both players' final totals in matches 0..N-1 of a seed, in game order: the learner sits
+    first in the even games, second in the odd ones (`game_keys`)."""
+
+    def totals_of(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
+        result = play_matches(learner, opponent, keys, rules, lambda *args: None)
+        return engine.total_score(result.learner), engine.total_score(result.opponent)
+
+    run = jax.jit(totals_of)
+    own, other = np.zeros(num_games, np.int64), np.zeros(num_games, np.int64)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=num_games, unit="match", desc="matches")
+    for first in range(0, num_games, batch_size):
+        count = min(batch_size, num_games - first)
+        if count % 2:  # halves need even lanes for game parity: play one extra, drop it below
+            count += 1
+        mine, theirs = jax.device_get(run(game_keys(seed, first, count)))
+        games = np.arange(first, first + count)
+        order = np.concatenate([games[games % 2 == 0], games[games % 2 == 1]])
+        keep = order < num_games
+        own[order[keep]], other[order[keep]] = mine[keep], theirs[keep]
+        if bar is not None:
+            bar.update(int(keep.sum()))
+    if bar is not None:
+        bar.close()
+    return own, other
 
 
 def format_result(name: str, result: dict[str, Any]) -> str:

@@ -1,6 +1,14 @@
 """Agents: one interface (`Agent`) for networks, the exact optimum and the baselines."""
 
 from yahtzee_jax.agents.base import Agent, Policy, make_random_agent
-from yahtzee_jax.agents.resolve import BUILTIN_AGENTS, resolve_agent
+from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTIN_AGENTS, WIN_SEEKER, resolve_agent
 
-__all__ = ["BUILTIN_AGENTS", "Agent", "Policy", "make_random_agent", "resolve_agent"]
+__all__ = [
+    "AGENT_NAMES",
+    "BUILTIN_AGENTS",
+    "WIN_SEEKER",
+    "Agent",
+    "Policy",
+    "make_random_agent",
+    "resolve_agent",
+]

@@ -16,6 +16,8 @@ from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 Policy = Callable[[Any, State, jax.Array], jax.Array]
 # batch_act(params, states, keys) -> int32 actions [B]: the actions `act` gives each state.
 BatchAct = Callable[[Any, State, jax.Array], jax.Array]
+# match_act(params, own cards, opponents' cards, keys) -> int32 actions [B], one per pair.
+MatchAct = Callable[[Any, State, State, jax.Array], jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +30,9 @@ class Agent:
     `rules` is the rule variant the agent plays (an agent solved or trained for one variant).
     `batch_act`, when given, plays a whole batch at once with the same actions as `act` per
     state, faster (the widget agents share work across the batch); the evaluator prefers it.
+    `match_act(params, own, other, keys)`, given by agents that read the opponent's card
+    (two-player learners with opponent features, the win-seeker), is what a match asks them,
+    batched over pairs of cards; `act` is then their play against an empty opponent card.
     """
 
     name: str
@@ -35,6 +40,7 @@ class Agent:
     params: Any = None
     rules: Rules = OFFICIAL
     batch_act: BatchAct | None = None
+    match_act: MatchAct | None = None
 
 
 def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.Array:

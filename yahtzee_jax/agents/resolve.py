@@ -15,12 +15,15 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 
 BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
+# The solver's match player: it reads the opponent's card (`two_player.win_seeker_agent`).
+WIN_SEEKER = "win-seeker"
+AGENT_NAMES = (*BUILTIN_AGENTS, WIN_SEEKER)
 
 
 def resolve_agent(
     spec: str, rules: str | Rules | None = None, cache_dir: str | os.PathLike | None = None
 ) -> Agent:
-    """The agent named by `spec`: optimal, greedy1-3, random, or a checkpoint path.
+    """The agent named by `spec`: optimal, greedy1-3, random, win-seeker, or a checkpoint path.
 
     Built-in agents play `rules` (official when None); a checkpoint plays the rules it was
     trained for, and an explicit different `rules` is an error. `cache_dir` is the solver's.
@@ -32,6 +35,10 @@ def resolve_agent(
         from yahtzee_jax.solver import make_optimal_agent
 
         return make_optimal_agent(chosen or OFFICIAL, cache_dir=cache_dir)
+    if spec == WIN_SEEKER:
+        from yahtzee_jax.two_player import win_seeker_agent
+
+        return win_seeker_agent(chosen or OFFICIAL, cache_dir)
     if re.fullmatch(r"greedy[123]", spec):
         from yahtzee_jax.solver import make_greedy_agent
 
@@ -47,5 +54,5 @@ def resolve_agent(
             )
         return agent
     raise UserError(
-        f"unknown agent {spec!r}; choose one of: {', '.join(BUILTIN_AGENTS)}, or a checkpoint path"
+        f"unknown agent {spec!r}; choose one of: {', '.join(AGENT_NAMES)}, or a checkpoint path"
     )

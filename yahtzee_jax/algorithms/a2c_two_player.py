@@ -239,9 +239,16 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
 
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The greedy agent; alone (solitaire `evaluate`) it sees an empty opponent card."""
+    """The greedy agent; in a match it reads the opponent's card, alone (solitaire `evaluate`)
+    it sees an empty one."""
     rules = get_rules(config.train.rules)
-    return Agent(name=name, act=two_player.solitaire_act(config, rules), params=params, rules=rules)
+    return Agent(
+        name=name,
+        act=two_player.solitaire_act(config, rules),
+        params=params,
+        rules=rules,
+        match_act=two_player.match_act(config, rules),
+    )
 
 
 ALGORITHM = Algorithm(

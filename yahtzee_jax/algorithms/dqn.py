@@ -555,13 +555,12 @@ def make_act(network_config: NetworkConfig, features: FeatureConfig, rules: Rule
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The greedy agent of a trained Q network: argmax over the legal actions (a two-player
-    learner with opponent features sees an empty opponent card when it plays alone)."""
+    learner with opponent features reads the opponent's card in a match, an empty one alone)."""
     rules = get_rules(config.train.rules)
     if two_player.uses_opponent_features(config):
         act = two_player.solitaire_act(config, rules)
-    else:
-        act = make_act(config.network, config.features, rules)
-    return Agent(name=name, act=act, params=params, rules=rules)
+        return Agent(name, act, params, rules, match_act=two_player.match_act(config, rules))
+    return Agent(name, make_act(config.network, config.features, rules), params, rules)
 
 
 def optimizer_steps_per_update(config: Config) -> int:
