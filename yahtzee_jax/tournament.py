@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -214,14 +215,17 @@ def round_robin(
     the pairs in `matches` were played as real matches (`match_pair`) and are taken as they are.
     """
     matches = matches or {}
-    by_seat = {}
-    for agent, agent_totals in totals.items():
+
+    @functools.cache
+    def by_seat(agent: str) -> np.ndarray:  # only for agents in pairs scored from solitaire games
+        agent_totals = totals[agent]
         # The most pair games these solitaire games can deal, given what each seat needs.
         pair_games = len(agent_totals) // NUM_SEATS if dice == "independent" else len(agent_totals)
-        by_seat[agent] = np.asarray(agent_totals)[seat_game_indices(pair_games, dice)]
+        return np.asarray(agent_totals)[seat_game_indices(pair_games, dice)]
+
     agents = tuple(totals)
     pairs = {
-        (a, b): matches.get((a, b)) or play_pair(a, by_seat[a], b, by_seat[b])
+        (a, b): matches.get((a, b)) or play_pair(a, by_seat(a), b, by_seat(b))
         for index, a in enumerate(agents)
         for b in agents[index + 1 :]
     }
@@ -240,7 +244,7 @@ def match_pair(
 
     a_policy, b_policy = two_player.agent_policy(a), two_player.agent_policy(b)
     a_totals, b_totals = two_player.match_totals(
-        lambda own, other, keys: (a_policy(own, other, keys), None),
+        two_player.as_learner(a_policy),
         b_policy,
         a.rules,
         num_games,

@@ -236,8 +236,8 @@ def match_metrics(
 # The match rollout
 # --------------------------------------------------------------------------------------------
 
-# learner(own [B], other [B], keys [B]) -> (actions int32[B], extras with leading axis B)
 MATCH_BATCH = 2_000  # matches per compiled batch when evaluating
+# learner(own [B], other [B], keys [B]) -> (actions int32[B], extras with leading axis B)
 LearnerPolicy = Callable[[State, State, jax.Array], tuple[jax.Array, Any]]
 # opponent(own [b], other [b], keys [b]) -> actions int32[b]; own = the opponent's card
 OpponentPolicy = Callable[[State, State, jax.Array], jax.Array]
@@ -440,13 +440,31 @@ def match_player(
 
         endgame = ENDGAME_OPEN if endgame_open is None else endgame_open
         return make_win_seeker(rules, cache_dir, endgame_open=endgame)
-    opponent = builtin_opponent(name, rules)
-    return lambda own, other, keys: (opponent(own, other, keys), None)
+    return as_learner(builtin_opponent(name, rules))
+
+
+def as_learner(policy: OpponentPolicy) -> LearnerPolicy:
+    """A policy that returns actions only, in the learner's seat (no extras to record)."""
+    return lambda own, other, keys: (policy(own, other, keys), None)
 
 
 def batch_of_one(tree: Any) -> Any:
     """An unbatched card (or key) as a batch of one."""
     return jax.tree.map(lambda leaf: leaf[None], tree)
+
+
+def fresh_cards(batch_shape: tuple[int, ...]) -> State:
+    """Empty cards of a batch: the opponent an agent that reads one meets when it plays alone."""
+    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), State())
+
+
+def play_alone(act: MatchAct) -> Policy:
+    """The one-card `act` of an agent that reads its opponent: against an empty card."""
+
+    def alone(params: Any, state: State, key: jax.Array) -> jax.Array:
+        return act(params, *map(batch_of_one, (state, State(), key)))[0]
+
+    return alone
 
 
 def match_act(config: Config, rules: Rules) -> MatchAct:
@@ -460,12 +478,7 @@ def match_act(config: Config, rules: Rules) -> MatchAct:
 
 def solitaire_act(config: Config, rules: Rules) -> Policy:
     """One-card `act` of a two-player learner (for `evaluate`): the opponent card is empty."""
-    act = match_act(config, rules)
-
-    def alone(params: Any, state: State, key: jax.Array) -> jax.Array:
-        return act(params, *map(batch_of_one, (state, State(), key)))[0]
-
-    return alone
+    return play_alone(match_act(config, rules))
 
 
 def win_seeker_agent(
@@ -478,14 +491,10 @@ def win_seeker_agent(
     def act(params: Any, own: State, other: State, keys: jax.Array) -> jax.Array:
         return policy(own, other, keys)[0]
 
-    def alone(params: Any, state: State, key: jax.Array) -> jax.Array:
-        return act(params, *map(batch_of_one, (state, State(), key)))[0]
-
     def batch_alone(params: Any, states: State, keys: jax.Array) -> jax.Array:
-        fresh = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, keys.shape + leaf.shape), State())
-        return act(params, states, fresh, keys)
+        return act(params, states, fresh_cards(keys.shape), keys)
 
-    return Agent("win-seeker", alone, rules=rules, batch_act=batch_alone, match_act=act)
+    return Agent("win-seeker", play_alone(act), rules=rules, batch_act=batch_alone, match_act=act)
 
 
 def evaluate_matches(
@@ -513,8 +522,8 @@ def evaluate_policy_matches(
     """Any match policy against a built-in opponent (`evaluate_matches`' figures)."""
     from yahtzee_jax.tournament import wilson_interval
 
-    started = time.perf_counter()
     rival = builtin_opponent(opponent, rules)
+    started = time.perf_counter()
     own_total, other_total = match_totals(learner, rival, rules, num_games, seed, batch_size)
     seat = np.arange(num_games) % 2
     result = np.sign(own_total - other_total)
@@ -688,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--opponent", default="optimal")
     parser.add_argument("--games", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=2_000)
+    parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
     parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
     parser.add_argument(
         "--endgame-open",
