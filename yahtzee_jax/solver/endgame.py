@@ -19,16 +19,9 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import NUM_CATEGORIES, YAHTZEE_BONUS, Rules, get_rules
-from yahtzee_jax.solver.exact import (
-    FILLED_COUNT,
-    FULL_MASK,
-    NUM_UPPER_TOTALS,
-    cache_file,
-    score_transition,
-    solve,
-)
-from yahtzee_jax.solver.moments import roll_options
+from yahtzee_jax.game.rules import NUM_CATEGORIES, Rules, get_rules
+from yahtzee_jax.solver.exact import FILLED_COUNT, FULL_MASK, NUM_UPPER_TOTALS, cache_file, solve
+from yahtzee_jax.solver.moments import box_outcomes, roll_options
 from yahtzee_jax.solver.tables import NUM_FLAGS, NUM_MASKS, solver_score_tables
 from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
 
@@ -108,11 +101,9 @@ def _chunk_distributions(
 ) -> np.ndarray:
     """Future-score distributions [n, SCORE_BINS] of the turn-start states of one chunk."""
     points, legal, bonus = roll_options(mask, flag, score_tables)  # [252, 13, n], ..., [252, n]
-    categories = np.arange(NUM_CATEGORIES)[None, :, None]
-    reward, next_upper, next_flag = score_transition(categories, points, upper, flag)
-    reward = reward + YAHTZEE_BONUS * bonus[:, None]
-    next_mask = mask | (1 << categories)
-    future = np.where(legal, value_table[next_mask, next_upper, next_flag], 0.0)
+    # Each roll and box: the reward, and the next state's value and distribution row.
+    tables = (value_table, rows)
+    reward, future, next_rows = box_outcomes(points, legal, bonus, mask, upper, flag, tables)
     value = np.where(legal, reward + future, -np.inf)
     best = np.argmax(value, axis=1)[:, None]  # the optimal player's box for each roll
 
@@ -120,7 +111,7 @@ def _chunk_distributions(
         return np.take_along_axis(array, best, axis=1)[:, 0]  # [252, n]
 
     points_won = chosen(reward)
-    next_row = chosen(rows[next_mask, next_upper, next_flag] * np.ones_like(reward))
+    next_row = chosen(next_rows).astype(np.int64)  # a legal box's row: exact in float64
     # The final roll's distribution: the next state's, shifted by the points won.
     bins = np.arange(SCORE_BINS)
     source = bins[None, None, :] - points_won[:, :, None]  # [252, n, bins]

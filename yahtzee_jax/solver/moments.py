@@ -123,7 +123,7 @@ def box_outcomes(
     the card's (mask, upper_total, flag) broadcast against the trailing axes. Returns (reward
     with every bonus it pays, future value, future second moment), each [252, 13, ...]; the
     futures are 0 where the box is illegal (its "next state" may not exist). `tables` are the
-    (value, second-moment) tables.
+    (value, second-moment) tables, or any two tables over the states to read at the next one.
     """
     shape = (1,) * (points.ndim - 2)
     categories = xp.arange(NUM_CATEGORIES).reshape(1, NUM_CATEGORIES, *shape)
