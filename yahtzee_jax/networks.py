@@ -26,7 +26,7 @@ import numpy as np
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.features import batch_features, feature_size
-from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask
+from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one, legal_action_mask
 from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_DICE, NUM_KEEP_ACTIONS, Rules
 
 ACTIVATIONS = {"swish": nn.swish, "relu": nn.relu}
@@ -236,8 +236,9 @@ def make_act(config: NetworkConfig, features_config: FeatureConfig, rules: Rules
             def apply(x: jax.Array) -> NetworkOutput:
                 return network.apply({"params": params}, x)
 
-            batch = jax.tree.map(lambda leaf: leaf[None], state)
-            log_probs, _, _, _ = network_log_probs(apply, batch, features_config, rules)
+            log_probs, _, _, _ = network_log_probs(
+                apply, batch_of_one(state), features_config, rules
+            )
             return jnp.argmax(log_probs[0]).astype(jnp.int32)
 
         _AGENT_ACTS[cache_key] = act

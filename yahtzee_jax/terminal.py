@@ -36,7 +36,7 @@ import numpy as np
 from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent, resolve_agent
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp
-from yahtzee_jax.game.engine import LAST_ROLL, State
+from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one
 from yahtzee_jax.game.rules import (
     CATEGORY_NAMES,
     DECISIONS_PER_TURN,
@@ -53,7 +53,6 @@ from yahtzee_jax.game.rules import (
     get_rules,
 )
 from yahtzee_jax.solver.advise import action_text
-from yahtzee_jax.two_player import batch_of_one
 
 BOX_LABELS = (
     "Ones",

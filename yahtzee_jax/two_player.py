@@ -49,7 +49,7 @@ from yahtzee_jax.agents.base import Agent, MatchAct, Policy
 from yahtzee_jax.config import Config, FeatureConfig, require
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game import engine
-from yahtzee_jax.game.engine import State
+from yahtzee_jax.game.engine import State, batch_of_one
 from yahtzee_jax.game.multiplayer import MatchState, stack_cards
 from yahtzee_jax.game.rules import (
     DECISIONS_PER_GAME,
@@ -446,11 +446,6 @@ def match_player(
 def as_learner(policy: OpponentPolicy) -> LearnerPolicy:
     """A policy that returns actions only, in the learner's seat (no extras to record)."""
     return lambda own, other, keys: (policy(own, other, keys), None)
-
-
-def batch_of_one(tree: Any) -> Any:
-    """An unbatched card (or key) as a batch of one."""
-    return jax.tree.map(lambda leaf: leaf[None], tree)
 
 
 def fresh_cards(batch_shape: tuple[int, ...]) -> State:

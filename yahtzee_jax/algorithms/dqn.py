@@ -48,7 +48,7 @@ from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import keep_action_stats, learning_rate_at, optimizer_step
 from yahtzee_jax.config import AlgoConfig, Config, FeatureConfig, NetworkConfig, require
 from yahtzee_jax.features import batch_features
-from yahtzee_jax.game.engine import State, legal_action_mask, total_score
+from yahtzee_jax.game.engine import State, batch_of_one, legal_action_mask, total_score
 from yahtzee_jax.game.rules import NUM_ACTIONS, Rules, get_rules
 from yahtzee_jax.networks import Block
 from yahtzee_jax.play import episode_keys, episode_length, play
@@ -545,8 +545,7 @@ def make_act(network_config: NetworkConfig, features: FeatureConfig, rules: Rule
         network = QNetwork(network_config)
 
         def act(params: Any, state: State, key: jax.Array) -> jax.Array:
-            batch = jax.tree.map(lambda leaf: leaf[None], state)
-            q, legal = q_values(network, params, batch, features, rules)
+            q, legal = q_values(network, params, batch_of_one(state), features, rules)
             return masked_argmax(q, legal)[0]
 
         _AGENT_ACTS[cache_key] = act

@@ -95,6 +95,11 @@ def init(key: jax.Array) -> State:
     return State(dice=roll_dice(key))
 
 
+def batch_of_one(tree: State | jax.Array) -> State | jax.Array:
+    """An unbatched state (or key, or any pytree) as a batch of one: a leading axis of 1."""
+    return jax.tree.map(lambda leaf: leaf[None], tree)
+
+
 def upper_total(state: State) -> jax.Array:
     """Sum of the upper boxes (uncapped)."""
     return jnp.sum(state.scores[..., :NUM_UPPER], axis=-1)
