@@ -15,6 +15,7 @@ actions at roll decisions, legal boxes at the scoring decision.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -223,26 +224,19 @@ def network_log_probs(
     return policy_log_probs(output, legal, states.roll_index), output, x, legal
 
 
-_AGENT_ACTS: dict[tuple, object] = {}
-
-
+@functools.cache  # one function object per configuration, so jitted callers compile once
 def make_act(config: NetworkConfig, features_config: FeatureConfig, rules: Rules):
-    """The argmax policy for one unbatched state; one function object per configuration."""
-    cache_key = (config, features_config, rules)
-    if cache_key not in _AGENT_ACTS:
-        network = YahtzeeNet(config)
+    """The argmax policy for one unbatched state."""
+    network = YahtzeeNet(config)
 
-        def act(params: dict, state: State, key: jax.Array) -> jax.Array:
-            def apply(x: jax.Array) -> NetworkOutput:
-                return network.apply({"params": params}, x)
+    def act(params: dict, state: State, key: jax.Array) -> jax.Array:
+        def apply(x: jax.Array) -> NetworkOutput:
+            return network.apply({"params": params}, x)
 
-            log_probs, _, _, _ = network_log_probs(
-                apply, batch_of_one(state), features_config, rules
-            )
-            return jnp.argmax(log_probs[0]).astype(jnp.int32)
+        log_probs, _, _, _ = network_log_probs(apply, batch_of_one(state), features_config, rules)
+        return jnp.argmax(log_probs[0]).astype(jnp.int32)
 
-        _AGENT_ACTS[cache_key] = act
-    return _AGENT_ACTS[cache_key]
+    return act
 
 
 def make_network_agent(

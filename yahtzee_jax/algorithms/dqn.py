@@ -33,6 +33,7 @@ set once the match is over. The extra state then also holds the moving-average g
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import flashbax as fbx
@@ -535,21 +536,17 @@ def match_update(context: Context, state: TrainState) -> tuple[TrainState, Metri
 # The greedy acting agent
 # --------------------------------------------------------------------------------------------
 
-_AGENT_ACTS: dict[tuple, object] = {}
 
-
+@functools.cache  # one function object per configuration, so jitted callers compile once
 def make_act(network_config: NetworkConfig, features: FeatureConfig, rules: Rules):
-    """argmax over the legal actions' Q for one unbatched state; one function per configuration."""
-    cache_key = (network_config, features, rules)
-    if cache_key not in _AGENT_ACTS:
-        network = QNetwork(network_config)
+    """argmax over the legal actions' Q for one unbatched state."""
+    network = QNetwork(network_config)
 
-        def act(params: Any, state: State, key: jax.Array) -> jax.Array:
-            q, legal = q_values(network, params, batch_of_one(state), features, rules)
-            return masked_argmax(q, legal)[0]
+    def act(params: Any, state: State, key: jax.Array) -> jax.Array:
+        q, legal = q_values(network, params, batch_of_one(state), features, rules)
+        return masked_argmax(q, legal)[0]
 
-        _AGENT_ACTS[cache_key] = act
-    return _AGENT_ACTS[cache_key]
+    return act
 
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
