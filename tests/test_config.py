@@ -77,7 +77,7 @@ def test_fast_cpu_preset_is_paper_a2c_narrower_faster_and_longer():
     paper, fast = resolve("paper-a2c"), resolve("fast-cpu")
     expected = dataclasses.replace(
         paper,
-        train=dataclasses.replace(paper.train, total_games=1_400_000, eval_fraction=0.05),
+        train=dataclasses.replace(paper.train, total_games=1_700_000, eval_fraction=0.05),
         network=dataclasses.replace(paper.network, hidden_size=256),
         optim=dataclasses.replace(paper.optim, lr=4e-4),
     )
