@@ -160,7 +160,7 @@ def final_roll_values(
             value = xp.where(is_fifty, YAHTZEE_SCORE + fifty[None], 0 + scratch[None])
         else:
             value = points[:, box, None] + future_of[box][None]
-        best = value if best is None else xp.maximum(best, value)
+        best = value if best is None else _maximum(best, value, xp)
     # The five-of-a-kinds: each box's value by the points `score_options` gives them here.
     yahtzee_points, yahtzee_legal, yahtzee_bonus = yahtzee_options
     yahtzee_best = None
@@ -184,6 +184,11 @@ def final_roll_values(
         best[YAHTZEE_ROLLS] = yahtzee_best
         return best
     return best.at[YAHTZEE_ROLLS].set(yahtzee_best)
+
+
+def _maximum(best: Array, value: Array, xp: ModuleType) -> Array:
+    """Elementwise maximum, into `best` in NumPy (the solver's hot loop owns it), new in JAX."""
+    return np.maximum(best, value, out=best) if xp is np else xp.maximum(best, value)
 
 
 def reachable_upper_totals(upper_mask: int) -> np.ndarray:
@@ -445,10 +450,12 @@ def solve(
     progress: bool = False,
     use_cache: bool = True,
     force: bool = False,
+    workers: int | None = None,
 ) -> SolveResult:
     """Solve a rule variant exactly, or load its value table from the disk cache.
 
-    `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it.
+    `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it;
+    `workers` is the processes of a solve (`solve_value_table`; default: one per CPU).
     """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
@@ -456,7 +463,7 @@ def solve(
     table = load_table(path, rules) if use_cache and not force else None
     from_cache = table is not None
     if table is None:
-        table = solve_value_table(rules, progress=progress)
+        table = solve_value_table(rules, progress=progress, workers=workers)
         if use_cache:
             save_table(table, rules, path)
     return SolveResult(
