@@ -107,10 +107,15 @@ def test_bench_evaluate_beside_yatzy_solver(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @needs_package
-def test_bench_solve_beside_yatzy_solver(tmp_path):
-    """Both solves reach the official optimum (its table is f32) and report their memory."""
-    assert main(["bench", "solve", "--json", str(tmp_path / "out.json")]) == 0
+@pytest.mark.parametrize("workers", [None, 1])
+def test_bench_solve_beside_yatzy_solver(tmp_path, workers):
+    """Both solves reach the official optimum (its table is f32) and report their memory, ours
+    with a process per CPU (the default) or in one process (no workers to measure)."""
+    options = [] if workers is None else ["--workers", str(workers)]
+    assert main(["bench", "solve", *options, "--json", str(tmp_path / "out.json")]) == 0
     result = json.loads((tmp_path / "out.json").read_text())
+    if workers == 1:
+        assert result["workers"] == 1 and result["ours"]["workers_mib"] == 0
     assert result["ours"]["optimum"] == pytest.approx(254.5877287345, abs=1e-9)
     assert result["yatzy_solver"]["optimum"] == pytest.approx(254.5877287345, abs=1e-4)
     for row in (result["ours"], result["yatzy_solver"]):

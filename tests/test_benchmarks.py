@@ -42,6 +42,14 @@ def test_bench_train_rejects_bad_batches(capsys) -> None:
     assert "--batches" in capsys.readouterr().err
 
 
+def test_bench_solve_rejects_bad_counts(capsys) -> None:
+    """A solve needs at least one process and one repeat: said in one line, before any solve."""
+    assert main(["bench", "solve", "--workers", "0"]) == 2
+    assert "--workers must be at least 1" in capsys.readouterr().err
+    assert main(["bench", "solve", "--repeats", "0"]) == 2
+    assert "--repeats must be at least 1" in capsys.readouterr().err
+
+
 def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     """Random and greedy level-1 on 64 games in batches of 32; an unknown agent is skipped."""
     argv = ["bench", "evaluate", "--agents", "random", "greedy1", "nonsense"]

@@ -61,12 +61,12 @@ from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.tables import solver_score_tables
 jax.numpy.zeros(1).block_until_ready()
 started = rss()
-if sys.argv[3:] == ["sample-workers"]:
+if sys.argv[4:] == ["sample-workers"]:
     sampler.start()
 start = time.perf_counter()
 solver_score_tables(get_rules(sys.argv[1]))  # the solve's own first step, timed
 tables = rss()
-result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True)
+result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]))
 seconds = time.perf_counter() - start
 sampling.set()
 if sampler.is_alive():
@@ -100,6 +100,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--repeats", type=int, default=1, help="solves of each (alternating), the fastest kept"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes of our solve (default: one per CPU; 1 trades time for memory)",
+    )
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
@@ -129,19 +135,24 @@ def run(args: argparse.Namespace) -> int:
     """Solve from scratch (ours, then yatzy-solver's) and report time, memory and table size."""
     from yahtzee_jax.errors import UserError
     from yahtzee_jax.game.rules import get_rules
+    from yahtzee_jax.solver.exact import solver_workers
 
     rules = get_rules(args.rules)
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
+    workers = solver_workers() if args.workers is None else args.workers
+    if workers < 1:
+        raise UserError(f"--workers must be at least 1 (got {workers})")
     module = yatzy_solver.load_module()
     ours, theirs = [], []
     for _ in range(args.repeats):
-        ours.append(_measure(_WORKERS + _OURS, rules.name))
+        ours.append(_measure(_WORKERS + _OURS, rules.name, str(workers)))
         if module is not None:
             theirs.append(_measure(_THEIRS, yatzy_solver.VARIANTS[rules.name]))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    sampled = _measure(_WORKERS + _OURS, rules.name, "sample-workers")
-    results = {"rules": rules.name, "cpus": os.cpu_count(), "ours": _best([*ours, sampled])}
+    sampled = _measure(_WORKERS + _OURS, rules.name, str(workers), "sample-workers")
+    results = {"rules": rules.name, "cpus": os.cpu_count(), "workers": workers}
+    results["ours"] = _best([*ours, sampled])
     results["ours"] |= {"seconds": min(run["seconds"] for run in ours)}  # timed runs only
     rows = [("yahtzee_jax", results["ours"])]
     if module is None:
@@ -149,7 +160,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         results["yatzy_solver"] = _best(theirs) | {"version": module.SOLVER_VERSION}
         rows.append((f"yatzy-solver {module.SOLVER_VERSION}", results["yatzy_solver"]))
-    print(f"rules {rules.name}, best of {args.repeats} solve(s) from scratch, each process alone")
+    print(
+        f"rules {rules.name}, best of {args.repeats} solve(s) from scratch, each process alone; "
+        f"ours in {workers} process(es)"
+    )
     header = (
         f"{'solver':<20} {'optimum':>15} {'seconds':>8} {'peak MiB':>9} {'started':>8} "
         f"{'tables':>7} {'DP':>5} {'workers':>8} {'file MB':>8}"
