@@ -24,9 +24,9 @@ from yahtzee_jax.benchmarks import yatzy_solver
 # once imported (ours: with the JAX runtime started, as every command of this package does),
 # once the score tables are built (ours: XLA compiles `score_options`; none for theirs), and at
 # the end; the last difference is the induction and its value table. Our induction also forks
-# worker processes: in one more solve, not timed (the sampling would slow it), a thread samples
-# each one's private memory (what it does not share with the parent); their peaks summed are
-# `workers_mib`, added to ours.
+# worker processes (unless `--workers 1`): in one more solve, not timed (the sampling would slow
+# it), a thread samples each one's private memory (what it does not share with the parent);
+# their peaks summed are `workers_mib`, added to ours.
 _PEAK_RSS = """
 import resource
 def rss():
@@ -150,9 +150,12 @@ def run(args: argparse.Namespace) -> int:
         if module is not None:
             theirs.append(_measure(_THEIRS, yatzy_solver.VARIANTS[rules.name]))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    sampled = _measure(_WORKERS + _OURS, rules.name, str(workers), "sample-workers")
+    if workers > 1:  # the workers' private memory: one more solve, sampled, not timed
+        ours_sampled = [_measure(_WORKERS + _OURS, rules.name, str(workers), "sample-workers")]
+    else:
+        ours_sampled = []  # one process forks no workers: nothing to sample
     results = {"rules": rules.name, "cpus": os.cpu_count(), "workers": workers}
-    results["ours"] = _best([*ours, sampled])
+    results["ours"] = _best([*ours, *ours_sampled])
     results["ours"] |= {"seconds": min(run["seconds"] for run in ours)}  # timed runs only
     rows = [("yahtzee_jax", results["ours"])]
     if module is None:
