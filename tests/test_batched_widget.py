@@ -30,12 +30,18 @@ from yahtzee_jax.game.rules import (
 from yahtzee_jax.records import play_games
 from yahtzee_jax.solver import make_greedy_agent, widget_action
 from yahtzee_jax.solver.agents import widget_batch_actions
-from yahtzee_jax.solver.exact import category_values, final_roll_values
+from yahtzee_jax.solver.exact import (
+    category_values,
+    final_roll_plan,
+    final_roll_values,
+    solver_final_roll_values,
+)
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import (
     NUM_FLAGS,
     NUM_MASKS,
     ROLLS,
+    WIDGET_ORDER,
     base_points,
     score_all_rolls,
     score_yahtzee_rolls,
@@ -130,6 +136,40 @@ def test_final_roll_values_equal_the_per_box_maximum(variant, with_table):
     numpy_options = tuple(np.asarray(part) for part in yahtzee_options)
     fast64 = final_roll_values(*context, base_points(), numpy_options, future64)
     np.testing.assert_allclose(fast64, np.asarray(reference, np.float64), rtol=0, atol=1e-4)
+
+    # The solver's hot loop: the same numbers to the last bit, rolls in `WIDGET_ORDER[5]`.
+    plan = final_roll_plan(base_points())
+    solver64 = solver_final_roll_values(*context, plan, numpy_options, future64)
+    np.testing.assert_array_equal(solver64, fast64[WIDGET_ORDER[NUM_DICE]])
+
+
+def test_solver_final_roll_values_hold_for_any_points():
+    """`FinalRollPlan` groups the rolls by the points it is given, not by what it expects of
+    them: random lower-box points (most of them 0, scattered over the roll order) give the
+    generic path's values bit for bit too."""
+    rng = np.random.default_rng(3)
+    points = base_points().copy()
+    lower = [box for box in range(6, NUM_CATEGORIES) if box != Category.YAHTZEE]
+    points[:, lower] = rng.integers(1, 40, size=(len(ROLLS), len(lower)))
+    points[:, lower] *= rng.random((len(ROLLS), len(lower))) < 0.3
+    count = 64
+    mask = rng.integers(0, NUM_MASKS - 1, size=count)
+    upper = rng.integers(0, 64, size=count)
+    flag = rng.integers(0, NUM_FLAGS, size=count)
+    table = 300 * rng.random((NUM_MASKS, 64, NUM_FLAGS))
+    options = (
+        rng.integers(0, 50, size=(6, NUM_CATEGORIES, count)),
+        rng.random((6, NUM_CATEGORIES, count)) < 0.7,
+        rng.random((6, count)) < 0.2,
+    )
+
+    def future(next_mask, next_upper, next_flag):
+        return table[next_mask, next_upper, next_flag]
+
+    generic = final_roll_values(mask, upper, flag, points, options, future)
+    plan = final_roll_plan(points)
+    fast = solver_final_roll_values(mask, upper, flag, plan, options, future)
+    np.testing.assert_array_equal(fast, generic[WIDGET_ORDER[NUM_DICE]])
 
 
 @pytest.mark.parametrize(

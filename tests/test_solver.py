@@ -37,13 +37,21 @@ from yahtzee_jax.solver.exact import (
     solved_states,
 )
 from yahtzee_jax.solver.tables import (
+    DISTINCT_FACES,
     KEEP_OF_ACTION,
     ROLL_PROBABILITIES,
     ROLLS,
+    WIDGET_ORDER,
     keep_index,
     roll_index_of,
 )
-from yahtzee_jax.solver.widget import best_keep_values, keep_values
+from yahtzee_jax.solver.widget import (
+    best_keep_values,
+    expected_over_rolls,
+    keep_values,
+    turn_keep_values,
+    turn_start_value,
+)
 from yahtzee_jax.statistics import score_statistics
 
 PUBLISHED_OPTIMA = {
@@ -101,6 +109,18 @@ def test_best_keep_values_equal_max_over_keep_masks():
     for roll, dice in enumerate(ROLLS):
         masks = [tuple(dice[i] for i in range(5) if mask >> i & 1) for mask in range(32)]
         assert best[roll] == max(values[keep_index(kept)] for kept in masks)
+
+
+def test_solver_widget_equals_the_generic_one_bit_for_bit():
+    """`turn_start_value` (the solver's in-place loop, rolls and keeps sorted by distinct faces)
+    gives the generic widget's turn-start values to the last bit, on random final values."""
+    final = np.random.default_rng(2).normal(size=(252, 37)) * 100
+    generic = expected_over_rolls(best_keep_values(turn_keep_values(final)[1]))
+    in_place = turn_start_value(final[WIDGET_ORDER[5]])
+    np.testing.assert_array_equal(in_place, generic)
+    for size, order in enumerate(WIDGET_ORDER):  # a permutation, most distinct faces first
+        assert sorted(order) == list(range(len(order)))
+        assert (np.diff(DISTINCT_FACES[size]) <= 0).all()
 
 
 # ------------------------------------------------------------------------------------------

@@ -4,9 +4,12 @@ A turn-start state is (filled-box mask, upper total capped at 63, Yahtzee box ho
 is the expected score still to come under optimal play. States are solved a layer (number of
 filled boxes) at a time, from the full card back to the empty one, in chunks of 256
 states as NumPy float64 array programs with the states along the last axis: the value of each
-final roll (`final_roll_values`, which the on-device agents share), then the widget of
-`yahtzee_jax.solver.widget`. Only the 359,616 states whose value is not a copy of another's are
-solved (`solved_states`); the cache stores just those, deflated (2.3 MB).
+final roll, then the widget of `yahtzee_jax.solver.widget`. The on-device agents value the
+final rolls with `final_roll_values`; the solver's hot loop (`solver_final_roll_values`,
+`widget.turn_start_value`) gives the same numbers to the last bit with the rolls grouped so
+that most of its work runs over prefixes and runs of rows. Only the 359,616 states whose value
+is not a copy of another's are solved (`solved_states`); the cache stores just those, deflated
+(2.3 MB).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -46,6 +49,8 @@ from yahtzee_jax.solver.tables import (
     NUM_FLAGS,
     NUM_MASKS,
     ROLL_COUNTS,
+    WIDGET_ORDER,
+    WIDGET_POSITION,
     YAHTZEE_ROLLS,
     solver_score_tables,
 )
@@ -128,62 +133,200 @@ def final_roll_values(
       future: (next mask, next capped upper total, next flag) -> value of that turn-start state
         (broadcasting; zeros for "this turn only").
     """
-    counts = np.arange(NUM_DICE + 1)[:, None]  # dice showing an upper box's face, 0..5
-    # Integer reward and future value of each way to score each box, the future -inf once the box
-    # is filled. Reward + future is summed integer + float as in `category_values`, so the values
-    # are the same to the last bit; masking the small future arrays spares a [252, n] pass a box.
-    reward_of, future_of = {}, {}
-    for box in range(NUM_CATEGORIES):
-        is_open = ((mask >> box) & 1) == 0
-        next_mask = mask | 1 << box
-        if box < NUM_UPPER:
-            reward, next_upper, next_flag = score_transition(
-                box, (box + 1) * counts, upper_total[None], flag[None], xp
-            )
-            reward_of[box] = reward
-            future_of[box] = xp.where(is_open, future(next_mask, next_upper, next_flag), -xp.inf)
-        elif box == Category.YAHTZEE:  # the flag records a 50 in the box
-            future_of[box] = tuple(
-                xp.where(is_open, future(next_mask, upper_total, 0 * flag + fifty), -xp.inf)
-                for fifty in (0, 1)
-            )
-        else:
-            future_of[box] = xp.where(is_open, future(next_mask, upper_total, flag), -xp.inf)
+    futures = _box_futures(mask, upper_total, flag, future, xp)
+    by_count = futures.upper_reward + futures.upper_future  # [box, count of its face, n]
     best = None
     for box in range(NUM_CATEGORIES):
         if box < NUM_UPPER:
-            by_count = reward_of[box] + future_of[box]
-            value = xp.take(by_count, xp.asarray(ROLL_COUNTS[:, box]), axis=0)
+            value = xp.take(by_count[box], xp.asarray(ROLL_COUNTS[:, box]), axis=0)
         elif box == Category.YAHTZEE:
-            scratch, fifty = future_of[box]
             is_fifty = (points[:, box] == YAHTZEE_SCORE)[:, None]
-            value = xp.where(is_fifty, YAHTZEE_SCORE + fifty[None], 0 + scratch[None])
+            scratch = futures.lower_future[box - NUM_UPPER]
+            value = xp.where(
+                is_fifty, YAHTZEE_SCORE + futures.fifty_future[None], 0 + scratch[None]
+            )
         else:
-            value = points[:, box, None] + future_of[box][None]
+            value = points[:, box, None] + futures.lower_future[box - NUM_UPPER][None]
         best = value if best is None else _maximum(best, value, xp)
-    # The five-of-a-kinds: each box's value by the points `score_options` gives them here.
+    yahtzee_best = _five_of_a_kind_values(futures, yahtzee_options, xp)
+    if xp is np:
+        best[YAHTZEE_ROLLS] = yahtzee_best
+        return best
+    return best.at[YAHTZEE_ROLLS].set(yahtzee_best)
+
+
+class BoxFutures(NamedTuple):
+    """What scoring each box of n cards leads to (`_box_futures`); a future is -inf once the
+    box is filled."""
+
+    upper_reward: Array  # int[6 boxes, 6 counts of the box's face, n], the bonus included
+    upper_future: Array  # [6 boxes, 6 counts, n]: the next state's value
+    lower_future: Array  # [7 lower boxes, n]; the Yahtzee box's row: scratched (a 0)
+    fifty_future: Array  # [n]: 50 in the Yahtzee box
+
+
+def _box_futures(
+    mask: Array,
+    upper_total: Array,
+    flag: Array,
+    future: Callable[[Array, Array, Array], Array],
+    xp: ModuleType,
+) -> BoxFutures:
+    """Reward and future value of scoring each box of n cards, every box at once (the next
+    states of `final_roll_values`).
+
+    Reward + future is summed integer + float as in `category_values`, so the values are the
+    same to the last bit; masking these small arrays spares a [252, n] pass a box.
+    """
+    boxes = np.arange(NUM_CATEGORIES)[:, None]
+    is_open = ((mask >> boxes) & 1) == 0  # [13, n]
+    next_mask = mask | 1 << boxes
+    upper = boxes[:NUM_UPPER, :, None]  # [6 boxes, 1, 1]
+    counts = np.arange(NUM_DICE + 1)[:, None]  # dice showing an upper box's face, 0..5
+    reward, next_upper, next_flag = score_transition(
+        upper, (upper + 1) * counts, upper_total, flag, xp
+    )
+    upper_future = future(next_mask[:NUM_UPPER, None], next_upper, next_flag)
+    # The flag records a 50 in the Yahtzee box: a 0 there (a scratch) clears it, a 50 sets it.
+    is_yahtzee = boxes[NUM_UPPER:] == Category.YAHTZEE
+    lower_future = future(next_mask[NUM_UPPER:], upper_total, xp.where(is_yahtzee, 0, flag))
+    fifty_future = future(next_mask[Category.YAHTZEE], upper_total, 0 * flag + 1)
+    return BoxFutures(
+        upper_reward=reward,
+        upper_future=xp.where(is_open[:NUM_UPPER, None], upper_future, -xp.inf),
+        lower_future=xp.where(is_open[NUM_UPPER:], lower_future, -xp.inf),
+        fifty_future=xp.where(is_open[Category.YAHTZEE], fifty_future, -xp.inf),
+    )
+
+
+def _five_of_a_kind_values(
+    futures: BoxFutures, yahtzee_options: tuple[Array, Array, Array], xp: ModuleType
+) -> Array:
+    """The six five-of-a-kinds' best values [6, n], by the points `score_options` gives them."""
     yahtzee_points, yahtzee_legal, yahtzee_bonus = yahtzee_options
     yahtzee_best = None
     for box in range(NUM_CATEGORIES):
         box_points = yahtzee_points[:, box]  # [6, n]
         if box < NUM_UPPER:  # five of the box's face, or none of it
             count = np.where(np.arange(NUM_FACES) == box, NUM_DICE, 0)
-            reward = xp.take(reward_of[box], count, axis=0)
-            later = xp.take(future_of[box], count, axis=0)
+            reward = xp.take(futures.upper_reward[box], count, axis=0)
+            later = xp.take(futures.upper_future[box], count, axis=0)
         elif box == Category.YAHTZEE:
             reward = box_points
-            later = xp.where(
-                box_points == YAHTZEE_SCORE, future_of[box][1][None], future_of[box][0][None]
-            )
+            scratch = futures.lower_future[box - NUM_UPPER]
+            later = xp.where(box_points == YAHTZEE_SCORE, futures.fifty_future[None], scratch[None])
         else:
-            reward, later = box_points, future_of[box][None]
+            reward, later = box_points, futures.lower_future[box - NUM_UPPER][None]
         value = reward + YAHTZEE_BONUS * yahtzee_bonus + later
         value = xp.where(yahtzee_legal[:, box], value, -xp.inf)
         yahtzee_best = value if yahtzee_best is None else xp.maximum(yahtzee_best, value)
-    if xp is np:
-        best[YAHTZEE_ROLLS] = yahtzee_best
-        return best
-    return best.at[YAHTZEE_ROLLS].set(yahtzee_best)
+    return yahtzee_best
+
+
+@dataclasses.dataclass(frozen=True)
+class FinalRollPlan:
+    """How `solver_final_roll_values` groups the rolls (in `WIDGET_ORDER[5]`), from the points.
+
+    A roll scores 0 in most boxes, and a 0 in a box is worth that box's future whatever the
+    roll: so each roll starts from the best 0 among its absent faces' upper boxes and its
+    non-scoring lower boxes (one value per such pair of sets, 97 of them), then takes the
+    maximum with its present faces' upper boxes (a prefix per distinct face) and with each lower
+    box over the run of rolls holding the rolls that score in it.
+    """
+
+    points: np.ndarray  # int64[252, 13], the base points in `WIDGET_ORDER[5]`
+    face_columns: tuple[np.ndarray, ...]  # c-th distinct face's row of [face x count], a prefix
+    absent_of_group: np.ndarray  # bit set of absent faces of each group
+    pattern_of_group: np.ndarray  # which lower boxes score 0 in each group
+    zero_boxes: np.ndarray  # bool[patterns, 7 lower boxes]: the boxes scoring 0
+    group_of_roll: np.ndarray  # [252]
+    scoring_runs: tuple[tuple[int, int, int], ...]  # (box, start, stop) covering its scoring rolls
+    yahtzee_positions: np.ndarray  # where the five-of-a-kinds are
+
+
+_LOWER_BOXES = list(range(NUM_UPPER, NUM_CATEGORIES))
+
+
+def final_roll_plan(points: np.ndarray) -> FinalRollPlan:
+    """The `FinalRollPlan` of base points int[252, 13] (`tables.base_points()`)."""
+    order = WIDGET_ORDER[NUM_DICE]
+    points = np.asarray(points, np.int64)[order]
+    counts = ROLL_COUNTS[order]
+    # Each roll's c-th distinct face (rolls with more than c of them: a prefix), as its row of
+    # the [face x count] values.
+    present = [np.flatnonzero(row) for row in counts]
+    face_columns = tuple(
+        np.array(
+            [
+                faces[column] * (NUM_DICE + 1) + row[faces[column]]
+                for row, faces in zip(counts, present, strict=True)
+                if len(faces) > column
+            ]
+        )
+        for column in range(NUM_DICE)
+    )
+    absent = ((counts == 0) << np.arange(NUM_FACES)).sum(axis=1)
+    zero = points[:, _LOWER_BOXES] == 0
+    # As in `final_roll_values`: a roll short of 50 in the Yahtzee box scratches it (only the
+    # five-of-a-kinds, valued apart, score 50 there).
+    zero[:, _LOWER_BOXES.index(Category.YAHTZEE)] = points[:, Category.YAHTZEE] != YAHTZEE_SCORE
+    zero_boxes, pattern = np.unique(zero, axis=0, return_inverse=True)
+    groups, group_of_roll = np.unique(
+        np.stack([absent, pattern.ravel()], axis=1), axis=0, return_inverse=True
+    )
+    runs = []
+    for box, scores in zip(_LOWER_BOXES, ~zero.T, strict=True):
+        scoring = np.flatnonzero(scores)
+        if box != Category.YAHTZEE and len(scoring):  # the five-of-a-kinds are valued apart
+            runs.append((box, int(scoring[0]), int(scoring[-1]) + 1))
+    return FinalRollPlan(
+        points=points,
+        face_columns=face_columns,
+        absent_of_group=groups[:, 0],
+        pattern_of_group=groups[:, 1],
+        zero_boxes=zero_boxes,
+        group_of_roll=group_of_roll.ravel(),
+        scoring_runs=tuple(runs),
+        yahtzee_positions=WIDGET_POSITION[NUM_DICE][YAHTZEE_ROLLS],
+    )
+
+
+def solver_final_roll_values(
+    mask: np.ndarray,
+    upper_total: np.ndarray,
+    flag: np.ndarray,
+    plan: FinalRollPlan,
+    yahtzee_options: tuple[np.ndarray, np.ndarray, np.ndarray],
+    future: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """`final_roll_values` in NumPy with the rolls in `WIDGET_ORDER[5]`, bit for bit the same
+    numbers in about half the time (the solver's hot loop; see `FinalRollPlan`)."""
+    futures = _box_futures(mask, upper_total, flag, future, np)
+    n = len(mask)
+    by_count = futures.upper_reward + futures.upper_future  # [face, count of it, card]
+    # The best 0 among each set of absent faces, a face at a time (the empty set: none).
+    absent_best = np.empty((1 << NUM_UPPER, n))
+    absent_best[0] = -np.inf
+    for box in range(NUM_UPPER):
+        np.maximum(absent_best[: 1 << box], by_count[box, 0], out=absent_best[1 << box : 2 << box])
+    zeros = futures.lower_future  # a 0 in a lower box is worth its future
+    pattern_best = np.where(plan.zero_boxes[:, :, None], zeros[None], -np.inf).max(axis=1)
+    group_best = np.take(absent_best, plan.absent_of_group, axis=0)
+    np.maximum(group_best, pattern_best[plan.pattern_of_group], out=group_best)
+    best = np.take(group_best, plan.group_of_roll, axis=0)
+    scratch = np.empty_like(best)
+    face_values = by_count.reshape(-1, n)
+    for rows in plan.face_columns:
+        here, gathered = best[: len(rows)], scratch[: len(rows)]
+        np.take(face_values, rows, axis=0, out=gathered)
+        np.maximum(here, gathered, out=here)
+    for box, start, stop in plan.scoring_runs:
+        here, value = best[start:stop], scratch[start:stop]
+        later = futures.lower_future[box - NUM_UPPER]
+        np.add(plan.points[start:stop, box, None], later[None], out=value)
+        np.maximum(here, value, out=here)
+    best[plan.yahtzee_positions] = _five_of_a_kind_values(futures, yahtzee_options, np)
+    return best
 
 
 def _maximum(best: Array, value: Array, xp: ModuleType) -> Array:
@@ -271,22 +414,23 @@ def fill_copies(value_table: np.ndarray, masks: np.ndarray = _MASKS) -> None:
 
 
 _FILL_BLOCK = 256  # masks per block when copying or saving values: temporaries under 1 MB
-# States per solver task: a chunk's [462, n] float64 widget arrays stay in the cache. 256 to 1,024
-# solve equally fast (and bit for bit the same as 128); 2,048 is twice as slow.
+# States per solver task: a chunk's [462, n] float64 widget arrays stay in the cache. A one-process
+# solve with 128 / 256 / 512 / 1,024 took 3.2 / 2.9 / 3.3 / 4.3 s and 10.6 / 10.9 / 12.9 / 17.1 MiB
+# (2026-11-25, a 2-core Intel Xeon); every size gives the same values to the last bit.
 SOLVE_CHUNK = 256
 
-# What the worker processes read, set before they are forked: (value table, base points,
+# What the worker processes read, set before they are forked: (value table, final-roll plan,
 # five-of-a-kind options). The table lives in shared memory, so every worker sees the layers
 # already solved and writes its own states' values where the parent reads them. One solve at a
 # time per process: `_SOLVE_LOCK` makes concurrent callers wait.
-_SOLVE_CONTEXT: tuple[np.ndarray, np.ndarray, list[np.ndarray]] | None = None
+_SOLVE_CONTEXT: tuple[np.ndarray, FinalRollPlan, list[np.ndarray]] | None = None
 _SOLVE_LOCK = threading.Lock()
 
 
 def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     """Value the turn-start states (mask, upper total, flag) of one chunk into the table."""
     assert _SOLVE_CONTEXT is not None
-    value_table, base, options = _SOLVE_CONTEXT
+    value_table, plan, options = _SOLVE_CONTEXT
     mask, upper, flag = chunk
     points, legal, bonus = (part[mask, flag] for part in options)  # [n, 6, ...]
     yahtzee_options = (points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T)
@@ -294,7 +438,7 @@ def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     def future(next_mask: np.ndarray, next_upper: np.ndarray, next_flag: np.ndarray) -> np.ndarray:
         return value_table[next_mask, next_upper, next_flag]
 
-    final = final_roll_values(mask, upper, flag, base, yahtzee_options, future)
+    final = solver_final_roll_values(mask, upper, flag, plan, yahtzee_options, future)
     value_table[mask, upper, flag] = turn_start_value(final)
 
 
@@ -348,7 +492,7 @@ def _solve_layers(
     value_table = np.frombuffer(shared, np.float64).reshape(shape)
     value_table[...] = np.nan
     value_table[FULL_MASK] = 0.0
-    _SOLVE_CONTEXT = (value_table, base, options)
+    _SOLVE_CONTEXT = (value_table, final_roll_plan(base), options)
     layers = range(NUM_CATEGORIES - 1, down_to_filled - 1, -1)
     if progress:
         from tqdm import tqdm

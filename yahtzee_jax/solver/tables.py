@@ -123,6 +123,30 @@ ROLL_COUNTS = np.stack([np.bincount(roll, minlength=NUM_FACES + 1)[1:] for roll 
 )
 
 
+def _widget_order(size: int) -> np.ndarray:
+    """Position -> keep of `size` in the solver's widget: most distinct faces first, then fewest
+    dice of the commonest face (which makes most lower boxes' scoring rolls one run)."""
+    counts = np.array(
+        [
+            np.bincount(np.array(keep, int), minlength=NUM_FACES + 1)[1:]
+            for keep in KEEPS_BY_SIZE[size]
+        ]
+    )
+    return np.lexsort((counts.max(axis=1), -(counts > 0).sum(axis=1)))
+
+
+# The solver's hot loop (`widget.turn_start_value`, `exact.solver_final_roll_values`) holds each
+# keep size's values in this order. A keep with d distinct faces has d one-die-smaller sub-keeps,
+# so an operation on the c-th distinct face of each keep runs over a prefix of the layer (a view).
+WIDGET_ORDER = tuple(_widget_order(size) for size in range(NUM_DICE + 1))
+WIDGET_POSITION = tuple(np.argsort(order) for order in WIDGET_ORDER)  # keep -> position
+# Distinct faces of each keep, in `WIDGET_ORDER` (non-increasing).
+DISTINCT_FACES = tuple(
+    np.array([len(set(KEEPS_BY_SIZE[size][keep])) for keep in order])
+    for size, order in enumerate(WIDGET_ORDER)
+)
+
+
 def mask_to_filled(masks: np.ndarray) -> np.ndarray:
     """Filled-box masks (int[...]) -> bool[..., 13]; bit c is box c."""
     return (np.asarray(masks)[..., None] >> np.arange(NUM_CATEGORIES)) & 1 == 1

@@ -17,10 +17,13 @@ import numpy as np
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES
 from yahtzee_jax.solver.tables import (
     ADD_DIE,
+    DISTINCT_FACES,
     KEEP_OF_ACTION,
     KEEP_OFFSETS,
     REMOVE_DIE,
     ROLL_PROBABILITIES,
+    WIDGET_ORDER,
+    WIDGET_POSITION,
 )
 
 Array = Any  # numpy.ndarray or jax.Array
@@ -99,9 +102,24 @@ def turn_keep_values(final_values: Array, xp: ModuleType = np) -> tuple[Array, A
     return last_keep, first_keep
 
 
-# Index tables transposed for row gathers: one face (or one removed die) per row.
-_ADD_BY_FACE = tuple(np.ascontiguousarray(table.T) for table in ADD_DIE)
-_REMOVE_BY_COLUMN = tuple(np.ascontiguousarray(table.T) for table in REMOVE_DIE)
+# Index tables in `WIDGET_ORDER`, transposed for row gathers: one face (or removed die) per row.
+# The maximum over the c-th one-die-smaller sub-keep runs over the prefix of the keeps with more
+# than c distinct faces: 1,260 row maxima a pass where `REMOVE_DIE`'s padded columns take 1,980.
+_ADD_BY_FACE = tuple(
+    np.ascontiguousarray(WIDGET_POSITION[size + 1][ADD_DIE[size][WIDGET_ORDER[size]]].T)
+    for size in range(NUM_DICE)
+)
+_REMOVE_BY_COLUMN = tuple(
+    tuple(
+        np.ascontiguousarray(
+            WIDGET_POSITION[size - 1][REMOVE_DIE[size][WIDGET_ORDER[size]]][
+                DISTINCT_FACES[size] > column, column
+            ]
+        )
+        for column in range(size)
+    )
+    for size in range(NUM_DICE + 1)
+)
 
 
 def _keep_layers_inplace(roll_values: np.ndarray, scratch: np.ndarray) -> list[np.ndarray]:
@@ -123,10 +141,11 @@ def _best_keep_inplace(layers: list[np.ndarray], scratch: np.ndarray) -> np.ndar
     """`best_keep_values` from keep layers (NumPy), overwriting the layers."""
     best = layers[0]
     for size in range(1, NUM_DICE + 1):
-        here, gathered = layers[size], scratch[: len(layers[size])]
-        for column in _REMOVE_BY_COLUMN[size]:
-            np.take(best, column, axis=0, out=gathered)
-            np.maximum(here, gathered, out=here)
+        here = layers[size]
+        for smaller in _REMOVE_BY_COLUMN[size]:
+            rows, gathered = here[: len(smaller)], scratch[: len(smaller)]
+            np.take(best, smaller, axis=0, out=gathered)
+            np.maximum(rows, gathered, out=rows)
         best = here
     return best
 
@@ -135,14 +154,17 @@ def turn_start_value(final_values: np.ndarray) -> np.ndarray:
     """Expected value of a turn before its first roll, playing the keeps optimally (NumPy).
 
     The solver's hot loop: the same sums and maxima as `turn_keep_values`, `best_keep_values`
-    and `expected_over_rolls`, with the gathers written into one scratch buffer and the sums
-    and maxima done in place (about half the time of the generic version). `final_values` is
-    [252, n] (it is overwritten); returns [n].
+    and `expected_over_rolls`, bit for bit, with the keeps of each size in `WIDGET_ORDER`, the
+    gathers written into one scratch buffer and the sums and maxima done in place.
+    `final_values` is [252, n] with the rolls in `WIDGET_ORDER[5]` (it is overwritten, as
+    `exact.solver_final_roll_values` returns them); returns [n].
     """
     scratch = np.empty_like(final_values)
     best_last = _best_keep_inplace(_keep_layers_inplace(final_values, scratch), scratch)
     best_first = _best_keep_inplace(_keep_layers_inplace(best_last, scratch), scratch)
-    return ROLL_PROBABILITIES @ best_first
+    # Back to `ROLLS` order, so that the expectation sums in the same order as the generic one.
+    rolls = np.take(best_first, WIDGET_POSITION[NUM_DICE], axis=0, out=scratch)
+    return ROLL_PROBABILITIES @ rolls
 
 
 def keep_action_values(keep_value: Array, roll: Array, xp: ModuleType = np) -> Array:
