@@ -215,10 +215,9 @@ def solve_moment_table(
         layer_masks, (mask, upper, flag) = layer_states(rules, filled_count)
         for start in range(0, len(mask), SOLVE_CHUNK):
             part = slice(start, start + SOLVE_CHUNK)
-            _, moment = _chunk_moments(
-                mask[part], upper[part], flag[part], value_table, moment_table, score_tables
-            )
-            moment_table[mask[part], upper[part], flag[part]] = moment
+            states = tuple(column[part].astype(np.int64) for column in (mask, upper, flag))
+            _, moment = _chunk_moments(*states, value_table, moment_table, score_tables)
+            moment_table[states] = moment
         fill_copies(moment_table, layer_masks)
     return moment_table
 
