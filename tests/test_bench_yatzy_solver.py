@@ -18,6 +18,7 @@ from yahtzee_jax.benchmarks import evaluate as bench_evaluate
 from yahtzee_jax.benchmarks import yatzy_solver
 from yahtzee_jax.cli import main
 from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
+from yahtzee_jax.solver.exact import solver_workers
 
 
 class FakeSolver:
@@ -110,15 +111,19 @@ def test_bench_evaluate_beside_yatzy_solver(tmp_path, monkeypatch):
 @pytest.mark.parametrize("workers", [None, 1])
 def test_bench_solve_beside_yatzy_solver(tmp_path, workers):
     """Both solves reach the official optimum (its table is f32) and report their memory, ours
-    with a process per CPU (the default) or in one process (no workers to measure)."""
+    both in one process and with a process per CPU (the default), or in the one asked for."""
     options = [] if workers is None else ["--workers", str(workers)]
     assert main(["bench", "solve", *options, "--json", str(tmp_path / "out.json")]) == 0
     result = json.loads((tmp_path / "out.json").read_text())
-    if workers == 1:
-        assert result["workers"] == 1 and result["ours"]["workers_mib"] == 0
-    assert result["ours"]["optimum"] == pytest.approx(254.5877287345, abs=1e-9)
+    settings = [1] if workers == 1 else sorted({1, solver_workers()})
+    assert [row["workers"] for row in result["ours"]] == settings
+    assert [ratios["workers"] for ratios in result["ratios"]] == settings
+    assert result["ours"][0]["workers_mib"] == 0  # one process forks no workers
     assert result["yatzy_solver"]["optimum"] == pytest.approx(254.5877287345, abs=1e-4)
-    for row in (result["ours"], result["yatzy_solver"]):
+    for row in [*result["ours"], result["yatzy_solver"]]:
         assert row["peak_mib"] >= row["tables_mib"] >= row["started_mib"] > 0
-        assert row["workers_mib"] >= 0
-    assert set(result["ratios"]) == {"time", "dp_memory", "table_file", "peak_rss"}
+        assert row["workers_mib"] >= 0 and row["induction_mib"] > 0
+    for row in result["ours"]:
+        assert row["optimum"] == pytest.approx(254.5877287345, abs=1e-9)
+    for ratios in result["ratios"]:
+        assert set(ratios) == {"workers", "time", "dp_memory", "table_file", "peak_rss"}

@@ -23,18 +23,29 @@ from yahtzee_jax.benchmarks import yatzy_solver
 # ru_maxrss would start from this parent's, Linux keeps it across fork and exec) at three points:
 # once imported (ours: with the JAX runtime started, as every command of this package does),
 # once the score tables are built (ours: XLA compiles `score_options`; none for theirs), and at
-# the end; the last difference is the induction and its value table. Our induction also forks
-# worker processes (unless `--workers 1`): in one more solve, not timed (the sampling would slow
-# it), a thread samples each one's private memory (what it does not share with the parent);
-# their peaks summed are `workers_mib`, added to ours.
+# the end. The induction's own memory is how far it raises the peak above the RSS it starts
+# from: the peak is reset to the current RSS just before it (`/proc/self/clear_refs`), or else
+# an XLA compile that freed memory would hide the induction's first megabytes under its peak.
+# Our induction also forks worker processes (unless `--workers 1`): in one more solve, not timed
+# (the sampling would slow it), a thread samples each one's private memory (what it does not
+# share with the parent); their peaks summed are `workers_mib`, added to ours.
 _PEAK_RSS = """
 import resource
+def status_mib(field):
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(field)) / 1024
 def rss():
     try:
-        with open("/proc/self/status") as status:
-            return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+        return status_mib("VmHWM:")
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def reset_peak():
+    try:  # Linux 4.0 on: the peak becomes the current RSS
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        return status_mib("VmRSS:")
+    except (OSError, StopIteration):
+        return rss()  # the peak so far: the induction counts from there
 """
 _WORKERS = """
 import multiprocessing, threading
@@ -66,13 +77,17 @@ if sys.argv[4:] == ["sample-workers"]:
 start = time.perf_counter()
 solver_score_tables(get_rules(sys.argv[1]))  # the solve's own first step, timed
 tables = rss()
+induction_from = reset_peak()
 result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]))
 seconds = time.perf_counter() - start
+end = rss()
 sampling.set()
 if sampler.is_alive():
     sampler.join()
 print(json.dumps({"seconds": seconds, "started_mib": started, "tables_mib": tables,
-                  "peak_mib": rss(), "workers_mib": sum(worker_peaks.values()),
+                  "induction_from_mib": induction_from, "induction_peak_mib": end,
+                  "peak_mib": max(tables, end),
+                  "workers_mib": sum(worker_peaks.values()),
                   "optimum": result.expected_score,
                   "table_bytes": result.cache_path.stat().st_size}))
 """
@@ -81,6 +96,7 @@ import json, sys, time
 from pathlib import Path
 import yatzy_solver
 started = rss()
+induction_from = reset_peak()
 variant = yatzy_solver.Variant(sys.argv[1])
 path = Path(sys.argv[2]) / "table"
 start = time.perf_counter()
@@ -89,7 +105,9 @@ seconds = time.perf_counter() - start
 peak = rss()
 optimum = yatzy_solver.Solver.load(str(path), variant).state_value("upper 0 | filled -")
 print(json.dumps({"seconds": seconds, "started_mib": started, "tables_mib": started,
-                  "peak_mib": peak, "workers_mib": 0.0, "optimum": optimum,
+                  "induction_from_mib": induction_from, "induction_peak_mib": peak,
+                  "peak_mib": max(started, peak),
+                  "workers_mib": 0.0, "optimum": optimum,
                   "table_bytes": path.stat().st_size}))
 """
 
@@ -104,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers",
         type=int,
         default=None,
-        help="processes of our solve (default: one per CPU; 1 trades time for memory)",
+        help="processes of our solve (default: both one and one per CPU, side by side)",
     )
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
@@ -125,10 +143,15 @@ def _measure(code: str, variant: str, *options: str) -> dict:
 
 
 def _best(runs: list[dict]) -> dict:
-    """The fastest run, with the largest peak memory of all of them (the honest bound)."""
+    """The fastest run, with the largest memory of all of them (the honest bound).
+
+    The induction's memory is taken run by run (its peak over the RSS it started from), then
+    the largest: a peak from one run less the start of another would mix two processes.
+    """
     fastest = min(runs, key=lambda run: run["seconds"])
     largest = {key: max(run[key] for run in runs) for key in ("peak_mib", "workers_mib")}
-    return {**fastest, **largest}
+    induction = max(run["induction_peak_mib"] - run["induction_from_mib"] for run in runs)
+    return {**fastest, **largest, "induction_mib": induction}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -140,43 +163,44 @@ def run(args: argparse.Namespace) -> int:
     rules = get_rules(args.rules)
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
-    workers = solver_workers() if args.workers is None else args.workers
-    if workers < 1:
-        raise UserError(f"--workers must be at least 1 (got {workers})")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1 (got {args.workers})")
+    # One process is the smaller solve, one per CPU (the default of `solve`) the faster one.
+    settings = [args.workers] if args.workers else sorted({1, solver_workers()})
     module = yatzy_solver.load_module()
-    ours, theirs = [], []
+    ours, theirs = {workers: [] for workers in settings}, []
     for _ in range(args.repeats):
-        ours.append(_measure(_WORKERS + _OURS, rules.name, str(workers)))
+        for workers in settings:
+            ours[workers].append(_measure(_WORKERS + _OURS, rules.name, str(workers)))
         if module is not None:
             theirs.append(_measure(_THEIRS, yatzy_solver.VARIANTS[rules.name]))
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
-    if workers > 1:  # the workers' private memory: one more solve, sampled, not timed
-        ours_sampled = [_measure(_WORKERS + _OURS, rules.name, str(workers), "sample-workers")]
-    else:
-        ours_sampled = []  # one process forks no workers: nothing to sample
-    results = {"rules": rules.name, "cpus": os.cpu_count(), "workers": workers}
-    results["ours"] = _best([*ours, *ours_sampled])
-    results["ours"] |= {"seconds": min(run["seconds"] for run in ours)}  # timed runs only
-    rows = [("yahtzee_jax", results["ours"])]
+    results = {"rules": rules.name, "cpus": os.cpu_count(), "ours": []}
+    rows = []
+    for workers, runs in ours.items():
+        # The workers' private memory: one more solve, sampled, not timed (one process has none).
+        if workers > 1:
+            runs.append(_measure(_WORKERS + _OURS, rules.name, str(workers), "sample-workers"))
+        row = _best(runs)
+        row |= {"workers": workers, "seconds": min(run["seconds"] for run in runs[: args.repeats])}
+        results["ours"].append(row)
+        rows.append((f"yahtzee_jax, {_processes(workers)}", row))
     if module is None:
         print(yatzy_solver.MISSING)
     else:
         results["yatzy_solver"] = _best(theirs) | {"version": module.SOLVER_VERSION}
         rows.append((f"yatzy-solver {module.SOLVER_VERSION}", results["yatzy_solver"]))
-    print(
-        f"rules {rules.name}, best of {args.repeats} solve(s) from scratch, each process alone; "
-        f"ours in {workers} process(es)"
-    )
+    print(f"rules {rules.name}, best of {args.repeats} solve(s) from scratch, each process alone")
     header = (
-        f"{'solver':<20} {'optimum':>15} {'seconds':>8} {'peak MiB':>9} {'started':>8} "
+        f"{'solver':<26} {'optimum':>15} {'seconds':>8} {'peak MiB':>9} {'started':>8} "
         f"{'tables':>7} {'DP':>5} {'workers':>8} {'file MB':>8}"
     )
     print(header)
     for name, row in rows:
         print(
-            f"{name:<20} {row['optimum']:>15.10f} {row['seconds']:>8.2f} {row['peak_mib']:>9.0f} "
+            f"{name:<26} {row['optimum']:>15.10f} {row['seconds']:>8.2f} {row['peak_mib']:>9.0f} "
             f"{row['started_mib']:>8.0f} {row['tables_mib'] - row['started_mib']:>7.0f} "
-            f"{row['peak_mib'] - row['tables_mib']:>5.0f} {row['workers_mib']:>8.0f} "
+            f"{row['induction_mib']:>5.0f} {row['workers_mib']:>8.0f} "
             f"{row['table_bytes'] / 1e6:>8.2f}"
         )
     print(
@@ -187,20 +211,34 @@ def run(args: argparse.Namespace) -> int:
         "float64, deflated; its: f32)"
     )
     if module is not None:
-        mine, other = results["ours"], results["yatzy_solver"]
-        dp_memory = [
-            row["peak_mib"] - row["tables_mib"] + row["workers_mib"] for row in (mine, other)
+        other = results["yatzy_solver"]
+        results["ratios"] = [
+            {
+                "workers": mine["workers"],
+                "time": mine["seconds"] / other["seconds"],
+                "dp_memory": _dp_mib(mine) / max(_dp_mib(other), 1.0),
+                "table_file": mine["table_bytes"] / other["table_bytes"],
+                "peak_rss": mine["peak_mib"] / other["peak_mib"],
+            }
+            for mine in results["ours"]
         ]
-        results["ratios"] = {
-            "time": mine["seconds"] / other["seconds"],
-            "dp_memory": dp_memory[0] / max(dp_memory[1], 1.0),
-            "table_file": mine["table_bytes"] / other["table_bytes"],
-            "peak_rss": mine["peak_mib"] / other["peak_mib"],
-        }
-        print(
-            "ours / yatzy-solver: "
-            + ", ".join(f"{name} {ratio:.2f}x" for name, ratio in results["ratios"].items())
-        )
+        for ratios in results["ratios"]:
+            print(
+                f"ours in {_processes(ratios['workers'])} / yatzy-solver: "
+                + ", ".join(f"{name} {ratios[name]:.2f}x" for name in _RATIOS)
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+_RATIOS = ("time", "dp_memory", "table_file", "peak_rss")
+
+
+def _dp_mib(row: dict) -> float:
+    """The induction's memory: the peak RSS it added, plus its workers' private memory."""
+    return row["induction_mib"] + row["workers_mib"]
+
+
+def _processes(workers: int) -> str:
+    return f"{workers} process" + ("es" if workers > 1 else "")
