@@ -299,8 +299,9 @@ def solver_final_roll_values(
     yahtzee_options: tuple[np.ndarray, np.ndarray, np.ndarray],
     future: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
 ) -> np.ndarray:
-    """`final_roll_values` in NumPy with the rolls in `WIDGET_ORDER[5]`, bit for bit the same
-    numbers in about half the time (the solver's hot loop; see `FinalRollPlan`)."""
+    """`final_roll_values` in NumPy with the rolls in `WIDGET_ORDER[5]`: bit for bit the same
+    numbers, the solver's hot loop (see `FinalRollPlan`; 0.80 ms against 1.03 ms for 256 cards
+    on a 2-core Intel Xeon, 2026-11-25)."""
     futures = _box_futures(mask, upper_total, flag, future, np)
     n = len(mask)
     by_count = futures.upper_reward + futures.upper_future  # [face, count of it, card]
