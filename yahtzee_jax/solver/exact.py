@@ -387,13 +387,14 @@ def solved_states(rules: Rules, masks: np.ndarray = _MASKS) -> np.ndarray:
     return states
 
 
-def layer_states(
+def layer_chunks(
     rules: Rules, filled_count: int
-) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """The masks with `filled_count` boxes filled and their solved states (mask, upper, flag).
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """The masks with `filled_count` boxes filled, and their solved states (mask, upper, flag)
+    in chunks of `SOLVE_CHUNK` (`chunk_indices` makes a chunk the int64 indices it is used as).
 
-    The states come as int16, int8, int8, found a block of masks at a time: the largest layer
-    has 88,049 of them, whose int64 indices would hold 2 MB through the layer's solve.
+    The states are kept as int16, int8, int8, found a block of masks at a time: the largest
+    layer has 88,049 of them, whose int64 indices would hold 2 MB through the layer's solve.
     """
     layer_masks = np.flatnonzero(np.equal(FILLED_COUNT, filled_count))
     blocks = []
@@ -401,7 +402,14 @@ def layer_states(
         block = layer_masks[start : start + _FILL_BLOCK]
         row, upper, flag = np.nonzero(solved_states(rules, block))
         blocks.append((block[row].astype(np.int16), upper.astype(np.int8), flag.astype(np.int8)))
-    return layer_masks, tuple(np.concatenate(column) for column in zip(*blocks, strict=True))
+    states = [np.concatenate(column) for column in zip(*blocks, strict=True)]
+    splits = range(SOLVE_CHUNK, len(states[0]), SOLVE_CHUNK)
+    return layer_masks, list(zip(*(np.split(column, splits) for column in states), strict=True))
+
+
+def chunk_indices(chunk: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+    """A chunk of `layer_chunks` as int64 (mask, upper, flag), what the solvers index with."""
+    return tuple(column.astype(np.int64) for column in chunk)
 
 
 def fill_copies(value_table: np.ndarray, masks: np.ndarray = _MASKS) -> None:
@@ -440,7 +448,7 @@ def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     """Value the turn-start states (mask, upper total, flag) of one chunk into the table."""
     assert _SOLVE_CONTEXT is not None
     value_table, plan, options = _SOLVE_CONTEXT
-    mask, upper, flag = (part.astype(np.int64) for part in chunk)
+    mask, upper, flag = chunk_indices(chunk)
     points, legal, bonus = (part[mask, flag] for part in options)  # [n, 6, ...]
     yahtzee_options = (points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T)
 
@@ -510,10 +518,7 @@ def _solve_layers(
     pool = _worker_pool(workers)
     try:
         for filled_count in layers:
-            layer_masks, (mask, upper, flag) = layer_states(rules, filled_count)
-            splits = range(SOLVE_CHUNK, len(mask), SOLVE_CHUNK)
-            parts = (np.split(part, splits) for part in (mask, upper, flag))
-            chunks = list(zip(*parts, strict=True))
+            layer_masks, chunks = layer_chunks(rules, filled_count)
             if pool is None:
                 for chunk in chunks:
                     _solve_chunk(chunk)

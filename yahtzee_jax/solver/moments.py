@@ -30,10 +30,10 @@ from yahtzee_jax.game.rules import (
 from yahtzee_jax.solver.exact import (
     FULL_MASK,
     NUM_UPPER_TOTALS,
-    SOLVE_CHUNK,
     cache_file,
+    chunk_indices,
     fill_copies,
-    layer_states,
+    layer_chunks,
     load_table,
     save_table,
     score_transition,
@@ -212,10 +212,9 @@ def solve_moment_table(
     moment_table = np.full((NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS), np.nan)
     moment_table[FULL_MASK] = 0.0
     for filled_count in range(NUM_CATEGORIES - 1, down_to_filled - 1, -1):
-        layer_masks, (mask, upper, flag) = layer_states(rules, filled_count)
-        for start in range(0, len(mask), SOLVE_CHUNK):
-            part = slice(start, start + SOLVE_CHUNK)
-            states = tuple(column[part].astype(np.int64) for column in (mask, upper, flag))
+        layer_masks, chunks = layer_chunks(rules, filled_count)
+        for chunk in chunks:
+            states = chunk_indices(chunk)
             _, moment = _chunk_moments(*states, value_table, moment_table, score_tables)
             moment_table[states] = moment
         fill_copies(moment_table, layer_masks)
