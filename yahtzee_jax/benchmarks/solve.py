@@ -225,14 +225,13 @@ def run(args: argparse.Namespace) -> int:
         for ratios in results["ratios"]:
             print(
                 f"ours in {_processes(ratios['workers'])} / yatzy-solver: "
-                + ", ".join(f"{name} {ratios[name]:.2f}x" for name in _RATIOS)
+                + ", ".join(
+                    f"{name} {ratio:.2f}x" for name, ratio in ratios.items() if name != "workers"
+                )
             )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
-
-
-_RATIOS = ("time", "dp_memory", "table_file", "peak_rss")
 
 
 def _dp_mib(row: dict) -> float:
