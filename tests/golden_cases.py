@@ -1,0 +1,144 @@
+"""The regression cases of `test_golden.py`: each learner on each environment at tiny widths,
+and each built-in agent's evaluation, reduced to digests that must not change across refactors.
+
+`python tests/golden_cases.py --record` rewrites `tests/golden/regression.json` (only do that
+when a change of numbers is intended and explained in the commit).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+GOLDEN_PATH = Path(__file__).parent / "golden" / "regression.json"
+
+TINY = [
+    "network.hidden_size=16",
+    "network.trunk_layers=1",
+    "train.games_per_update=4",
+    "train.total_games=400",
+    "train.seed=3",
+]
+DQN_TINY = ["algo.buffer_size=2000", "algo.batch_size=32", "algo.gradient_steps=2"]
+
+# name -> (preset, overrides): learner x environment (game, single turn, two-player match).
+LEARNER_CASES: dict[str, tuple[str, list[str]]] = {
+    "a2c/game": ("paper-a2c", TINY),
+    "reinforce/game": ("paper-reinforce", TINY),
+    "ppo/game": ("paper-ppo-50k", TINY),
+    "dqn/game": ("dqn", TINY + DQN_TINY),
+    "a2c/single-turn": ("paper-a2c", [*TINY, "train.task=single-turn"]),
+    "reinforce/single-turn": ("paper-single-turn", TINY),
+    "ppo/single-turn": ("paper-ppo-50k", [*TINY, "train.task=single-turn"]),
+    "dqn/single-turn": ("dqn", [*TINY, *DQN_TINY, "train.task=single-turn"]),
+    "a2c/match-greedy3-win": (
+        "a2c-win",
+        [*TINY, "algo.init_from=''", "algo.opponent=greedy3"],
+    ),
+    "dqn/match-greedy3-gradient": (
+        "dqn-two-player",
+        [*TINY, *DQN_TINY, "algo.opponent=greedy3"],
+    ),
+    "dqn/match-random-moving-average": (
+        "dqn-two-player",
+        [*TINY, *DQN_TINY, "algo.opponent=random", "algo.reward=moving-average"],
+    ),
+}
+UPDATES = 3
+AGENTS = ("random", "greedy1", "greedy2", "greedy3", "optimal")
+AGENT_GAMES = 24
+AGENT_SEED = 11
+
+
+def digest(arrays: dict[str, Any]) -> str:
+    """sha256 over the named arrays' dtypes, shapes and bytes, in name order."""
+    hasher = hashlib.sha256()
+    for name in sorted(arrays):
+        value = np.asarray(arrays[name])
+        hasher.update(f"{name}|{value.dtype.str}|{value.shape}|".encode())
+        hasher.update(np.ascontiguousarray(value).tobytes())
+    return hasher.hexdigest()
+
+
+def named_leaves(tree: Any) -> dict[str, np.ndarray]:
+    """A pytree's leaves by their key path."""
+    flat = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {jax.tree_util.keystr(path): np.asarray(leaf) for path, leaf in flat}
+
+
+def leaf_stats(leaves: dict[str, np.ndarray]) -> dict[str, list[float]]:
+    """Per leaf: sum and sum of absolute values (float64), the tolerance check's figures."""
+    return {
+        name: [float(np.sum(v, dtype=np.float64)), float(np.sum(np.abs(v), dtype=np.float64))]
+        for name, v in leaves.items()
+        if np.issubdtype(v.dtype, np.floating)
+    }
+
+
+def isa() -> str:
+    """The widest x86 vector extension of this CPU (results may differ between them)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine()
+    return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else platform.machine()
+
+
+def learner_case(preset: str, overrides: list[str]) -> dict[str, Any]:
+    """Train `UPDATES` updates in one compiled chunk; the final state's and metrics' figures."""
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.config import resolve
+    from yahtzee_jax.train import make_chunk
+
+    context = make_context(resolve(preset, overrides=overrides))
+    state, metrics, failure = make_chunk(context, UPDATES)(init_train_state(context))
+    params = named_leaves(state.params)
+    extra = named_leaves(state.extra)
+    metrics = {name: np.asarray(value) for name, value in metrics.items()}
+    return {
+        "params_sha256": digest(params),
+        "extra_sha256": digest(extra),
+        "metrics_sha256": digest(metrics),
+        "params_stats": leaf_stats(params),
+        "metrics": {name: value.tolist() for name, value in sorted(metrics.items())},
+        "failure": np.asarray(failure).tolist(),
+    }
+
+
+def agent_case(name: str) -> dict[str, Any]:
+    """`AGENT_GAMES` games of a built-in agent under the official rules, seed `AGENT_SEED`."""
+    import dataclasses
+
+    from yahtzee_jax.agents import resolve_agent
+    from yahtzee_jax.records import play_games
+
+    records = play_games(resolve_agent(name, "official"), AGENT_GAMES, AGENT_SEED)
+    arrays = {
+        field.name: getattr(records, field.name)
+        for field in dataclasses.fields(records)
+        if isinstance(getattr(records, field.name), np.ndarray)
+    }
+    return {"records_sha256": digest(arrays), "totals": np.asarray(records.total).tolist()}
+
+
+def record_all() -> dict[str, Any]:
+    """Every case's figures, with the ISA and JAX version they were recorded on."""
+    golden: dict[str, Any] = {"isa": isa(), "jax": jax.__version__, "updates": UPDATES}
+    golden["learners"] = {name: learner_case(*case) for name, case in LEARNER_CASES.items()}
+    golden["agents"] = {name: agent_case(name) for name in AGENTS}
+    return golden
+
+
+if __name__ == "__main__":
+    import sys
+
+    if "--record" in sys.argv:
+        GOLDEN_PATH.parent.mkdir(exist_ok=True)
+        GOLDEN_PATH.write_text(json.dumps(record_all(), indent=1) + "\n")
+        print(f"wrote {GOLDEN_PATH}")

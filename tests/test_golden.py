@@ -1,0 +1,68 @@
+"""Regression against numbers recorded before the environment refactor (issue 27).
+
+Each learner on each environment (tiny widths, a few updates, fixed seed) must end with the same
+parameters, extra state and metrics, and each built-in agent must play the same games, as
+recorded in `tests/golden/regression.json` by `python tests/golden_cases.py --record` on the code
+before the move. Bit for bit on the ISA and JAX version that recorded them; elsewhere XLA's
+reductions may round differently (AVX2 against AVX-512 moves the last bit of a gradient norm),
+so other machines check the figures to a relative 1e-4 and skip only the bitwise part.
+Games (integers) must match exactly everywhere.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+import golden_cases
+
+GOLDEN = json.loads(golden_cases.GOLDEN_PATH.read_text())
+SAME_MACHINE = GOLDEN["isa"] == golden_cases.isa() and GOLDEN["jax"] == jax.__version__
+# A fast case per environment and learner family in `make test`; the whole matrix is `slow`.
+FAST = {"a2c/game", "ppo/single-turn", "dqn/match-greedy3-gradient"}
+
+
+def _check_learner(name: str) -> None:
+    expected = GOLDEN["learners"][name]
+    got = golden_cases.learner_case(*golden_cases.LEARNER_CASES[name])
+    assert got["failure"] == expected["failure"]
+    assert sorted(got["metrics"]) == sorted(expected["metrics"])
+    for metric, values in expected["metrics"].items():
+        np.testing.assert_allclose(got["metrics"][metric], values, rtol=1e-4, atol=1e-6)
+    assert sorted(got["params_stats"]) == sorted(expected["params_stats"])
+    for leaf, stats in expected["params_stats"].items():
+        np.testing.assert_allclose(got["params_stats"][leaf], stats, rtol=1e-4, atol=1e-6)
+    if not SAME_MACHINE:
+        pytest.skip(f"bitwise part recorded on {GOLDEN['isa']}, jax {GOLDEN['jax']}")
+    for part in ("params_sha256", "extra_sha256", "metrics_sha256"):
+        assert got[part] == expected[part], f"{name}: {part} changed"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name if name in FAST else pytest.param(name, marks=pytest.mark.slow)
+        for name in golden_cases.LEARNER_CASES
+    ],
+)
+def test_learner_on_environment_matches_the_recorded_run(name: str) -> None:
+    """A few updates of a learner on an environment give the recorded parameters and metrics."""
+    _check_learner(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name if name != "optimal" else pytest.param(name, marks=pytest.mark.slow)
+        for name in golden_cases.AGENTS
+    ],
+)
+def test_builtin_agent_plays_the_recorded_games(name: str) -> None:
+    """A built-in agent's games for a fixed seed are the recorded ones, bit for bit."""
+    expected = GOLDEN["agents"][name]
+    got = golden_cases.agent_case(name)
+    assert got["totals"] == expected["totals"]
+    assert got["records_sha256"] == expected["records_sha256"]
