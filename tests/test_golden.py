@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import json
 
+import golden_cases
 import jax
 import numpy as np
 import pytest
-
-import golden_cases
 
 GOLDEN = json.loads(golden_cases.GOLDEN_PATH.read_text())
 SAME_MACHINE = GOLDEN["isa"] == golden_cases.isa() and GOLDEN["jax"] == jax.__version__
