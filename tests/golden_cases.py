@@ -72,6 +72,14 @@ def named_leaves(tree: Any) -> dict[str, np.ndarray]:
     return {jax.tree_util.keystr(path): np.asarray(leaf) for path, leaf in flat}
 
 
+def unnamed_digest(arrays: dict[str, Any]) -> str:
+    """sha256 over the arrays' own digests, sorted: the same arrays under other names or in
+    another container (an algorithm's extra state against an environment's task state)."""
+    return hashlib.sha256(
+        "".join(sorted(digest({"": v}) for v in arrays.values())).encode()
+    ).hexdigest()
+
+
 def leaf_stats(leaves: dict[str, np.ndarray]) -> dict[str, list[float]]:
     """Per leaf: sum and sum of absolute values (float64), the tolerance check's figures."""
     return {
@@ -99,11 +107,13 @@ def learner_case(preset: str, overrides: list[str]) -> dict[str, Any]:
     context = make_context(resolve(preset, overrides=overrides))
     state, metrics, failure = make_chunk(context, UPDATES)(init_train_state(context))
     params = named_leaves(state.params)
-    extra = named_leaves(state.extra)
+    # What the learner keeps beside its network, and what the environment keeps (the match's
+    # goal and frozen opponent): compared together, whichever of the two holds it.
+    extra = named_leaves((state.extra, getattr(state, "task", None)))
     metrics = {name: np.asarray(value) for name, value in metrics.items()}
     return {
         "params_sha256": digest(params),
-        "extra_sha256": digest(extra),
+        "extra_sha256": unnamed_digest(extra),
         "metrics_sha256": digest(metrics),
         "params_stats": leaf_stats(params),
         "metrics": {name: value.tolist() for name, value in sorted(metrics.items())},
