@@ -73,11 +73,14 @@ def named_leaves(tree: Any) -> dict[str, np.ndarray]:
 
 
 def unnamed_digest(arrays: dict[str, Any]) -> str:
-    """sha256 over the arrays' own digests, sorted: the same arrays under other names or in
-    another container (an algorithm's extra state against an environment's task state)."""
-    return hashlib.sha256(
-        "".join(sorted(digest({"": v}) for v in arrays.values())).encode()
-    ).hexdigest()
+    """sha256 over each array's dtype and flat bytes, sorted: the same numbers under other
+    names, in another container or with a unit axis more (an algorithm's extra state against
+    an environment's task state; one opponent's card [B] against the opponents' cards [B, 1])."""
+    parts = []
+    for value in arrays.values():
+        value = np.ascontiguousarray(value)
+        parts.append(hashlib.sha256(value.dtype.str.encode() + value.tobytes()).hexdigest())
+    return hashlib.sha256("".join(sorted(parts)).encode()).hexdigest()
 
 
 def leaf_stats(leaves: dict[str, np.ndarray]) -> dict[str, list[float]]:
