@@ -39,15 +39,15 @@ LEARNER_CASES: dict[str, tuple[str, list[str]]] = {
     "dqn/single-turn": ("dqn", [*TINY, *DQN_TINY, "train.task=single-turn"]),
     "a2c/match-greedy3-win": (
         "a2c-win",
-        [*TINY, "algo.init_from=''", "algo.opponent=greedy3"],
+        [*TINY, "algo.init_from=''", "env.opponent=greedy3"],
     ),
     "dqn/match-greedy3-gradient": (
         "dqn-two-player",
-        [*TINY, *DQN_TINY, "algo.opponent=greedy3"],
+        [*TINY, *DQN_TINY, "env.opponent=greedy3"],
     ),
     "dqn/match-random-moving-average": (
         "dqn-two-player",
-        [*TINY, *DQN_TINY, "algo.opponent=random", "algo.reward=moving-average"],
+        [*TINY, *DQN_TINY, "env.opponent=random", "env.reward=moving-average"],
     ),
 }
 UPDATES = 3

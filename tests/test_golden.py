@@ -22,18 +22,27 @@ GOLDEN = json.loads(golden_cases.GOLDEN_PATH.read_text())
 SAME_MACHINE = GOLDEN["isa"] == golden_cases.isa() and GOLDEN["jax"] == jax.__version__
 # A fast case per environment and learner family in `make test`; the whole matrix is `slow`.
 FAST = {"a2c/game", "ppo/single-turn", "dqn/match-greedy3-gradient"}
+# Cases whose code was replaced by a different computation of the same mathematics: checked to
+# the tolerance only. A2C in the match environment is A2C's update (each head on the decisions
+# that need it, values recomputed in the loss) where the former `a2c-2p` ran every head on every
+# decision and kept the rollout's values: the same loss, rounded differently.
+TOLERANCE_ONLY = {"a2c/match-greedy3-win"}
 
 
 def _check_learner(name: str) -> None:
     expected = GOLDEN["learners"][name]
     got = golden_cases.learner_case(*golden_cases.LEARNER_CASES[name])
     assert got["failure"] == expected["failure"]
-    assert sorted(got["metrics"]) == sorted(expected["metrics"])
+    # Every recorded metric is still logged (a learner may log more than the code it replaced:
+    # A2C in the match environment logs policy/kl, which the former a2c-2p did not).
+    assert set(expected["metrics"]) <= set(got["metrics"])
     for metric, values in expected["metrics"].items():
         np.testing.assert_allclose(got["metrics"][metric], values, rtol=1e-4, atol=1e-6)
     assert sorted(got["params_stats"]) == sorted(expected["params_stats"])
     for leaf, stats in expected["params_stats"].items():
         np.testing.assert_allclose(got["params_stats"][leaf], stats, rtol=1e-4, atol=1e-6)
+    if name in TOLERANCE_ONLY:
+        return
     if not SAME_MACHINE:
         pytest.skip(f"bitwise part recorded on {GOLDEN['isa']}, jax {GOLDEN['jax']}")
     for part in ("params_sha256", "extra_sha256", "metrics_sha256"):

@@ -21,7 +21,12 @@ import yaml
 
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import NUM_TURNS, RULE_VARIANTS
-from yahtzee_jax.play import TASKS
+
+# The environments `train.task` picks (`yahtzee_jax.envs.make` builds each; a test checks both
+# name the same ones): a solitaire game, the paper's single turn, an N-player match.
+TASKS = ("game", "single-turn", "match")
+OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random", "self")
+MATCH_REWARDS = ("win", "score", "naive", "gradient", "fixed", "moving-average")
 
 if TYPE_CHECKING:  # importlib.resources.abc is Python 3.11+; only annotations name it
     from importlib.resources.abc import Traversable
@@ -128,8 +133,9 @@ class TrainConfig:
     updates_per_chunk: int = 25  # K updates per compiled call (shrunk to divide the eval interval)
     seed: int = 0
     rules: str = "official"
-    # "game": 39-decision games; "single-turn": 3-decision turns on a random card (paper 3.3).
-    # Budgets count games either way: in the single-turn task one game = 13 turns.
+    # The environment: "game", 39-decision games; "single-turn", 3-decision turns on a random
+    # card (paper 3.3); "match", games against opponents (the `env` section). Budgets count
+    # games: in the single-turn task one game = 13 turns.
     task: str = "game"
     eval_fraction: float = 0.01  # evaluate (and checkpoint) every 1 % of the updates
     eval_games: int = 1_000
@@ -160,7 +166,7 @@ class TrainConfig:
     @property
     def episodes_per_game(self) -> int:
         """Episodes that make up one game's worth of decisions: 1, or 13 single turns."""
-        return 1 if self.task == "game" else NUM_TURNS
+        return NUM_TURNS if self.task == "single-turn" else 1
 
     @property
     def episodes_per_update(self) -> int:
@@ -184,12 +190,48 @@ class TrainConfig:
         return max(d for d in range(1, limit + 1) if self.eval_interval % d == 0)
 
 
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """The match environment's settings (train.task=match; ignored by the solitaire tasks)."""
+
+    players: int = 2  # seats, the learner's included
+    # The opponents, one name for all of them or a comma-separated name per seat after the
+    # learner's: optimal | greedy1-3 | random | self (the frozen learner)
+    opponent: str = "optimal"
+    reward: str = "win"  # win | score | naive | gradient | fixed | moving-average
+    opponent_features: bool = True  # Yuan's groups per opponent in the network's input
+    opponent_refresh: int = 100  # updates between copies of the learner into a `self` opponent
+
+    def __post_init__(self) -> None:
+        require(2 <= self.players <= 6, f"env.players={self.players} must be in 2..6")
+        for name in self.opponents:
+            _check_choice("env.opponent", name, OPPONENTS)
+        require(
+            len(self.opponent.split(",")) in (1, self.players - 1),
+            f"env.opponent={self.opponent!r}: one name, or one per opponent "
+            f"({self.players - 1} for env.players={self.players})",
+        )
+        _check_choice("env.reward", self.reward, MATCH_REWARDS)
+        require(self.opponent_refresh >= 1, f"env.opponent_refresh={self.opponent_refresh} >= 1")
+        require(
+            self.players == 2 or "self" not in self.opponents or not self.opponent_features,
+            "env.opponent=self with env.opponent_features needs env.players=2",
+        )
+
+    @property
+    def opponents(self) -> tuple[str, ...]:
+        """One opponent name per seat after the learner's."""
+        names = tuple(name.strip() for name in self.opponent.split(","))
+        return names * (self.players - 1) if len(names) == 1 else names
+
+
 SECTIONS: dict[str, type] = {
     "features": FeatureConfig,
     "network": NetworkConfig,
     "algo": AlgoConfig,
     "optim": OptimConfig,
     "train": TrainConfig,
+    "env": EnvConfig,
 }
 
 
@@ -202,6 +244,7 @@ class Config:
     algo: AlgoConfig = dataclasses.field(default_factory=lambda: algo_config_class(DEFAULT_ALGO)())
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
+    env: EnvConfig = EnvConfig()
 
     def __post_init__(self) -> None:
         self.algo.check(self)
@@ -241,6 +284,7 @@ def from_dict(data: dict[str, Any] | None) -> Config:
     """Build and validate a `Config` from a (partial) nested dict; unknown keys are errors."""
     data = data or {}
     require(isinstance(data, dict), "a config must be a mapping of sections")
+    data = migrate_legacy(data)
     unknown = set(data) - set(SECTIONS)
     require(not unknown, f"unknown config section(s): {', '.join(sorted(map(str, unknown)))}")
     sections = {}
@@ -259,6 +303,32 @@ def from_dict(data: dict[str, Any] | None) -> Config:
         }
         sections[section] = cls(**coerced)
     return Config(**sections)
+
+
+# Keys of the two-player task before it became an environment (issue 27): algo.X -> env.X.
+_LEGACY_MATCH_KEYS = ("opponent", "reward", "opponent_features", "opponent_refresh")
+
+
+def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
+    """A config written before the `env` section (run directories, old YAML files) in today's
+    keys: the two-player fields of `algo` move to `env`, `algo.name=a2c-2p` is A2C on
+    `train.task=match`, and `algo.opponent=none` is the solitaire task."""
+    algo = data.get("algo")
+    if not isinstance(algo, dict):
+        return data
+    legacy = [key for key in _LEGACY_MATCH_KEYS if key in algo]
+    if not legacy and algo.get("name") != "a2c-2p":
+        return data
+    algo, env, train = dict(algo), dict(data.get("env") or {}), dict(data.get("train") or {})
+    was_match = algo.get("name") == "a2c-2p" or algo.get("opponent", "none") != "none"
+    if algo.get("name") == "a2c-2p":
+        algo["name"] = "a2c"
+    values = {key: algo.pop(key) for key in legacy}
+    if was_match:
+        env.update(values)
+        if train.get("task", "game") == "game":
+            train["task"] = "match"
+    return {**data, "algo": algo, "train": train, "env": env}
 
 
 def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -242,16 +242,10 @@ def match_pair(
     """
     from yahtzee_jax import two_player
 
-    a_policy, b_policy = two_player.agent_policy(a), two_player.agent_policy(b)
     a_totals, b_totals = two_player.match_totals(
-        two_player.as_learner(a_policy),
-        b_policy,
-        a.rules,
-        num_games,
-        seed,
-        batch_size or two_player.MATCH_BATCH,
-        progress,
+        a, (b,), a.rules, num_games, seed, batch_size or two_player.MATCH_BATCH, progress
     )
+    b_totals = b_totals[:, 0]
     # By seat as `play_pair` reads them: a's total in the seat a sat in, b's in the other.
     games, a_seat = np.arange(num_games), first_agent_seats(num_games)
     a_by_seat, b_by_seat = (np.zeros((num_games, NUM_SEATS), np.int64) for _ in range(2))

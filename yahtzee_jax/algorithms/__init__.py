@@ -22,7 +22,6 @@ _MODULES = {
     "reinforce": "yahtzee_jax.algorithms.reinforce",
     "ppo": "yahtzee_jax.algorithms.ppo",
     "dqn": "yahtzee_jax.algorithms.dqn",
-    "a2c-2p": "yahtzee_jax.algorithms.a2c_two_player",
 }
 
 

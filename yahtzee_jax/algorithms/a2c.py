@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from yahtzee_jax.algorithms import actor_critic
+from yahtzee_jax.algorithms import acting, actor_critic, warm_start
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 
 
@@ -29,5 +29,10 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
 
 
 ALGORITHM = Algorithm(
-    name="a2c", config_class=A2CConfig, update=update, make_agent=actor_critic.make_agent
+    name="a2c",
+    config_class=A2CConfig,
+    update=update,
+    greedy=actor_critic.greedy,
+    make_agent=acting.make_agent,
+    init_params=warm_start.init_params,
 )

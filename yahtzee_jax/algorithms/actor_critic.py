@@ -19,12 +19,12 @@ Phi(s_{t+1}) by gamma; `shaping_discount` switches that on.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
@@ -45,8 +45,8 @@ from yahtzee_jax.algorithms.rollout import (
 )
 from yahtzee_jax.config import AlgoConfig, Config, require
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD, get_rules
-from yahtzee_jax.networks import entropy, make_network_agent
+from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD
+from yahtzee_jax.networks import entropy, policy_log_probs, value_head_modules
 from yahtzee_jax.schedules import hold_anneal_schedule
 
 
@@ -76,6 +76,13 @@ class ActorCriticConfig(AlgoConfig):
     # a value >= train.games_per_update measures the whole batch at every update. (A2C and
     # REINFORCE; PPO logs its own approx_kl.)
     kl_sample_games: int = 2
+    # A trained run (or checkpoint) to start from: its weights, widened with zero weights on
+    # inputs it lacks (a match's opponent groups) and a zeroed value output (a new reward's
+    # scale). Needs the same network and features sections.
+    init_from: str = ""
+    # Fraction of the updates, at the start, in which only the value head learns: the policy
+    # stays the warm start's while the critic learns the new reward's scale (A2C, REINFORCE).
+    critic_warmup: float = 0.0
 
     def __post_init__(self) -> None:
         prefix = "algo."
@@ -101,6 +108,10 @@ class ActorCriticConfig(AlgoConfig):
         require(
             self.entropy_hold + self.entropy_anneal <= 1.0,
             "algo.entropy_hold + algo.entropy_anneal must be <= 1",
+        )
+        require(
+            0.0 <= self.critic_warmup < 1.0,
+            f"algo.critic_warmup={self.critic_warmup} must be in [0, 1)",
         )
         # The paper's code refuses shaping without the regression that trains the potential.
         require(
@@ -300,16 +311,20 @@ def loss(
 def collect(
     context: Context, state: TrainState, with_value: bool = True
 ) -> tuple[TrainState, Trajectory, Metrics]:
-    """Play one update's episodes with the current policy; the state's key moves on."""
+    """Play one update's episodes of the environment with the current policy; the state's key
+    and the environment's task state move on."""
     key, rollout_key = jax.random.split(state.key)
-    trajectory = rollout(
-        context.network, state.params, rollout_key, context.config, context.rules, with_value
+    env = context.env
+    episodes = context.config.train.episodes_per_update
+    trajectory, final = rollout(
+        context.network, state.params, rollout_key, env, episodes, state.task, with_value
     )
     metrics = {
-        "train/mean_score": jnp.mean(jnp.sum(trajectory.reward, axis=0)),
+        **env.episode_metrics(final, trajectory.reward),
         **keep_action_stats(trajectory.action, trajectory.roll_index),
     }
-    return state.replace(key=key), trajectory, metrics
+    task = env.end_task_batch(state.task, final)
+    return state.replace(key=key, task=task), trajectory, metrics
 
 
 def is_evaluation_update(context: Context, step: jax.Array) -> jax.Array:
@@ -362,13 +377,31 @@ def single_step_update(
     def kl_fn(params: Any, before: HeadOutputs) -> jax.Array:
         return kl_after_update(context, trajectory, before, params, state.step + 1)
 
-    state, metrics = gradient_step(context, state, loss_fn, kl_fn)
+    mask = None
+    if context.config.algo.critic_warmup > 0:
+        warmup_updates = int(context.config.algo.critic_warmup * context.config.train.total_updates)
+        mask = functools.partial(value_head_only, context.config, state.step < warmup_updates)
+    state, metrics = gradient_step(context, state, loss_fn, kl_fn, mask)
     metrics |= {**rollout_metrics, "schedule/gamma": jnp.asarray(gamma, jnp.float32)}
     return state, metrics
 
 
-def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The greedy (argmax, dropout off) agent of a trained actor-critic network."""
-    return make_network_agent(
-        params, config.network, config.features, get_rules(config.train.rules), name
-    )
+def value_head_only(config: Config, active: jax.Array, grads: Any) -> tuple[Any, Metrics]:
+    """Where `active`, zero every gradient outside the value head (Adam then leaves those
+    parameters as they are: zero moments give a zero step)."""
+    value_head = value_head_modules(config.network)
+    masked = {
+        module: leaves
+        if module in value_head
+        else jax.tree.map(lambda g: jnp.where(active, jnp.zeros_like(g), g), leaves)
+        for module, leaves in grads.items()
+    }
+    return masked, {"schedule/critic_warmup": active.astype(jnp.float32)}
+
+
+def greedy(
+    network: Any, params: Any, x: jax.Array, legal: jax.Array, roll_index: jax.Array
+) -> jax.Array:
+    """The acting policy: the most likely legal action (dropout off)."""
+    output = network.apply({"params": params}, x)
+    return jnp.argmax(policy_log_probs(output, legal, roll_index), axis=-1)

@@ -18,9 +18,10 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import AlgoConfig, Config
-from yahtzee_jax.features import feature_size
+from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.networks import YahtzeeNet
 from yahtzee_jax.schedules import learning_rate_schedule
@@ -31,7 +32,8 @@ class TrainState:
     """Everything a run needs to continue exactly: weights, optimizer, rng, counter, extras.
 
     `extra` holds what an algorithm keeps beside the network (a target network, a replay
-    buffer, ...); it is an empty dict for the actor-critic learners.
+    buffer, ...); it is an empty dict for the actor-critic learners. `task` is what the
+    environment keeps across updates (a match's moving goal and frozen opponent).
     """
 
     params: Any
@@ -39,6 +41,7 @@ class TrainState:
     key: jax.Array  # raw uint32[2] key data (checkpoint friendly)
     step: jax.Array  # updates done, int32
     extra: Any = struct.field(default_factory=dict)
+    task: Any = struct.field(default_factory=dict)
 
 
 class Context(NamedTuple):
@@ -50,6 +53,7 @@ class Context(NamedTuple):
     optimizer: optax.GradientTransformation
     learning_rate: optax.Schedule  # a function of the optimizer step, not of the update
     algorithm: Algorithm
+    env: Environment
 
 
 Metrics = dict[str, jax.Array]
@@ -66,8 +70,8 @@ def no_extra(context: Context, params: Any) -> dict:
 
 
 def fresh_params(context: Context, key: jax.Array) -> Any:
-    """The network's initial parameters on the solitaire features (default `init_params`)."""
-    dummy = jnp.zeros((1, feature_size(context.config.features)), jnp.float32)
+    """The network's initial parameters on the environment's input (default `init_params`)."""
+    dummy = jnp.zeros((1, context.env.feature_size()), jnp.float32)
     return context.network.init(key, dummy)["params"]
 
 
@@ -79,7 +83,10 @@ class Algorithm:
     config_class: type[AlgoConfig]
     # update(context, state) -> (state, scalar metrics): one learning update (rollout included)
     update: Callable[[Context, TrainState], tuple[TrainState, Metrics]]
-    # make_agent(config, params, name) -> the greedy acting agent for evaluation
+    # greedy(network, params, features [B, F], legal [B, 45], roll index [B]) -> the acting
+    # policy's actions [B] (argmax, dropout off): evaluation agents and `self` opponents
+    greedy: Callable[[nn.Module, Any, jax.Array, jax.Array, jax.Array], jax.Array]
+    # make_agent(config, params, name) -> the greedy acting agent (`acting.make_agent`)
     make_agent: Callable[[Config, Any, str], Agent]
     # optimizer steps one update takes (PPO: epochs x minibatches); schedules count these
     optimizer_steps_per_update: Callable[[Config], int] = lambda config: 1
@@ -102,19 +109,22 @@ def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.Gradi
 
 
 def make_context(config: Config) -> Context:
-    """The static pieces of a run: algorithm, network, optimizer and learning-rate schedule."""
+    """The static pieces of a run: algorithm, environment, network, optimizer and schedule."""
     from yahtzee_jax.algorithms import get_algorithm
+    from yahtzee_jax.algorithms.acting import match_seats
 
     algorithm = get_algorithm(config.algo.name)
     optimizer_steps = config.train.total_updates * algorithm.optimizer_steps_per_update(config)
     learning_rate = learning_rate_schedule(config.optim, optimizer_steps)
+    network = algorithm.make_network(config)
     return Context(
         config=config,
         rules=get_rules(config.train.rules),
-        network=algorithm.make_network(config),
+        network=network,
         optimizer=make_optimizer(config, learning_rate),
         learning_rate=learning_rate,
         algorithm=algorithm,
+        env=envs.make(config, match_seats(config, algorithm, network)),
     )
 
 
@@ -129,4 +139,14 @@ def init_train_state(context: Context) -> TrainState:
         key=train_key,
         step=jnp.int32(0),
         extra=context.algorithm.init_extra(context, params),
+        task=context.env.init_task(params),
     )
+
+
+def train_step(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
+    """One learning update, then the environment's own bookkeeping (a `self` opponent's
+    refresh): what the compiled chunk runs."""
+    state, metrics = context.algorithm.update(context, state)
+    return state.replace(
+        task=context.env.after_update(state.task, state.params, state.step)
+    ), metrics

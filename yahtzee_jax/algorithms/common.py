@@ -115,13 +115,18 @@ def gradient_step(
     state: TrainState,
     loss_fn: LossFn,
     kl_after: Callable[[Any, Any], jax.Array],
+    mask_grads: Callable[[Any], tuple[Any, Metrics]] | None = None,
 ) -> tuple[TrainState, Metrics]:
     """One optimizer step on `loss_fn`, with gradient-norm, clip-rate and KL diagnostics.
 
     `kl_after(new_params, policy_before)` re-evaluates the same decisions (same dropout
     masks), so the logged KL(pi_before || pi_after) measures how far this step moved the policy.
+    `mask_grads(grads) -> (grads, metrics)` edits the gradient first (a critic warm-up).
     """
     (_, (metrics, policy_before)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    if mask_grads is not None:
+        grads, mask_metrics = mask_grads(grads)
+        metrics = {**metrics, **mask_metrics}
     params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
     metrics = {
         **metrics,

@@ -22,18 +22,14 @@ engine's compact `State` (about 115 bytes a transition) rather than features (ab
 with s' and its legal mask): the features are recomputed for each sampled minibatch, a small
 cost next to the network, and buffers and checkpoints stay about 6x smaller.
 
-Two-player task (`algo.opponent` other than `none`, `yahtzee_jax.two_player`): the B games are
-matches against the opponent, each record also keeps the opponent's card at the decision (the
-input of the opponent features, `algo.opponent_features`), and the reward is the learner's under
-`algo.reward` (Yuan's naive, gradient, fixed and moving-average variants, the win, or the score),
-set once the match is over. The extra state then also holds the moving-average goal and, for
-`self`, the frozen opponent's parameters.
+Any environment: the buffer keeps the environment's observations (in a match the other cards
+too, the input of the opponent groups) and the learner's rewards as the environment gives them
+(a match's end reward is set once the match is over).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any, NamedTuple
 
 import flashbax as fbx
@@ -43,16 +39,16 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from yahtzee_jax import two_player
-from yahtzee_jax.agents.base import Agent, uniform_legal_action
+from yahtzee_jax import envs
+from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.algorithms import acting
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import keep_action_stats, learning_rate_at, optimizer_step
-from yahtzee_jax.config import AlgoConfig, Config, FeatureConfig, NetworkConfig, require
-from yahtzee_jax.features import batch_features
-from yahtzee_jax.game.engine import State, batch_of_one, legal_action_mask, total_score
-from yahtzee_jax.game.rules import NUM_ACTIONS, Rules, get_rules
+from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, require
+from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.rollout import episode_keys, rollout
+from yahtzee_jax.game.rules import NUM_ACTIONS
 from yahtzee_jax.networks import Block
-from yahtzee_jax.play import episode_keys, episode_length, play
 from yahtzee_jax.schedules import hold_anneal_schedule
 
 
@@ -73,11 +69,6 @@ class DQNConfig(AlgoConfig):
     epsilon_hold: float = 0.0  # fraction of the updates at epsilon_start
     epsilon_anneal: float = 0.3  # fraction of the updates over which epsilon falls linearly
     huber_delta: float = 1.0  # in scaled reward units
-    # The two-player task (yahtzee_jax/two_player.py); "none" is the solitaire game.
-    opponent: str = "none"
-    reward: str = "score"  # score | win | naive | gradient | fixed | moving-average
-    opponent_features: bool = True  # Yuan's opponent groups in the input (two-player task)
-    opponent_refresh: int = 100  # updates between copies of the learner into a `self` opponent
 
     def __post_init__(self) -> None:
         require(0.0 <= self.gamma <= 1.0, f"algo.gamma={self.gamma} must be in [0, 1]")
@@ -96,11 +87,10 @@ class DQNConfig(AlgoConfig):
             "algo.epsilon_hold + algo.epsilon_anneal must be <= 1",
         )
         require(self.huber_delta > 0, f"algo.huber_delta={self.huber_delta} must be > 0")
-        two_player.check_settings(self.opponent, self.reward, self.opponent_refresh)
 
     def check(self, config: Config) -> None:
         """The buffer must hold one update's games; the network options must mean something."""
-        per_update = config.train.episodes_per_update * episode_length(config.train.task)
+        per_update = config.train.episodes_per_update * envs.episode_length(config)
         require(
             self.buffer_size >= per_update,
             f"algo.buffer_size={self.buffer_size} must hold one update's transitions "
@@ -118,10 +108,6 @@ class DQNConfig(AlgoConfig):
             f"network.roll_head={network.roll_head!r} has no meaning for dqn (one Q head)",
         )
         require(not network.upper_head, "network.upper_head=true has no meaning for dqn")
-        require(
-            self.opponent == "none" or config.train.task == "game",
-            f"algo.opponent={self.opponent!r} needs train.task=game",
-        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -196,20 +182,10 @@ def soft_update(target: Any, online: Any, tau: float) -> Any:
 class Record(NamedTuple):
     """One decision as the buffer keeps it; the next entry of its lane holds s'."""
 
-    state: State  # the position the decision was taken in
+    state: Any  # the environment's observation the decision was taken on
     action: jax.Array  # int32
-    reward: jax.Array  # float32, the game's reward (change in total score), unscaled
+    reward: jax.Array  # float32, the environment's reward to the learner, unscaled
     done: jax.Array  # bool, the decision ended the episode
-
-
-class MatchRecord(NamedTuple):
-    """A two-player decision: a `Record` plus the opponent's card as it stood then."""
-
-    state: State
-    action: jax.Array
-    reward: jax.Array  # float32, the learner's reward under `algo.reward`, unscaled
-    done: jax.Array
-    opponent: State
 
 
 @struct.dataclass
@@ -227,16 +203,6 @@ class DQNExtra:
 
     target_params: Any
     buffer: ReplayState
-
-
-@struct.dataclass
-class MatchExtra:
-    """Two-player DQN's extras: DQN's, the moving-average goal, the frozen `self` opponent."""
-
-    target_params: Any
-    buffer: ReplayState
-    goal: two_player.GoalState
-    opponent_params: Any
 
 
 def make_buffer(config: Config) -> Any:
@@ -264,16 +230,14 @@ def _from_flashbax(buffer: Any) -> ReplayState:
     return ReplayState(buffer.experience, buffer.current_index, buffer.is_full)
 
 
-def empty_record(config: Config | None = None) -> Record | MatchRecord:
+def empty_record(env: Environment) -> Record:
     """One decision's record with default fields: fixes the buffer's shapes and dtypes."""
-    if config is not None and two_player.is_two_player(config):
-        return MatchRecord(State(), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False), State())
-    return Record(State(), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False))
+    return Record(env.blank_observation(), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False))
 
 
-def buffer_init(config: Config) -> ReplayState:
-    """An empty buffer for a config."""
-    return _from_flashbax(make_buffer(config).init(empty_record(config)))
+def buffer_init(config: Config, env: Environment) -> ReplayState:
+    """An empty buffer for a config's environment."""
+    return _from_flashbax(make_buffer(config).init(empty_record(env)))
 
 
 def buffer_add(config: Config, buffer: ReplayState, records: Record) -> ReplayState:
@@ -288,18 +252,10 @@ def buffer_sample(config: Config, buffer: ReplayState, key: jax.Array) -> tuple[
     return pair.first, pair.second
 
 
-def init_extra(context: Context, params: Any) -> DQNExtra | MatchExtra:
-    """Target network = the fresh online network; an empty buffer (and a goal, an opponent)."""
-    target, buffer = jax.tree.map(jnp.copy, params), buffer_init(context.config)
-    if not two_player.is_two_player(context.config):
-        return DQNExtra(target_params=target, buffer=buffer)
-    return MatchExtra(target, buffer, two_player.goal_init(), jax.tree.map(jnp.copy, params))
-
-
-def init_params(context: Context, key: jax.Array) -> Any:
-    """Fresh Q network parameters on the input width of the task (opponent groups or not)."""
-    dummy = jnp.zeros((1, two_player.input_size(context.config)), jnp.float32)
-    return context.network.init(key, dummy)["params"]
+def init_extra(context: Context, params: Any) -> DQNExtra:
+    """Target network = the fresh online network; an empty buffer."""
+    target = jax.tree.map(jnp.copy, params)
+    return DQNExtra(target_params=target, buffer=buffer_init(context.config, context.env))
 
 
 # --------------------------------------------------------------------------------------------
@@ -308,48 +264,18 @@ def init_params(context: Context, key: jax.Array) -> Any:
 
 
 def q_values(
-    network: nn.Module,
-    params: Any,
-    states: State,
-    features: FeatureConfig,
-    rules: Rules,
-    opponents: State | None = None,
+    network: nn.Module, params: Any, env: Environment, observations: Any
 ) -> tuple[jax.Array, jax.Array]:
-    """(Q-values [B, 45], legal mask [B, 45]) of a batch of states (with the opponents' cards
-    when the input has the opponent groups)."""
-    if opponents is None:
-        x = batch_features(states, features, rules)
-    else:
-        x = two_player.pair_features(states, opponents, features, rules)
-    legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
-    return network.apply({"params": params}, x), legal
+    """(Q-values [B, 45], legal mask [B, 45]) of a batch of the environment's observations."""
+    x = env.features(observations)
+    return network.apply({"params": params}, x), env.legal_action_mask(observations)
 
 
-def _opponent_cards(config: Config, record: Record | MatchRecord) -> State | None:
-    """The opponent cards a record's Q input needs (None: solitaire features)."""
-    return record.opponent if two_player.uses_opponent_features(config) else None
+def epsilon_greedy_policy(context: Context, params: Any, epsilon: jax.Array) -> Any:
+    """Batch policy: with probability epsilon a uniformly random legal action, else argmax Q."""
 
-
-def epsilon_greedy_policy(
-    context: Context, params: Any, epsilon: jax.Array, match: bool = False
-) -> Any:
-    """Batch policy: with probability epsilon a uniformly random legal action, else argmax Q.
-
-    With `match` it is a two-player learner policy `(own, other, keys)`."""
-    config = context.config
-    opponents = two_player.uses_opponent_features(config)
-
-    def policy(
-        states: State, keys: jax.Array, others: State | None = None
-    ) -> tuple[jax.Array, dict[str, jax.Array]]:
-        q, legal = q_values(
-            context.network,
-            params,
-            states,
-            config.features,
-            context.rules,
-            others if opponents else None,
-        )
+    def policy(observations: Any, keys: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
+        q, legal = q_values(context.network, params, context.env, observations)
         greedy = masked_argmax(q, legal)
         key_pairs = jax.vmap(jax.random.split)(keys)
         explore = jax.vmap(jax.random.uniform)(key_pairs[:, 0]) < epsilon
@@ -358,14 +284,15 @@ def epsilon_greedy_policy(
         max_q = jnp.take_along_axis(q, greedy[:, None], axis=-1)[:, 0]
         return action, {"explore": explore, "max_q": max_q}
 
-    if match:
-        return lambda own, other, keys: policy(own, keys, other)
     return policy
 
 
-def _record(state: State, action: jax.Array, next_state: State, extras: dict) -> tuple:
-    record = Record(state, action, next_state.reward.astype(jnp.float32), next_state.terminated)
-    return record, extras
+def _record(env: Environment) -> Any:
+    def record(observation: Any, action: jax.Array, next_observation: Any, extras: dict):
+        done = env.card(next_observation).terminated
+        return Record(observation, action, jnp.zeros(action.shape, jnp.float32), done), extras
+
+    return record
 
 
 def td_loss(
@@ -376,18 +303,11 @@ def td_loss(
     second: Record,
 ) -> tuple[jax.Array, Metrics]:
     """Huber loss of Q(s, a) against the double-DQN target on one minibatch of pairs."""
-    config, algo = context.config, context.config.algo
-    first_other, second_other = _opponent_cards(config, first), _opponent_cards(config, second)
-    q, _ = q_values(
-        context.network, params, first.state, config.features, context.rules, first_other
-    )
+    algo, network, env = context.config.algo, context.network, context.env
+    q, _ = q_values(network, params, env, first.state)
     q_taken = jnp.take_along_axis(q, first.action[:, None], axis=-1)[:, 0]
-    next_online, next_legal = q_values(
-        context.network, params, second.state, config.features, context.rules, second_other
-    )
-    next_target, _ = q_values(
-        context.network, target_params, second.state, config.features, context.rules, second_other
-    )
+    next_online, next_legal = q_values(network, params, env, second.state)
+    next_target, _ = q_values(network, target_params, env, second.state)
     target = double_q_target(
         first.reward * algo.reward_scale,
         first.done,
@@ -409,24 +329,28 @@ def td_loss(
 
 
 def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
-    """One DQN update: play B epsilon-greedy games, store them, `gradient_steps` TD steps."""
-    if two_player.is_two_player(context.config):
-        return match_update(context, state)
-    config = context.config
+    """One DQN update: play B epsilon-greedy episodes, store them, `gradient_steps` TD steps."""
+    config, env = context.config, context.env
     key, play_key, learn_key = jax.random.split(state.key, 3)
     epsilon = epsilon_at(context, state.step)
     policy = epsilon_greedy_policy(context, state.params, epsilon)
     keys = episode_keys(play_key, 0, config.train.episodes_per_update)
-    _, (records, extras) = play(policy, keys, context.rules, config.train.task, record=_record)
+    final, (records, extras), rewards = rollout(env, policy, keys, state.task, _record(env))
+    records = records._replace(reward=rewards)
     buffer = buffer_add(config, state.extra.buffer, records)
     (params, opt_state, target_params), metrics = learn(context, state, buffer, learn_key)
     metrics |= {
-        "train/mean_score": jnp.mean(jnp.sum(records.reward, axis=0)),
+        **env.episode_metrics(final, rewards),
         **_play_metrics(context, state, epsilon, extras, buffer, records),
     }
     extra = DQNExtra(target_params=target_params, buffer=buffer)
     new_state = state.replace(
-        params=params, opt_state=opt_state, key=key, step=state.step + 1, extra=extra
+        params=params,
+        opt_state=opt_state,
+        key=key,
+        step=state.step + 1,
+        extra=extra,
+        task=env.end_task_batch(state.task, final),
     )
     return new_state, metrics
 
@@ -437,7 +361,7 @@ def _play_metrics(
     epsilon: jax.Array,
     extras: dict,
     buffer: ReplayState,
-    records: Record | MatchRecord,
+    records: Record,
 ) -> Metrics:
     return {
         "q/start_value": jnp.mean(extras["max_q"][0]) / context.config.algo.reward_scale,
@@ -447,7 +371,7 @@ def _play_metrics(
         "buffer/fill": jnp.where(
             buffer.is_full, 1.0, buffer.current_index / buffer.experience.done.shape[1]
         ),
-        **keep_action_stats(records.action, records.state.roll_index),
+        **keep_action_stats(records.action, context.env.card(records.state).roll_index),
     }
 
 
@@ -485,78 +409,11 @@ def learn(
     return (params, opt_state, target_params), jax.tree.map(jnp.mean, per_step)
 
 
-def match_update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
-    """One two-player DQN update: B epsilon-greedy matches, rewards by `algo.reward`, TD steps."""
-    config, algo = context.config, context.config.algo
-    key, play_key, learn_key = jax.random.split(state.key, 3)
-    epsilon = epsilon_at(context, state.step)
-    greedy_q = epsilon_greedy_policy(context, state.params, epsilon, match=True)
-
-    def record(own: State, other: State, action: jax.Array, moved: State, extras: dict):
-        return MatchRecord(
-            own, action, jnp.zeros_like(action, jnp.float32), moved.terminated, other
-        ), (
-            extras,
-            moved,
-        )
-
-    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
-    opponent = two_player.match_opponent(context.config, context.rules, state.extra.opponent_params)
-    result = two_player.play_matches(greedy_q, opponent, keys, context.rules, record)
-    records, (extras, moved) = result.records
-    own_total = total_score(result.learner)
-    other_total = total_score(result.opponent)
-    goal = two_player.reward_goal(algo.reward, state.extra.goal)
-    rewards = two_player.learner_rewards(
-        algo.reward, records.state, records.action, moved, own_total, other_total, goal
-    )
-    records = records._replace(reward=rewards)
-    buffer = buffer_add(config, state.extra.buffer, records)
-    (params, opt_state, target_params), metrics = learn(context, state, buffer, learn_key)
-    step = state.step + 1
-    refresh = step % algo.opponent_refresh == 0
-    opponent_params = jax.tree.map(
-        lambda new, old: jnp.where(refresh, new, old), params, state.extra.opponent_params
-    )
-    extra = MatchExtra(
-        target_params,
-        buffer,
-        two_player.goal_update(state.extra.goal, own_total),
-        opponent_params,
-    )
-    metrics |= {
-        **two_player.match_metrics(own_total, other_total, rewards, goal),
-        **_play_metrics(context, state, epsilon, extras, buffer, records),
-    }
-    new_state = state.replace(params=params, opt_state=opt_state, key=key, step=step, extra=extra)
-    return new_state, metrics
-
-
-# --------------------------------------------------------------------------------------------
-# The greedy acting agent
-# --------------------------------------------------------------------------------------------
-
-
-@functools.cache  # one function object per configuration, so jitted callers compile once
-def make_act(network_config: NetworkConfig, features: FeatureConfig, rules: Rules):
-    """argmax over the legal actions' Q for one unbatched state."""
-    network = QNetwork(network_config)
-
-    def act(params: Any, state: State, key: jax.Array) -> jax.Array:
-        q, legal = q_values(network, params, batch_of_one(state), features, rules)
-        return masked_argmax(q, legal)[0]
-
-    return act
-
-
-def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The greedy agent of a trained Q network: argmax over the legal actions (a two-player
-    learner with opponent features reads the opponent's card in a match, an empty one alone)."""
-    rules = get_rules(config.train.rules)
-    if two_player.uses_opponent_features(config):
-        act = two_player.solitaire_act(config, rules)
-        return Agent(name, act, params, rules, match_act=two_player.match_act(config, rules))
-    return Agent(name, make_act(config.network, config.features, rules), params, rules)
+def greedy(
+    network: nn.Module, params: Any, x: jax.Array, legal: jax.Array, roll_index: jax.Array
+) -> jax.Array:
+    """The acting policy: the legal action of highest Q."""
+    return masked_argmax(network.apply({"params": params}, x), legal)
 
 
 def optimizer_steps_per_update(config: Config) -> int:
@@ -568,9 +425,9 @@ ALGORITHM = Algorithm(
     name="dqn",
     config_class=DQNConfig,
     update=update,
-    make_agent=make_agent,
+    greedy=greedy,
+    make_agent=acting.make_agent,
     optimizer_steps_per_update=optimizer_steps_per_update,
     make_network=make_network,
     init_extra=init_extra,
-    init_params=init_params,
 )

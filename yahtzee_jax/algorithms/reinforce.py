@@ -13,7 +13,7 @@ import dataclasses
 import jax
 import optax
 
-from yahtzee_jax.algorithms import actor_critic
+from yahtzee_jax.algorithms import acting, actor_critic, warm_start
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.config import require
 
@@ -69,5 +69,7 @@ ALGORITHM = Algorithm(
     name="reinforce",
     config_class=ReinforceConfig,
     update=update,
-    make_agent=actor_critic.make_agent,
+    greedy=actor_critic.greedy,
+    make_agent=acting.make_agent,
+    init_params=warm_start.init_params,
 )

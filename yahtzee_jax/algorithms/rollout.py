@@ -1,4 +1,5 @@
-"""Training rollouts: the network's sampling policy played through the one play loop.
+"""Training rollouts: the network's sampling policy played through the one rollout, on any
+environment.
 
 Every decision gets its own dropout seed (drawn from its episode's key), so any later forward pass
 over any subset of the decisions (the loss, a PPO minibatch, the KL diagnostic) reproduces the
@@ -13,10 +14,11 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.algorithms.common import kl_per_decision
-from yahtzee_jax.config import Config
-from yahtzee_jax.features import batch_features
-from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask, upper_total
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_ACTIONS, NUM_KEEP_ACTIONS, Rules
+from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.rollout import episode_keys
+from yahtzee_jax.envs.rollout import rollout as play
+from yahtzee_jax.game.engine import LAST_ROLL, upper_total
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_ACTIONS, NUM_KEEP_ACTIONS
 from yahtzee_jax.networks import (
     HEADS,
     HeadRows,
@@ -24,7 +26,6 @@ from yahtzee_jax.networks import (
     YahtzeeNet,
     policy_log_probs,
 )
-from yahtzee_jax.play import TurnPolicy, episode_keys, play
 
 
 class Trajectory(NamedTuple):
@@ -34,7 +35,7 @@ class Trajectory(NamedTuple):
     legal_mask: jax.Array  # bool[T, B, 45]
     roll_index: jax.Array  # int32[T, B]
     action: jax.Array  # int32[T, B]
-    reward: jax.Array  # float32[T, B], the game's own reward (change in total score)
+    reward: jax.Array  # float32[T, B], the environment's reward to the learner
     # float32[T, B], V(s_t) seen while acting; None when the rollout skipped the value head
     # (A2C and REINFORCE: their loss recomputes it, same parameters and dropout masks)
     value: jax.Array | None
@@ -75,8 +76,8 @@ def score_log_probs(score_logits: jax.Array, legal_mask: jax.Array) -> jax.Array
 
 
 def sampling_policy(
-    network: YahtzeeNet, params: Any, config: Config, rules: Rules, with_value: bool = True
-) -> TurnPolicy:
+    network: YahtzeeNet, params: Any, env: Environment, with_value: bool = True
+) -> Any:
     """The batch policy that samples from the network with dropout on (the behaviour policy).
 
     Told the decision of the turn, it runs only the head that decision needs (plus the value
@@ -86,11 +87,11 @@ def sampling_policy(
     value_heads = ("value", "upper") if with_value else ()
 
     def policy(
-        states: State, keys: jax.Array, roll_index: int
+        observation: Any, keys: jax.Array, roll_index: int
     ) -> tuple[jax.Array, dict[str, jax.Array]]:
         action_keys, dropout_seeds = decision_keys(keys)
-        x = batch_features(states, config.features, rules)
-        legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
+        x = env.features(observation)
+        legal = env.legal_action_mask(observation)
         keeping = roll_index < LAST_ROLL
         heads = ("roll" if keeping else "score", *value_heads)
         output = apply_network(network, params, x, dropout_seeds, heads)
@@ -134,43 +135,42 @@ def policy_extras(
     }
 
 
-def decision_record(
-    state: State, action: jax.Array, reward: jax.Array, next_state: State, extras: dict
-) -> Trajectory:
-    """One decision's `Trajectory` row from the sampling policy's `policy_extras`."""
-    return Trajectory(
-        features=extras["features"],
-        legal_mask=extras["legal_mask"],
-        roll_index=state.roll_index,
-        action=action,
-        reward=reward,
-        value=extras["value"],
-        upper=extras["upper"],
-        log_prob=extras["log_prob"],
-        dropout_seed=extras["dropout_seed"],
-        upper_total=upper_total(next_state),
-    )
+def trajectory_recorder(env: Environment) -> Any:
+    """The rollout's recorder of one decision's `Trajectory` row (the reward is set after the
+    rollout: a match's is only known at its end) from the sampling policy's `policy_extras`."""
 
+    def record(observation: Any, action: jax.Array, next_observation: Any, extras: dict):
+        return Trajectory(
+            features=extras["features"],
+            legal_mask=extras["legal_mask"],
+            roll_index=env.card(observation).roll_index,
+            action=action,
+            reward=jnp.zeros(action.shape, jnp.float32),
+            value=extras["value"],
+            upper=extras["upper"],
+            log_prob=extras["log_prob"],
+            dropout_seed=extras["dropout_seed"],
+            upper_total=upper_total(env.card(next_observation)),
+        )
 
-def _record(state: State, action: jax.Array, next_state: State, extras: dict) -> Trajectory:
-    reward = next_state.reward.astype(jnp.float32)
-    return decision_record(state, action, reward, next_state, extras)
+    return record
 
 
 def rollout(
     network: YahtzeeNet,
     params: Any,
     key: jax.Array,
-    config: Config,
-    rules: Rules,
+    env: Environment,
+    episodes: int,
+    task: Any = None,
     with_value: bool = True,
-) -> Trajectory:
-    """Play one update's episodes (`train.episodes_per_update` of `train.task`) with the policy;
+) -> tuple[Trajectory, Any]:
+    """Play `episodes` episodes of `env` with the sampling policy: (trajectory, final states);
     without `with_value` the trajectory's value and upper are None (not computed)."""
-    keys = episode_keys(key, 0, config.train.episodes_per_update)
-    policy = sampling_policy(network, params, config, rules, with_value)
-    _, trajectory = play(policy, keys, rules, config.train.task, record=_record, by_turn=True)
-    return trajectory
+    keys = episode_keys(key, 0, episodes)
+    policy = sampling_policy(network, params, env, with_value)
+    final, trajectory, rewards = play(env, policy, keys, task, trajectory_recorder(env), True)
+    return trajectory._replace(reward=rewards), final
 
 
 def evaluate_trajectory(network: YahtzeeNet, params: Any, trajectory: Trajectory) -> tuple:

@@ -1,0 +1,129 @@
+"""A trained learner's acting policy on any environment: evaluation agents and `self` seats.
+
+Every learner acts greedily (argmax, dropout off) through its `Algorithm.greedy` on the input
+its environment gives (`Environment.features`). The acting functions are frozen dataclasses,
+equal when their configs are: `jit` keys its cache on them, so a new agent of the same config
+reuses the compiled program without a module-level cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax import envs
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.algorithms.base import Algorithm
+from yahtzee_jax.config import Config
+from yahtzee_jax.envs import MatchView, Seat
+from yahtzee_jax.game.engine import State, batch_of_one
+from yahtzee_jax.game.rules import get_rules
+
+
+@dataclasses.dataclass(frozen=True)
+class GreedyPolicy:
+    """The greedy actions of a config's network on a batch of its environment's observations."""
+
+    config: Config
+
+    def __call__(self, params: Any, observation: Any) -> jax.Array:
+        """Actions int32[B] for observations [B]."""
+        from yahtzee_jax.algorithms import get_algorithm
+
+        algorithm = get_algorithm(self.config.algo.name)
+        env = envs.make(self.config)
+        network = algorithm.make_network(self.config)
+        card = env.card(observation)
+        x, legal = env.features(observation), env.legal_action_mask(observation)
+        return algorithm.greedy(network, params, x, legal, card.roll_index).astype(jnp.int32)
+
+    @property
+    def reads_others(self) -> bool:
+        """Does the input hold other cards (a match with Yuan's opponent groups)?"""
+        return self.config.train.task == "match" and self.config.env.opponent_features
+
+
+def fresh_cards(batch_shape: tuple[int, ...]) -> State:
+    """Empty cards of a batch: the opponents an agent that reads them meets when alone."""
+    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), State())
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchAct:
+    """`match_act(params, own [B], others [B] or [B, P-1], keys)` of a greedy policy."""
+
+    policy: GreedyPolicy
+
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The actions of each own card against its opponents' cards."""
+        if others.dice.ndim == own.dice.ndim:  # one opponent each: [B] -> [B, 1]
+            others = jax.tree.map(lambda leaf: leaf[:, None], others)
+        return self.policy(params, MatchView(own, others))
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchAct:
+    """`batch_act(params, states [B], keys)`: alone (against empty cards where it reads them)."""
+
+    policy: GreedyPolicy
+
+    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
+        """The actions of a batch of cards played alone."""
+        if not self.policy.reads_others:
+            return self.policy(params, states)
+        others = fresh_cards((keys.shape[0], self.policy.config.env.players - 1))
+        return self.policy(params, MatchView(states, others))
+
+
+@dataclasses.dataclass(frozen=True)
+class Act:
+    """`act(params, state, key)` for one unbatched card (alone)."""
+
+    batch: BatchAct
+
+    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
+        """The action for one card."""
+        return self.batch(params, batch_of_one(state), batch_of_one(key))[0]
+
+
+def make_agent(config: Config, params: Any, name: str) -> Agent:
+    """The greedy agent of a trained learner; one trained with opponent features reads the
+    opponents' cards in a match and plays against empty ones alone (solitaire `evaluate`)."""
+    policy = GreedyPolicy(config)
+    batch = BatchAct(policy)
+    match_act = MatchAct(policy) if policy.reads_others else None
+    rules = get_rules(config.train.rules)
+    return Agent(name, Act(batch), params, rules, batch_act=batch, match_act=match_act)
+
+
+@dataclasses.dataclass(frozen=True)
+class SelfSeat:
+    """The frozen learner as an opponent: its greedy policy on its own card, reading the
+    learner's card as its opponent's when the input has the opponent groups."""
+
+    policy: GreedyPolicy
+
+    def __call__(self, params: Any, own: State, learner: State, keys: jax.Array) -> jax.Array:
+        """The frozen learner's actions on its cards."""
+        return MatchAct(self.policy)(params, own, learner, keys)
+
+
+def match_seats(config: Config, algorithm: Algorithm, network: nn.Module) -> tuple[Seat, ...]:
+    """A match config's opponents, built-in agents or the frozen learner (none alone)."""
+    if config.train.task != "match":
+        return ()
+    from yahtzee_jax.agents import resolve_agent
+    from yahtzee_jax.agents.seats import agent_seat
+
+    seats = []
+    for name in config.env.opponents:
+        if name == "self":
+            seats.append(Seat("self", SelfSeat(GreedyPolicy(config)), frozen_learner=True))
+        else:
+            # Built outside any trace: the agent's tables are concrete arrays, not tracers.
+            seats.append(agent_seat(resolve_agent(name, config.train.rules)))
+    return tuple(seats)
