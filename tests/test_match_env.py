@@ -1,4 +1,4 @@
-"""The two-player training task (issue 14): match rollout, reward variants, presets, updates."""
+"""The match environment (issues 14, 27): its rollout, reward variants, presets and updates."""
 
 from __future__ import annotations
 
@@ -13,10 +13,13 @@ from scripts import EXPERIMENTS, load_experiment_script
 
 from yahtzee_jax import two_player
 from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.config import resolve
+from yahtzee_jax.algorithms.base import init_train_state, make_context, train_step
+from yahtzee_jax.config import FeatureConfig, resolve
+from yahtzee_jax.envs import rewards
+from yahtzee_jax.envs.match import Match, MatchEpisode, MatchView, Seat
+from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.engine import State, init, legal_action_mask
+from yahtzee_jax.game.engine import State, legal_action_mask
 from yahtzee_jax.game.rules import (
     DECISIONS_PER_GAME,
     NUM_KEEP_ACTIONS,
@@ -35,31 +38,34 @@ def _random_actions(cards: State, keys: jax.Array) -> jax.Array:
     return jax.vmap(uniform_legal_action)(legal, bits)
 
 
-def _learner(own: State, other: State, keys: jax.Array):
-    return _random_actions(own, keys), None
+def _learner(view: MatchView, keys: jax.Array):
+    return _random_actions(view.card, keys), None
 
 
-def _opponent(own: State, other: State, keys: jax.Array) -> jax.Array:
+def _opponent(params, own: State, learner: State, keys: jax.Array) -> jax.Array:
     return _random_actions(own, keys)
 
 
-def _keep_cards(own, other, action, moved, extras):
-    return own, other, action, moved
+def _keep_views(view, action, moved, extras):
+    return view.card, jax.tree.map(lambda leaf: leaf[:, 0], view.others), action, moved.card
 
 
 @pytest.fixture(scope="module")
 def match():
+    env = Match(OFFICIAL, FeatureConfig(), (Seat("random", _opponent),), 2, "score")
     keys = jax.random.split(jax.random.key(3), BATCH)
-    play = jax.jit(lambda k: two_player.play_matches(_learner, _opponent, k, OFFICIAL, _keep_cards))
-    return jax.device_get(play(keys))
+    play = jax.jit(lambda k: rollout(env, _learner, k, None, _keep_views)[:2])
+    final, records = jax.device_get(play(keys))
+    return final.card, jax.tree.map(lambda leaf: leaf[:, 0], final.others), records
 
 
 def test_learner_takes_39_decisions_and_both_cards_finish(match):
-    own, _, action, moved = match.records
+    """The learner's episode is its 39 decisions, keep, keep, score in every turn; both cards
+    are full at the end and the learner's last decision ends its game."""
+    learner, opponent, (own, _, action, moved) = match
     assert action.shape == (DECISIONS_PER_GAME, BATCH)
-    assert np.all(match.learner.terminated) and np.all(match.opponent.terminated)
-    assert np.all(match.learner.filled) and np.all(match.opponent.filled)
-    # The learner decides keep, keep, score in every turn; the last decision ends its game.
+    assert np.all(learner.terminated) and np.all(opponent.terminated)
+    assert np.all(learner.filled) and np.all(opponent.filled)
     np.testing.assert_array_equal(
         own.roll_index, np.tile([0, 1, 2], NUM_TURNS)[:, None] + 0 * action
     )
@@ -67,16 +73,15 @@ def test_learner_takes_39_decisions_and_both_cards_finish(match):
 
 
 def test_opponent_moves_only_on_its_turns_and_never_touches_the_learner(match):
-    own, other, _, moved = match.records
-    # The learner's card at each decision is exactly where its previous decision left it.
+    """The opponent steps only its own card, only between the learner's turns, and has played
+    one turn more than the learner where it sits first (the second lane half)."""
+    _, _, (own, other, _, moved) = match
     for field in ("dice", "scores", "filled", "turns_left", "roll_index"):
         np.testing.assert_array_equal(getattr(own, field)[1:], getattr(moved, field)[:-1])
-    # Inside the learner's turn the opponent's card does not move.
     other_dice = other.dice.reshape(NUM_TURNS, 3, BATCH, -1)
     assert np.all(other_dice[:, 1:] == other_dice[:, :1])
-    # Seats: the opponent has played k turns (learner first) or k + 1 (learner second).
     turns_played = NUM_TURNS - other.turns_left.reshape(NUM_TURNS, 3, BATCH)[:, 0]
-    seats = two_player.learner_seats(BATCH)
+    seats = (np.arange(BATCH) >= (BATCH + 1) // 2).astype(int)  # learner first, then second
     np.testing.assert_array_equal(turns_played, np.arange(NUM_TURNS)[:, None] + seats[None])
     assert np.all(other.roll_index == 0)  # the learner only ever sees the opponent between turns
 
@@ -89,10 +94,10 @@ def _scored(box: int, points: int) -> tuple[State, jax.Array, State]:
 
 def test_intermediate_reward_by_hand():
     before, action, after = _scored(8, 25)  # a full house: 25 - 23.125
-    reward = two_player.intermediate_rewards(before, action, after)
+    reward = rewards.intermediate_rewards(before, action, after)
     assert float(reward) == pytest.approx((25 - 23.125) / 10)
     before, _, after = _scored(0, 3)
-    assert float(two_player.intermediate_rewards(before, jnp.int32(5), after)) == 0.0  # a keep
+    assert float(rewards.intermediate_rewards(before, jnp.int32(5), after)) == 0.0  # a keep
 
 
 @pytest.mark.parametrize(
@@ -115,51 +120,70 @@ def test_intermediate_reward_by_hand():
     ],
 )
 def test_terminal_rewards_by_hand(reward, own, other, goal, expected):
-    value = two_player.terminal_reward(reward, jnp.int32(own), jnp.int32(other), goal)
+    value = rewards.terminal_reward(reward, jnp.int32(own), jnp.int32(other), goal)
     assert float(value) == pytest.approx(expected)
 
 
-def test_learner_rewards_put_the_end_on_the_last_decision():
-    before, action, after = _scored(12, 30)  # chance 30: (30 - 22.286) / 10
-    stack = lambda tree: jax.tree.map(lambda leaf: jnp.stack([leaf, leaf]), tree)  # noqa: E731
-    actions = jnp.stack([jnp.int32(3), action])[:, None]
-    states = jax.tree.map(lambda leaf: leaf[:, None], stack(before))
-    nexts = jax.tree.map(lambda leaf: leaf[:, None], stack(after))
-    own, other = jnp.array([150]), jnp.array([190])
-    gradient = two_player.learner_rewards("gradient", states, actions, nexts, own, other)
-    np.testing.assert_allclose(gradient[:, 0], [0.0, (30 - 22.286) / 10 - 0.4], rtol=1e-6)
-    win = two_player.learner_rewards("win", states, actions, nexts, own, other)
-    np.testing.assert_allclose(win[:, 0], [0.0, -1.0])  # a loss: -1, nothing before the end
-    win = two_player.learner_rewards("win", states, actions, nexts, other, own)
-    np.testing.assert_allclose(win[:, 0], [0.0, 1.0])
+def test_match_rewards_put_the_end_on_the_last_decision():
+    """`finish` adds the end-of-match reward at the last decision only: gradient on a loss
+    (150 against 190) is -0.4 there, after the chance box's intermediate (30 - 22.286) / 10;
+    win is -1 (a loss) or +1, nothing before the end; score leaves the rewards as they are."""
+    own = State(scores=jnp.zeros(13, jnp.int32).at[12].set(150))
+    other = State(scores=jnp.zeros(13, jnp.int32).at[12].set(190))
+    episode = MatchEpisode(
+        card=jax.tree.map(lambda leaf: leaf[None], own),
+        others=jax.tree.map(lambda leaf: leaf[None, None], other),
+        opponent_keys=jnp.zeros((1, 1, 2), jnp.uint32),
+        goal=jnp.float32(110.0),
+        opponent_params=None,
+    )
+    steps = jnp.array([[0.0], [(30 - 22.286) / 10]])
+
+    def finished(reward: str, episode: MatchEpisode = episode) -> np.ndarray:
+        env = Match(OFFICIAL, FeatureConfig(), (), 2, reward)
+        return np.asarray(env.finish(episode, steps))[:, 0]
+
+    np.testing.assert_allclose(finished("gradient"), [0.0, (30 - 22.286) / 10 - 0.4], rtol=1e-6)
+    np.testing.assert_allclose(finished("score"), np.asarray(steps)[:, 0])
+    swapped = episode.replace(
+        card=jax.tree.map(lambda leaf: leaf[None], other),
+        others=jax.tree.map(lambda leaf: leaf[None, None], own),
+    )
+    np.testing.assert_allclose(finished("win") - np.asarray(steps)[:, 0], [0.0, -1.0], atol=1e-6)
+    np.testing.assert_allclose(
+        finished("win", swapped) - np.asarray(steps)[:, 0], [0.0, 1.0], atol=1e-6
+    )
 
 
 def test_moving_goal_is_110_then_recent_mean_plus_20():
-    goal = two_player.goal_init()
-    assert float(two_player.goal_value(goal)) == 110.0
-    goal = two_player.goal_update(goal, jnp.full(60, 50))
-    assert float(two_player.goal_value(goal)) == 110.0  # mean 50 + 20 < 110
-    goal = two_player.goal_update(goal, jnp.full(60, 200))  # window: 40 x 50, 60 x 200
+    goal = rewards.goal_init()
+    assert float(rewards.goal_value(goal)) == 110.0
+    goal = rewards.goal_update(goal, jnp.full(60, 50))
+    assert float(rewards.goal_value(goal)) == 110.0  # mean 50 + 20 < 110
+    goal = rewards.goal_update(goal, jnp.full(60, 200))  # window: 40 x 50, 60 x 200
     assert int(goal.count) == 100
-    assert float(two_player.goal_value(goal)) == pytest.approx(0.4 * 50 + 0.6 * 200 + 20)
-    goal = two_player.goal_update(goal, jnp.arange(150))  # only the last 100 count
-    assert float(two_player.goal_value(goal)) == pytest.approx(np.mean(np.arange(50, 150)) + 20)
+    assert float(rewards.goal_value(goal)) == pytest.approx(0.4 * 50 + 0.6 * 200 + 20)
+    goal = rewards.goal_update(goal, jnp.arange(150))  # only the last 100 count
+    assert float(rewards.goal_value(goal)) == pytest.approx(np.mean(np.arange(50, 150)) + 20)
 
 
-@pytest.mark.parametrize("reward", [*two_player.YUAN_REWARDS, "win", "score"])
+@pytest.mark.parametrize("reward", [*rewards.YUAN_REWARDS, "win", "score"])
 def test_presets_validate(reward):
-    config = resolve("dqn-two-player", None, [f"algo.reward={reward}"])
-    assert config.algo.opponent == "optimal" and config.algo.reward == reward
-    assert resolve("a2c-win", None, []).algo.reward == "win"
+    config = resolve("dqn-two-player", None, [f"env.reward={reward}"])
+    assert config.env.opponent == "optimal" and config.env.reward == reward
+    assert config.train.task == "match"
+    assert resolve("a2c-win", None, []).env.reward == "win"
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["algo.opponent=greedy9"], "algo.opponent='greedy9'"),
-        (["algo.reward=margin"], "algo.reward='margin'"),
-        (["algo.opponent=none"], "needs an opponent"),
-        (["algo.opponent_refresh=0"], "algo.opponent_refresh=0"),
+        (["env.opponent=greedy9"], "env.opponent='greedy9'"),
+        (["env.reward=margin"], "env.reward='margin'"),
+        (["env.players=1"], "env.players=1"),
+        (["env.players=3", "env.opponent=random,optimal,greedy1"], "one per opponent"),
+        (["env.opponent_refresh=0"], "env.opponent_refresh=0"),
+        (["train.task=duel"], "train.task='duel'"),
     ],
 )
 def test_config_errors_are_one_line(overrides, message):
@@ -188,7 +212,7 @@ def _tiny(preset: str, *overrides: str):
             "network.hidden_size=16",
             "train.games_per_update=4",
             "train.total_games=8",
-            "algo.opponent=random",
+            "env.opponent=random",
             *overrides,
         ],
     )
@@ -203,9 +227,9 @@ def _tiny(preset: str, *overrides: str):
         _tiny(
             "a2c-win",
             "algo.init_from=''",
-            "algo.reward=moving-average",
-            "algo.opponent=self",
-            "algo.opponent_refresh=1",
+            "env.reward=moving-average",
+            "env.opponent=self",
+            "env.opponent_refresh=1",
         ),
     ],
     ids=["dqn-gradient-random", "a2c-moving-average-self"],
@@ -213,7 +237,7 @@ def _tiny(preset: str, *overrides: str):
 def test_training_updates_run_and_are_finite(config):
     context = make_context(config)
     state = init_train_state(context)
-    update = jax.jit(lambda s: context.algorithm.update(context, s))
+    update = jax.jit(lambda s: train_step(context, s))
     for _ in range(2):
         state, metrics = update(state)
     assert int(state.step) == 2
@@ -221,10 +245,10 @@ def test_training_updates_run_and_are_finite(config):
     assert all(np.isfinite(float(value)) for value in metrics.values())
     assert 0.0 <= float(metrics["train/win_rate"]) <= 1.0
     # The goal remembers the learner's totals (8 games so far).
-    assert int(state.extra.goal.count) == 2 * config.train.games_per_update
-    if config.algo.opponent == "self":  # refreshed every update: the frozen copy is the learner
+    assert int(state.task.goal.count) == 2 * config.train.games_per_update
+    if config.env.opponent == "self":  # refreshed every update: the frozen copy is the learner
         for new, frozen in zip(
-            jax.tree.leaves(state.params), jax.tree.leaves(state.extra.opponent_params), strict=True
+            jax.tree.leaves(state.params), jax.tree.leaves(state.task.opponent_params), strict=True
         ):
             np.testing.assert_array_equal(new, frozen)
     # The greedy agent plays matches (and, alone, solitaire games) with the wider input.
@@ -241,7 +265,10 @@ def test_training_updates_run_and_are_finite(config):
     owns, others = (jax.tree.map(lambda *leaves: jnp.stack(leaves), *pair)
                     for pair in ((own, own), (other, State())))  # fmt: skip
     keys = jax.random.split(jax.random.key(0))
-    expected, _ = two_player.greedy_policy(config, state.params, OFFICIAL)(owns, others, keys)
+    env = context.env
+    view = MatchView(owns, jax.tree.map(lambda leaf: leaf[:, None], others))
+    x, legal = env.features(view), env.legal_action_mask(view)
+    expected = context.algorithm.greedy(context.network, state.params, x, legal, owns.roll_index)
     actions = agent.match_act(agent.params, owns, others, keys)
     np.testing.assert_array_equal(actions, expected)
     assert int(agent.act(agent.params, own, keys[1])) == int(expected[1])
@@ -255,10 +282,10 @@ def test_fixed_goal_stays_110_where_the_moving_goal_has_moved(preset):
     extra = ["algo.init_from=''"] if preset == "a2c-win" else ["algo.buffer_size=400"]
     goals = {}
     for reward in ("fixed", "moving-average"):
-        context = make_context(_tiny(preset, f"algo.reward={reward}", *extra))
+        context = make_context(_tiny(preset, f"env.reward={reward}", *extra))
         state = init_train_state(context)
-        remembered = two_player.goal_update(two_player.goal_init(), jnp.full(100, 200))
-        state = state.replace(extra=state.extra.replace(goal=remembered))
+        remembered = rewards.goal_update(rewards.goal_init(), jnp.full(100, 200))
+        state = state.replace(task=state.task.replace(goal=remembered))
         _, metrics = jax.jit(lambda s, c=context: c.algorithm.update(c, s))(state)
         goals[reward] = float(metrics["train/goal"])
     assert goals == {"fixed": 110.0, "moving-average": 220.0}
@@ -296,19 +323,6 @@ def test_critic_warmup_out_of_range_is_a_config_error():
     with pytest.raises(ConfigError, match=r"algo\.critic_warmup=1\.0 must be in \[0, 1\)") as error:
         resolve("a2c-win", None, ["algo.critic_warmup=1.0"])
     assert "\n" not in str(error.value)
-
-
-def test_builtin_opponent_built_inside_a_trace_serves_a_later_compile():
-    """The optimal opponent's table is cached at its first use, which is inside a jit trace:
-    a second, separate compile must find concrete arrays there, not a leaked tracer."""
-    rules = OFFICIAL
-    two_player._BUILTIN_CACHE.pop(("optimal", rules.name), None)
-    states = jax.vmap(init)(jax.random.split(jax.random.key(0), 2))
-    first = jax.jit(lambda s: two_player.builtin_opponent("optimal", rules)(s, s, None))(states)
-    second = jax.jit(lambda s: two_player.builtin_opponent("optimal", rules)(s, s, None) + 0)(
-        states
-    )
-    np.testing.assert_array_equal(first, second)
 
 
 def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
@@ -374,3 +388,78 @@ def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
     assert out.stat().st_size > 0 and capsys.readouterr().out.strip() == str(out)
     assert script.main([f"gone={tmp_path / 'missing.json'}", "--out", str(out)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("preset", ["paper-ppo-50k", "paper-reinforce"])
+def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
+    """Learners written for solitaire train in the match environment with no code of their
+    own: three updates against greedy3 move every parameter group, stay finite, remember the
+    learner's totals for the moving goal and log the match's win rate and scores."""
+    config = resolve(
+        preset,
+        None,
+        [
+            "network.hidden_size=16",
+            "network.trunk_layers=1",
+            "train.games_per_update=4",
+            "train.total_games=12",
+            "train.task=match",
+            "env.opponent=greedy3",
+            "env.reward=win",
+        ],
+    )
+    context = make_context(config)
+    start = init_train_state(context)
+    blank = jax.tree.map(lambda leaf: leaf[None], context.env.blank_observation())
+    assert context.env.features(blank).shape == (1, context.env.feature_size())
+    update = jax.jit(lambda s: train_step(context, s))
+    state = start
+    for _ in range(3):
+        state, metrics = update(state)
+    assert int(state.step) == 3 and int(state.task.goal.count) == 12
+    assert all(np.all(np.isfinite(leaf)) for leaf in jax.tree.leaves(state.params))
+    for module in start.params:
+        assert not all(
+            np.array_equal(a, b)
+            for a, b in zip(
+                jax.tree.leaves(start.params[module]),
+                jax.tree.leaves(state.params[module]),
+                strict=True,
+            )
+        ), module
+    assert 0.0 <= float(metrics["train/win_rate"]) <= 1.0
+    assert float(metrics["train/opponent_mean_score"]) > 100  # greedy3 plays well
+
+
+def test_three_player_match_of_random_greedy1_and_optimal():
+    """A 3-player match environment: random in the learner's seat against greedy1 and the
+    optimum. Every card finishes; the seat groups sit the learner first, second and third
+    (the opponents seated before it have played their first turn when it first decides); the
+    scores order as the agents' strength does (about 46, 105 and 245 in solitaire)."""
+    from yahtzee_jax.agents import resolve_agent
+    from yahtzee_jax.agents.seats import agent_seat, learner_policy
+
+    random, greedy1, optimal = (resolve_agent(name) for name in ("random", "greedy1", "optimal"))
+    env = Match(OFFICIAL, FeatureConfig(), (agent_seat(greedy1), agent_seat(optimal)), 3, "win")
+
+    def first_look(view, action, moved, extras):
+        return NUM_TURNS - view.others.turns_left  # turns each opponent has played
+
+    keys = two_player.game_keys(0, 0, 30, players=3)
+    final, played, rewards = jax.jit(
+        lambda k: rollout(env, learner_policy(random), k, None, first_look)
+    )(keys)
+    assert np.all(final.card.terminated) and np.all(final.others.terminated)
+    # lanes [0, 10): learner first; [10, 20): greedy1 (the next player) sits first... in seat
+    # order after the learner's: lanes of group g have the opponents k >= 2 - g seated before
+    before = np.asarray(played[0])
+    np.testing.assert_array_equal(before[:10], 0)
+    np.testing.assert_array_equal(before[10:20], [[0, 1]] * 10)
+    np.testing.assert_array_equal(before[20:], 1)
+    assert set(np.unique(np.asarray(rewards[-1]))) <= {-1.0, 0.0, 1.0}
+    own, others = two_player.match_totals(random, (greedy1, optimal), OFFICIAL, 30, 0, 30)
+    assert own.shape == (30,) and others.shape == (30, 2)
+    assert own.mean() < others[:, 0].mean() < others[:, 1].mean()
+    result = two_player.evaluate_agent_matches(random, "greedy1", 9, seed=0, players=3)
+    assert result["games_by_seat"] == [3, 3, 3]
+    assert result["wins"] + result["draws"] + result["losses"] == 9
