@@ -1,9 +1,10 @@
 """Pure, jittable Yahtzee engine: `init`, `step`, `legal_action_mask`.
 
-A game is exactly 39 decisions: each of the 13 turns is keep, keep, score. Actions are one
-integer in [0, 45): ``a < 32`` keeps the sorted dice whose bit is set in ``a`` and re-rolls the
-rest (31 keeps all five); ``a >= 32`` scores box ``a - 32``. The reward of a step is the change in
-the total score, bonuses included.
+A game is exactly ``rules.decisions_per_game`` decisions: each turn (one per box: 13 in Yahtzee,
+39 decisions) is keep, keep, score. Actions are one integer in [0, ``rules.num_actions``):
+``a < 32`` keeps the sorted dice whose bit is set in ``a`` and re-rolls the rest (31 keeps all
+five); ``a >= 32`` scores box ``a - 32``. The reward of a step is the change in the total score,
+bonuses included. A `State`'s card arrays are as long as the rule set's box table (`init`).
 
 An illegal action (a score action during a keep decision, a keep action during a score decision,
 a used or Joker-forbidden box, or any action once the game is over) leaves the state unchanged
@@ -20,19 +21,10 @@ from flax import struct
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import (
-    CATEGORY_NAMES,
-    NUM_ACTIONS,
-    NUM_CATEGORIES,
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
-    NUM_TURNS,
-    NUM_UPPER,
     OFFICIAL,
-    UPPER_BONUS,
-    UPPER_BONUS_THRESHOLD,
-    YAHTZEE_BONUS,
-    Category,
     Rules,
     base_scores,
     face_counts,
@@ -49,26 +41,42 @@ def _int(value: int = 0) -> jax.Array:
 
 @struct.dataclass
 class State:
-    """A Yahtzee position. Every field has a default so tests can build positions by hand.
+    """A Yahtzee position. Every field has a default (an official card) so tests can build
+    positions by hand; `State.empty(rules)` is the empty card of any rule set.
 
     dice: int32[5], sorted ascending, faces 1..6.
     roll_index: int32, 0 and 1 are keep decisions, 2 is the scoring decision.
-    scores: int32[13], points written in each box (0 while open).
-    filled: bool[13], which boxes are used.
-    yahtzee_bonus_count: int32, number of +100 Yahtzee bonuses earned.
-    turns_left: int32, scoring decisions left in this episode (13 for a game, 1 for a single turn).
+    scores: int32[boxes], points written in each box (0 while open).
+    filled: bool[boxes], which boxes are used.
+    yahtzee_bonus_count: int32, number of Yahtzee bonuses earned.
+    turns_left: int32, scoring decisions left in this episode (one per box for a game, 1 for a
+      single turn).
     reward: int32, the reward of the step that produced this state.
     terminated: bool, no decisions left.
     """
 
     dice: jax.Array = struct.field(default_factory=lambda: jnp.ones(NUM_DICE, jnp.int32))
     roll_index: jax.Array = struct.field(default_factory=_int)
-    scores: jax.Array = struct.field(default_factory=lambda: jnp.zeros(NUM_CATEGORIES, jnp.int32))
-    filled: jax.Array = struct.field(default_factory=lambda: jnp.zeros(NUM_CATEGORIES, jnp.bool_))
+    scores: jax.Array = struct.field(
+        default_factory=lambda: jnp.zeros(OFFICIAL.num_boxes, jnp.int32)
+    )
+    filled: jax.Array = struct.field(
+        default_factory=lambda: jnp.zeros(OFFICIAL.num_boxes, jnp.bool_)
+    )
     yahtzee_bonus_count: jax.Array = struct.field(default_factory=_int)
-    turns_left: jax.Array = struct.field(default_factory=lambda: _int(NUM_TURNS))
+    turns_left: jax.Array = struct.field(default_factory=lambda: _int(OFFICIAL.num_turns))
     reward: jax.Array = struct.field(default_factory=_int)
     terminated: jax.Array = struct.field(default_factory=lambda: jnp.bool_(False))
+
+    @classmethod
+    def empty(cls, rules: Rules = OFFICIAL, **fields: jax.Array) -> State:
+        """The empty card of `rules` (every box open, a whole game to play), `fields` replaced."""
+        card = {
+            "scores": jnp.zeros(rules.num_boxes, jnp.int32),
+            "filled": jnp.zeros(rules.num_boxes, jnp.bool_),
+            "turns_left": _int(rules.num_turns),
+        }
+        return cls(**{**card, **fields})
 
 
 def _random_faces(key: jax.Array) -> jax.Array:
@@ -90,9 +98,9 @@ def roll_dice(key: jax.Array) -> jax.Array:
     return _sorted_dice(face_counts(_random_faces(key)))
 
 
-def init(key: jax.Array) -> State:
-    """Start a full game: empty score card, first roll of the first turn."""
-    return State(dice=roll_dice(key))
+def init(key: jax.Array, rules: Rules = OFFICIAL) -> State:
+    """Start a full game of `rules`: empty score card, first roll of the first turn."""
+    return State.empty(rules, dice=roll_dice(key))
 
 
 def batch_of_one(tree: State | jax.Array) -> State | jax.Array:
@@ -100,38 +108,39 @@ def batch_of_one(tree: State | jax.Array) -> State | jax.Array:
     return jax.tree.map(lambda leaf: leaf[None], tree)
 
 
-def upper_total(state: State) -> jax.Array:
+def upper_total(state: State, rules: Rules = OFFICIAL) -> jax.Array:
     """Sum of the upper boxes (uncapped)."""
-    return jnp.sum(state.scores[..., :NUM_UPPER], axis=-1)
+    return jnp.sum(state.scores[..., : rules.num_upper], axis=-1)
 
 
-def upper_bonus(state: State) -> jax.Array:
-    """The 35-point upper bonus if the upper boxes reach 63, else 0."""
-    return jnp.where(upper_total(state) >= UPPER_BONUS_THRESHOLD, UPPER_BONUS, 0).astype(jnp.int32)
+def upper_bonus(state: State, rules: Rules = OFFICIAL) -> jax.Array:
+    """The upper bonus (35 in Yahtzee) if the upper boxes reach its threshold (63), else 0."""
+    reached = upper_total(state, rules) >= rules.upper_bonus_threshold
+    return jnp.where(reached, rules.upper_bonus_points, 0).astype(jnp.int32)
 
 
-def total_score(state: State) -> jax.Array:
+def total_score(state: State, rules: Rules = OFFICIAL) -> jax.Array:
     """Total score so far: boxes + upper bonus + Yahtzee bonuses."""
     boxes = jnp.sum(state.scores, axis=-1)
-    return boxes + upper_bonus(state) + YAHTZEE_BONUS * state.yahtzee_bonus_count
+    bonuses = rules.yahtzee_bonus_points * state.yahtzee_bonus_count
+    return boxes + upper_bonus(state, rules) + bonuses
 
 
 def turn_index(state: State) -> jax.Array:
-    """Number of used boxes, the paper's t in 0..13."""
+    """Number of used boxes, the paper's t (0..13 in Yahtzee)."""
     return jnp.sum(state.filled, axis=-1, dtype=jnp.int32)
 
 
 def current_score_options(
     state: State, rules: Rules = OFFICIAL
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`score_options` for the state's dice and card: (points[13], legal[13], yahtzee_bonus)."""
-    return score_options(
-        face_counts(state.dice), state.filled, state.scores[Category.YAHTZEE], rules
-    )
+    """`score_options` for the state's dice and card: (points[boxes], legal[boxes], bonus)."""
+    yahtzee_box = state.scores[rules.yahtzee_box]
+    return score_options(face_counts(state.dice), state.filled, yahtzee_box, rules)
 
 
 def legal_action_mask(state: State, rules: Rules = OFFICIAL) -> jax.Array:
-    """Legal actions, bool[45]; all true once terminated (so a policy never divides by zero)."""
+    """Legal actions, bool[num_actions]; all true once terminated (a policy never divides by 0)."""
     _, legal_boxes, _ = current_score_options(state, rules)
     keeping = state.roll_index < LAST_ROLL
     mask = jnp.concatenate([jnp.broadcast_to(keeping, (NUM_KEEP_ACTIONS,)), legal_boxes & ~keeping])
@@ -144,7 +153,9 @@ def _keep_and_reroll(state: State, action: jax.Array, fresh: jax.Array) -> State
     return state.replace(dice=_sorted_dice(counts), roll_index=state.roll_index + 1, reward=_int())
 
 
-def _score(state: State, category_mask: jax.Array, options: tuple, fresh: jax.Array) -> State:
+def _score(
+    state: State, category_mask: jax.Array, options: tuple, fresh: jax.Array, rules: Rules
+) -> State:
     points, _, bonus = options
     turns_left = state.turns_left - 1
     scored = state.replace(
@@ -156,7 +167,8 @@ def _score(state: State, category_mask: jax.Array, options: tuple, fresh: jax.Ar
         dice=jnp.where(turns_left > 0, _sorted_dice(face_counts(fresh)), state.dice),
         terminated=turns_left == 0,
     )
-    return scored.replace(reward=(total_score(scored) - total_score(state)).astype(jnp.int32))
+    reward = total_score(scored, rules) - total_score(state, rules)
+    return scored.replace(reward=reward.astype(jnp.int32))
 
 
 def step(state: State, action: jax.Array, key: jax.Array, rules: Rules = OFFICIAL) -> State:
@@ -167,30 +179,34 @@ def step(state: State, action: jax.Array, key: jax.Array, rules: Rules = OFFICIA
     keeping = state.roll_index < LAST_ROLL
     # Legality via a one-hot match (no gather); an out-of-range action matches nothing.
     is_keep = (action >= 0) & (action < NUM_KEEP_ACTIONS)
-    category_mask = jnp.arange(NUM_CATEGORIES) == action - NUM_KEEP_ACTIONS
+    category_mask = jnp.arange(rules.num_boxes) == action - NUM_KEEP_ACTIONS
     legal_score = jnp.any(category_mask & options[1])
     is_legal = jnp.where(keeping, is_keep, legal_score) & ~state.terminated
     kept = _keep_and_reroll(state, action, fresh)
-    scored = _score(state, category_mask, options, fresh)
+    scored = _score(state, category_mask, options, fresh, rules)
     moved = jax.tree.map(lambda a, b: jnp.where(keeping, a, b), kept, scored)
     unchanged = state.replace(reward=_int())
     return jax.tree.map(lambda a, b: jnp.where(is_legal, a, b), moved, unchanged)
 
 
-def init_single_turn(key: jax.Array, random_context: bool = False) -> State:
+def init_single_turn(
+    key: jax.Array, random_context: bool = False, rules: Rules = OFFICIAL
+) -> State:
     """The paper's single-turn task (section 3.3): one turn of 3 decisions on the same engine.
 
-    With ``random_context`` a uniformly random number (0..12) of random boxes is already used,
-    each holding the score of an independent random roll in that box; otherwise the card is empty.
+    With ``random_context`` a uniformly random number (0..boxes-1) of random boxes is already
+    used, each holding the score of an independent random roll in that box; otherwise the card
+    is empty.
     """
     dice_key, count_key, order_key, card_key = jax.random.split(key, 4)
     if not random_context:
-        return State(dice=roll_dice(dice_key), turns_left=_int(1))
-    num_filled = jax.random.randint(count_key, (), 0, NUM_CATEGORIES)
-    rank = jnp.argsort(jax.random.uniform(order_key, (NUM_CATEGORIES,)))
+        return State.empty(rules, dice=roll_dice(dice_key), turns_left=_int(1))
+    boxes = rules.num_boxes
+    num_filled = jax.random.randint(count_key, (), 0, boxes)
+    rank = jnp.argsort(jax.random.uniform(order_key, (boxes,)))
     filled = rank < num_filled
-    card_dice = jax.random.randint(card_key, (NUM_CATEGORIES, NUM_DICE), 1, NUM_FACES + 1)
-    card_scores = jax.vmap(lambda dice: base_scores(face_counts(dice)))(card_dice)
+    card_dice = jax.random.randint(card_key, (boxes, NUM_DICE), 1, NUM_FACES + 1)
+    card_scores = jax.vmap(lambda dice: base_scores(face_counts(dice), rules))(card_dice)
     scores = jnp.where(filled, jnp.diagonal(card_scores), 0).astype(jnp.int32)
     return State(dice=roll_dice(dice_key), scores=scores, filled=filled, turns_left=_int(1))
 
@@ -199,15 +215,15 @@ class IllegalActionError(UserError):
     """Raised by :func:`step_checked` for an action that is not legal in the state."""
 
 
-def describe_action(action: int) -> str:
+def describe_action(action: int, rules: Rules = OFFICIAL) -> str:
     """Human-readable action: 'keep [..]' or 'score <box>'."""
     action = int(action)
     if 0 <= action < NUM_KEEP_ACTIONS:
         kept = [i for i in range(NUM_DICE) if action >> i & 1]
         return f"keep dice at positions {kept}"
-    if NUM_KEEP_ACTIONS <= action < NUM_ACTIONS:
-        return f"score {CATEGORY_NAMES[action - NUM_KEEP_ACTIONS]}"
-    return f"out-of-range action {action} (valid: 0..{NUM_ACTIONS - 1})"
+    if NUM_KEEP_ACTIONS <= action < rules.num_actions:
+        return f"score {rules.box_names[action - NUM_KEEP_ACTIONS]}"
+    return f"out-of-range action {action} (valid: 0..{rules.num_actions - 1})"
 
 
 def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules = OFFICIAL) -> State:
@@ -217,13 +233,13 @@ def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules =
         raise IllegalActionError("the game is over: no action is legal in a terminated state")
     legal = np.asarray(legal_action_mask(state, rules))
     action = int(action)
-    if not (0 <= action < NUM_ACTIONS) or not legal[action]:
+    if not (0 <= action < rules.num_actions) or not legal[action]:
         phase = "keep" if int(state.roll_index) < LAST_ROLL else "score"
-        allowed = ", ".join(describe_action(a) for a in np.flatnonzero(legal))
+        allowed = ", ".join(describe_action(a, rules) for a in np.flatnonzero(legal))
         allowed_text = allowed if phase == "score" else "any keep action 0..31"
         raise IllegalActionError(
-            f"illegal action {action} ({describe_action(action)}) at a {phase} decision with dice "
-            f"{np.asarray(state.dice).tolist()}; legal: {allowed_text}"
+            f"illegal action {action} ({describe_action(action, rules)}) at a {phase} decision "
+            f"with dice {np.asarray(state.dice).tolist()}; legal: {allowed_text}"
         )
     return step(state, jnp.int32(action), key, rules)
 
@@ -236,12 +252,12 @@ class Yahtzee:
 
     def init(self, key: jax.Array) -> State:
         """Start a full game."""
-        return init(key)
+        return init(key, self.rules)
 
     def step(self, state: State, action: jax.Array, key: jax.Array) -> State:
         """Apply one decision."""
         return step(state, action, key, self.rules)
 
     def legal_action_mask(self, state: State) -> jax.Array:
-        """Legal actions, bool[45]."""
+        """Legal actions, bool[num_actions]."""
         return legal_action_mask(state, self.rules)

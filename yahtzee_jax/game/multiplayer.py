@@ -4,9 +4,10 @@ A match stacks one engine `State` per player (``cards``, leading axis = seat) an
 turn it is. A turn is the engine's keep, keep, score on the current player's card, through
 `engine.step` and `engine.legal_action_mask` themselves: the rules live only in `rules.py`, and
 nothing here scores dice. After a player scores a box the turn passes to the next seat; the
-match ends when every card is full (13 turns each, 39 x P decisions). Like the solitaire engine,
-`step` is pure, jittable and vmappable, the key is always an argument, an illegal action leaves
-the match unchanged with zero rewards, and a terminated match steps to itself.
+match ends when every card is full (a turn per box each: 39 x P decisions in Yahtzee). Like the
+solitaire engine, `step` is pure, jittable and vmappable, the key is always an argument, an
+illegal action leaves the match unchanged with zero rewards, and a terminated match steps to
+itself. The cards follow the rule set given to `init`.
 
 A card that is not on turn already holds the dice its next turn opens with: the engine rolls a
 turn's opening dice when the previous box is scored. Observations of the match for one player
@@ -30,7 +31,7 @@ from flax import struct
 
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_TURNS, OFFICIAL, Rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, OFFICIAL, Rules
 
 WIN, DRAW, LOSS = 1, 0, -1
 
@@ -85,7 +86,9 @@ def current_card(state: MatchState) -> State:
     return card(state, state.current_player)
 
 
-def init(key: jax.Array, num_players: int = 2, common_dice: bool = False) -> MatchState:
+def init(
+    key: jax.Array, num_players: int = 2, common_dice: bool = False, rules: Rules = OFFICIAL
+) -> MatchState:
     """Start a match: empty cards, seat 0 on turn; every card shows its first roll.
 
     With `common_dice` every card opens with the same roll (from `key`); otherwise seat p's
@@ -95,7 +98,7 @@ def init(key: jax.Array, num_players: int = 2, common_dice: bool = False) -> Mat
         raise ValueError(f"a match needs at least one player, got {num_players}")
     seat_keys = [key if common_dice else jax.random.fold_in(key, p) for p in range(num_players)]
     return MatchState(
-        cards=stack_cards([engine.init(seat_key) for seat_key in seat_keys]),
+        cards=stack_cards([engine.init(seat_key, rules) for seat_key in seat_keys]),
         current_player=jnp.int32(0),
         rewards=jnp.zeros(num_players, jnp.int32),
         terminated=jnp.bool_(False),
@@ -103,7 +106,7 @@ def init(key: jax.Array, num_players: int = 2, common_dice: bool = False) -> Mat
 
 
 def legal_action_mask(state: MatchState, rules: Rules = OFFICIAL) -> jax.Array:
-    """Legal actions of the player on turn, bool[45] (all true once terminated)."""
+    """Legal actions of the player on turn, bool[num_actions] (all true once terminated)."""
     return engine.legal_action_mask(current_card(state), rules) | state.terminated
 
 
@@ -136,16 +139,16 @@ def step(
     )
 
 
-def total_scores(state: MatchState) -> jax.Array:
+def total_scores(state: MatchState, rules: Rules = OFFICIAL) -> jax.Array:
     """Each player's total score so far, bonuses included (int32[P])."""
-    return engine.total_score(state.cards)
+    return engine.total_score(state.cards, rules)
 
 
-def outcome(state: MatchState) -> Outcome:
+def outcome(state: MatchState, rules: Rules = OFFICIAL) -> Outcome:
     """Win/draw/loss and margin of every player, from the totals as they stand (P >= 2)."""
     if state.num_players < 2:
         raise ValueError("a match outcome needs at least two players")
-    totals = total_scores(state)
+    totals = total_scores(state, rules)
     others = jnp.where(jnp.eye(state.num_players, dtype=bool), jnp.iinfo(jnp.int32).min, totals)
     best_other = jnp.max(others, axis=-1)
     margins = totals - best_other
@@ -171,7 +174,7 @@ def solitaire_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: 
 def decision_keys(
     play_key: jax.Array, seat: int, decision: jax.Array | int, common_dice: bool = True
 ) -> tuple[jax.Array, jax.Array]:
-    """(policy key, dice key) of `seat`'s `decision`-th decision (0..38) in one match.
+    """(policy key, dice key) of `seat`'s `decision`-th decision (0..38 in Yahtzee) in a match.
 
     As in `yahtzee_jax.play.play`, decision k uses ``split(fold_in(base, k))``; the base is the
     match's play key for every seat with `common_dice` (same dice stream per seat), else
@@ -197,7 +200,7 @@ def play_match(
     num_players = len(policies)
     episode_split = jax.vmap(jax.random.split)(keys)
     init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
-    state = jax.vmap(lambda key: init(key, num_players, common_dice))(init_keys)
+    state = jax.vmap(lambda key: init(key, num_players, common_dice, rules))(init_keys)
 
     def play_turn(state: MatchState, turn: jax.Array) -> tuple[MatchState, None]:
         # Seats move in order inside a turn, so the seat on turn is the same in every match of
@@ -227,5 +230,5 @@ def play_match(
             state, _ = jax.lax.scan(decide, state, jnp.arange(DECISIONS_PER_TURN))
         return state, None
 
-    final, _ = jax.lax.scan(play_turn, state, jnp.arange(NUM_TURNS))
+    final, _ = jax.lax.scan(play_turn, state, jnp.arange(rules.num_turns))
     return final

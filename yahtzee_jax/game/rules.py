@@ -1,13 +1,31 @@
-"""The rules of solitaire Yahtzee: category table, rule variants and the scoring of a roll.
+"""The rules of a game of the Yahtzee family: its box table, variants and the scoring of a roll.
 
 Every rule of the game lives in this module; the engine, the solver, the features and the
-baseline agents all score dice through :func:`score_options`.
+baseline agents all score dice through :func:`score_options`. A rule set is data: a `Rules`
+holds the score card as a table of `Box` rows (name, scoring kind and its parameters), the upper
+bonus, the Yahtzee bonus and the Joker rule, and every array shape of the package (the card, the
+actions, the features, the network's score head, the solver's tables) follows from it. Only the
+dice are the same in every game of the family: five six-sided dice, three rolls a turn.
+
+How the family's games are written as tables (the four variants below share `YAHTZEE_BOXES`)::
+
+    Yacht (12 boxes):  *UPPER_BOXES, Box("full_house", FULL_HOUSE, score=ALL_DICE),
+                       Box("four_of_a_kind", OF_A_KIND, 4, MATCHED_DICE),
+                       Box("little_straight", STRAIGHT, 5, 30, lowest=1),
+                       Box("big_straight", STRAIGHT, 5, 30, lowest=2),
+                       Box("choice", CHANCE), Box("yacht", OF_A_KIND, 5, 50)
+    Yatzy (15 boxes):  *UPPER_BOXES, Box("one_pair", OF_A_KIND, 2, MATCHED_DICE),
+                       Box("two_pairs", TWO_PAIRS, score=MATCHED_DICE), ...,
+                       Box("small_straight", STRAIGHT, 5, 15, lowest=1), ...,
+                       with upper_bonus_points=50, yahtzee_bonus=False, joker=Joker.NONE
 """
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -17,26 +35,93 @@ from yahtzee_jax.errors import UserError
 
 NUM_DICE = 5
 NUM_FACES = 6
-NUM_CATEGORIES = 13
-NUM_UPPER = 6
-NUM_TURNS = 13
 DECISIONS_PER_TURN = 3  # keep, keep, score
-DECISIONS_PER_GAME = NUM_TURNS * DECISIONS_PER_TURN  # 39
 NUM_KEEP_ACTIONS = 32  # bit i of a keep action keeps sorted die i
 KEEP_ALL = NUM_KEEP_ACTIONS - 1
-NUM_ACTIONS = NUM_KEEP_ACTIONS + NUM_CATEGORIES  # keep actions first, then one per category
 
-UPPER_BONUS_THRESHOLD = 63
-UPPER_BONUS = 35
-FULL_HOUSE_SCORE = 25
-SMALL_STRAIGHT_SCORE = 30
-LARGE_STRAIGHT_SCORE = 40
-YAHTZEE_SCORE = 50
-YAHTZEE_BONUS = 100
+
+class Kind(str, enum.Enum):
+    """How a box scores; `Box.n` is the kind's parameter."""
+
+    UPPER = "upper"  # n x the dice showing face n; counts toward the upper bonus
+    OF_A_KIND = "of-a-kind"  # at least n dice alike (n = 5: the Yahtzee / Yacht / Yatzy box)
+    TWO_PAIRS = "two-pairs"  # two pairs of different faces
+    FULL_HOUSE = "full-house"  # three of one face and two of another
+    STRAIGHT = "straight"  # n faces in a row, starting at `Box.lowest` (0: anywhere)
+    CHANCE = "chance"  # any roll
+
+
+ALL_DICE = "all"  # a box worth the sum of all five dice when the roll qualifies
+MATCHED_DICE = "matched"  # worth the sum of the dice that make the pattern (Yatzy, Yacht)
+
+
+@dataclasses.dataclass(frozen=True)
+class Box:
+    """One box of the score card: what qualifies a roll (`kind`, `n`, `lowest`) and its worth.
+
+    `score` is a fixed number of points (a full house's 25) or `ALL_DICE` / `MATCHED_DICE`;
+    a roll that does not qualify scores 0. An `UPPER` box always scores its face's dice.
+    """
+
+    name: str
+    kind: Kind
+    n: int = 0
+    score: int | str = ALL_DICE
+    lowest: int = 0
+
+    def points(self, counts: tuple[int, ...]) -> int:
+        """Points of a roll given by its face counts (plain Python: tables and tests)."""
+        faces = range(1, NUM_FACES + 1)
+        total = sum(face * count for face, count in zip(faces, counts, strict=True))
+        if self.kind is Kind.UPPER:
+            return self.n * counts[self.n - 1]
+        if self.kind is Kind.OF_A_KIND:
+            alike = [face for face, count in zip(faces, counts, strict=True) if count >= self.n]
+            return self._worth(bool(alike), total, self.n * max(alike, default=0))
+        if self.kind is Kind.TWO_PAIRS:
+            pairs = [face for face, count in zip(faces, counts, strict=True) if count >= 2]
+            return self._worth(len(pairs) >= 2, total, 2 * sum(pairs))
+        if self.kind is Kind.FULL_HOUSE:
+            return self._worth(sorted(c for c in counts if c) == [2, 3], total, total)
+        if self.kind is Kind.STRAIGHT:
+            starts = [self.lowest] if self.lowest else range(1, NUM_FACES - self.n + 2)
+            made = any(all(counts[s - 1 : s - 1 + self.n]) for s in starts)
+            return self._worth(made, total, total)
+        return self._worth(True, total, total)  # CHANCE
+
+    def _worth(self, qualifies: bool, total: int, matched: int) -> int:
+        if not qualifies:
+            return 0
+        if isinstance(self.score, int):
+            return self.score
+        return matched if self.score == MATCHED_DICE else total
+
+    @property
+    def is_fixed(self) -> bool:
+        """Worth a fixed number of points (not a sum of dice)."""
+        return isinstance(self.score, int)
+
+
+UPPER_NAMES = ("ones", "twos", "threes", "fours", "fives", "sixes")
+UPPER_BOXES = tuple(Box(name, Kind.UPPER, face) for face, name in enumerate(UPPER_NAMES, 1))
+YAHTZEE_BOXES: tuple[Box, ...] = (
+    *UPPER_BOXES,
+    Box("three_of_a_kind", Kind.OF_A_KIND, 3),
+    Box("four_of_a_kind", Kind.OF_A_KIND, 4),
+    Box("full_house", Kind.FULL_HOUSE, score=25),
+    Box("small_straight", Kind.STRAIGHT, 4, 30),
+    Box("large_straight", Kind.STRAIGHT, 5, 40),
+    Box("yahtzee", Kind.OF_A_KIND, 5, 50),
+    Box("chance", Kind.CHANCE),
+)
 
 
 class Category(enum.IntEnum):
-    """The 13 boxes of the score card, in the paper's order."""
+    """Indices of the boxes of Yahtzee's card (`YAHTZEE_BOXES`), in the paper's order.
+
+    Names for the four Yahtzee variants and their tests; code for any rule set asks the
+    `Rules` instead (`rules.yahtzee_box`, `rules.box_index(name)`).
+    """
 
     ONES = 0
     TWOS = 1
@@ -53,12 +138,6 @@ class Category(enum.IntEnum):
     CHANCE = 12
 
 
-CATEGORY_NAMES: tuple[str, ...] = tuple(category.name.lower() for category in Category)
-
-# Highest score each box can hold; the paper's scale for the potential-score features.
-CATEGORY_MAX_SCORES: tuple[int, ...] = (5, 10, 15, 20, 25, 30, 30, 30, 25, 30, 40, 50, 30)
-
-
 class Joker(str, enum.Enum):
     """How a Yahtzee rolled after the Yahtzee box is filled may be placed."""
 
@@ -67,13 +146,119 @@ class Joker(str, enum.Enum):
     FREE = "free"  # Verhoeff: any box; full value in FH/straights once the matching upper is used
 
 
+# Every distinct roll as face counts: the table's maxima are found by scoring each.
+_ALL_COUNTS = tuple(
+    tuple(roll.count(face) for face in range(1, NUM_FACES + 1))
+    for roll in itertools.combinations_with_replacement(range(1, NUM_FACES + 1), NUM_DICE)
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Rules:
-    """A rule variant; static (hashable) configuration of the engine."""
+    """A rule set: the box table and the bonus and Joker rules; static (hashable) under `jit`.
+
+    The six upper boxes (kind `UPPER`, faces 1..6 in order) come first, as in every game of the
+    family, and the table has one five-of-a-kind box with a fixed score (the Yahtzee box: its 50
+    drives the Yahtzee bonus and the Joker); the other boxes are any mix of the kinds. A game has
+    one turn per box.
+    """
 
     name: str
-    yahtzee_bonus: bool  # +100 for each further Yahtzee while the Yahtzee box holds 50
+    yahtzee_bonus: bool  # +yahtzee_bonus_points for each further Yahtzee while the box holds 50
     joker: Joker
+    boxes: tuple[Box, ...] = YAHTZEE_BOXES
+    upper_bonus_threshold: int = 63
+    upper_bonus_points: int = 35
+    yahtzee_bonus_points: int = 100
+
+    def __post_init__(self) -> None:
+        """Reject a table the engine cannot play (clear message instead of wrong numbers)."""
+        names = self.box_names
+        if len(set(names)) != len(names) or not names:
+            raise UserError(f"rules {self.name!r}: box names must be unique and non-empty")
+        upper = [box.n for box in self.boxes if box.kind is Kind.UPPER]
+        first = [box.n if box.kind is Kind.UPPER else 0 for box in self.boxes[:NUM_FACES]]
+        if upper != list(range(1, NUM_FACES + 1)) or first != upper:
+            raise UserError(f"rules {self.name!r}: the six upper boxes come first, faces 1..6")
+        fives = [i for i, box in enumerate(self.boxes) if _is_five_alike(box)]
+        if len(fives) != 1:
+            raise UserError(f"rules {self.name!r}: need one five-of-a-kind box with fixed points")
+        for box in self.boxes:
+            if box.kind is Kind.STRAIGHT and not (
+                2 <= box.n <= NUM_DICE and 0 <= box.lowest <= NUM_FACES + 1 - box.n
+            ):
+                raise UserError(f"rules {self.name!r}: box {box.name!r} is no possible straight")
+            if box.kind is Kind.OF_A_KIND and not 2 <= box.n <= NUM_DICE:
+                raise UserError(f"rules {self.name!r}: box {box.name!r} needs 2..5 alike")
+            if not (box.is_fixed or box.score in (ALL_DICE, MATCHED_DICE)):
+                raise UserError(f"rules {self.name!r}: box {box.name!r} has score {box.score!r}")
+
+    @property
+    def box_names(self) -> tuple[str, ...]:
+        """The boxes' names, in card order."""
+        return tuple(box.name for box in self.boxes)
+
+    @property
+    def num_boxes(self) -> int:
+        """Boxes on the card."""
+        return len(self.boxes)
+
+    @property
+    def num_upper(self) -> int:
+        """Upper boxes (the first ones on the card: six)."""
+        return sum(box.kind is Kind.UPPER for box in self.boxes)
+
+    @property
+    def num_turns(self) -> int:
+        """Turns of a game: one box is filled per turn."""
+        return self.num_boxes
+
+    @property
+    def decisions_per_game(self) -> int:
+        """Decisions of a game: keep, keep, score each turn."""
+        return self.num_turns * DECISIONS_PER_TURN
+
+    @property
+    def num_actions(self) -> int:
+        """Actions: the 32 keeps, then one per box."""
+        return NUM_KEEP_ACTIONS + self.num_boxes
+
+    @property
+    def yahtzee_box(self) -> int:
+        """Index of the five-of-a-kind box (Yahtzee, Yacht, Yatzy)."""
+        return next(i for i, box in enumerate(self.boxes) if _is_five_alike(box))
+
+    @property
+    def yahtzee_score(self) -> int:
+        """Points of a five of a kind in its box (50)."""
+        score = self.boxes[self.yahtzee_box].score
+        assert isinstance(score, int)
+        return score
+
+    @functools.cached_property
+    def box_max_scores(self) -> tuple[int, ...]:
+        """Highest score each box can hold (the scale of the potential-score features)."""
+        return tuple(max(box.points(counts) for counts in _ALL_COUNTS) for box in self.boxes)
+
+    @property
+    def max_total_without_bonuses(self) -> int:
+        """Highest total without Yahtzee bonuses: every box's maximum and the upper bonus."""
+        return sum(self.box_max_scores) + self.upper_bonus_points
+
+    @functools.cached_property
+    def is_upper(self) -> np.ndarray:
+        """bool[num_boxes]: which boxes count toward the upper bonus."""
+        return np.arange(self.num_boxes) < self.num_upper
+
+    def box_index(self, name: str) -> int:
+        """Index of the box called `name` (clear error if there is none)."""
+        if name not in self.box_names:
+            raise UserError(f"no box {name!r} in {self.name}; boxes: {', '.join(self.box_names)}")
+        return self.box_names.index(name)
+
+
+def _is_five_alike(box: Box) -> bool:
+    return box.kind is Kind.OF_A_KIND and box.n == NUM_DICE and box.is_fixed
 
 
 RULE_VARIANTS: dict[str, Rules] = {
@@ -83,6 +268,24 @@ RULE_VARIANTS: dict[str, Rules] = {
     "plain": Rules("plain", yahtzee_bonus=False, joker=Joker.NONE),
 }
 OFFICIAL = RULE_VARIANTS["official"]
+
+# TODO(issue 27): remove once envs/algorithms read rules. The official card's numbers, still
+# imported by config.py, play.py, two_player.py and algorithms/{actor_critic,dqn,rollout}.py.
+NUM_CATEGORIES = OFFICIAL.num_boxes
+NUM_TURNS = OFFICIAL.num_turns
+DECISIONS_PER_GAME = OFFICIAL.decisions_per_game
+NUM_ACTIONS = OFFICIAL.num_actions
+UPPER_BONUS_THRESHOLD = OFFICIAL.upper_bonus_threshold
+UPPER_BONUS = OFFICIAL.upper_bonus_points
+# The other former constants of the official card, until their users read the rules.
+NUM_UPPER = OFFICIAL.num_upper
+CATEGORY_NAMES = OFFICIAL.box_names
+CATEGORY_MAX_SCORES = OFFICIAL.box_max_scores
+FULL_HOUSE_SCORE = 25
+SMALL_STRAIGHT_SCORE = 30
+LARGE_STRAIGHT_SCORE = 40
+YAHTZEE_SCORE = OFFICIAL.yahtzee_score
+YAHTZEE_BONUS = OFFICIAL.yahtzee_bonus_points
 
 
 def get_rules(rules: str | Rules) -> Rules:
@@ -98,7 +301,6 @@ def get_rules(rules: str | Rules) -> Rules:
 
 # numpy constants: importing the package must not start a device (jax.distributed needs that)
 _FACES = np.arange(1, NUM_FACES + 1, dtype=np.int32)
-_IS_LOWER = np.arange(NUM_CATEGORIES) >= NUM_UPPER
 
 
 def face_counts(dice: jax.Array) -> jax.Array:
@@ -106,43 +308,88 @@ def face_counts(dice: jax.Array) -> jax.Array:
     return jnp.sum(dice[..., :, None] == _FACES, axis=-2, dtype=jnp.int32)
 
 
-def base_scores(counts: jax.Array) -> jax.Array:
+class _Roll:
+    """What the boxes of a table read from one roll's face counts, each computed once."""
+
+    def __init__(self, counts: jax.Array) -> None:
+        self.counts = counts
+
+    @functools.cached_property
+    def total(self) -> jax.Array:
+        return jnp.sum(self.counts * _FACES)
+
+    @functools.cached_property
+    def most(self) -> jax.Array:
+        return jnp.max(self.counts)
+
+    @functools.cached_property
+    def present(self) -> jax.Array:
+        return self.counts > 0
+
+    def qualifies(self, box: Box) -> jax.Array:
+        """Whether the roll makes the box's pattern."""
+        if box.kind is Kind.OF_A_KIND:  # == for five alike: the program Yahtzee always compiled
+            return self.most == box.n if box.n == NUM_DICE else self.most >= box.n
+        if box.kind is Kind.TWO_PAIRS:
+            return jnp.sum(self.counts >= 2) >= 2
+        if box.kind is Kind.FULL_HOUSE:
+            return jnp.any(self.counts == 3) & jnp.any(self.counts == 2)
+        if box.kind is Kind.STRAIGHT:
+            starts = [box.lowest] if box.lowest else range(1, NUM_FACES - box.n + 2)
+            runs = [self.present[start - 1 : start - 1 + box.n].all() for start in starts]
+            return functools.reduce(jnp.logical_or, runs)
+        return jnp.bool_(True)  # CHANCE
+
+    def worth(self, box: Box) -> jax.Array:
+        """The box's points if the roll qualifies."""
+        if box.is_fixed:
+            return jnp.int32(box.score)
+        if box.score == ALL_DICE or box.kind in (Kind.FULL_HOUSE, Kind.STRAIGHT, Kind.CHANCE):
+            return self.total
+        pairs = box.n if box.kind is Kind.OF_A_KIND else 2
+        matched = jnp.where(self.counts >= pairs, _FACES, 0)
+        if box.kind is Kind.TWO_PAIRS:  # at most two faces show a pair among five dice
+            return 2 * jnp.sum(matched)
+        return box.n * jnp.max(matched)
+
+    def score(self, box: Box) -> jax.Array:
+        """The box's points for this roll."""
+        if box.kind is Kind.CHANCE:
+            return self.worth(box)
+        return jnp.where(self.qualifies(box), self.worth(box), 0)
+
+
+def base_scores(counts: jax.Array, rules: Rules = OFFICIAL) -> jax.Array:
     """Score of a roll (given by its face counts, int32[6]) in each box, without any Joker."""
-    total = jnp.sum(counts * _FACES)
-    most = jnp.max(counts)
-    present = counts > 0
-    small = present[0:4].all() | present[1:5].all() | present[2:6].all()
-    large = present[0:5].all() | present[1:6].all()
-    full_house = jnp.any(counts == 3) & jnp.any(counts == 2)
-    lower = jnp.stack(
-        [
-            jnp.where(most >= 3, total, 0),
-            jnp.where(most >= 4, total, 0),
-            jnp.where(full_house, FULL_HOUSE_SCORE, 0),
-            jnp.where(small, SMALL_STRAIGHT_SCORE, 0),
-            jnp.where(large, LARGE_STRAIGHT_SCORE, 0),
-            jnp.where(most == 5, YAHTZEE_SCORE, 0),
-            total,
-        ]
-    )
-    return jnp.concatenate([counts * _FACES, lower]).astype(jnp.int32)
+    roll = _Roll(counts)
+    # The upper boxes are faces 1..k in order: one vector product, no gather.
+    upper = (counts * _FACES)[: rules.num_upper]
+    lower = [roll.score(box) for box in rules.boxes[rules.num_upper :]]
+    if not lower:
+        return upper.astype(jnp.int32)
+    return jnp.concatenate([upper, jnp.stack(lower)]).astype(jnp.int32)
 
 
-# What a Joker five of a kind scores in Full House and the straights (0 = box not affected).
-_JOKER_VALUES = np.zeros(NUM_CATEGORIES, np.int32)
-_JOKER_VALUES[Category.FULL_HOUSE] = FULL_HOUSE_SCORE
-_JOKER_VALUES[Category.SMALL_STRAIGHT] = SMALL_STRAIGHT_SCORE
-_JOKER_VALUES[Category.LARGE_STRAIGHT] = LARGE_STRAIGHT_SCORE
+def _joker_boxes(rules: Rules) -> np.ndarray:
+    """bool[num_boxes]: the boxes a Joker five of a kind scores at full value (FH, straights)."""
+    return np.array([box.kind in (Kind.FULL_HOUSE, Kind.STRAIGHT) for box in rules.boxes])
 
 
-def _with_joker_values(scores: jax.Array) -> jax.Array:
-    """Full House and both straights at full value (a Joker five of a kind)."""
-    return jnp.where(_JOKER_VALUES > 0, _JOKER_VALUES, scores)
+def _with_joker_values(scores: jax.Array, counts: jax.Array, rules: Rules) -> jax.Array:
+    """Full House and the straights at full value (a Joker five of a kind)."""
+    joker = _joker_boxes(rules)
+    boxes = [box if affected else None for box, affected in zip(rules.boxes, joker, strict=True)]
+    if all(box.is_fixed for box in boxes if box):  # a constant (Yahtzee's 25, 30, 40): no work
+        full = np.array([box.score if box else 0 for box in boxes], np.int32)
+    else:
+        roll = _Roll(counts)
+        full = jnp.stack([roll.worth(box) if box else jnp.int32(0) for box in boxes])
+    return jnp.where(joker, full, scores)
 
 
 def yahtzee_bonus_live(yahtzee_box: jax.Array, rules: Rules) -> jax.Array:
-    """Would a further Yahtzee pay the +100 bonus? The variant has it and the box holds 50."""
-    return jnp.asarray(rules.yahtzee_bonus) & (yahtzee_box == YAHTZEE_SCORE)
+    """Would a further Yahtzee pay the Yahtzee bonus? The variant has it and the box holds 50."""
+    return jnp.asarray(rules.yahtzee_bonus) & (yahtzee_box == rules.yahtzee_score)
 
 
 def score_options(
@@ -152,34 +399,38 @@ def score_options(
 
     Args:
       counts: face counts of the dice, int32[6].
-      filled: which boxes are used, bool[13].
+      filled: which boxes are used, bool[num_boxes].
       yahtzee_box: the points in the Yahtzee box (50 or 0 once filled), int32 scalar.
-      rules: the rule variant (static).
+      rules: the rule set (static).
 
     Returns:
-      points: int32[13], what each box would receive (bonuses excluded).
-      legal: bool[13], which boxes may be chosen now.
-      yahtzee_bonus: bool, whether choosing any box also pays the +100 Yahtzee bonus.
+      points: int32[num_boxes], what each box would receive (bonuses excluded).
+      legal: bool[num_boxes], which boxes may be chosen now.
+      yahtzee_bonus: bool, whether choosing any box also pays the Yahtzee bonus.
     """
-    scores = base_scores(counts)
+    scores = base_scores(counts, rules)
     open_boxes = ~filled
-    is_yahtzee = jnp.max(counts) == 5
-    joker_roll = is_yahtzee & filled[Category.YAHTZEE]
+    is_yahtzee = jnp.max(counts) == NUM_DICE
+    joker_roll = is_yahtzee & filled[rules.yahtzee_box]
     # One-hot masks instead of gathers: vmapped gathers are slow on CPU.
-    matching_upper = jnp.concatenate([counts == 5, jnp.zeros(NUM_CATEGORIES - NUM_UPPER, bool)])
+    matching_upper = jnp.concatenate(
+        [counts[: rules.num_upper] == NUM_DICE, jnp.zeros(rules.num_boxes - rules.num_upper, bool)]
+    )
     matching_upper_filled = jnp.any(matching_upper & filled)
+    is_lower = ~rules.is_upper
     if rules.joker is Joker.NONE:
         points, legal = scores, open_boxes
     elif rules.joker is Joker.FREE:
-        points = jnp.where(joker_roll & matching_upper_filled, _with_joker_values(scores), scores)
+        full_value = _with_joker_values(scores, counts, rules)
+        points = jnp.where(joker_roll & matching_upper_filled, full_value, scores)
         legal = open_boxes
     else:  # FORCED: matching upper box if open, else any open lower box, else any open box
-        points = jnp.where(joker_roll, _with_joker_values(scores), scores)
-        any_lower_open = jnp.any(open_boxes & _IS_LOWER)
+        points = jnp.where(joker_roll, _with_joker_values(scores, counts, rules), scores)
+        any_lower_open = jnp.any(open_boxes & is_lower)
         joker_legal = jnp.where(
             ~matching_upper_filled,
             matching_upper,
-            jnp.where(any_lower_open, open_boxes & _IS_LOWER, open_boxes),
+            jnp.where(any_lower_open, open_boxes & is_lower, open_boxes),
         )
         legal = jnp.where(joker_roll, joker_legal, open_boxes)
     bonus = joker_roll & yahtzee_bonus_live(yahtzee_box, rules)
