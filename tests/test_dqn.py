@@ -11,6 +11,7 @@ import pytest
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.algorithms import dqn
+from yahtzee_jax.algorithms.acting import make_agent
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
@@ -68,7 +69,7 @@ def test_buffer_samples_only_written_entries_as_consecutive_pairs():
     two oldest updates are gone: only ids of updates 2, 3, 4 appear, never an overwritten one."""
     config = small_config()
     add = jax.jit(lambda buffer, records: dqn.buffer_add(config, buffer, records))
-    buffer = add(dqn.buffer_init(config), numbered_records(0))
+    buffer = add(dqn.buffer_init(config, make_context(config).env), numbered_records(0))
     first, second = sampled_ids(config, buffer)
     written = {100 * lane + t for lane in range(2) for t in range(T - 1)}
     assert set(first.tolist()) == written
@@ -154,7 +155,7 @@ def test_greedy_agent_never_takes_an_illegal_action_of_highest_q():
     chance = NUM_KEEP_ACTIONS + 12
     bias = params[head]["bias"].at[chance].add(1e6)
     params = {**params, head: {**params[head], "bias": bias}}
-    agent = dqn.make_agent(config, params, "dqn")
+    agent = make_agent(config, params, "dqn")
     records = play_games(agent, 8, seed=0)
     assert (records.turn_categories[:, 0] == 12).all()
     for categories in records.turn_categories:

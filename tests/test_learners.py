@@ -12,7 +12,7 @@ import pytest
 from yahtzee_jax.algorithms import actor_critic, ppo, reinforce
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import lambda_returns
-from yahtzee_jax.algorithms.rollout import evaluate_trajectory, rollout
+from yahtzee_jax.algorithms.rollout import evaluate_trajectory, update_rollout
 from yahtzee_jax.config import OptimConfig, resolve
 from yahtzee_jax.game import DECISIONS_PER_GAME
 from yahtzee_jax.schedules import hold_anneal_schedule, learning_rate_schedule
@@ -152,9 +152,9 @@ def test_rollout_is_reproduced_by_the_loss_forward_pass():
     config = resolve("quick", overrides=["network.hidden_size=16", "network.dropout=0.5"])
     context = make_context(config)
     state = init_train_state(context)
-    trajectory = jax.jit(
-        lambda params, key: rollout(context.network, params, key, config, context.rules)
-    )(state.params, state.key)
+    trajectory = jax.jit(lambda params, key: update_rollout(context, params, key)[0])(
+        state.params, state.key
+    )
     assert trajectory.action.shape == (DECISIONS_PER_GAME, config.train.games_per_update)
     log_probs, output = evaluate_trajectory(context.network, state.params, trajectory)
     taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]

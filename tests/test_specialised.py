@@ -16,14 +16,15 @@ from yahtzee_jax.algorithms import actor_critic, ppo
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import kl_divergence, lambda_returns
 from yahtzee_jax.algorithms.rollout import (
-    _record,
     apply_network,
     evaluate_heads,
     evaluate_trajectory,
     heads_kl,
-    rollout,
+    trajectory_recorder,
+    update_rollout,
 )
 from yahtzee_jax.config import resolve
+from yahtzee_jax.envs.rollout import rollout as env_rollout
 from yahtzee_jax.networks import entropy, network_log_probs
 from yahtzee_jax.play import episode_keys, play, record_transition
 
@@ -95,7 +96,10 @@ def reference_rollout(context, params, key):
         return action, extras
 
     keys = episode_keys(key, 0, config.train.episodes_per_update)
-    return play(policy, keys, context.rules, config.train.task, record=_record)[1]
+    _, records, rewards = env_rollout(
+        context.env, policy, keys, None, trajectory_recorder(context.env)
+    )
+    return records._replace(reward=rewards)
 
 
 def perturbed(params, scale: float = 0.05):
@@ -127,12 +131,11 @@ def test_rollout_matches_every_head_at_every_decision(task: str, network: str):
     context = make_context(small_config("a2c", network, task))
     state = init_train_state(context)
     params = perturbed(state.params)
-    config, rules = context.config, context.rules
     expected = jax.jit(lambda p, k: reference_rollout(context, p, k))(params, state.key)
     for with_value in (True, False):
-        actual = jax.jit(
-            lambda p, k, v=with_value: rollout(context.network, p, k, config, rules, v)
-        )(params, state.key)
+        actual = jax.jit(lambda p, k, v=with_value: update_rollout(context, p, k, v)[0])(
+            params, state.key
+        )
         for field in ("features", "legal_mask", "roll_index", "action", "reward", "dropout_seed"):
             np.testing.assert_array_equal(getattr(actual, field), getattr(expected, field))
         np.testing.assert_array_equal(actual.upper_total, expected.upper_total)
@@ -181,11 +184,11 @@ def test_loss_and_gradients_match_the_reference(algo: str, network: str):
     context = make_context(small_config(algo, network))
     state = init_train_state(context)
     params = perturbed(state.params)
-    config, rules, algo_config = context.config, context.rules, context.config.algo
+    _config, algo_config = context.config, context.config.algo
     step = jnp.int32(3)
     gamma = 0.97 if algo == "reinforce" else algo_config.gamma
-    with_values = rollout(context.network, params, state.key, config, rules, True)
-    without = rollout(context.network, params, state.key, config, rules, False)
+    with_values = update_rollout(context, params, state.key, True)[0]
+    without = update_rollout(context, params, state.key, False)[0]
     rewards = actor_critic.training_rewards(context, with_values, gamma)
     target = lambda_returns(rewards, with_values.value, gamma, algo_config.gae_lambda)
 
@@ -228,8 +231,8 @@ def test_ppo_loss_and_gradients_match_the_reference(network: str):
     """PPO's minibatch loss (rollout values kept for its advantages) with moved parameters."""
     context = make_context(small_config("ppo", network))
     state = init_train_state(context)
-    config, rules, algo = context.config, context.rules, context.config.algo
-    trajectory = rollout(context.network, state.params, state.key, config, rules, True)
+    _config, algo = context.config, context.config.algo
+    trajectory = update_rollout(context, state.params, state.key, True)[0]
     rewards = actor_critic.training_rewards(context, trajectory, algo.gamma)
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
     advantage = target - trajectory.value
@@ -254,7 +257,7 @@ def test_kl_is_exact_at_evaluation_updates_and_sampled_between():
     config = context.config
     assert config.algo.kl_sample_games == 2 and config.train.eval_interval > 1
     state = init_train_state(context)
-    trajectory = rollout(context.network, state.params, state.key, config, context.rules, False)
+    trajectory = update_rollout(context, state.params, state.key, False)[0]
     before = evaluate_heads(context.network, state.params, trajectory, with_value=False)
     after_params = perturbed(state.params)
     ref_before = evaluate_trajectory(context.network, state.params, trajectory)[0]

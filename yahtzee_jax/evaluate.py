@@ -13,7 +13,7 @@ from pathlib import Path
 
 from yahtzee_jax.agents import AGENT_NAMES, resolve_agent
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.play import TASKS
+from yahtzee_jax.play import SOLITAIRE
 from yahtzee_jax.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
 from yahtzee_jax.reports import evaluate, format_terminal, report_tables, write_json
 
@@ -57,7 +57,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
         "--task",
-        choices=TASKS,
+        choices=tuple(SOLITAIRE),
         default="game",
         help="game (default), or single-turn: N single turns on random cards against their "
         "exact optimum",

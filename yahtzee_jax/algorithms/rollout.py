@@ -236,3 +236,10 @@ def heads_kl(before: HeadOutputs, after: HeadOutputs) -> jax.Array:
     keep = kl_per_decision(before.roll_log_probs, after.roll_log_probs)
     score = kl_per_decision(before.score_log_probs, after.score_log_probs)
     return (jnp.sum(keep) + jnp.sum(score)) / (keep.size + score.size)
+
+
+def update_rollout(context: Any, params: Any, key: jax.Array, with_value: bool = True):
+    """One update's episodes (`train.episodes_per_update`) of the run's environment from a fresh
+    task state: (trajectory, final states); for tests and benchmarks of the learners."""
+    episodes = context.config.train.episodes_per_update
+    return rollout(context.network, params, key, context.env, episodes, None, with_value)
