@@ -24,7 +24,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules
 from yahtzee_jax.records import play_games
 from yahtzee_jax.solver import make_optimal_agent, solve
 from yahtzee_jax.solver.endgame import SCORE_BINS, endgame_distributions
-from yahtzee_jax.solver.exact import FULL_MASK, score_transition
+from yahtzee_jax.solver.exact import full_mask, score_transition
 from yahtzee_jax.solver.moments import (
     _chunk_moments,
     roll_futures,
@@ -34,13 +34,14 @@ from yahtzee_jax.solver.moments import (
 from yahtzee_jax.solver.tables import base_points, solver_score_tables
 from yahtzee_jax.solver.win_seeker import make_win_seeker, win_probability
 from yahtzee_jax.two_player import (
-    evaluate_policy_matches,
+    evaluate_agent_matches,
     main,
     match_player,
     win_seeker_agent,
 )
 
 RULES = get_rules("official")
+FULL_MASK = full_mask(RULES)
 CHANCE_ONLY = FULL_MASK & ~(1 << Category.CHANCE)
 
 
@@ -115,7 +116,9 @@ def test_the_moment_pass_recomputes_the_value_table():
     moments = solve_moment_table(RULES, value_table, down_to_filled=11)
     mask = np.array([FULL_MASK & ~(1 << Category.YAHTZEE) & ~(1 << Category.ONES)] * 3)
     upper, flag = np.array([0, 10, 63]), np.zeros(3, np.int64)
-    values, _ = _chunk_moments(mask, upper, flag, value_table, moments, solver_score_tables(RULES))
+    values, _ = _chunk_moments(
+        mask, upper, flag, value_table, moments, solver_score_tables(RULES), RULES
+    )
     np.testing.assert_allclose(values, value_table[mask, upper, flag], rtol=1e-12)
     assert np.isnan(moments[0, 0, 0])  # the partial solve stops where it was told
 
@@ -189,16 +192,16 @@ def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_i
     assert action < NUM_KEEP_ACTIONS
     assert keep_chance(action) == pytest.approx(best)
     optimal = match_player("optimal", RULES)
-    assert keep_chance(int(optimal(mine, theirs, None)[0][0])) < best - 0.01
+    assert keep_chance(int(optimal.batch_act(optimal.params, mine, None)[0])) < best - 0.01
 
 
 def test_win_seeker_plays_whole_matches_and_the_cli_reports_them(cache, capsys, monkeypatch):
     """Whole matches against the optimal agent: a result the same for the same seed, a sane
     score, and the CLI's one-line summary."""
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
-    seeker = make_win_seeker(RULES, cache, endgame_open=1)
-    first = evaluate_policy_matches(seeker, RULES, "optimal", num_games=8, seed=3, batch_size=8)
-    again = evaluate_policy_matches(seeker, RULES, "optimal", num_games=8, seed=3, batch_size=8)
+    seeker = win_seeker_agent(RULES, cache, endgame_open=1)
+    first = evaluate_agent_matches(seeker, "optimal", num_games=8, seed=3, batch_size=8)
+    again = evaluate_agent_matches(seeker, "optimal", num_games=8, seed=3, batch_size=8)
     assert first["wins"] + first["draws"] + first["losses"] == 8
     assert {k: v for k, v in first.items() if k != "wall_s"} == {
         k: v for k, v in again.items() if k != "wall_s"
@@ -239,7 +242,7 @@ def test_a_person_plays_the_win_seeker_in_the_terminal(cache, monkeypatch):
 
 def test_tournament_plays_the_win_seekers_pairs_as_real_matches(cache, tmp_path, monkeypatch):
     """`tournament win-seeker optimal greedy1`: the win-seeker reads its opponents, so its
-    pairs are real matches, the same games as `evaluate_policy_matches` on the seed (it sits
+    pairs are real matches, the same games as `evaluate_agent_matches` on the seed (it sits
     first in the even games); the pair without it is still scored from solitaire games, as in a
     tournament of those two alone; common dice are refused for it in one line."""
     monkeypatch.setattr("yahtzee_jax.solver.endgame.ENDGAME_OPEN", 1)
@@ -253,9 +256,9 @@ def test_tournament_plays_the_win_seekers_pairs_as_real_matches(cache, tmp_path,
         ("win-seeker", "greedy1"),
         ("win-seeker", "optimal"),
     ]
-    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    seeker = win_seeker_agent(RULES, cache, endgame_open=1)
     for opponent in ("optimal", "greedy1"):
-        alone = evaluate_policy_matches(seeker, RULES, opponent, 6, seed=4, batch_size=6)
+        alone = evaluate_agent_matches(seeker, opponent, 6, seed=4, batch_size=6)
         pair = pairs[("win-seeker", opponent)]
         assert (pair["a_wins"], pair["draws"], pair["b_wins"]) == (
             alone["wins"],
