@@ -19,11 +19,10 @@ import pytest
 
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (
-    NUM_CATEGORIES,
     NUM_DICE,
     NUM_FACES,
+    OFFICIAL,
     RULE_VARIANTS,
-    YAHTZEE_SCORE,
     Category,
     get_rules,
 )
@@ -39,13 +38,16 @@ from yahtzee_jax.solver.exact import (
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import (
     NUM_FLAGS,
-    NUM_MASKS,
     ROLLS,
     WIDGET_ORDER,
     base_points,
+    num_masks,
     score_all_rolls,
     score_yahtzee_rolls,
 )
+
+NUM_BOXES = OFFICIAL.num_boxes
+NUM_MASKS = num_masks(OFFICIAL)
 
 NUM_POSITIONS = 256
 
@@ -56,11 +58,11 @@ def random_positions(seed: int, roll_index: int | None) -> State:
     turn. `roll_index` None mixes the three decisions in one batch."""
     rng = np.random.default_rng(seed)
     count = NUM_POSITIONS
-    filled = rng.random((count, NUM_CATEGORIES)) < rng.random((count, 1))
-    filled[filled.all(axis=1), rng.integers(NUM_CATEGORIES)] = False
-    card_rolls = rng.integers(len(ROLLS), size=(count, NUM_CATEGORIES))
-    scores = base_points()[card_rolls, np.arange(NUM_CATEGORIES)]
-    scores[:, Category.YAHTZEE] = np.where(rng.random(count) < 0.5, YAHTZEE_SCORE, 0)
+    filled = rng.random((count, NUM_BOXES)) < rng.random((count, 1))
+    filled[filled.all(axis=1), rng.integers(NUM_BOXES)] = False
+    card_rolls = rng.integers(len(ROLLS), size=(count, NUM_BOXES))
+    scores = base_points()[card_rolls, np.arange(NUM_BOXES)]
+    scores[:, Category.YAHTZEE] = np.where(rng.random(count) < 0.5, OFFICIAL.yahtzee_score, 0)
     scores = np.where(filled, scores, 0)
     dice = np.sort(rng.integers(1, NUM_FACES + 1, size=(count, NUM_DICE)), axis=1)
     five_of_a_kind = rng.random(count) < 0.25
@@ -149,7 +151,7 @@ def test_solver_final_roll_values_hold_for_any_points():
     generic path's values bit for bit too."""
     rng = np.random.default_rng(3)
     points = base_points().copy()
-    lower = [box for box in range(6, NUM_CATEGORIES) if box != Category.YAHTZEE]
+    lower = [box for box in range(6, NUM_BOXES) if box != Category.YAHTZEE]
     points[:, lower] = rng.integers(1, 40, size=(len(ROLLS), len(lower)))
     points[:, lower] *= rng.random((len(ROLLS), len(lower))) < 0.3
     count = 64
@@ -158,8 +160,8 @@ def test_solver_final_roll_values_hold_for_any_points():
     flag = rng.integers(0, NUM_FLAGS, size=count)
     table = 300 * rng.random((NUM_MASKS, 64, NUM_FLAGS))
     options = (
-        rng.integers(0, 50, size=(6, NUM_CATEGORIES, count)),
-        rng.random((6, NUM_CATEGORIES, count)) < 0.7,
+        rng.integers(0, 50, size=(6, NUM_BOXES, count)),
+        rng.random((6, NUM_BOXES, count)) < 0.7,
         rng.random((6, count)) < 0.2,
     )
 

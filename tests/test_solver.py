@@ -21,7 +21,7 @@ import pytest
 from yahtzee_jax import reference
 from yahtzee_jax.cli import main
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_KEEP_ACTIONS, Category
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.records import play_games
 from yahtzee_jax.solver import (
     advise,
@@ -172,8 +172,8 @@ def brute_force_value(card: dict[str, int], variant: str) -> float:
 
 def solver_value(table: np.ndarray, card: dict[str, int]) -> float:
     """Expected final score of a card at a turn start from the solver's value table."""
-    mask = sum(1 << CATEGORY_NAMES.index(box) for box in card)
-    upper = min(sum(points for box, points in card.items() if box in CATEGORY_NAMES[:6]), 63)
+    mask = sum(1 << OFFICIAL.box_names.index(box) for box in card)
+    upper = min(sum(points for box, points in card.items() if box in OFFICIAL.box_names[:6]), 63)
     flag = int(card.get("yahtzee") == 50)
     return reference.final_score(card, 0) + table[mask, upper, flag]
 
@@ -337,7 +337,7 @@ def test_advisor_keep_decision_is_mean_over_rerolls(official):
         ({"twos": 3}, 0, "cannot hold 3"),
         ({"yahtzee": 0}, 1, "Yahtzee bonuses"),
         ({"sevens": 7}, 0, "unknown box"),
-        (dict.fromkeys(CATEGORY_NAMES, 0), 0, "game is over"),
+        (dict.fromkeys(OFFICIAL.box_names, 0), 0, "game is over"),
     ],
 )
 def test_advisor_rejects_impossible_positions(official, card, bonuses, message):

@@ -16,14 +16,10 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, total_score
 from yahtzee_jax.game.rules import (
-    CATEGORY_NAMES,
-    NUM_ACTIONS,
-    NUM_CATEGORIES,
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
-    YAHTZEE_SCORE,
-    Category,
+    OFFICIAL,
     Rules,
     get_rules,
 )
@@ -46,7 +42,7 @@ class ActionValues:
     roll_index: int
     score_so_far: int
     value: float  # optimal expected final score from this position
-    action_values: np.ndarray  # float64[45]
+    action_values: np.ndarray  # float64[num_actions]
     best_action: int
 
     def legal_actions(self) -> np.ndarray:
@@ -65,7 +61,7 @@ class ActionValues:
         ]
         shown: set[str] = set()
         for action in self.legal_actions():
-            label = action_text(int(action), self.dice)
+            label = action_text(int(action), self.dice, self.rules.box_names)
             if label in shown:  # another mask keeping the same dice
                 continue
             shown.add(label)
@@ -77,7 +73,7 @@ class ActionValues:
 
 
 def action_text(
-    action: int, dice: tuple[int, ...], box_names: tuple[str, ...] = CATEGORY_NAMES
+    action: int, dice: tuple[int, ...], box_names: tuple[str, ...] = OFFICIAL.box_names
 ) -> str:
     """A decision in words: 'keep 4 4', 'keep all', 're-roll all' or 'score <box name>'."""
     if action >= NUM_KEEP_ACTIONS:
@@ -89,10 +85,10 @@ def action_text(
 
 
 @functools.cache
-def possible_box_points() -> tuple[frozenset[int], ...]:
+def possible_box_points(rules: Rules = OFFICIAL) -> tuple[frozenset[int], ...]:
     """Points each box can hold: what some roll scores there, or 0 (scratched)."""
-    table = base_points()
-    return tuple(frozenset({0, *table[:, box].tolist()}) for box in range(NUM_CATEGORIES))
+    table = base_points(rules)
+    return tuple(frozenset({0, *table[:, box].tolist()}) for box in range(rules.num_boxes))
 
 
 def check_position(state: State, rules: Rules) -> None:
@@ -100,6 +96,8 @@ def check_position(state: State, rules: Rules) -> None:
     dice = np.asarray(state.dice)
     filled = np.asarray(state.filled)
     scores = np.asarray(state.scores)
+    if filled.shape != (rules.num_boxes,):
+        raise UserError(f"a {rules.name} card has {rules.num_boxes} boxes, got {filled.shape}")
     if bool(state.terminated) or filled.all():
         raise UserError("the game is over: every box is filled")
     if dice.shape != (NUM_DICE,) or not ((dice >= 1) & (dice <= NUM_FACES)).all():
@@ -108,16 +106,18 @@ def check_position(state: State, rules: Rules) -> None:
         raise UserError(f"the dice of a state are sorted ascending, got {dice.tolist()}")
     if int(state.roll_index) not in range(LAST_ROLL + 1):
         raise UserError(f"roll index must be 0, 1 or 2, got {int(state.roll_index)}")
-    for box, name in enumerate(CATEGORY_NAMES):
+    for box, name in enumerate(rules.box_names):
         points = int(scores[box])
         if not filled[box] and points != 0:
             raise UserError(f"box {name} is open but holds {points} points")
-        if filled[box] and points not in possible_box_points()[box]:
+        if filled[box] and points not in possible_box_points(rules)[box]:
             raise UserError(f"box {name} cannot hold {points} points")
     bonus_count = int(state.yahtzee_bonus_count)
     if bonus_count < 0:
         raise UserError(f"the Yahtzee bonus count cannot be negative, got {bonus_count}")
-    if bonus_count and not (rules.yahtzee_bonus and scores[Category.YAHTZEE] == YAHTZEE_SCORE):
+    if bonus_count and not (
+        rules.yahtzee_bonus and scores[rules.yahtzee_box] == rules.yahtzee_score
+    ):
         raise UserError("Yahtzee bonuses need the bonus rule and 50 in the Yahtzee box")
     open_boxes = int((~filled).sum())
     if int(state.turns_left) not in (open_boxes, 1):
@@ -132,16 +132,20 @@ def make_position(
     roll_index: int = 0,
     card: dict[str, int] | None = None,
     yahtzee_bonus_count: int = 0,
+    rules: str | Rules = OFFICIAL,
 ) -> State:
-    """A full-game `State` from readable parts; `card` maps box names to the points written."""
+    """A full-game `State` of `rules` from readable parts; `card` maps box names to the points
+    written."""
+    rules = get_rules(rules)
     card = card or {}
-    filled = np.zeros(NUM_CATEGORIES, bool)
-    scores = np.zeros(NUM_CATEGORIES, np.int32)
+    filled = np.zeros(rules.num_boxes, bool)
+    scores = np.zeros(rules.num_boxes, np.int32)
+    names = rules.box_names
     for name, points in card.items():
         key = name.strip().lower().replace("-", "_")
-        if key not in CATEGORY_NAMES:
-            raise UserError(f"unknown box {name!r}; boxes: {', '.join(CATEGORY_NAMES)}")
-        box = CATEGORY_NAMES.index(key)
+        if key not in names:
+            raise UserError(f"unknown box {name!r}; boxes: {', '.join(names)}")
+        box = names.index(key)
         filled[box], scores[box] = True, points
     if len(dice) != NUM_DICE:
         raise UserError(f"need exactly {NUM_DICE} dice, got {len(dice)}")
@@ -173,22 +177,22 @@ def advise(
     filled = np.asarray(state.filled)
     scores = np.asarray(state.scores)
     options = score_all_rolls_of_cards(
-        jnp.asarray(filled)[None], jnp.asarray(scores[Category.YAHTZEE])[None], rules
+        jnp.asarray(filled)[None], jnp.asarray(scores[rules.yahtzee_box])[None], rules
     )
     options = tuple(np.asarray(part[0]) for part in options)
     last_turn = int(state.turns_left) == 1
     value_table = None if last_turn else solution.value_table
-    values, last_keep, first_keep = turn_values(options, filled, scores, value_table)
+    values, last_keep, first_keep = turn_values(options, filled, scores, value_table, rules=rules)
     dice = tuple(int(die) for die in np.asarray(state.dice))
     roll = roll_index_of(dice)
     roll_index = int(state.roll_index)
-    future = np.full(NUM_ACTIONS, np.nan)
+    future = np.full(rules.num_actions, np.nan)
     if roll_index == LAST_ROLL:
         future[NUM_KEEP_ACTIONS:] = np.where(np.isfinite(values[roll]), values[roll], np.nan)
     else:
         keep_value = first_keep if roll_index == 0 else last_keep
         future[:NUM_KEEP_ACTIONS] = keep_action_values(keep_value, roll)
-    score_so_far = int(total_score(state))
+    score_so_far = int(total_score(state, rules))
     action_values = score_so_far + future
     best_action = int(np.nanargmax(action_values))
     return ActionValues(

@@ -18,14 +18,9 @@ import numpy as np
 from yahtzee_jax.agents.base import Agent, BatchAct, Policy
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
-from yahtzee_jax.game.rules import (
-    KEEP_ALL,
-    NUM_KEEP_ACTIONS,
-    Category,
-    Rules,
-    get_rules,
-)
-from yahtzee_jax.solver.exact import category_values, final_roll_values, solve
+from yahtzee_jax.game.rules import KEEP_ALL, NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.solver.exact import solve
+from yahtzee_jax.solver.final_rolls import category_values, final_roll_values
 from yahtzee_jax.solver.position import card_context, turn_values
 from yahtzee_jax.solver.tables import (
     KEEP_OF_ACTION,
@@ -44,7 +39,7 @@ GREEDY_LEVELS = (1, 2, 3)
 def state_turn_values(
     value_table: jax.Array | None, state: State, rules: Rules
 ) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
-    """The turn widget of one state's card: (category values [252, 13], keep values with one
+    """The turn widget of one state's card: (category values [252, boxes], keep values with one
     and with two re-rolls left [462] each, index of the state's roll among the 252).
 
     The future counts only when the episode goes on after this turn (`turns_left > 1`); with
@@ -52,12 +47,13 @@ def state_turn_values(
     """
     future_weight = (state.turns_left > 1).astype(jnp.float32)
     values, last_keep, first_keep = turn_values(
-        score_all_rolls(state.filled, state.scores[Category.YAHTZEE], rules),
+        score_all_rolls(state.filled, state.scores[rules.yahtzee_box], rules),
         state.filled,
         state.scores,
         value_table,
         future_weight,
         jnp,
+        rules,
     )
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(state.dice, jnp)]
     return values, last_keep, first_keep, roll
@@ -93,10 +89,10 @@ def _decision_kind(roll_index: jax.Array, max_rerolls: int) -> jax.Array:
 
 def _batch_final_values(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
     """Value of each final roll of each game's turn, float32[252, B] (`final_roll_values`)."""
-    mask, upper_total, flag = jax.vmap(card_context, in_axes=(0, 0, None))(
-        states.filled, states.scores, jnp
+    mask, upper_total, flag = jax.vmap(card_context, in_axes=(0, 0, None, None))(
+        states.filled, states.scores, jnp, rules
     )
-    yahtzee_box = states.scores[:, Category.YAHTZEE]
+    yahtzee_box = states.scores[:, rules.yahtzee_box]
     points, legal, bonus = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))(
         states.filled, yahtzee_box, rules
     )
@@ -109,7 +105,8 @@ def _batch_final_values(value_table: jax.Array | None, states: State, rules: Rul
             return jnp.zeros(shape, jnp.float32)
         return future_weight * value_table[next_mask, next_upper, next_flag]
 
-    return final_roll_values(mask, upper_total, flag, base_points(), yahtzee_options, future, jnp)
+    points = base_points(rules)
+    return final_roll_values(mask, upper_total, flag, points, yahtzee_options, future, jnp, rules)
 
 
 def _best_keeps(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
@@ -125,7 +122,7 @@ def widget_batch_actions(
 
     The turn's values are built batch-minor for all games at once ([252, B], [462, B]), and only
     for the kinds of decision present (one kind in the lockstep play loop): the score decision
-    needs the 13 boxes of one roll, the last keep the final rolls and one keep layer pass, the
+    needs the boxes of one roll, the last keep the final rolls and one keep layer pass, the
     first keep the whole widget.
     """
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
@@ -134,11 +131,11 @@ def widget_batch_actions(
     def score(kind: jax.Array) -> jax.Array:
         def one(state: State) -> jax.Array:
             points, legal, bonus = current_score_options(state, rules)
-            mask, upper_total, flag = card_context(state.filled, state.scores, jnp)
+            mask, upper_total, flag = card_context(state.filled, state.scores, jnp, rules)
             future_weight = (state.turns_left > 1).astype(jnp.float32)
             values = category_values(
                 points[None], legal[None], bonus[None], mask, upper_total, flag,
-                value_table, future_weight, jnp,
+                value_table, future_weight, jnp, rules,
             )  # fmt: skip
             return NUM_KEEP_ACTIONS + jnp.argmax(values[0])
 

@@ -19,10 +19,11 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import NUM_CATEGORIES, Rules, get_rules
-from yahtzee_jax.solver.exact import FILLED_COUNT, FULL_MASK, NUM_UPPER_TOTALS, cache_file, solve
+from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.solver.exact import cache_file, solve
 from yahtzee_jax.solver.moments import box_outcomes, roll_options
-from yahtzee_jax.solver.tables import NUM_FLAGS, NUM_MASKS, solver_score_tables
+from yahtzee_jax.solver.states import filled_count, full_mask, table_shape
+from yahtzee_jax.solver.tables import solver_score_tables
 from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
 
 ENDGAME_OPEN = 3  # open boxes of the states with an exact distribution (47,198 official states)
@@ -36,7 +37,8 @@ def endgame_distributions(
     open_boxes: int = ENDGAME_OPEN,
     cache_dir: str | os.PathLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(row of each state int32[8192, 64, 2], -1 outside the endgame; float32[rows, SCORE_BINS]).
+    """(row of each state int32[masks, totals, 2], -1 outside the endgame; float32[rows,
+    SCORE_BINS]).
 
     Row 0 is the full card (a certain 0). Cached on disk beside the value table.
     """
@@ -45,9 +47,7 @@ def endgame_distributions(
     try:
         with np.load(path, allow_pickle=False) as data:
             rows, distributions = data["rows"], data["distributions"]
-        if rows.shape == (NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS) and rows.max() < len(
-            distributions
-        ):
+        if rows.shape == table_shape(rules) and rows.max() < len(distributions):
             return rows, distributions
     except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
         pass  # missing or damaged: solve again
@@ -69,12 +69,13 @@ def solve_endgame(
     back, in chunks of `CHUNK` states (under a minute for 2 open boxes on one CPU core)."""
     score_tables = solver_score_tables(rules)
     rows = np.full(value_table.shape, -1, np.int32)
-    rows[FULL_MASK] = 0
+    rows[full_mask(rules)] = 0
     layers = [np.zeros((1, SCORE_BINS), np.float32)]
     layers[0][0, 0] = 1.0
     count = 1
-    for filled_count in range(NUM_CATEGORIES - 1, NUM_CATEGORIES - open_boxes - 1, -1):
-        layer_masks = np.flatnonzero(filled_count == FILLED_COUNT)
+    boxes = rules.num_boxes
+    for filled in range(boxes - 1, boxes - open_boxes - 1, -1):
+        layer_masks = np.flatnonzero(filled == filled_count(rules))
         row, upper, flag = np.nonzero(~np.isnan(value_table[layer_masks]))
         mask = layer_masks[row]
         rows[mask, upper, flag] = count + np.arange(len(mask))
@@ -83,7 +84,14 @@ def solve_endgame(
         for start in range(0, len(mask), CHUNK):
             part = slice(start, start + CHUNK)
             layer[part] = _chunk_distributions(
-                mask[part], upper[part], flag[part], value_table, rows, distributions, score_tables
+                mask[part],
+                upper[part],
+                flag[part],
+                value_table,
+                rows,
+                distributions,
+                score_tables,
+                rules,
             )
         layers.append(layer)
         count += len(mask)
@@ -98,12 +106,15 @@ def _chunk_distributions(
     rows: np.ndarray,
     distributions: np.ndarray,
     score_tables: tuple[np.ndarray, ...],
+    rules: Rules,
 ) -> np.ndarray:
     """Future-score distributions [n, SCORE_BINS] of the turn-start states of one chunk."""
-    points, legal, bonus = roll_options(mask, flag, score_tables)  # [252, 13, n], ..., [252, n]
+    points, legal, bonus = roll_options(mask, flag, score_tables)  # [252, boxes, n], [252, n]
     # Each roll and box: the reward, and the next state's value and distribution row.
     tables = (value_table, rows)
-    reward, future, next_rows = box_outcomes(points, legal, bonus, mask, upper, flag, tables)
+    reward, future, next_rows = box_outcomes(
+        points, legal, bonus, mask, upper, flag, tables, np, rules
+    )
     value = np.where(legal, reward + future, -np.inf)
     best = np.argmax(value, axis=1)[:, None]  # the optimal player's box for each roll
 

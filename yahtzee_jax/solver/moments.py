@@ -12,71 +12,57 @@ the value-maximising player takes (`widget.best_keep_choice`).
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.game.rules import (
-    NUM_CATEGORIES,
-    NUM_DICE,
-    NUM_UPPER,
-    UPPER_BONUS_THRESHOLD,
-    YAHTZEE_BONUS,
-    Category,
-    Rules,
-    get_rules,
-)
-from yahtzee_jax.solver.exact import (
-    FULL_MASK,
-    NUM_UPPER_TOTALS,
-    cache_file,
+from yahtzee_jax.game.rules import NUM_DICE, OFFICIAL, Rules, get_rules
+from yahtzee_jax.solver.exact import cache_file, load_table, save_table, solve
+from yahtzee_jax.solver.final_rolls import score_transition
+from yahtzee_jax.solver.states import (
     chunk_indices,
     fill_copies,
+    full_mask,
     layer_chunks,
-    load_table,
-    save_table,
-    score_transition,
-    solve,
+    table_shape,
+    upper_cap,
 )
-from yahtzee_jax.solver.tables import (
-    NUM_FLAGS,
-    NUM_MASKS,
-    NUM_ROLLS,
-    ROLL_COUNTS,
-    YAHTZEE_ROLLS,
-    solver_score_tables,
-)
+from yahtzee_jax.solver.tables import NUM_ROLLS, ROLL_COUNTS, YAHTZEE_ROLLS, solver_score_tables
 from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
 
 Array = Any  # numpy.ndarray or jax.Array
 
 
-_LOWER_BOXES = [box for box in range(NUM_UPPER, NUM_CATEGORIES) if box != Category.YAHTZEE]
+def _lower_boxes(rules: Rules) -> list[int]:
+    """The boxes after the upper section, but the Yahtzee box."""
+    return [box for box in range(rules.num_upper, rules.num_boxes) if box != rules.yahtzee_box]
 
 
 def distinct_next_states(
-    mask: Array, upper_total: Array, flag: Array, xp: Any = np
+    mask: Array, upper_total: Array, flag: Array, xp: Any = np, rules: Rules = OFFICIAL
 ) -> tuple[Array, Array, Array]:
-    """The 44 turn-start states that writing a roll in a box can lead to: (mask, upper, flag),
-    each [44, ...] for a card with trailing batch axes.
+    """The turn-start states that writing a roll in a box can lead to (44 in Yahtzee): (mask,
+    upper, flag), each [44, ...] for a card with trailing batch axes.
 
     The next state depends on the roll only through the count of an upper box's face (6 states
     for each of the 6 upper boxes) and, in the Yahtzee box, through whether the roll is a five of
-    a kind (its 50 sets the flag); a lower box leads to one state. `NEXT_STATE_OF_ROLL` says which
-    of the 44 each roll and box leads to. A filled box's entries name whatever state their index
-    gives: mask them by legality.
+    a kind (its 50 sets the flag); a lower box leads to one state. `next_state_of_roll` says
+    which of them each roll and box leads to. A filled box's entries name whatever state their
+    index gives: mask them by legality.
     """
     trailing = (None,) * xp.ndim(mask)  # the card's batch axes
-    faces = np.repeat(np.arange(1, NUM_UPPER + 1), NUM_DICE + 1)  # [36]: 6 counts per box
-    counts = np.tile(np.arange(NUM_DICE + 1), NUM_UPPER)
+    num_upper, lower = rules.num_upper, _lower_boxes(rules)
+    faces = np.repeat(np.arange(1, num_upper + 1), NUM_DICE + 1)  # [36]: 6 counts per box
+    counts = np.tile(np.arange(NUM_DICE + 1), num_upper)
     boxes = np.concatenate(
-        [np.repeat(np.arange(NUM_UPPER), NUM_DICE + 1), _LOWER_BOXES, [Category.YAHTZEE] * 2]
+        [np.repeat(np.arange(num_upper), NUM_DICE + 1), lower, [rules.yahtzee_box] * 2]
     )
     masks = mask | (1 << boxes)[(slice(None), *trailing)]
     added = (faces * counts)[(slice(None), *trailing)]
-    upper_after = xp.minimum(upper_total + added, UPPER_BONUS_THRESHOLD)
-    same_upper = xp.broadcast_to(upper_total, (len(_LOWER_BOXES) + 2, *xp.shape(upper_total)))
+    upper_after = xp.minimum(upper_total + added, upper_cap(rules))
+    same_upper = xp.broadcast_to(upper_total, (len(lower) + 2, *xp.shape(upper_total)))
     uppers = xp.concatenate([upper_after, same_upper])
     same_flag = xp.broadcast_to(flag, (len(boxes) - 2, *xp.shape(flag)))
     fifty = xp.broadcast_to(np.array([0, 1])[(slice(None), *trailing)], (2, *xp.shape(flag)))
@@ -84,27 +70,35 @@ def distinct_next_states(
     return masks, uppers, flags
 
 
-def _next_state_of_roll() -> np.ndarray:
+@functools.cache
+def next_state_of_roll(rules: Rules = OFFICIAL) -> np.ndarray:
+    """int32[252, boxes]: the index among `distinct_next_states` each roll and box leads to."""
     five_of_a_kind = ROLL_COUNTS.max(axis=1) == NUM_DICE
-    index = np.empty((NUM_ROLLS, NUM_CATEGORIES), np.int32)
-    for box in range(NUM_UPPER):
+    num_upper, lower = rules.num_upper, _lower_boxes(rules)
+    index = np.empty((NUM_ROLLS, rules.num_boxes), np.int32)
+    for box in range(num_upper):
         index[:, box] = box * (NUM_DICE + 1) + ROLL_COUNTS[:, box]
-    for position, box in enumerate(_LOWER_BOXES):
-        index[:, box] = NUM_UPPER * (NUM_DICE + 1) + position
-    index[:, Category.YAHTZEE] = NUM_UPPER * (NUM_DICE + 1) + len(_LOWER_BOXES) + five_of_a_kind
+    for position, box in enumerate(lower):
+        index[:, box] = num_upper * (NUM_DICE + 1) + position
+    index[:, rules.yahtzee_box] = num_upper * (NUM_DICE + 1) + len(lower) + five_of_a_kind
     return index
 
 
-NEXT_STATE_OF_ROLL = _next_state_of_roll()  # [252, 13]: index among `distinct_next_states`
+def roll_futures(
+    table: Array,
+    mask: Array,
+    upper_total: Array,
+    flag: Array,
+    xp: Any = np,
+    rules: Rules = OFFICIAL,
+) -> Array:
+    """`table` at the state after writing each of the 252 rolls in each box, [252, boxes, ...].
 
-
-def roll_futures(table: Array, mask: Array, upper_total: Array, flag: Array, xp: Any = np) -> Array:
-    """`table` at the state after writing each of the 252 rolls in each box, [252, 13, ...].
-
-    Read once per distinct next state (44 per card, `distinct_next_states`) instead of 252 x 13
-    times, and spread by the static `NEXT_STATE_OF_ROLL`. Mask filled boxes by legality.
+    Read once per distinct next state (44 per Yahtzee card, `distinct_next_states`) instead of
+    252 x 13 times, and spread by the static `next_state_of_roll`. Mask filled boxes by legality.
     """
-    return table[distinct_next_states(mask, upper_total, flag, xp)][NEXT_STATE_OF_ROLL]
+    states = distinct_next_states(mask, upper_total, flag, xp, rules)
+    return table[states][next_state_of_roll(rules)]
 
 
 def box_outcomes(
@@ -116,21 +110,24 @@ def box_outcomes(
     flag: Array,
     tables: tuple[Array, Array],
     xp: Any = np,
+    rules: Rules = OFFICIAL,
 ) -> tuple[Array, Array, Array]:
     """Reward and the next state's V and M of writing each roll in each box (arguments broadcast).
 
-    `points`/`legal` are [252, 13, ...] and `bonus` [252, ...] (`score_options` of the rolls);
+    `points`/`legal` are [252, boxes, ...] and `bonus` [252, ...] (`score_options` of the rolls);
     the card's (mask, upper_total, flag) broadcast against the trailing axes. Returns (reward
-    with every bonus it pays, future value, future second moment), each [252, 13, ...]; the
+    with every bonus it pays, future value, future second moment), each [252, boxes, ...]; the
     futures are 0 where the box is illegal (its "next state" may not exist). `tables` are the
     (value, second-moment) tables, or any two tables over the states to read at the next one.
     """
     shape = (1,) * (points.ndim - 2)
-    categories = xp.arange(NUM_CATEGORIES).reshape(1, NUM_CATEGORIES, *shape)
-    reward, next_upper, next_flag = score_transition(categories, points, upper_total, flag, xp)
-    reward = reward + YAHTZEE_BONUS * bonus[:, None]
+    categories = xp.arange(rules.num_boxes).reshape(1, rules.num_boxes, *shape)
+    reward, next_upper, next_flag = score_transition(
+        categories, points, upper_total, flag, xp, rules
+    )
+    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
     if points.shape[0] == NUM_ROLLS:  # every roll: the tables read per next state
-        futures = [roll_futures(table, mask, upper_total, flag, xp) for table in tables]
+        futures = [roll_futures(table, mask, upper_total, flag, xp, rules) for table in tables]
     else:
         next_mask = mask | (1 << categories)
         futures = [table[next_mask, next_upper, next_flag] for table in tables]
@@ -164,11 +161,11 @@ def turn_moments(
 def roll_options(
     mask: np.ndarray, flag: np.ndarray, score_tables: tuple[np.ndarray, ...]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`score_options` of every roll against n cards, batch-last: ([252, 13, n] points and
-    legality, [252, n] +100 bonus), from `tables.solver_score_tables`."""
+    """`score_options` of every roll against n cards, batch-last: ([252, boxes, n] points and
+    legality, [252, n] Yahtzee bonus), from `tables.solver_score_tables`."""
     base, five_points, five_legal, five_bonus = score_tables
     count = len(mask)
-    filled = (mask[None, :] >> np.arange(NUM_CATEGORIES)[:, None]) & 1 == 1  # [13, n]
+    filled = (mask[None, :] >> np.arange(base.shape[1])[:, None]) & 1 == 1  # [boxes, n]
     points = np.repeat(base[:, :, None], count, axis=2)
     legal = np.repeat(~filled[None], NUM_ROLLS, axis=0)
     bonus = np.zeros((NUM_ROLLS, count), bool)
@@ -186,11 +183,12 @@ def _chunk_moments(
     value_table: np.ndarray,
     moment_table: np.ndarray,
     score_tables: tuple[np.ndarray, ...],
+    rules: Rules,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(V, M) of the turn-start states (mask, upper total, flag) of one chunk, batch-last."""
     points, legal, bonus = roll_options(mask, flag, score_tables)
     tables = (value_table, moment_table)
-    outcomes = box_outcomes(points, legal, bonus, mask, upper, flag, tables)
+    outcomes = box_outcomes(points, legal, bonus, mask, upper, flag, tables, np, rules)
     _, _, first_keep, first_keep_moment = turn_moments(*outcomes, legal)
     start, start_moment = best_keep_choice(first_keep, first_keep_moment)
     return expected_over_rolls(start), expected_over_rolls(start_moment)
@@ -199,7 +197,8 @@ def _chunk_moments(
 def solve_moment_table(
     rules: str | Rules, value_table: np.ndarray | None = None, down_to_filled: int = 0
 ) -> np.ndarray:
-    """float64[8192, 64, 2]: E[(score still to come)^2] from every turn-start state, optimal play.
+    """float64[masks, totals, 2]: E[(score still to come)^2] from every turn-start state, optimal
+    play.
 
     Indexed like the value table (`exact.solve_value_table`), NaN where it is and for the states
     with fewer than `down_to_filled` boxes filled (a partial solve, for tests); one process, a
@@ -209,15 +208,15 @@ def solve_moment_table(
     if value_table is None:
         value_table = solve(rules).value_table
     score_tables = solver_score_tables(rules)
-    moment_table = np.full((NUM_MASKS, NUM_UPPER_TOTALS, NUM_FLAGS), np.nan)
-    moment_table[FULL_MASK] = 0.0
-    for filled_count in range(NUM_CATEGORIES - 1, down_to_filled - 1, -1):
-        layer_masks, chunks = layer_chunks(rules, filled_count)
+    moment_table = np.full(table_shape(rules), np.nan)
+    moment_table[full_mask(rules)] = 0.0
+    for filled in range(rules.num_boxes - 1, down_to_filled - 1, -1):
+        layer_masks, chunks = layer_chunks(rules, filled)
         for chunk in chunks:
             states = chunk_indices(chunk)
-            _, moment = _chunk_moments(*states, value_table, moment_table, score_tables)
+            _, moment = _chunk_moments(*states, value_table, moment_table, score_tables, rules)
             moment_table[states] = moment
-        fill_copies(moment_table, layer_masks)
+        fill_copies(moment_table, rules, layer_masks)
     return moment_table
 
 

@@ -3,6 +3,8 @@
 Dice are handled as multisets: the 252 sorted rolls of five dice and the 462 "keeps" (multisets of
 0..5 dice). Keeps are numbered by size (all size-0 keeps first, then size 1, ...) and, within a
 size, in lexicographic order; the size-5 keeps are the 252 rolls in the same order as `ROLLS`.
+The dice tables are the same in every game of the family; the score tables and the filled-box
+masks (``1 << rules.num_boxes`` of them) follow the rule set's box table.
 """
 
 from __future__ import annotations
@@ -18,19 +20,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.rules import (
-    NUM_CATEGORIES,
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
     OFFICIAL,
-    YAHTZEE_SCORE,
+    Box,
+    Joker,
     Rules,
     face_counts,
     score_options,
 )
 
-NUM_MASKS = 1 << NUM_CATEGORIES  # filled-box masks
 NUM_FLAGS = 2  # Yahtzee box holds 50 (1) or not (0)
+
+
+def num_masks(rules: Rules) -> int:
+    """Filled-box masks of the rule set's card: bit c is box c."""
+    return 1 << rules.num_boxes
 
 
 def _multisets(size: int) -> list[tuple[int, ...]]:
@@ -147,25 +153,26 @@ DISTINCT_FACES = tuple(
 )
 
 
-def mask_to_filled(masks: np.ndarray) -> np.ndarray:
-    """Filled-box masks (int[...]) -> bool[..., 13]; bit c is box c."""
-    return (np.asarray(masks)[..., None] >> np.arange(NUM_CATEGORIES)) & 1 == 1
+def mask_to_filled(masks: np.ndarray, rules: Rules = OFFICIAL) -> np.ndarray:
+    """Filled-box masks (int[...]) -> bool[..., boxes]; bit c is box c."""
+    return (np.asarray(masks)[..., None] >> np.arange(rules.num_boxes)) & 1 == 1
 
 
 def filled_to_mask(filled: np.ndarray) -> np.ndarray:
-    """bool[..., 13] -> int mask; the inverse of `mask_to_filled`."""
-    return np.sum(np.asarray(filled, dtype=np.int64) << np.arange(NUM_CATEGORIES), axis=-1)
+    """bool[..., boxes] -> int mask; the inverse of `mask_to_filled`."""
+    filled = np.asarray(filled, dtype=np.int64)
+    return np.sum(filled << np.arange(filled.shape[-1]), axis=-1)
 
 
 def score_all_rolls(
     filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`score_options` of all 252 rolls against one card: ([252, 13], [252, 13], [252])."""
+    """`score_options` of all 252 rolls against one card: ([252, boxes], [252, boxes], [252])."""
     per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
     return per_roll(face_counts(jnp.asarray(ROLLS)), filled, yahtzee_box, rules)
 
 
-# `score_all_rolls` for a batch of cards, compiled: ([B, 252, 13], [B, 252, 13], [B, 252]).
+# `score_all_rolls` for a batch of cards, compiled: ([B, 252, boxes], [B, 252, boxes], [B, 252]).
 score_all_rolls_of_cards = jax.jit(
     jax.vmap(score_all_rolls, in_axes=(0, 0, None)), static_argnums=2
 )
@@ -177,20 +184,25 @@ YAHTZEE_ROLLS = np.flatnonzero(ROLL_COUNTS.max(axis=1) == NUM_DICE)
 
 def _base_points(rules: Rules) -> jax.Array:
     """Points of every roll in every box without any Joker: an empty card's options."""
-    return score_all_rolls(jnp.zeros(NUM_CATEGORIES, bool), jnp.int32(0), rules)[0]
+    return score_all_rolls(jnp.zeros(rules.num_boxes, bool), jnp.int32(0), rules)[0]
+
+
+def base_points(rules: Rules = OFFICIAL) -> np.ndarray:
+    """Points of every roll in every box without any Joker, int64[252, boxes] (`base_scores`)."""
+    return _base_points_of_boxes(rules.boxes)  # the bonus and Joker rules do not change them
 
 
 @functools.cache
-def base_points() -> np.ndarray:
-    """Points of every roll in every box without any Joker, int64[252, 13] (`base_scores`)."""
+def _base_points_of_boxes(boxes: tuple[Box, ...]) -> np.ndarray:
+    rules = Rules("base points", yahtzee_bonus=False, joker=Joker.NONE, boxes=boxes)
     with jax.ensure_compile_time_eval():  # a constant even when first asked inside a trace
-        return np.asarray(jax.jit(_base_points, static_argnums=0)(OFFICIAL), np.int64)
+        return np.asarray(jax.jit(_base_points, static_argnums=0)(rules), np.int64)
 
 
 def score_yahtzee_rolls(
     filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
 ) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`score_options` of the six five-of-a-kinds against one card: ([6, 13], [6, 13], [6])."""
+    """`score_options` of the six five-of-a-kinds against one card: ([6, boxes] x 2, [6])."""
     per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
     return per_roll(jnp.asarray(ROLL_COUNTS[YAHTZEE_ROLLS]), filled, yahtzee_box, rules)
 
@@ -204,22 +216,23 @@ def _solver_tables(filled: jax.Array, yahtzee_box: jax.Array, rules: Rules) -> t
 @functools.lru_cache(maxsize=4)
 def solver_score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """What the solver scores with, in one XLA compile: `base_points()` and the options of the
-    five-of-a-kinds against every card (2.6 MB; all 252 rolls' would be 110 MB).
+    five-of-a-kinds against every card (2.6 MB for Yahtzee; all 252 rolls' would be 110 MB).
 
-    Returns (base points int64[252, 13], points int8[8192, 2, 6, 13], legal bool[8192, 2, 6, 13],
-    bonus bool[8192, 2, 6]), the last three indexed by [filled mask, flag, five-of-a-kind]; flag 1
-    means the Yahtzee box holds 50.
+    Returns (base points int64[252, boxes], points int8[masks, 2, 6, boxes], legal bool[masks,
+    2, 6, boxes], bonus bool[masks, 2, 6]), the last three indexed by [filled mask, flag,
+    five-of-a-kind]; flag 1 means the Yahtzee box holds 50.
     """
-    filled = np.repeat(mask_to_filled(np.arange(NUM_MASKS)), NUM_FLAGS, axis=0)
-    yahtzee_box = np.tile(np.array([0, YAHTZEE_SCORE], np.int32), NUM_MASKS)
+    masks = num_masks(rules)
+    filled = np.repeat(mask_to_filled(np.arange(masks), rules), NUM_FLAGS, axis=0)
+    yahtzee_box = np.tile(np.array([0, rules.yahtzee_score], np.int32), masks)
     base, points, legal, bonus = _solver_tables(
         jnp.asarray(filled), jnp.asarray(yahtzee_box), rules
     )
-    shape = (NUM_MASKS, NUM_FLAGS, len(YAHTZEE_ROLLS))
+    shape = (masks, NUM_FLAGS, len(YAHTZEE_ROLLS))
     return (
         np.asarray(base, np.int64),
-        np.asarray(points, np.int8).reshape(*shape, NUM_CATEGORIES),
-        np.asarray(legal).reshape(*shape, NUM_CATEGORIES),
+        np.asarray(points, np.int8).reshape(*shape, rules.num_boxes),
+        np.asarray(legal).reshape(*shape, rules.num_boxes),
         np.asarray(bonus).reshape(shape),
     )
 

@@ -33,12 +33,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
-from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_KEEP_ACTIONS, Category, Rules, get_rules
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Rules, get_rules
 from yahtzee_jax.solver.endgame import ENDGAME_OPEN, SCORE_BINS, endgame_distributions
 from yahtzee_jax.solver.moments import (
-    NEXT_STATE_OF_ROLL,
     box_outcomes,
     distinct_next_states,
+    next_state_of_roll,
     score_moments,
 )
 from yahtzee_jax.solver.position import card_context
@@ -48,16 +48,17 @@ from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
 # Below this variance of the margin nothing is left to chance: only a full card has no spread
 # (V = M = 0 exactly), and every other state's is far above it.
 MIN_VARIANCE = 1e-3
-# A box's reward with every bonus it pays is at most 165 (sixes as a Joker: 30 + 35 + 100).
+# A box's reward with every bonus it pays is at most 165 in Yahtzee (sixes as a Joker: 30 + 35
+# + 100), 80 in Yatzy (sixes and its +50 upper bonus) and 85 in Yacht (its 50 + 35).
 REWARD_BINS = 192
 
 
 class WinSeekerTables(NamedTuple):
     """What the win-seeker plays by, as device arrays (unreachable states 0, or -1 for rows)."""
 
-    value: jax.Array  # float32[8192, 64, 2], V: expected score still to come
-    moment: jax.Array  # float32[8192, 64, 2], M: its second moment
-    rows: jax.Array  # int32[8192, 64, 2], the endgame distribution of a state, -1 outside it
+    value: jax.Array  # float32[masks, totals, 2] ([8192, 64, 2]), V: expected score to come
+    moment: jax.Array  # float32[masks, totals, 2], M: its second moment
+    rows: jax.Array  # int32[masks, totals, 2], the endgame distribution of a state, -1 outside
     distributions: jax.Array  # float32[rows, SCORE_BINS], `endgame.endgame_distributions`
 
 
@@ -76,11 +77,13 @@ def win_seeker_tables(
     )
 
 
-def final_score_moments(tables: WinSeekerTables, card: State) -> tuple[jax.Array, jax.Array]:
+def final_score_moments(
+    tables: WinSeekerTables, card: State, rules: Rules = OFFICIAL
+) -> tuple[jax.Array, jax.Array]:
     """Mean and variance of a card's final score under optimal play from its turn start."""
-    context = card_context(card.filled, card.scores, jnp)
+    context = card_context(card.filled, card.scores, jnp, rules)
     future, future_moment = tables.value[context], tables.moment[context]
-    return total_score(card) + future, jnp.maximum(future_moment - future * future, 0.0)
+    return total_score(card, rules) + future, jnp.maximum(future_moment - future * future, 0.0)
 
 
 def win_probability(margin: jax.Array, variance: jax.Array) -> jax.Array:
@@ -91,10 +94,12 @@ def win_probability(margin: jax.Array, variance: jax.Array) -> jax.Array:
     return jnp.where(decided, 0.5 * (1.0 + jnp.sign(margin)), normal)
 
 
-def opponent_below(tables: WinSeekerTables, other: State, lead: jax.Array) -> jax.Array:
+def opponent_below(
+    tables: WinSeekerTables, other: State, lead: jax.Array, rules: Rules = OFFICIAL
+) -> jax.Array:
     """P(the other card's score still to come < lead) + P(= lead) / 2, for leads (any shape):
     exact from its endgame distribution when it has one, else normal."""
-    context = card_context(other.filled, other.scores, jnp)
+    context = card_context(other.filled, other.scores, jnp, rules)
     row = tables.rows[context]
     mass = tables.distributions[jnp.maximum(row, 0)]
     below = jnp.cumsum(mass) - mass
@@ -119,31 +124,32 @@ def turn_end_win_probabilities(
     legal: jax.Array,
     bonus: jax.Array,
     endgame: bool,
+    rules: Rules = OFFICIAL,
 ) -> jax.Array:
-    """Estimated P(win) after writing each of the rolls `rolls` in each box ([n, 13]; `points`,
-    `legal`, `bonus` from their `score_options`), -inf where illegal.
+    """Estimated P(win) after writing each of the rolls `rolls` in each box ([n, boxes];
+    `points`, `legal`, `bonus` from their `score_options`), -inf where illegal.
 
     `endgame` (static): my next states have exact distributions, so the chance is a sum over my
     future score against the opponent's (`opponent_below`); else normal in both futures.
     """
-    mask, upper_total, flag = card_context(own.filled, own.scores, jnp)
+    mask, upper_total, flag = card_context(own.filled, own.scores, jnp, rules)
     tables_vm = (tables.value, tables.moment)
     reward, future, future_moment = box_outcomes(
-        points, legal, bonus, mask, upper_total, flag, tables_vm, jnp
+        points, legal, bonus, mask, upper_total, flag, tables_vm, jnp, rules
     )
     if not endgame:
-        other_mean, other_variance = final_score_moments(tables, other)
-        margin = total_score(own) + reward + future - other_mean
+        other_mean, other_variance = final_score_moments(tables, other, rules)
+        margin = total_score(own, rules) + reward + future - other_mean
         variance = jnp.maximum(future_moment - future * future, 0.0) + other_variance
         return jnp.where(legal, win_probability(margin, variance), -jnp.inf)
     # W[state, x] = sum_t P(my future = t | state) * P(their future < lead + t + x) over my 44
-    # next states, then each roll and box reads its state's row at its reward.
-    lead = total_score(own) - total_score(other)
-    chances_by_lead = opponent_below(tables, other, lead + jnp.asarray(_LEADS))  # [t, x]
-    states = distinct_next_states(mask, upper_total, flag, jnp)
+    # next states (in Yahtzee), then each roll and box reads its state's row at its reward.
+    lead = total_score(own, rules) - total_score(other, rules)
+    chances_by_lead = opponent_below(tables, other, lead + jnp.asarray(_LEADS), rules)  # [t, x]
+    states = distinct_next_states(mask, upper_total, flag, jnp, rules)
     mass = tables.distributions[jnp.maximum(tables.rows[states], 0)]  # [44, t]
     by_state = mass @ chances_by_lead  # [44, x]
-    next_state = jnp.asarray(NEXT_STATE_OF_ROLL)[rolls]  # [n, 13]
+    next_state = jnp.asarray(next_state_of_roll(rules))[rolls]  # [n, boxes]
     chances = by_state[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
     return jnp.where(legal, chances, -jnp.inf)
 
@@ -165,14 +171,14 @@ def win_seeking_action(
     if scoring:  # only the roll in hand
         points, legal, bonus = current_score_options(own, rules)
         chances = turn_end_win_probabilities(
-            tables, own, other, roll[None], points[None], legal[None], bonus[None], endgame
+            tables, own, other, roll[None], points[None], legal[None], bonus[None], endgame, rules
         )
         return (NUM_KEEP_ACTIONS + jnp.argmax(chances[0])).astype(jnp.int32)
     # A keep: the turn's widget over P(win) at its end instead of points.
-    points, legal, bonus = score_all_rolls(own.filled, own.scores[Category.YAHTZEE], rules)
+    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
     every_roll = jnp.arange(points.shape[0])
     chances = turn_end_win_probabilities(
-        tables, own, other, every_roll, points, legal, bonus, endgame
+        tables, own, other, every_roll, points, legal, bonus, endgame, rules
     )
     last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
     keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
@@ -201,7 +207,7 @@ def make_win_seeker(
         # The match loop moves every card in lockstep: one kind of decision (keep or score) and
         # one stage (endgame or not) at a time, so one branch runs; mixed batches run all four.
         scoring = own.roll_index == LAST_ROLL
-        open_boxes = NUM_CATEGORIES - jnp.sum(own.filled, axis=-1)
+        open_boxes = rules.num_boxes - jnp.sum(own.filled, axis=-1)
         endgame = open_boxes - 1 <= endgame_open
         kind = scoring.astype(jnp.int32) + 2 * endgame.astype(jnp.int32)
         branches = [
