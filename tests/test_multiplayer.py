@@ -11,7 +11,6 @@ from positions import card
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import (
-    DECISIONS_PER_GAME,
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
     OFFICIAL,
@@ -24,7 +23,7 @@ from yahtzee_jax.game import (
 )
 from yahtzee_jax.game import multiplayer as mp
 from yahtzee_jax.opponent_features import (
-    FEATURES_PER_OPPONENT,
+    features_per_opponent,
     match_feature_size,
     match_features,
     opponent_features,
@@ -64,7 +63,7 @@ def test_turn_order_and_end_after_13_turns_each(num_players: int) -> None:
     """
     step = jax.jit(score_first_legal_box)
     state = mp.init(KEY, num_players)
-    total_decisions = DECISIONS_PER_GAME * num_players
+    total_decisions = OFFICIAL.decisions_per_game * num_players
     for decision in range(total_decisions):
         assert not bool(state.terminated)
         assert int(state.current_player) == (decision // 3) % num_players
@@ -155,7 +154,7 @@ def random_match(key: jax.Array) -> mp.MatchState:
         action = jax.random.categorical(policy_key, jnp.where(mask, 0.0, -jnp.inf))
         return mp.step(state, action, dice_key), None
 
-    final, _ = jax.lax.scan(decide, mp.init(init_key), jnp.arange(2 * DECISIONS_PER_GAME))
+    final, _ = jax.lax.scan(decide, mp.init(init_key), jnp.arange(2 * OFFICIAL.decisions_per_game))
     return final
 
 
@@ -249,7 +248,7 @@ def test_opponent_features_by_hand() -> None:
     theirs = card(scores={Category.SIXES: 30, Category.FIVES: 25, Category.CHANCE: 10})
     state = match(mine, theirs)
     from_me = np.asarray(opponent_features(state, 0))
-    assert from_me.shape == (FEATURES_PER_OPPONENT,) and from_me.dtype == np.float32
+    assert from_me.shape == (features_per_opponent(),) and from_me.dtype == np.float32
     expected_open = np.ones(13)
     expected_open[[Category.FIVES, Category.SIXES, Category.CHANCE]] = 0
     assert np.array_equal(from_me[:13], expected_open)
@@ -264,7 +263,7 @@ def test_opponent_features_clip_and_order_with_three_players() -> None:
     """Three seats; seat 2's opponents come in the order 0 then 1. A 500-point lead clips to 1."""
     rich = card(scores={Category.CHANCE: 30}, yahtzee_bonus_count=jnp.int32(5))  # 530
     state = match(card(scores={Category.ONES: 3}), card(), rich)
-    seen = np.asarray(opponent_features(state, 2)).reshape(2, FEATURES_PER_OPPONENT)
+    seen = np.asarray(opponent_features(state, 2)).reshape(2, features_per_opponent())
     assert seen[0, Category.ONES] == 0.0 and seen[1, :13].all()  # seat 0 first, then seat 1
     assert seen[0, 14] == 1.0 and seen[1, 14] == 1.0
 

@@ -9,7 +9,7 @@ import pytest
 
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.features import feature_size, features
-from yahtzee_jax.game import NUM_ACTIONS, OFFICIAL, Category, State, legal_action_mask
+from yahtzee_jax.game import OFFICIAL, Category, State, legal_action_mask
 from yahtzee_jax.networks import (
     YahtzeeNet,
     dropout_keep_mask,
@@ -85,7 +85,7 @@ def test_keep_decisions_only_use_keep_actions(params):
     state = State(dice=jnp.int32([1, 2, 3, 4, 6]))
     output = YahtzeeNet(SMALL).apply({"params": params}, features(state, FEATURES, OFFICIAL))
     log_probs = policy_log_probs(output, legal_action_mask(state, OFFICIAL), state.roll_index)
-    assert log_probs.shape == (NUM_ACTIONS,)
+    assert log_probs.shape == (OFFICIAL.num_actions,)
     assert bool(jnp.all(jnp.isneginf(log_probs[32:])))
     np.testing.assert_allclose(jnp.exp(log_probs[:32]).sum(), 1.0, rtol=1e-5)
     assert 0.0 < float(entropy(log_probs)) <= np.log(32) + 1e-5

@@ -1,16 +1,17 @@
-"""The paper's actor-critic network (section 4.3) and the policy it defines over the 45 actions.
+"""The paper's actor-critic network (section 4.3) and the policy it defines over the actions.
 
 Block = Dense -> activation -> LayerNorm -> Dropout (the order of the paper's code). The trunk is
 `trunk_layers` blocks; each head adds one hidden block and a linear output:
 
 - roll head: 32 logits, one per keep pattern (categorical), or 5 per-die keep logits (Bernoulli),
   turned into the exact log-probabilities of the 32 patterns so both share one code path;
-- score head: 13 logits; used or Joker-forbidden boxes are masked to -inf before the softmax;
+- score head: one logit per box of the rules (13 in Yahtzee); used or Joker-forbidden boxes are
+  masked to -inf before the softmax;
 - value head: block without dropout -> Dense(1) -> ELU (values are never far below 0);
 - optional upper head: block -> Dense(1), the predicted normalised final upper total.
 
-`policy_log_probs` merges both heads into one categorical over the engine's 45 actions: keep
-actions at roll decisions, legal boxes at the scoring decision.
+`policy_log_probs` merges both heads into one categorical over the engine's actions (45 in
+Yahtzee): keep actions at roll decisions, legal boxes at the scoring decision.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.features import batch_features, feature_size
 from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one, legal_action_mask
-from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_DICE, NUM_KEEP_ACTIONS, Rules
+from yahtzee_jax.game.rules import NUM_DICE, NUM_KEEP_ACTIONS, OFFICIAL, Rules
 
 ACTIVATIONS = {"swish": nn.swish, "relu": nn.relu}
 # KEEP_BITS[a, i] = 1 if keep pattern a keeps sorted die i.
@@ -37,7 +38,7 @@ _small_init = nn.initializers.variance_scaling(0.01, "fan_in", "truncated_normal
 
 
 class NetworkOutput(NamedTuple):
-    """Raw head outputs for a batch: roll_log_probs[..., 32] (normalised), score_logits[..., 13],
+    """Raw head outputs for a batch: roll_log_probs[..., 32] (normalised), score_logits[..., boxes],
     value[...], upper[...] (zeros without the upper head)."""
 
     roll_log_probs: jax.Array
@@ -110,6 +111,7 @@ class YahtzeeNet(nn.Module):
     """
 
     config: NetworkConfig
+    num_boxes: int = OFFICIAL.num_boxes  # the score head's width: the rules' boxes
 
     def _block(self, salt: int, dropout: bool = True) -> Block:
         config = self.config
@@ -164,7 +166,7 @@ class YahtzeeNet(nn.Module):
                 roll_log_probs = log_keep @ KEEP_BITS.T + log_reroll @ (1.0 - KEEP_BITS).T
         if "score" in heads:
             score_hidden = self._block(trunk + 1)(*head_input("score"))
-            score_logits = nn.Dense(NUM_CATEGORIES, kernel_init=_small_init, name="Dense_1")(
+            score_logits = nn.Dense(self.num_boxes, kernel_init=_small_init, name="Dense_1")(
                 score_hidden
             )
         if "value" in heads:
@@ -180,16 +182,18 @@ class YahtzeeNet(nn.Module):
         return NetworkOutput(roll_log_probs, score_logits, value, upper)
 
 
-def init_params(config: NetworkConfig, features_config: FeatureConfig, key: jax.Array) -> dict:
-    """Fresh network parameters."""
-    dummy = jnp.zeros((1, feature_size(features_config)), jnp.float32)
-    return YahtzeeNet(config).init(key, dummy)["params"]
+def init_params(
+    config: NetworkConfig, features_config: FeatureConfig, key: jax.Array, rules: Rules = OFFICIAL
+) -> dict:
+    """Fresh network parameters for the rules' card."""
+    dummy = jnp.zeros((1, feature_size(features_config, rules)), jnp.float32)
+    return YahtzeeNet(config, rules.num_boxes).init(key, dummy)["params"]
 
 
 def policy_log_probs(
     output: NetworkOutput, legal_mask: jax.Array, roll_index: jax.Array
 ) -> jax.Array:
-    """Log-probabilities over the 45 actions (-inf where impossible), batched over leading axes."""
+    """Log-probabilities over the actions (-inf where impossible), batched over leading axes."""
     keeping = (roll_index < LAST_ROLL)[..., None]
     legal_boxes = legal_mask[..., NUM_KEEP_ACTIONS:]
     score_log_probs = jax.nn.log_softmax(jnp.where(legal_boxes, output.score_logits, -jnp.inf))
@@ -213,7 +217,8 @@ def network_log_probs(
     features_config: FeatureConfig,
     rules: Rules,
 ) -> tuple[jax.Array, NetworkOutput, jax.Array, jax.Array]:
-    """The network's policy on a batch of states: (log-probs [B, 45], outputs, features, legal).
+    """The network's policy on a batch of states: (log-probs [B, actions], outputs, features,
+    legal).
 
     The one place the policy is defined: the training rollout samples from these log-probs
     (`apply` with dropout on) and the evaluation agent takes their argmax (dropout off).
@@ -227,7 +232,7 @@ def network_log_probs(
 @functools.cache  # one function object per configuration, so jitted callers compile once
 def make_act(config: NetworkConfig, features_config: FeatureConfig, rules: Rules):
     """The argmax policy for one unbatched state."""
-    network = YahtzeeNet(config)
+    network = YahtzeeNet(config, rules.num_boxes)
 
     def act(params: dict, state: State, key: jax.Array) -> jax.Array:
         def apply(x: jax.Array) -> NetworkOutput:

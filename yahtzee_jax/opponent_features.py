@@ -7,14 +7,15 @@ after the player (the next to move first), in this order:
 ====================  =====  =============================================================
 group                 size   value
 ====================  =====  =============================================================
-opponent open         13     1 while the opponent's box is open
+opponent open         13     1 while the opponent's box is open (one per box of the rules)
 opponent upper        1      min(opponent's upper total / 63, 1)
 score difference      1      (own total - opponent's total) / 375, clipped to [-1, 1]
 ====================  =====  =============================================================
 
-375 is the highest total without Yahtzee bonuses (Yuan's scale); bonuses can exceed it, hence
-the clip. An opponent's dice are never shown: a card off turn already holds its next opening
-roll (see `yahtzee_jax.game.multiplayer`).
+375 is the highest total without Yahtzee bonuses (Yuan's scale; each rule set's own,
+`Rules.max_total_without_bonuses`); bonuses can exceed it, hence the clip. An opponent's dice
+are never shown: a card off turn already holds its next opening roll (see
+`yahtzee_jax.game.multiplayer`).
 
 This is its own module, not a `FeatureConfig` switch in `features.py`: the solitaire features
 take one card and their layouts (and every trained checkpoint) stay as they are; the match
@@ -30,27 +31,33 @@ from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.multiplayer import MatchState, card, total_scores
-from yahtzee_jax.game.rules import NUM_CATEGORIES, UPPER_BONUS_THRESHOLD, Rules
-
-# The highest total without Yahtzee bonuses: 5+10+...+30 + 35 + 30+30+25+30+40+50+30.
-SCORE_DIFFERENCE_SCALE = 375.0
-OPPONENT_GROUPS: tuple[tuple[str, int], ...] = (
-    ("opponent_open", NUM_CATEGORIES),
-    ("opponent_upper", 1),
-    ("score_difference", 1),
-)
-FEATURES_PER_OPPONENT = sum(size for _, size in OPPONENT_GROUPS)
+from yahtzee_jax.game.rules import OFFICIAL, Rules
 
 
-def opponent_features(state: MatchState, seat: jax.Array | int) -> jax.Array:
+def opponent_groups(rules: Rules = OFFICIAL) -> tuple[tuple[str, int], ...]:
+    """The (name, size) of each group of one opponent, in order."""
+    return (("opponent_open", rules.num_boxes), ("opponent_upper", 1), ("score_difference", 1))
+
+
+def features_per_opponent(rules: Rules = OFFICIAL) -> int:
+    """Features of one opponent (15 in Yahtzee)."""
+    return sum(size for _, size in opponent_groups(rules))
+
+
+def opponent_features(
+    state: MatchState, seat: jax.Array | int, rules: Rules = OFFICIAL
+) -> jax.Array:
     """float32[(P - 1) * 15]: the groups above for each opponent of `seat` (one unbatched match)."""
-    totals = total_scores(state)
+    totals = total_scores(state, rules)
+    # The highest total without Yahtzee bonuses: 5+10+...+30 + 35 + 30+30+25+30+40+50+30 = 375.
+    scale = float(rules.max_total_without_bonuses)
+    threshold = max(rules.upper_bonus_threshold, 1)
     parts = []
     for offset in range(1, state.num_players):
         opponent = (seat + offset) % state.num_players
         their_card = card(state, opponent)
-        difference = (totals[seat] - totals[opponent]) / SCORE_DIFFERENCE_SCALE
-        upper = engine.upper_total(their_card) / UPPER_BONUS_THRESHOLD
+        difference = (totals[seat] - totals[opponent]) / scale
+        upper = engine.upper_total(their_card, rules) / threshold
         parts += [
             (~their_card.filled).astype(jnp.float32),
             jnp.minimum(upper, 1.0)[None],
@@ -59,10 +66,12 @@ def opponent_features(state: MatchState, seat: jax.Array | int) -> jax.Array:
     return jnp.concatenate(parts).astype(jnp.float32)
 
 
-def match_feature_size(config: FeatureConfig, num_players: int, opponents: bool = True) -> int:
+def match_feature_size(
+    config: FeatureConfig, num_players: int, opponents: bool = True, rules: Rules = OFFICIAL
+) -> int:
     """Length of `match_features` for a match of `num_players`."""
-    extra = (num_players - 1) * FEATURES_PER_OPPONENT if opponents else 0
-    return feature_size(config) + extra
+    extra = (num_players - 1) * features_per_opponent(rules) if opponents else 0
+    return feature_size(config, rules) + extra
 
 
 def match_features(
@@ -76,4 +85,4 @@ def match_features(
     own = features(card(state, seat), config, rules)
     if not opponents:
         return own
-    return jnp.concatenate([own, opponent_features(state, seat)])
+    return jnp.concatenate([own, opponent_features(state, seat, rules)])
