@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import Agent, make_random_agent
-from yahtzee_jax.game import KEEP_ALL, NUM_CATEGORIES, NUM_KEEP_ACTIONS, State, legal_action_mask
+from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, State, legal_action_mask
 from yahtzee_jax.game.rules import RULE_VARIANTS, Category
 from yahtzee_jax.plots import report_figures, save_figure
 from yahtzee_jax.records import GameRecords, IncompleteGameError, _play_batch, play_games
@@ -54,7 +54,7 @@ def test_random_agent_plain_mean_matches_kang_schroeder(random_records: GameReco
 
 def test_records_are_consistent_per_game(random_records: GameRecords) -> None:
     """Each game fills every box once, and the per-turn points add up to the box scores."""
-    assert (np.sort(random_records.turn_categories, axis=1) == np.arange(NUM_CATEGORIES)).all()
+    assert (np.sort(random_records.turn_categories, axis=1) == np.arange(OFFICIAL.num_boxes)).all()
     in_turn_order = np.take_along_axis(
         random_records.box_scores, random_records.turn_categories, axis=1
     )
@@ -106,12 +106,12 @@ def _hand_made_records(
 ) -> GameRecords:
     """Four games; only the fields a test reads carry chosen values, the rest is zeros."""
     games = len(totals)
-    turn_categories = np.zeros((games, NUM_CATEGORIES), np.int32)
+    turn_categories = np.zeros((games, OFFICIAL.num_boxes), np.int32)
     for game, first in enumerate(first_categories):
-        turn_categories[game] = [first] + [c for c in range(NUM_CATEGORIES) if c != first]
-    turn_points = np.zeros((games, NUM_CATEGORIES), np.int32)
+        turn_categories[game] = [first] + [c for c in range(OFFICIAL.num_boxes) if c != first]
+    turn_points = np.zeros((games, OFFICIAL.num_boxes), np.int32)
     turn_points[:, 0] = first_points
-    box_scores = np.zeros((games, NUM_CATEGORIES), np.int32)
+    box_scores = np.zeros((games, OFFICIAL.num_boxes), np.int32)
     box_scores[:, Category.ONES] = ones
     box_scores[:, Category.YAHTZEE] = [0, 0, 50, 50]
     return GameRecords(

@@ -12,7 +12,7 @@ import pytest
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import current_score_options
-from yahtzee_jax.game.rules import CATEGORY_NAMES, KEEP_ALL, NUM_KEEP_ACTIONS, Category
+from yahtzee_jax.game.rules import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.solver import make_greedy_agent, make_position
 
 
@@ -24,7 +24,7 @@ def greedy_acts():
 
 def act(greedy_acts, level: int, dice, roll_index: int, open_boxes=None) -> int:
     """Action of a greedy agent; `open_boxes` None means an empty card, else the rest score 0."""
-    card = {} if open_boxes is None else {b: 0 for b in CATEGORY_NAMES if b not in open_boxes}
+    card = {} if open_boxes is None else {b: 0 for b in OFFICIAL.box_names if b not in open_boxes}
     state = make_position(dice, roll_index, card)
     return int(greedy_acts[level](None, state, jax.random.key(0)))
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
-from yahtzee_jax.game.rules import CATEGORY_NAMES, NUM_UPPER
+from yahtzee_jax.game.rules import get_rules
 
 if TYPE_CHECKING:
     from yahtzee_jax.records import GameRecords
@@ -70,13 +70,15 @@ def score_histogram_figure(records: GameRecords, optimal_records: GameRecords | 
 def category_scores_figure(summary: dict) -> Figure:
     """Mean points per box and bonus, agent beside the optimum, % of optimal on top."""
     names = list(summary["category_means"])
+    rules = get_rules(summary["rules"])
+    upper, boxes = rules.num_upper, rules.num_boxes
     groups = [  # the paper's Figure 20 (upper and bonus) and Figure 21 (lower)
-        ("upper section and bonuses", names[:NUM_UPPER] + names[len(CATEGORY_NAMES) :]),
-        ("lower section", names[NUM_UPPER : len(CATEGORY_NAMES)]),
+        ("upper section and bonuses", names[:upper] + names[boxes:]),
+        ("lower section", names[upper:boxes]),
     ]
     optimal = summary["optimal"]
     figure = Figure(figsize=(13, 4.8))
-    all_axes = figure.subplots(1, 2, width_ratios=[8, 7])
+    all_axes = figure.subplots(1, 2, width_ratios=[len(group) for _, group in groups])
     width = 0.4 if optimal else 0.7
     for axes, (title, group) in zip(all_axes, groups, strict=True):
         positions = np.arange(len(group))

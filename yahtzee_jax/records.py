@@ -1,7 +1,7 @@
 """Per-game records of an evaluation and the batched on-device play that produces them.
 
 `play_games` runs whole games as one compiled program (the agent's policy through the one play
-loop of `yahtzee_jax.play`, `lax.scan` over the 39 decisions) and returns `GameRecords`: per-game
+loop of `yahtzee_jax.play`, `lax.scan` over a game's decisions) and returns `GameRecords`: per-game
 numpy arrays that `yahtzee_jax.statistics`, `yahtzee_jax.plots` and `yahtzee_jax.reports` read.
 """
 
@@ -20,13 +20,7 @@ from yahtzee_jax.agents.base import Agent, BatchAct, Policy
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import (
-    DECISIONS_PER_GAME,
-    DECISIONS_PER_TURN,
-    YAHTZEE_SCORE,
-    Category,
-    Rules,
-)
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
 from yahtzee_jax.play import BatchPolicy, episode_keys, per_state_policy, play
 
 ACCELERATOR_BATCH_SIZE = 4096
@@ -37,19 +31,19 @@ CPU_BATCH_SIZE = 128
 
 
 class IncompleteGameError(RuntimeError):
-    """Some games were not over after 39 decisions: the agent played an illegal action."""
+    """Some games were not over after all their decisions: the agent played an illegal action."""
 
 
 @dataclasses.dataclass(frozen=True)
 class GameRecords:
     """Per-game results of an evaluation (numpy arrays over N games; never per-step data).
 
-    box_scores: int32[N, 13], final points in each box.
+    box_scores: int32[N, boxes], final points in each box (13 boxes in Yahtzee).
     total: int32[N], final score, bonuses included.
-    upper_bonus: bool[N], whether the 35-point upper bonus was earned.
-    yahtzee_bonus_count: int32[N], number of +100 Yahtzee bonuses.
-    turn_categories: int32[N, 13], the box scored at each turn.
-    turn_points: int32[N, 13], the points written in that box at each turn.
+    upper_bonus: bool[N], whether the upper bonus was earned.
+    yahtzee_bonus_count: int32[N], number of Yahtzee bonuses.
+    turn_categories: int32[N, turns], the box scored at each turn.
+    turn_points: int32[N, turns], the points written in that box at each turn.
     """
 
     agent: str
@@ -68,9 +62,15 @@ class GameRecords:
         return int(self.total.shape[0])
 
     @property
+    def rule_set(self) -> Rules:
+        """The `Rules` the games were played under (`rules` is its name)."""
+        return get_rules(self.rules)
+
+    @property
     def yahtzee_scored(self) -> np.ndarray:
         """bool[N]: the Yahtzee box holds 50."""
-        return self.box_scores[:, Category.YAHTZEE] == YAHTZEE_SCORE
+        rules = self.rule_set
+        return self.box_scores[:, rules.yahtzee_box] == rules.yahtzee_score
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the records to an `.npz` file."""
@@ -125,8 +125,8 @@ def _play_batch(
     # Each turn is keep, keep, score: the scoring decisions are every third one.
     return {
         "box_scores": final.scores,
-        "total": engine.total_score(final),
-        "upper_bonus": engine.upper_bonus(final) > 0,
+        "total": engine.total_score(final, rules),
+        "upper_bonus": engine.upper_bonus(final, rules) > 0,
         "yahtzee_bonus_count": final.yahtzee_bonus_count,
         "turn_categories": categories[LAST_ROLL::DECISIONS_PER_TURN].T,
         "turn_points": points[LAST_ROLL::DECISIONS_PER_TURN].T,
@@ -194,6 +194,7 @@ def play_games(
     if unfinished:
         raise IncompleteGameError(
             f"agent {agent.name!r} left {unfinished} of {num_games} games unfinished after "
-            f"{DECISIONS_PER_GAME} decisions: it played illegal actions (a no-op in the engine)"
+            f"{agent.rules.decisions_per_game} decisions: it played illegal actions (a no-op in "
+            "the engine)"
         )
     return GameRecords(agent=agent.name, rules=agent.rules.name, seed=seed, **arrays)

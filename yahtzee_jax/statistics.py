@@ -10,13 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.game.rules import (
-    CATEGORY_NAMES,
-    NUM_CATEGORIES,
-    NUM_TURNS,
-    UPPER_BONUS,
-    YAHTZEE_BONUS,
-)
 from yahtzee_jax.records import GameRecords
 
 # The paper's Table 4 thresholds, and its "share of games >= 250" column.
@@ -27,9 +20,11 @@ TOP_CATEGORIES_PER_TURN = 3
 
 def category_mean_scores(records: GameRecords) -> dict[str, float]:
     """Mean points per box, then the mean points of each bonus (the paper's Figures 20-21)."""
-    means = dict(zip(CATEGORY_NAMES, records.box_scores.mean(axis=0).tolist(), strict=True))
-    means["upper_bonus"] = float(UPPER_BONUS * records.upper_bonus.mean())
-    means["yahtzee_bonus"] = float(YAHTZEE_BONUS * records.yahtzee_bonus_count.mean())
+    rules = records.rule_set
+    means = dict(zip(rules.box_names, records.box_scores.mean(axis=0).tolist(), strict=True))
+    means["upper_bonus"] = float(rules.upper_bonus_points * records.upper_bonus.mean())
+    bonuses = records.yahtzee_bonus_count.mean()
+    means["yahtzee_bonus"] = float(rules.yahtzee_bonus_points * bonuses)
     return means
 
 
@@ -57,14 +52,15 @@ def score_statistics(records: GameRecords) -> dict[str, Any]:
 
 def turn_usage(records: GameRecords) -> list[dict[str, Any]]:
     """Top categories scored at each turn with usage share and median points (Table 5)."""
+    names = records.rule_set.box_names
     rows = []
-    for turn in range(NUM_TURNS):
+    for turn in range(records.turn_categories.shape[1]):
         categories = records.turn_categories[:, turn]
-        counts = np.bincount(categories, minlength=NUM_CATEGORIES)
+        counts = np.bincount(categories, minlength=len(names))
         order = np.argsort(-counts, kind="stable")  # ties: the earlier box first
         top = [
             {
-                "category": CATEGORY_NAMES[category],
+                "category": names[category],
                 "usage": float(counts[category] / records.num_games),
                 "median_score": float(np.median(records.turn_points[categories == category, turn])),
             }
@@ -77,8 +73,9 @@ def turn_usage(records: GameRecords) -> list[dict[str, Any]]:
 
 def first_category_distribution(records: GameRecords) -> dict[str, float]:
     """Share of games whose first scored box is each category (the paper's Figure 22)."""
-    counts = np.bincount(records.turn_categories[:, 0], minlength=NUM_CATEGORIES)
-    return dict(zip(CATEGORY_NAMES, (counts / records.num_games).tolist(), strict=True))
+    names = records.rule_set.box_names
+    counts = np.bincount(records.turn_categories[:, 0], minlength=len(names))
+    return dict(zip(names, (counts / records.num_games).tolist(), strict=True))
 
 
 def summarize(records: GameRecords, optimal_records: GameRecords | None = None) -> dict:

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 import secrets
 import sys
-from collections import Counter
 from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
@@ -37,51 +35,24 @@ from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent, resolve_agent
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp
 from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one
-from yahtzee_jax.game.rules import (
-    CATEGORY_NAMES,
-    DECISIONS_PER_TURN,
-    KEEP_ALL,
-    NUM_CATEGORIES,
-    NUM_DICE,
-    NUM_KEEP_ACTIONS,
-    NUM_TURNS,
-    NUM_UPPER,
-    UPPER_BONUS,
-    UPPER_BONUS_THRESHOLD,
-    YAHTZEE_BONUS,
-    Rules,
-    get_rules,
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
+    InputError,
+    LeaveGame,
+    box_labels,
+    card_text,
+    choice_text,
+    cost_text,
+    dice_text,
+    help_text,
+    keep_action,
+    options_text,
+    parse_box,
+    parse_line,
 )
-from yahtzee_jax.solver.advise import action_text
 
-BOX_LABELS = (
-    "Ones",
-    "Twos",
-    "Threes",
-    "Fours",
-    "Fives",
-    "Sixes",
-    "3 of a kind",
-    "4 of a kind",
-    "Full house",
-    "Small straight",
-    "Large straight",
-    "Yahtzee",
-    "Chance",
-)
-_SHORT_BOX_NAMES = {"3k": 6, "4k": 7, "fh": 8, "ss": 9, "sm": 9, "ls": 10, "lg": 10}
 HINT_TOP = 3
-KEEP_NOTHING = 0
 PERSON = "you"
-
-HELP = """\
-At a roll with re-rolls left:
-  keep 6 6 5  or  665     keep those dice, re-roll the others
-  all                     keep all five (no re-roll)
-  none  or  0             re-roll all five
-  a box (fours, 3k, ...)  stop rolling and score it now; "score 4" scores box 4
-At the last roll: a box by name, short name (3k 4k fh ss ls) or number 1-13.
-Any time: card (the score card), hint (the advisor's view), help, quit. Ctrl-D leaves."""
 
 
 class Console(Protocol):
@@ -132,165 +103,6 @@ class StreamConsole:
         self.output.flush()
 
 
-class InputError(ValueError):
-    """A line the game could not use; its message is shown and the prompt repeated."""
-
-
-class LeaveGame(Exception):
-    """The person typed quit."""
-
-
-# --------------------------------------------------------------------------------------------
-# Reading the person's lines
-# --------------------------------------------------------------------------------------------
-
-
-def _normalized(text: str) -> str:
-    return re.sub(r"[\s_\-]+", "", text.lower())
-
-
-_BOX_BY_NAME = {
-    **{_normalized(name): box for box, name in enumerate(CATEGORY_NAMES)},
-    **{_normalized(label): box for box, label in enumerate(BOX_LABELS)},
-    **_SHORT_BOX_NAMES,
-}
-
-
-def parse_box(text: str, numbers: bool = True) -> int | None:
-    """The box named by `text` (name, label, short name, or number 1-13 when `numbers`)."""
-    key = _normalized(text)
-    if numbers and key.isdigit() and 1 <= int(key) <= NUM_CATEGORIES:
-        return int(key) - 1
-    return _BOX_BY_NAME.get(key)
-
-
-def keep_action(kept_faces: list[int], dice: tuple[int, ...]) -> int:
-    """The keep action (bit i keeps sorted die i) keeping `kept_faces` out of `dice`."""
-    wanted = Counter(kept_faces)
-    missing = wanted - Counter(dice)
-    if missing:
-        faces = " ".join(map(str, sorted(kept_faces)))
-        raise InputError(f"cannot keep {faces}: the dice are {_dice_text(dice)}")
-    action = 0
-    for position, face in enumerate(dice):
-        if wanted[face] > 0:
-            wanted[face] -= 1
-            action |= 1 << position
-    return action
-
-
-@dataclasses.dataclass(frozen=True)
-class Command:
-    """What a line asks for: actions to play, or something to show."""
-
-    actions: tuple[int, ...] = ()
-    show: str | None = None  # "help", "card" or "hint"
-
-
-def parse_line(line: str, card: State, rules: Rules) -> Command:
-    """Turn one typed line into a `Command` for the card's current decision; InputError if not."""
-    text = line.strip().lower()
-    if not text:
-        raise InputError("type the dice to keep, a box, or help")
-    if text in ("help", "h", "?"):
-        return Command(show="help")
-    if text in ("card", "hint"):
-        return Command(show=text)
-    if text in ("quit", "q", "exit"):
-        raise LeaveGame
-    dice = tuple(int(die) for die in np.asarray(card.dice))
-    rolls_left = LAST_ROLL - int(card.roll_index)
-    score_words = re.fullmatch(r"(?:score|s)\s+(.+)", text)
-    if score_words:
-        return _score_command(score_words.group(1), card, rules, rolls_left)
-    if rolls_left == 0:
-        box = parse_box(text)
-        if box is None:
-            raise InputError(f"no re-rolls left: choose a box (name or 1-13), not {line.strip()!r}")
-        return _score_command(text, card, rules, rolls_left)
-    if text in ("all", "keep all", "a"):
-        return Command(actions=(KEEP_ALL,))
-    if text in ("none", "0", "keep none", "reroll", "re-roll", "r"):
-        return Command(actions=(KEEP_NOTHING,))
-    kept = re.fullmatch(r"(?:keep|k)?\s*([1-6][\s,]*)+", text)
-    if kept:
-        faces = [int(char) for char in re.sub(r"^(keep|k)", "", text) if char.isdigit()]
-        if len(faces) > NUM_DICE:
-            raise InputError(f"there are only {NUM_DICE} dice: {_dice_text(dice)}")
-        return Command(actions=(keep_action(faces, dice),))
-    if parse_box(text, numbers=False) is not None:
-        return _score_command(text, card, rules, rolls_left)
-    if re.fullmatch(r"(?:keep|k)?[\s\d,]+", text):
-        raise InputError(f"dice show 1 to 6; the dice are {_dice_text(dice)}")
-    raise InputError(f"not understood: {line.strip()!r} (type help)")
-
-
-def _score_command(text: str, card: State, rules: Rules, rolls_left: int) -> Command:
-    box = parse_box(text)
-    if box is None:
-        raise InputError(f"no box called {text.strip()!r} (boxes: 1-13 or names; type help)")
-    _, legal, _ = engine.current_score_options(card, rules)
-    legal = np.asarray(legal)
-    if not legal[box]:
-        if bool(card.filled[box]):
-            raise InputError(f"{BOX_LABELS[box]} is already used")
-        allowed = ", ".join(BOX_LABELS[b] for b in np.flatnonzero(legal))
-        raise InputError(f"the Joker rule does not allow {BOX_LABELS[box]} now; allowed: {allowed}")
-    # Stopping early is keeping all five at each re-roll left (the dice do not change).
-    return Command(actions=(KEEP_ALL,) * rolls_left + (NUM_KEEP_ACTIONS + box,))
-
-
-# --------------------------------------------------------------------------------------------
-# Text of the game
-# --------------------------------------------------------------------------------------------
-
-
-def _dice_text(dice) -> str:
-    return " ".join(str(int(die)) for die in dice)
-
-
-def choice_text(action: int, dice: tuple[int, ...]) -> str:
-    """A decision in words with the card's box labels: 'keep 4 4', 're-roll all', 'score Fours'."""
-    return action_text(action, dice, BOX_LABELS)
-
-
-def card_text(cards: list[State], names: list[str]) -> str:
-    """The score cards side by side: boxes, upper total and bonus, Yahtzee bonus, total."""
-    width = max(8, *(len(name) for name in names))
-    lines = [f"{'':20}" + "".join(f"{name:>{width + 2}}" for name in names)]
-
-    def row(label: str, cells: list[str]) -> None:
-        lines.append(f"{label:20}" + "".join(f"{cell:>{width + 2}}" for cell in cells))
-
-    def box_cells(box: int) -> list[str]:
-        return [str(int(c.scores[box])) if bool(c.filled[box]) else "." for c in cards]
-
-    for box in range(NUM_UPPER):
-        row(f"{box + 1:>2} {BOX_LABELS[box]}", box_cells(box))
-    uppers = [int(engine.upper_total(c)) for c in cards]
-    row("   upper total", [f"{u}/{UPPER_BONUS_THRESHOLD}" for u in uppers])
-    row(f"   upper bonus (+{UPPER_BONUS})", [str(int(engine.upper_bonus(c))) for c in cards])
-    for box in range(NUM_UPPER, NUM_CATEGORIES):
-        row(f"{box + 1:>2} {BOX_LABELS[box]}", box_cells(box))
-    row("   Yahtzee bonus", [str(YAHTZEE_BONUS * int(c.yahtzee_bonus_count)) for c in cards])
-    row("   total", [str(int(engine.total_score(c))) for c in cards])
-    return "\n".join(lines)
-
-
-def options_text(card: State, rules: Rules) -> str:
-    """What the dice would score in each legal box now (the +100 bonus noted)."""
-    points, legal, bonus = engine.current_score_options(card, rules)
-    legal_boxes = [box for box in range(NUM_CATEGORIES) if bool(legal[box])]
-    cells = [f"{BOX_LABELS[box]} {int(points[box])}" for box in legal_boxes if points[box] > 0]
-    zeros = [BOX_LABELS[box] for box in legal_boxes if points[box] == 0]
-    text = "  boxes now: " + (" | ".join(cells) or "nothing scores")
-    if zeros:
-        text += f"; 0 in {', '.join(zeros)}"
-    if bool(bonus):
-        text += f" (+{YAHTZEE_BONUS} Yahtzee bonus in any box)"
-    return text
-
-
 # --------------------------------------------------------------------------------------------
 # The advisor
 # --------------------------------------------------------------------------------------------
@@ -320,7 +132,7 @@ class Advisor:
         dice = values.dice
         lines, seen = ["  advisor (expected final score):"], set()
         for action in values.legal_actions():
-            label = choice_text(int(action), dice)
+            label = choice_text(int(action), dice, self.rules)
             if label in seen:  # another keep mask keeping the same dice
                 continue
             seen.add(label)
@@ -334,15 +146,8 @@ class Advisor:
     def cost(self, card: State, action: int) -> tuple[float, str]:
         """Expected points lost by `action` against the best one, and the best one in words."""
         values = self.values(card)
-        best = choice_text(values.best_action, values.dice)
+        best = choice_text(values.best_action, values.dice, self.rules)
         return float(values.value - values.action_values[action]), best
-
-
-def cost_text(cost: float, best: str) -> str:
-    """'cost 0.00 (best)' or 'cost 3.21 expected points; best: keep 4 4'."""
-    if cost < 5e-7:
-        return "cost 0.00 expected points (the best choice)"
-    return f"cost {cost:.2f} expected points; best: {best}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,7 +188,7 @@ class TerminalGame:
         self.total_cost = 0.0
         # The game is match 0 of the seed, as game 0 of `evaluate --seed S` is its episode 0.
         init_key, self.play_key = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0))
-        self.state = mp.init(init_key, len(seats), common_dice)
+        self.state = mp.init(init_key, len(seats), common_dice, rules)
         self._step = jax.jit(mp.step, static_argnums=3)
         self._moves = {
             seat.name: self._move_function(index, seat.agent)
@@ -421,7 +226,7 @@ class TerminalGame:
             f"Yahtzee, {self.rules.name} rules, seed {self.seed} (replay with --seed "
             f"{self.seed}); players: {names}. Type help for the commands."
         )
-        for turn in range(NUM_TURNS):
+        for turn in range(self.rules.num_turns):
             for seat_index, seat in enumerate(self.seats):
                 if seat.agent is None:
                     self.person_turn(seat_index, turn)
@@ -433,7 +238,7 @@ class TerminalGame:
     def cards_text(self) -> str:
         """Every seat's score card."""
         cards = [self.card(seat) for seat in range(len(self.seats))]
-        return card_text(cards, [seat.name for seat in self.seats])
+        return card_text(cards, [seat.name for seat in self.seats], self.rules)
 
     def person_turn(self, seat: int, turn: int) -> None:
         """Ask the person for each decision of one turn until a box is scored."""
@@ -441,7 +246,7 @@ class TerminalGame:
             card = self.card(seat)
             roll = int(card.roll_index)
             self.console.say(
-                f"Turn {turn + 1}/{NUM_TURNS}, roll {roll + 1}/3: {_dice_text(card.dice)}"
+                f"Turn {turn + 1}/{self.rules.num_turns}, roll {roll + 1}/3: {dice_text(card.dice)}"
             )
             if roll == LAST_ROLL:
                 self.console.say(options_text(card, self.rules))
@@ -472,7 +277,7 @@ class TerminalGame:
                 self.console.say(f"  {error}")
                 continue
             if command.show == "help":
-                self.console.say(HELP)
+                self.console.say(help_text(self.rules))
             elif command.show == "card":
                 self.console.say(self.cards_text())
             elif command.show == "hint":
@@ -491,7 +296,7 @@ class TerminalGame:
             dice = tuple(int(die) for die in np.asarray(card.dice))
             line = (
                 f"  {self.seats[seat].name}, turn {turn + 1}, roll {int(card.roll_index) + 1}: "
-                f"{_dice_text(dice)} -> {choice_text(action, dice)}"
+                f"{dice_text(dice)} -> {choice_text(action, dice, self.rules)}"
             )
             self.console.say(line)
             if self.comment:
@@ -511,17 +316,17 @@ class TerminalGame:
         extra = reward - points
         note = f" (+{extra} bonus)" if extra > 0 else ""
         verb = "score" if who == PERSON else "scores"
-        return f"  {who} {verb} {points} in {BOX_LABELS[box]}{note}"
+        return f"  {who} {verb} {points} in {box_labels(self.rules)[box]}{note}"
 
     def result_text(self) -> str:
         """Final totals, the winner, and the advisor's tally of the choices it judged."""
-        totals = [int(t) for t in np.asarray(mp.total_scores(self.state))]
+        totals = [int(t) for t in np.asarray(mp.total_scores(self.state, self.rules))]
         scores = "; ".join(
             f"{seat.name} {total}" for seat, total in zip(self.seats, totals, strict=True)
         )
         text = f"Game over: {scores}."
         if len(self.seats) > 1:
-            result = mp.outcome(self.state)
+            result = mp.outcome(self.state, self.rules)
             results, margins = np.asarray(result.results), np.asarray(result.margins)
             winners = [seat.name for seat, r in zip(self.seats, results, strict=True) if r > 0]
             text += f" {winners[0]} wins by {int(margins.max())}." if winners else " A draw."

@@ -17,7 +17,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import make_random_agent
-from yahtzee_jax.game import DECISIONS_PER_GAME, State, get_rules, total_score
+from yahtzee_jax.game import State, get_rules, total_score
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.play import per_state_policy, play
 
@@ -35,7 +35,7 @@ def make_random_games(rules: Rules) -> Callable[[jax.Array], jax.Array]:
 
     def games(keys: jax.Array) -> jax.Array:
         final, _ = play(policy, keys, rules, "game", record=_keep_nothing)
-        return total_score(final)
+        return total_score(final, rules)
 
     return jax.jit(games)
 
@@ -62,7 +62,7 @@ def measure_engine(batch_size: int, rules: Rules, min_seconds: float, seed: int 
     return {
         "batch_size": batch_size,
         "games_per_second": games / elapsed,
-        "steps_per_second": games * DECISIONS_PER_GAME / elapsed,
+        "steps_per_second": games * rules.decisions_per_game / elapsed,
         "compile_seconds": compile_seconds,
         "games": games,
         "mean_score_last_batch": scores_sum,

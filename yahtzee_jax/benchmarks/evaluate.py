@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     from yahtzee_jax.agents import resolve_agent
-    from yahtzee_jax.game.rules import DECISIONS_PER_GAME, get_rules
+    from yahtzee_jax.game.rules import get_rules
     from yahtzee_jax.records import check_num_games, default_batch_size, play_games
     from yahtzee_jax.reports import format_terminal
 
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 "compile_seconds": max(first_batch - per_batch, 0.0),
                 "seconds_per_batch": per_batch,
                 "games_per_second": args.games / steady,
-                "decisions_per_second": args.games * DECISIONS_PER_GAME / steady,
+                "decisions_per_second": args.games * rules.decisions_per_game / steady,
             }
         )
     reference = _yatzy_solver_row(args, rules, results)
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
                 "-",
                 "-",
                 f"{reference['games_per_second']:,.0f}",
-                f"{reference['games_per_second'] * DECISIONS_PER_GAME:,.0f}",
+                f"{reference['games_per_second'] * rules.decisions_per_game:,.0f}",
             ]
         )
     header = ["agent", "setup s", "compile s", "s/batch", "games/s", "decisions/s"]
