@@ -13,8 +13,6 @@ from hypothesis import strategies as st
 
 from yahtzee_jax import reference
 from yahtzee_jax.game import (
-    DECISIONS_PER_GAME,
-    NUM_ACTIONS,
     NUM_KEEP_ACTIONS,
     RULE_VARIANTS,
     Category,
@@ -134,7 +132,7 @@ def test_dtypes_and_sorted_dice(played) -> None:
     for field in ("dice", "roll_index", "scores", "yahtzee_bonus_count", "turns_left", "reward"):
         assert getattr(final, field).dtype == np.int32, field
     assert final.filled.dtype == np.bool_ and final.terminated.dtype == np.bool_
-    assert masks.dtype == np.bool_ and masks.shape[-1] == NUM_ACTIONS
+    assert masks.dtype == np.bool_ and masks.shape[-1] == OFFICIAL.num_actions
     assert rewards.dtype == np.int32
     dice = states.dice
     assert (np.diff(dice, axis=-1) >= 0).all() and dice.min() >= 1 and dice.max() <= 6
@@ -206,7 +204,7 @@ def test_trajectory_parity_with_reference_game(seed: int, variant: str) -> None:
     """
     final, records = jax.device_get(play_chasing_game(variant)(jax.random.key(seed)[None]))
     game = reference.ReferenceGame(variant)
-    for t in range(DECISIONS_PER_GAME):
+    for t in range(OFFICIAL.decisions_per_game):
         game.dice = records.state.dice[t, 0].tolist()
         legal = np.flatnonzero(records.extras[t, 0]).tolist()
         assert legal == game.legal_actions()

@@ -18,12 +18,8 @@ from yahtzee_jax.game.engine import (
     upper_total,
 )
 from yahtzee_jax.game.rules import (
-    CATEGORY_MAX_SCORES,
-    CATEGORY_NAMES,
     DECISIONS_PER_GAME,  # TODO(issue 27): remove once envs/algorithms read rules
     KEEP_ALL,
-    NUM_ACTIONS,
-    NUM_CATEGORIES,
     NUM_KEEP_ACTIONS,
     OFFICIAL,
     RULE_VARIANTS,
@@ -40,12 +36,8 @@ from yahtzee_jax.game.rules import (
 )
 
 __all__ = [
-    "CATEGORY_MAX_SCORES",
-    "CATEGORY_NAMES",
     "DECISIONS_PER_GAME",
     "KEEP_ALL",
-    "NUM_ACTIONS",
-    "NUM_CATEGORIES",
     "NUM_KEEP_ACTIONS",
     "OFFICIAL",
     "RULE_VARIANTS",

@@ -270,22 +270,14 @@ RULE_VARIANTS: dict[str, Rules] = {
 OFFICIAL = RULE_VARIANTS["official"]
 
 # TODO(issue 27): remove once envs/algorithms read rules. The official card's numbers, still
-# imported by config.py, play.py, two_player.py and algorithms/{actor_critic,dqn,rollout}.py.
+# imported by config.py, envs/{base,solitaire,rewards}.py, algorithms/{actor_critic,dqn,rollout}.py
+# and tests/test_match_env.py (DECISIONS_PER_GAME also through yahtzee_jax.game).
 NUM_CATEGORIES = OFFICIAL.num_boxes
 NUM_TURNS = OFFICIAL.num_turns
 DECISIONS_PER_GAME = OFFICIAL.decisions_per_game
 NUM_ACTIONS = OFFICIAL.num_actions
 UPPER_BONUS_THRESHOLD = OFFICIAL.upper_bonus_threshold
 UPPER_BONUS = OFFICIAL.upper_bonus_points
-# The other former constants of the official card, until their users read the rules.
-NUM_UPPER = OFFICIAL.num_upper
-CATEGORY_NAMES = OFFICIAL.box_names
-CATEGORY_MAX_SCORES = OFFICIAL.box_max_scores
-FULL_HOUSE_SCORE = 25
-SMALL_STRAIGHT_SCORE = 30
-LARGE_STRAIGHT_SCORE = 40
-YAHTZEE_SCORE = OFFICIAL.yahtzee_score
-YAHTZEE_BONUS = OFFICIAL.yahtzee_bonus_points
 
 
 def get_rules(rules: str | Rules) -> Rules:
