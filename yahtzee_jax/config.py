@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.rules import NUM_TURNS, RULE_VARIANTS
+from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
 
 # The environments `train.task` picks (`yahtzee_jax.envs.make` builds each; a test checks both
 # name the same ones): a solitaire game, the paper's single turn, an N-player match.
@@ -166,7 +166,7 @@ class TrainConfig:
     @property
     def episodes_per_game(self) -> int:
         """Episodes that make up one game's worth of decisions: 1, or 13 single turns."""
-        return NUM_TURNS if self.task == "single-turn" else 1
+        return get_rules(self.rules).num_turns if self.task == "single-turn" else 1
 
     @property
     def episodes_per_update(self) -> int:

@@ -21,7 +21,7 @@ from yahtzee_jax.algorithms.base import Algorithm
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
 from yahtzee_jax.game.engine import State, batch_of_one
-from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,9 +47,10 @@ class GreedyPolicy:
         return self.config.train.task == "match" and self.config.env.opponent_features
 
 
-def fresh_cards(batch_shape: tuple[int, ...]) -> State:
+def fresh_cards(batch_shape: tuple[int, ...], rules: Rules = OFFICIAL) -> State:
     """Empty cards of a batch: the opponents an agent that reads them meets when alone."""
-    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), State())
+    blank = State.empty(rules)
+    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), blank)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +76,8 @@ class BatchAct:
         """The actions of a batch of cards played alone."""
         if not self.policy.reads_others:
             return self.policy(params, states)
-        others = fresh_cards((keys.shape[0], self.policy.config.env.players - 1))
+        config = self.policy.config
+        others = fresh_cards((keys.shape[0], config.env.players - 1), get_rules(config.train.rules))
         return self.policy(params, MatchView(states, others))
 
 

@@ -47,7 +47,7 @@ from yahtzee_jax.algorithms.common import keep_action_stats, learning_rate_at, o
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, require
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.rollout import episode_keys, rollout
-from yahtzee_jax.game.rules import NUM_ACTIONS
+from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks import Block
 from yahtzee_jax.schedules import hold_anneal_schedule
 
@@ -116,9 +116,11 @@ class DQNConfig(AlgoConfig):
 
 
 class QNetwork(nn.Module):
-    """The actor-critic network's trunk blocks, one hidden block and a linear Q head (45)."""
+    """The actor-critic network's trunk blocks, one hidden block and a linear Q head (one
+    output per action: 32 keeps + the rules' boxes, 45 for Yahtzee)."""
 
     config: NetworkConfig
+    num_actions: int = 45
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -126,12 +128,12 @@ class QNetwork(nn.Module):
         config = self.config
         for layer in range(config.trunk_layers + 1):
             x = Block(config.hidden_size, config.activation, config.layer_norm, 0.0, layer)(x, None)
-        return nn.Dense(NUM_ACTIONS)(x)
+        return nn.Dense(self.num_actions)(x)
 
 
 def make_network(config: Config) -> QNetwork:
     """The online (and target) Q network of a config."""
-    return QNetwork(config.network)
+    return QNetwork(config.network, get_rules(config.train.rules).num_actions)
 
 
 def masked_argmax(q: jax.Array, legal: jax.Array) -> jax.Array:

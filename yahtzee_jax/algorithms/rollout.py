@@ -18,7 +18,7 @@ from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.rollout import episode_keys
 from yahtzee_jax.envs.rollout import rollout as play
 from yahtzee_jax.game.engine import LAST_ROLL, upper_total
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_ACTIONS, NUM_KEEP_ACTIONS
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS
 from yahtzee_jax.networks import (
     HEADS,
     HeadRows,
@@ -99,7 +99,8 @@ def sampling_policy(
             log_probs, offset = output.roll_log_probs, 0
         else:
             log_probs, offset = score_log_probs(output.score_logits, legal), NUM_KEEP_ACTIONS
-        noise = jax.vmap(lambda key: jax.random.gumbel(key, (NUM_ACTIONS,)))(action_keys)
+        actions = legal.shape[-1]  # 32 keeps + the rules' boxes
+        noise = jax.vmap(lambda key: jax.random.gumbel(key, (actions,)))(action_keys)
         noise = noise[:, offset : offset + log_probs.shape[-1]]
         choice = jnp.argmax(log_probs + noise, axis=-1)
         extras = policy_extras(x, legal, output, log_probs, choice, dropout_seeds)

@@ -71,9 +71,9 @@ def _best_time(function, argument, repeats: int) -> float:
 
 def transitions_per_update(config: Config) -> int:
     """Decisions one update learns from: its episodes x the task's decisions per episode."""
-    from yahtzee_jax.play import episode_length
+    from yahtzee_jax.envs import episode_length
 
-    return config.train.episodes_per_update * episode_length(config.train.task)
+    return config.train.episodes_per_update * episode_length(config)
 
 
 def updates_per_call(config: Config) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.match import Match, MatchView, Seat
+from yahtzee_jax.envs.rewards import YUAN_BOX_MEANS, YUAN_REWARDS
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.errors import ConfigError
@@ -24,7 +25,7 @@ ENVIRONMENTS: dict[str, type[Environment]] = {
 
 def episode_length(config: Config) -> int:
     """The learner's decisions per episode of a config's environment."""
-    return ENVIRONMENTS[config.train.task].episode_length
+    return make(config).episode_length
 
 
 def make(config: Config, seats: tuple[Seat, ...] | None = None) -> Environment:
@@ -37,6 +38,8 @@ def make(config: Config, seats: tuple[Seat, ...] | None = None) -> Environment:
     if task != "match":
         return ENVIRONMENTS[task](rules, config.features)
     env = config.env
+    if env.reward in YUAN_REWARDS and rules.num_boxes != len(YUAN_BOX_MEANS):
+        raise ConfigError(f"env.reward={env.reward!r} is Yuan's, for Yahtzee's 13-box card")
     if seats is not None and len(seats) != env.players - 1:
         raise ConfigError(f"a match of env.players={env.players} needs {env.players - 1} seats")
     return Match(

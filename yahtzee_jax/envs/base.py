@@ -27,7 +27,7 @@ from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.features import batch_features, feature_size
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import DECISIONS_PER_GAME, Rules
+from yahtzee_jax.game.rules import Rules
 
 Metrics = dict[str, jax.Array]
 
@@ -36,14 +36,22 @@ class Environment(abc.ABC):
     """A task over a rule variant (static data): init, step, observe, legal actions, metrics."""
 
     name: str = ""
-    episode_length: int = DECISIONS_PER_GAME  # the learner's decisions per episode
-    episodes_per_game: int = 1  # episodes that make up one game's worth of decisions
     num_players: int = 1
     others_move = False  # other seats play between the learner's turns (`end_turn`)
 
     def __init__(self, rules: Rules, features: FeatureConfig) -> None:
         self.rules = rules
         self.feature_config = features
+
+    @property
+    def episode_length(self) -> int:
+        """The learner's decisions per episode (a game's by default)."""
+        return self.rules.decisions_per_game
+
+    @property
+    def episodes_per_game(self) -> int:
+        """Episodes that make up one game's worth of decisions."""
+        return 1
 
     # -- the episode -------------------------------------------------------------------------
 
@@ -78,7 +86,7 @@ class Environment(abc.ABC):
 
     def blank_observation(self) -> Any:
         """One unbatched observation with default fields (fixes a replay buffer's layout)."""
-        return State()
+        return State.empty(self.rules)
 
     @staticmethod
     def card(observation: Any) -> State:
@@ -93,7 +101,7 @@ class Environment(abc.ABC):
 
     def feature_size(self) -> int:
         """F, the width of `features`."""
-        return feature_size(self.feature_config)
+        return feature_size(self.feature_config, self.rules)
 
     def legal_action_mask(self, observation: Any) -> jax.Array:
         """bool[B, 45]: the learner's legal actions."""

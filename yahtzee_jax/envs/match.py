@@ -133,9 +133,13 @@ class Match(Environment):
             raise ValueError(f"a match of {self.num_players} players needs its opponents' seats")
         split = jax.vmap(jax.random.split)(keys)
         init_keys, play_keys = split[:, 0], split[:, 1]
-        card = jax.vmap(engine.init)(_fold(init_keys, 0))
+        rules = self.rules
+        card = jax.vmap(lambda key: engine.init(key, rules))(_fold(init_keys, 0))
         opponents = range(self.num_players - 1)
-        others = [jax.vmap(engine.init)(_fold(init_keys, 1 + k)) for k in opponents]
+        others = [
+            jax.vmap(lambda key: engine.init(key, rules))(_fold(init_keys, 1 + k))
+            for k in opponents
+        ]
         episode = MatchEpisode(
             card=card,
             others=jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *others),
@@ -214,8 +218,9 @@ class Match(Environment):
 
     def totals(self, state: MatchEpisode) -> tuple[jax.Array, jax.Array]:
         """(the learner's totals [B], the best opponent's totals [B])."""
-        others = jax.vmap(jax.vmap(engine.total_score))(state.others)
-        return engine.total_score(state.card), jnp.max(others, axis=1)
+        rules = self.rules
+        others = jax.vmap(jax.vmap(lambda card: engine.total_score(card, rules)))(state.others)
+        return engine.total_score(state.card, rules), jnp.max(others, axis=1)
 
     def finish(self, state: MatchEpisode, rewards: jax.Array) -> jax.Array:
         """The end-of-match reward added at the last decision (not for `score`)."""
@@ -231,10 +236,11 @@ class Match(Environment):
 
     def blank_observation(self) -> MatchView:
         """Fresh cards for the learner and its opponents."""
+        blank = State.empty(self.rules)
         others = jax.tree.map(
-            lambda leaf: jnp.broadcast_to(leaf, (self.num_players - 1, *leaf.shape)), State()
+            lambda leaf: jnp.broadcast_to(leaf, (self.num_players - 1, *leaf.shape)), blank
         )
-        return MatchView(State(), others)
+        return MatchView(blank, others)
 
     @staticmethod
     def card(observation: MatchView) -> State:
@@ -259,7 +265,9 @@ class Match(Environment):
 
     def feature_size(self) -> int:
         """The solitaire width plus 15 per opponent when the opponent groups are on."""
-        return match_feature_size(self.feature_config, self.num_players, self.opponent_features)
+        return match_feature_size(
+            self.feature_config, self.num_players, self.opponent_features, self.rules
+        )
 
     # -- across episodes ---------------------------------------------------------------------
 
@@ -269,7 +277,7 @@ class Match(Environment):
 
     def end_task_batch(self, task: MatchTask, state: MatchEpisode) -> MatchTask:
         """Remember this batch's totals for the moving goal."""
-        own_total = engine.total_score(state.card)
+        own_total = engine.total_score(state.card, self.rules)
         return task.replace(goal=match_rewards.goal_update(task.goal, own_total))
 
     def after_update(self, task: MatchTask, params: Any, step: jax.Array) -> MatchTask:

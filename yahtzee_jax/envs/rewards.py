@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import NUM_CATEGORIES, NUM_KEEP_ACTIONS
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 
 REWARDS = ("score", "win", "naive", "gradient", "fixed", "moving-average")
 YUAN_REWARDS = ("naive", "gradient", "fixed", "moving-average")
@@ -79,9 +79,10 @@ def goal_update(goal: GoalState, totals: jax.Array) -> GoalState:
 
 
 def intermediate_rewards(states: State, actions: jax.Array, next_states: State) -> jax.Array:
-    """Yuan's per-decision reward: (box points - optimal mean for the box) / 10 at scores."""
+    """Yuan's per-decision reward: (box points - optimal mean for the box) / 10 at scores
+    (Yuan's table is Yahtzee's 13-box card: `envs.make` refuses it for other cards)."""
     scoring = actions >= NUM_KEEP_ACTIONS
-    box = jnp.clip(actions - NUM_KEEP_ACTIONS, 0, NUM_CATEGORIES - 1)
+    box = jnp.clip(actions - NUM_KEEP_ACTIONS, 0, len(YUAN_BOX_MEANS) - 1)
     points = jnp.take_along_axis(next_states.scores, box[..., None], axis=-1)[..., 0]
     means = jnp.asarray(YUAN_BOX_MEANS, jnp.float32)[box]
     return jnp.where(scoring, (points - means) / INTERMEDIATE_SCALE, 0.0)

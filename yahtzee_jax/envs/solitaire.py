@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_TURNS
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN
 
 
 class Game(Environment):
@@ -24,7 +24,7 @@ class Game(Environment):
 
     def first_card(self, key: jax.Array) -> State:
         """The opening position of one episode."""
-        return engine.init(key)
+        return engine.init(key, self.rules)
 
     def init(self, keys: jax.Array, task: Any) -> tuple[State, jax.Array]:
         """One fresh card per key; the play key is the key's second half."""
@@ -49,8 +49,16 @@ class SingleTurn(Game):
     the score of an independent random roll (the paper's single-turn task)."""
 
     name = "single-turn"
-    episode_length = DECISIONS_PER_TURN
-    episodes_per_game = NUM_TURNS
+
+    @property
+    def episode_length(self) -> int:
+        """One turn: keep, keep, score."""
+        return DECISIONS_PER_TURN
+
+    @property
+    def episodes_per_game(self) -> int:
+        """A game's worth of turns."""
+        return self.rules.num_turns
 
     def first_card(self, key: jax.Array) -> State:
         """A random card with the turn's first roll dealt."""
