@@ -1,0 +1,77 @@
+"""The environment floor (issue 27): names, legacy configs, and the rollout's determinism."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from yahtzee_jax import envs
+from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.config import TASKS, FeatureConfig, from_dict, resolve
+from yahtzee_jax.game.engine import legal_action_mask
+from yahtzee_jax.game.rules import OFFICIAL
+
+
+def test_config_and_environments_name_the_same_tasks():
+    """`train.task`'s choices are exactly the environments `envs.make` builds."""
+    assert tuple(envs.ENVIRONMENTS) == TASKS
+    for task in ("game", "single-turn"):
+        env = envs.make(resolve("quick", overrides=[f"train.task={task}"]))
+        assert env.name == task and not env.others_move
+    match = envs.make(resolve("a2c-win", overrides=["algo.init_from=''"]))
+    assert match.name == "match" and match.others_move and match.num_players == 2
+
+
+def test_a_config_written_before_the_env_section_still_loads():
+    """A run directory's config.yaml from before the environment floor: a2c-2p is A2C on the
+    match, the two-player fields of `algo` are the env section's; DQN with `opponent: none`
+    is the solitaire game and keeps no match settings."""
+    old = {
+        "algo": {"name": "a2c-2p", "opponent": "greedy2", "reward": "gradient",
+                 "opponent_features": False, "opponent_refresh": 7},
+        "train": {"task": "game"},
+    }  # fmt: skip
+    config = from_dict(old)
+    assert config.algo.name == "a2c" and config.train.task == "match"
+    assert (config.env.opponent, config.env.reward) == ("greedy2", "gradient")
+    assert (config.env.opponent_features, config.env.opponent_refresh) == (False, 7)
+    old_dqn = {"algo": {"name": "dqn", "opponent": "none", "reward": "score"}}
+    solitaire = from_dict({**old_dqn, "network": {"dropout": 0.0}})
+    assert solitaire.train.task == "game" and solitaire.env == from_dict({}).env
+
+
+def test_a_match_without_its_opponents_cannot_play():
+    """An environment built to observe with (no seats) refuses to start a match, in one line,
+    rather than play one in which the opponents never move."""
+    env = envs.make(resolve("a2c-win", overrides=["algo.init_from=''"]))
+    with pytest.raises(ValueError, match="needs its opponents' seats"):
+        env.init(jax.random.split(jax.random.key(0), 2), env.init_task(None))
+
+
+def _random_policy(observation, keys):
+    mask = jax.vmap(lambda card: legal_action_mask(card, OFFICIAL))(observation)
+    bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(keys)
+    return jax.vmap(uniform_legal_action)(mask, bits), None
+
+
+@pytest.mark.parametrize("env_class", [envs.Game, envs.SingleTurn])
+def test_an_episode_depends_only_on_its_own_key(env_class):
+    """Episode i of a batch plays the same dice and choices alone, in a batch of 5 or at
+    another position: the rollout derives everything from the episode's key."""
+    env = env_class(OFFICIAL, FeatureConfig())
+    keys = envs.episode_keys(jax.random.key(9), 0, 5)
+
+    def play(batch):
+        return envs.rollout(env, _random_policy, batch, None, lambda o, a, n, e: a)
+
+    final, actions, rewards = jax.jit(play)(keys)
+    alone = jax.jit(play)(keys[3:4])
+    np.testing.assert_array_equal(actions[:, 3], alone[1][:, 0])
+    np.testing.assert_array_equal(rewards[:, 3], alone[2][:, 0])
+    np.testing.assert_array_equal(final.scores[3], alone[0].scores[0])
+    shuffled = jax.jit(play)(keys[::-1])
+    np.testing.assert_array_equal(actions[:, 3], shuffled[1][:, 1])
+    assert actions.shape[0] == env.episode_length
+    assert np.all(final.terminated)
