@@ -4,14 +4,18 @@ differ in anything but the seed and dynamic scalars with one line."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import yahtzee_jax.population
+from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.checkpointing import load_agent, load_checkpoint
 from yahtzee_jax.cli import main
-from yahtzee_jax.config import from_dict
+from yahtzee_jax.config import from_dict, is_dynamic
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.population import (
     DynamicScalar,
@@ -185,3 +189,32 @@ def test_the_exact_kl_stays_a_branch_in_a_population():
     values = member_values(MEMBERS, varying_fields(MEMBERS))
     program = str(jax.make_jaxpr(make_population_chunk(MEMBERS, 2))(states, values))
     assert " cond[" in program
+
+
+def _config_classes() -> list[type]:
+    """Every learner's config section class and its dataclass bases (the `algo` sections)."""
+    classes = {get_algorithm(name).config_class for name in algorithm_names()}
+    return sorted(
+        {base for cls in classes for base in cls.__mro__ if dataclasses.is_dataclass(base)},
+        key=lambda cls: cls.__qualname__,
+    )
+
+
+def test_a_field_dynamic_in_a_base_stays_dynamic_where_a_learner_changes_its_default() -> None:
+    """A subclass that redeclares a field (PPO's and REINFORCE's defaults) keeps the marker."""
+    for cls in _config_classes():
+        for base in cls.__mro__[1:]:
+            if not dataclasses.is_dataclass(base):
+                continue
+            for field in dataclasses.fields(base):
+                if is_dynamic(base, field.name):
+                    assert is_dynamic(cls, field.name), f"{cls.__qualname__}.{field.name}"
+
+
+def test_population_names_no_learners_field() -> None:
+    """What may vary is declared on the config classes; population.py reads the markers."""
+    source = Path(yahtzee_jax.population.__file__).read_text()
+    for cls in _config_classes():
+        for field in dataclasses.fields(cls):
+            if is_dynamic(cls, field.name):
+                assert not re.search(rf"\b{field.name}\b", source), field.name

@@ -12,10 +12,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import importlib.resources
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 
@@ -51,6 +52,65 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
 
 def _check_fraction(name: str, value: float) -> None:
     require(0.0 <= value <= 1.0, f"{name}={value} must be in [0, 1]")
+
+
+# Population hyperparameters. The metadata key of a `dynamic` field, and its value for one that
+# a learner also compares with a number to pick a code path.
+DYNAMIC = "dynamic"
+BRANCHES = "branches"
+
+
+def dynamic(default: float, *, branches: bool = False) -> Any:
+    """A float field that may differ between the members of a population (`population.py`).
+
+    In a population's compiled chunk a dynamic field that differs between members holds the
+    member's traced value instead of a Python number, so the code reading it may compute with
+    it but not compare it with a number to pick a code path; declare such a field with
+    `branches=True` and it holds a `population.DynamicScalar` instead, which answers a
+    comparison for the whole population when every member answers it alike. A subclass that
+    changes the default declares the field `dynamic` again (a test checks that it does).
+    """
+    return dataclasses.field(default=default, metadata={DYNAMIC: BRANCHES if branches else True})
+
+
+def _marker(section: Any, name: str) -> Any:
+    fields = {field.name: field for field in dataclasses.fields(section)}
+    return fields[name].metadata.get(DYNAMIC) if name in fields else None
+
+
+def is_dynamic(section: Any, name: str) -> bool:
+    """Is field `name` of a config section (class or instance) declared `dynamic`?"""
+    return _marker(section, name) is not None
+
+
+def is_branching(section: Any, name: str) -> bool:
+    """Is field `name` declared `dynamic(..., branches=True)`?"""
+    return _marker(section, name) == BRANCHES
+
+
+Section = TypeVar("Section")
+
+
+def traced_replace(section: Section, **changes: Any) -> Section:
+    """`dataclasses.replace` for values traced inside a compiled function, checks left out.
+
+    A config's `__post_init__` compares its values with numbers, which a traced value cannot
+    answer, so the copy is built by the class's own `__init__` on a subclass without the
+    checks (`_unchecked`). The caller checks the concrete values first: a population checks
+    every member's config before compiling the chunk that builds its traced copies.
+    """
+    values = {field.name: getattr(section, field.name) for field in dataclasses.fields(section)}
+    return _unchecked(type(section))(**(values | changes))
+
+
+@functools.cache
+def _unchecked(cls: type) -> type:
+    """`cls` with a `__post_init__` that checks nothing; fields and methods are `cls`'s."""
+    return type(cls.__name__, (cls,), {"__post_init__": _no_checks, "__doc__": cls.__doc__})
+
+
+def _no_checks(self: Any) -> None:
+    """Nothing to check: the concrete values were checked before they were traced."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +169,10 @@ class AlgoConfig:
 class OptimConfig:
     """Adam with a warmup - plateau - linear decay learning-rate schedule (section 4.3.3)."""
 
-    lr: float = 1e-4  # alpha
-    warmup: float = 0.05  # fraction of updates, linear from min_lr_ratio * lr up to lr
-    plateau: float = 0.70  # fraction at lr; the remaining fraction decays linearly
-    min_lr_ratio: float = 0.01  # r_alpha (Table 6; the paper's code used 0.05)
+    lr: float = dynamic(1e-4)  # alpha
+    warmup: float = dynamic(0.05)  # fraction of updates, linear from min_lr_ratio * lr up to lr
+    plateau: float = dynamic(0.70)  # fraction at lr; the remaining fraction decays linearly
+    min_lr_ratio: float = dynamic(0.01)  # r_alpha (Table 6; the paper's code used 0.05)
     max_grad_norm: float = 1.0  # tau_clip; 0 disables clipping
 
     def __post_init__(self) -> None:

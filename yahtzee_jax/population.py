@@ -1,23 +1,23 @@
 """Many runs in one program: a population of members trained by one vmapped chunk.
 
-Members may differ only in `train.seed` and in dynamic scalars (`DYNAMIC_FIELDS`: learning
-rate and its schedule fractions, entropy coefficients and schedule, gamma, GAE lambda, value,
-regression and shaping weights, PPO's clip epsilon). Everything else (network, algorithm,
-batch, budget) is one template config, so the population has a single static structure and is
-compiled once: `jax.vmap` over the members' stacked `TrainState`s of the same guarded chunk
-a single run compiles (`train.chunk_function`), the purejaxrl pattern.
+Members may differ only in `train.seed` and in the config fields declared `dynamic` (see
+`config.dynamic`: the learning-rate schedule, and the actor-critic learners' discount, GAE
+lambda, loss weights, entropy schedule and PPO's clip epsilon). Everything else (network,
+algorithm, batch, budget) is one template config, so the population has a single static
+structure and is compiled once: `jax.vmap` over the members' stacked `TrainState`s of the same
+guarded chunk a single run compiles (`train.chunk_function`), the purejaxrl pattern.
 
 How the dynamic scalars get into the unchanged learner code: the fields that differ between
 members travel as a pytree of [N] arrays beside the states. Inside the vmapped function a
 member config is built from the template with those fields replaced by its member's traced
-values (validation was done on the concrete member configs before compiling), and the usual
-`Context` is made from it, so the algorithms and schedules read traced values transparently.
-A field that the learners also compare with a number to pick a code path (shaping on or off)
-becomes a `DynamicScalar` instead: it computes with its tracer, and answers a comparison for the
-whole population when every member answers it alike (refusing it otherwise). Fields that are
-equal across members stay Python numbers, so their fast paths (TD(0) targets for lambda 0, ...)
-are kept. The seed only chooses a member's initial state (built on the host) and its
-evaluation games.
+values (`config.traced_replace`: the concrete member configs were checked before compiling),
+and the usual `Context` is made from it, so the algorithms and schedules read traced values
+transparently. A field that a learner also compares with a number to pick a code path
+(`dynamic(..., branches=True)`, e.g. shaping on or off) becomes a `DynamicScalar` instead: it
+computes with its tracer, and answers a comparison for the whole population when every member
+answers it alike (refusing it otherwise). Fields that are equal across members stay Python
+numbers, so their fast paths (TD(0) targets for lambda 0, ...) are kept. The seed only chooses
+a member's initial state (built on the host) and its evaluation games.
 
 On the host every member is an ordinary run directory (config.yaml, evals.jsonl, TensorBoard
 scalars, checkpoints, final_eval, summary.json): `evaluate`, plots and the experiment runner see
@@ -31,7 +31,6 @@ device in one process (no data-parallel mesh).
 from __future__ import annotations
 
 import contextlib
-import copy
 import itertools
 import json
 import operator
@@ -47,36 +46,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.algorithms.actor_critic import ActorCriticConfig
 from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.config import Config, parse_override
+from yahtzee_jax.config import Config, is_branching, is_dynamic, parse_override, traced_replace
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
 from yahtzee_jax.runlog import RunLock, ScalarLog, reconcile, write_atomic, write_evals
 
-# section -> fields that may differ between members (traced); `train.seed` is host-only.
-DYNAMIC_FIELDS: dict[str, tuple[str, ...]] = {
-    "optim": ("lr", "warmup", "plateau", "min_lr_ratio"),
-    "algo": (
-        "gamma",
-        "gamma_start",
-        "gae_lambda",
-        "value_coef",
-        "entropy_roll_start",
-        "entropy_roll_end",
-        "entropy_score_start",
-        "entropy_score_end",
-        "entropy_hold",
-        "entropy_anneal",
-        "upper_regression_weight",
-        "shaping_weight",
-        "clip_epsilon",
-    ),
-}
-SEED_FIELD = ("train", "seed")
-# Fields the learners also compare with numbers to pick a code path (shaping on or off): these
-# travel as `DynamicScalar`s; the others as plain tracers (a comparison would fail to trace).
-BRANCHING_FIELDS = {"algo.shaping_weight"}
+SEED_FIELD = ("train", "seed")  # differs between members on the host only
 
 _COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le}
 _COMPARISONS |= {">": operator.gt, ">=": operator.ge}
@@ -169,9 +145,7 @@ def _fields(config: Config) -> dict[tuple[str, str], Any]:
 
 
 def _is_dynamic(config: Config, section: str, key: str) -> bool:
-    if section == "algo" and not isinstance(config.algo, ActorCriticConfig):
-        return False  # the dynamic algo fields are the actor-critic learners' (DQN: none)
-    return key in DYNAMIC_FIELDS.get(section, ())
+    return is_dynamic(getattr(config, section), key)
 
 
 def varying_fields(configs: Sequence[Config]) -> list[tuple[str, str]]:
@@ -221,30 +195,23 @@ def member_values(configs: Sequence[Config], fields: Sequence[tuple[str, str]]) 
     }
 
 
-def _replaced(obj: Any, changes: dict[str, Any]) -> Any:
-    """A copy of a frozen dataclass with `changes`, without running its validation."""
-    new = copy.copy(obj)
-    for key, value in changes.items():
-        object.__setattr__(new, key, value)
-    return new
-
-
 def member_config(
     template: Config, values: dict[str, jax.Array], configs: Sequence[Config]
 ) -> Config:
-    """The template with each varying field replaced by its traced value in `values`."""
+    """The template with each varying field replaced by its traced value in `values` (a
+    `DynamicScalar` for a field declared `dynamic(..., branches=True)`)."""
     sections: dict[str, dict[str, Any]] = {}
     for name, value in values.items():
         section, key = name.split(".")
-        if name in BRANCHING_FIELDS:
+        if is_branching(getattr(template, section), key):
             members = tuple(getattr(getattr(config, section), key) for config in configs)
             value = DynamicScalar(value, name, members)
         sections.setdefault(section, {})[key] = value
     changes = {
-        section: _replaced(getattr(template, section), fields)
+        section: traced_replace(getattr(template, section), **fields)
         for section, fields in sections.items()
     }
-    return _replaced(template, changes)
+    return traced_replace(template, **changes)
 
 
 def make_population_chunk(configs: Sequence[Config], num_updates: int):
@@ -308,7 +275,7 @@ def parse_sweeps(texts: Sequence[str]) -> list[list[str]]:
 
 
 def member_label(overrides: Sequence[str]) -> str:
-    """A member's directory name from its sweep values, e.g. `gae_lambda=0.2` (as experiments)."""
+    """A member's directory name from its sweep values, e.g. `lr=0.001` (as experiments)."""
     label = ", ".join(
         f"{name.rpartition('.')[2]}={value}"
         for name, _, value in (text.partition("=") for text in overrides)

@@ -43,7 +43,7 @@ from yahtzee_jax.algorithms.rollout import (
     rollout,
     taken_log_probs,
 )
-from yahtzee_jax.config import AlgoConfig, Config, require
+from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD
 from yahtzee_jax.networks import entropy, policy_log_probs, value_head_modules
@@ -55,20 +55,20 @@ class ActorCriticConfig(AlgoConfig):
     """Loss settings of the actor-critic learners; defaults are Table 7's A2C column."""
 
     name: str = "a2c"
-    gamma: float = 0.99
-    gae_lambda: float = 0.0  # 0: TD(0) targets (eq. 16); 1: Monte-Carlo returns
-    value_coef: float = 0.005  # lambda_V
+    gamma: float = dynamic(0.99)
+    gae_lambda: float = dynamic(0.0)  # 0: TD(0) targets (eq. 16); 1: Monte-Carlo returns
+    value_coef: float = dynamic(0.005)  # lambda_V
     normalize_advantage: bool = True
     # Entropy bonus (eq. 13): hold the start value, anneal linearly, then hold the end value.
-    entropy_roll_start: float = 0.06
-    entropy_roll_end: float = 0.02
-    entropy_score_start: float = 0.03
-    entropy_score_end: float = 0.008
-    entropy_hold: float = 0.3
-    entropy_anneal: float = 0.6
+    entropy_roll_start: float = dynamic(0.06)
+    entropy_roll_end: float = dynamic(0.02)
+    entropy_score_start: float = dynamic(0.03)
+    entropy_score_end: float = dynamic(0.008)
+    entropy_hold: float = dynamic(0.3)
+    entropy_anneal: float = dynamic(0.6)
     # Learned-potential shaping (section 4.4.1); both need network.upper_head = true.
-    upper_regression_weight: float = 0.0  # beta_regression: U regresses U_final / 63 - 1
-    shaping_weight: float = 0.0  # beta_shape
+    upper_regression_weight: float = dynamic(0.0)  # beta_regression: U regresses U_final / 63 - 1
+    shaping_weight: float = dynamic(0.0, branches=True)  # beta_shape
     shaping_discount: bool = False  # gamma Phi(s') as eq. 12 prints it; the paper's code has none
     # policy/kl (how far an update moved the policy) costs a forward pass over the batch: it is
     # measured on the whole batch at the updates that end at an evaluation point, and on the

@@ -32,7 +32,7 @@ from yahtzee_jax.algorithms.common import (
     optimizer_step,
 )
 from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_heads, taken_log_probs
-from yahtzee_jax.config import Config, require
+from yahtzee_jax.config import Config, dynamic, require
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,15 +40,15 @@ class PPOConfig(actor_critic.ActorCriticConfig):
     """PPO: Table 7's PPO column and Table 8 (lambda 0.3 as Table 3's row says)."""
 
     name: str = "ppo"
-    gae_lambda: float = 0.3
-    value_coef: float = 0.01
-    entropy_roll_start: float = 0.02
-    entropy_roll_end: float = 0.005
-    entropy_score_start: float = 0.05
-    entropy_score_end: float = 0.01
-    entropy_hold: float = 0.1
-    entropy_anneal: float = 0.8
-    clip_epsilon: float = 0.2  # epsilon of the clipped surrogate
+    gae_lambda: float = dynamic(0.3)
+    value_coef: float = dynamic(0.01)
+    entropy_roll_start: float = dynamic(0.02)
+    entropy_roll_end: float = dynamic(0.005)
+    entropy_score_start: float = dynamic(0.05)
+    entropy_score_end: float = dynamic(0.01)
+    entropy_hold: float = dynamic(0.1)
+    entropy_anneal: float = dynamic(0.8)
+    clip_epsilon: float = dynamic(0.2)  # epsilon of the clipped surrogate
     epochs: int = 3  # passes over each batch
     games_per_minibatch: int = 4  # whole games per minibatch (must divide train.games_per_update)
 

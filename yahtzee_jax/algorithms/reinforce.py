@@ -15,7 +15,7 @@ import optax
 
 from yahtzee_jax.algorithms import acting, actor_critic, warm_start
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
-from yahtzee_jax.config import require
+from yahtzee_jax.config import dynamic, require
 
 MONTE_CARLO = 1.0  # lambda = 1: the lambda-return is the Monte-Carlo return
 
@@ -25,17 +25,17 @@ class ReinforceConfig(actor_critic.ActorCriticConfig):
     """REINFORCE: Table 7's REINFORCE column."""
 
     name: str = "reinforce"
-    gamma: float = 1.0  # gamma max
-    gamma_start: float = 0.95  # gamma min
+    gamma: float = dynamic(1.0)  # gamma max
+    gamma_start: float = dynamic(0.95)  # gamma min
     gamma_anneal: float = 1.0  # fraction of training over which gamma moves to its max
-    gae_lambda: float = MONTE_CARLO
-    value_coef: float = 0.025
-    entropy_roll_start: float = 0.1
-    entropy_roll_end: float = 0.01
-    entropy_score_start: float = 0.02
-    entropy_score_end: float = 0.003
-    entropy_hold: float = 0.1
-    entropy_anneal: float = 0.55
+    gae_lambda: float = dynamic(MONTE_CARLO)
+    value_coef: float = dynamic(0.025)
+    entropy_roll_start: float = dynamic(0.1)
+    entropy_roll_end: float = dynamic(0.01)
+    entropy_score_start: float = dynamic(0.02)
+    entropy_score_end: float = dynamic(0.003)
+    entropy_hold: float = dynamic(0.1)
+    entropy_anneal: float = dynamic(0.55)
 
     def __post_init__(self) -> None:
         super().__post_init__()
