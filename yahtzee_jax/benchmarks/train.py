@@ -120,7 +120,7 @@ def measure(config, repeats: int) -> dict:
     from yahtzee_jax.algorithms import actor_critic
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.algorithms.common import lambda_returns
-    from yahtzee_jax.algorithms.rollout import rollout
+    from yahtzee_jax.algorithms.rollout import update_rollout
     from yahtzee_jax.errors import UserError
 
     if not isinstance(config.algo, actor_critic.ActorCriticConfig):
@@ -136,9 +136,9 @@ def measure(config, repeats: int) -> dict:
     context = make_context(config)
     state = init_train_state(context)
 
-    trajectory = jax.jit(
-        lambda params, key: rollout(context.network, params, key, config, context.rules)
-    )(state.params, state.key)
+    trajectory, _ = jax.jit(lambda params, key: update_rollout(context, params, key))(
+        state.params, state.key
+    )
     target = lambda_returns(trajectory.reward, trajectory.value, 0.99, 0.0)
 
     def bare(params):

@@ -270,12 +270,10 @@ RULE_VARIANTS: dict[str, Rules] = {
 OFFICIAL = RULE_VARIANTS["official"]
 
 # TODO(issue 27): remove once envs/algorithms read rules. The official card's numbers, still
-# imported by config.py, envs/{base,solitaire,rewards}.py, algorithms/{actor_critic,dqn,rollout}.py
-# and tests/test_match_env.py (DECISIONS_PER_GAME also through yahtzee_jax.game).
-NUM_CATEGORIES = OFFICIAL.num_boxes
+# imported by algorithms/actor_critic.py (the upper bonus) and tests/test_match_env.py,
+# test_learners.py and test_dqn.py (DECISIONS_PER_GAME also through yahtzee_jax.game).
 NUM_TURNS = OFFICIAL.num_turns
 DECISIONS_PER_GAME = OFFICIAL.decisions_per_game
-NUM_ACTIONS = OFFICIAL.num_actions
 UPPER_BONUS_THRESHOLD = OFFICIAL.upper_bonus_threshold
 UPPER_BONUS = OFFICIAL.upper_bonus_points
 
