@@ -27,8 +27,10 @@ SCRIPT = textwrap.dedent(
     from yahtzee_jax.config import from_dict
     from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.parallel import data_mesh
-    from yahtzee_jax.train import train, make_chunk, _in_mesh, init_train_state, make_context
-    from yahtzee_jax.parallel import replicate
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.chunk import make_chunk
+    from yahtzee_jax.parallel import in_mesh, replicate
+    from yahtzee_jax.train import train
 
     def tiny(devices):
         return from_dict({
@@ -55,7 +57,7 @@ SCRIPT = textwrap.dedent(
     context = make_context(config)
     mesh = data_mesh(4, config.train.episodes_per_update)
     state = replicate(init_train_state(context), mesh)
-    with _in_mesh(mesh):
+    with in_mesh(mesh):
         chunk = make_chunk(context, 2)
         halfway = chunk(state)[0]
         straight = chunk(halfway)[0]
@@ -64,7 +66,7 @@ SCRIPT = textwrap.dedent(
     checkpoints = RunCheckpoints(run, 1)
     checkpoints.save(2, halfway, config, None)
     restored = replicate(checkpoints.restore(init_train_state(context)), mesh)
-    with _in_mesh(mesh):
+    with in_mesh(mesh):
         resumed = chunk(restored)[0]
     result["resume_exact"] = all(
         np.array_equal(np.asarray(a), np.asarray(b))

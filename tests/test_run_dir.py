@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.chunk import PARAMETERS, guard_quantities, make_chunk
 from yahtzee_jax.cli import main
 from yahtzee_jax.config import from_dict, save_yaml
 from yahtzee_jax.runlog import (
@@ -26,13 +27,7 @@ from yahtzee_jax.runlog import (
     reconcile,
     write_evals,
 )
-from yahtzee_jax.train import (
-    PARAMETERS,
-    collapse_warning,
-    guard_quantities,
-    make_chunk,
-    train,
-)
+from yahtzee_jax.train import collapse_warning, train
 
 TINY = {
     "train": {

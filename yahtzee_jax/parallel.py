@@ -15,6 +15,7 @@ exactly today's.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import jax
@@ -49,6 +50,12 @@ def data_mesh(requested: int, episodes_per_update: int) -> Mesh | None:
     return jax.make_mesh(
         (count,), (BATCH_AXIS,), axis_types=(AxisType.Auto,), devices=available[:count]
     )
+
+
+def in_mesh(mesh: Mesh | None) -> contextlib.AbstractContextManager:
+    """`mesh` as the current mesh while inside (nothing without a mesh): a run's chunk is
+    compiled and called under it."""
+    return jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext()
 
 
 def shard_batch(array: jax.Array) -> jax.Array:

@@ -5,7 +5,7 @@ Members may differ only in `train.seed` and in the config fields declared `dynam
 lambda, loss weights, entropy schedule and PPO's clip epsilon). Everything else (network,
 algorithm, batch, budget) is one template config, so the population has a single static
 structure and is compiled once: `jax.vmap` over the members' stacked `TrainState`s of the same
-guarded chunk a single run compiles (`train.chunk_function`), the purejaxrl pattern.
+guarded chunk a single run compiles (`chunk.chunk_function`), the purejaxrl pattern.
 
 How the dynamic scalars get into the unchanged learner code: the fields that differ between
 members travel as a pytree of [N] arrays beside the states. Inside the vmapped function a
@@ -47,6 +47,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
+from yahtzee_jax.chunk import chunk_function
 from yahtzee_jax.config import Config, is_branching, is_dynamic, parse_override, traced_replace
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
@@ -217,8 +218,6 @@ def member_config(
 def make_population_chunk(configs: Sequence[Config], num_updates: int):
     """Jitted `(states, values) -> (states, metrics, failure)`: the single-run chunk vmapped
     over the members; every output gains a leading member axis."""
-    from yahtzee_jax.train import chunk_function
-
     template = configs[0]
 
     def member(state: TrainState, values: dict[str, jax.Array], step: jax.Array):

@@ -1,10 +1,7 @@
 """The fused training pipeline: `yahtzee-jax train`.
 
-One compiled chunk is a `lax.scan` over K updates; each update plays B games in lockstep with
-the vmapped engine, computes the loss and applies the gradient, and reduces its diagnostics to
-scalars. A guard inside the chunk checks every update's metrics and parameters: the first
-non-finite one freezes the state at the last good update and names the culprit. The host loop
-only logs those scalars (TensorBoard, at exact global steps = games played), evaluates the
+The compiled chunk (`chunk.py`) runs K guarded updates in one `lax.scan`. The host loop
+only logs its scalars (TensorBoard, at exact global steps = games played), evaluates the
 argmax policy every 1 % of the updates, checkpoints, and finally runs the evaluation harness.
 Chunk boundaries, evaluations and checkpoints are pure functions of the update counter, so a
 resumed run replays exactly what an uninterrupted one would have done.
@@ -30,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.algorithms import get_algorithm
-from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state, make_context
+from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
+from yahtzee_jax.chunk import guard_quantities, make_chunk
 from yahtzee_jax.config import (
     DEFAULT_PRESET,
     Config,
@@ -47,6 +44,7 @@ from yahtzee_jax.errors import ConfigError, UserError
 from yahtzee_jax.parallel import (
     data_mesh,
     host_local,
+    in_mesh,
     initialize_distributed,
     is_primary,
     replicate,
@@ -60,7 +58,6 @@ FINAL_EVAL_DIR = "final_eval"
 CURVE_FILE = "learning_curve.png"
 EVAL_SEED_OFFSET = 1  # periodic evaluations use seed + 1 (fixed games, comparable points)
 FINAL_EVAL_SEED_OFFSET = 2
-PARAMETERS = "parameters"  # the guard's name for non-finite parameters
 COLLAPSED_ENTROPY = 1e-3  # nats: both heads below this = a deterministic (collapsed) policy
 
 
@@ -95,67 +92,6 @@ class DivergenceError(UserError):
     """Training produced a non-finite loss, gradient or parameter."""
 
     exit_status = 3
-
-
-def _all_finite(tree: Any) -> jax.Array:
-    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
-
-
-def guard_quantities(metric_names: list[str]) -> list[str]:
-    """The quantities the guard checks, in the order its failure codes index them: the loss
-    and the gradient before the parameters they produce, diagnostics last."""
-    causes = [name for name in sorted(metric_names) if name.startswith(("loss/", "grad/"))]
-    diagnostics = [name for name in sorted(metric_names) if name not in causes]
-    return [*causes, PARAMETERS, *diagnostics]
-
-
-def make_chunk(context: Context, num_updates: int):
-    """Jitted `state -> (state, metrics, failure)` running `num_updates` guarded updates.
-
-    `metrics` are [K] arrays. `failure` is [K] int32: -1 where the update was finite, else the
-    index (into `guard_quantities`) of its first non-finite quantity. From the first failure on,
-    the state stays at the last good update.
-    """
-    return jax.jit(chunk_function(context, num_updates))
-
-
-def chunk_function(context: Context, num_updates: int, freeze_counter: bool = True):
-    """`make_chunk`'s function before `jit` (a population vmaps it over its members).
-
-    From a failed update on, the state stays as it was after the last good one; with
-    `freeze_counter=False` the update counter alone still advances, which keeps it unbatched
-    under a population's vmap (the host discards a failed chunk's state either way).
-    """
-    update = context.algorithm.update
-
-    def guarded(carry: tuple[TrainState, jax.Array], _):
-        state, failed = carry
-        new_state, metrics = update(context, state)
-        finite = jnp.stack(
-            [
-                _all_finite(new_state.params) if name == PARAMETERS else _all_finite(metrics[name])
-                for name in guard_quantities(list(metrics))
-            ]
-        )
-        failure = jnp.where(jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
-        failed = failed | (failure >= 0)
-        kept = jax.tree.map(lambda old, new: jnp.where(failed, old, new), state, new_state)
-        if not freeze_counter:
-            kept = kept.replace(step=new_state.step)
-        return (kept, failed), (metrics, failure)
-
-    def chunk(state: TrainState):
-        (state, _), (metrics, failure) = jax.lax.scan(
-            guarded, (state, jnp.bool_(False)), length=num_updates
-        )
-        return state, metrics, failure
-
-    return chunk
-
-
-def _in_mesh(mesh: Any) -> contextlib.AbstractContextManager:
-    """The data-parallel mesh as the current one (nothing without a mesh)."""
-    return jax.set_mesh(mesh) if mesh is not None else contextlib.nullcontext()
 
 
 def chunk_length(config: Config, step: int) -> int:
@@ -344,10 +280,10 @@ def _training_loop(
                 length = chunk_length(config, step)
                 if length not in compiled:
                     compile_start = time.perf_counter()
-                    with _in_mesh(mesh):
+                    with in_mesh(mesh):
                         compiled[length] = make_chunk(context, length).lower(state).compile()
                     compile_seconds += time.perf_counter() - compile_start
-                with _in_mesh(mesh):
+                with in_mesh(mesh):
                     next_state, metrics, failure = compiled[length](state)
                 fault.reached("chunk")
                 metrics, failure = jax.device_get(host_local((metrics, failure)))

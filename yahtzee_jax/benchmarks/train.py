@@ -89,14 +89,14 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
     over them, is a one-line `ConfigError` (`parallel.data_mesh`).
     """
     from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.parallel import data_mesh, replicate
-    from yahtzee_jax.train import _in_mesh, make_chunk
+    from yahtzee_jax.chunk import make_chunk
+    from yahtzee_jax.parallel import data_mesh, in_mesh, replicate
 
     updates = updates_per_call(config)
     context = make_context(config)
     mesh = data_mesh(devices, config.train.episodes_per_update)
     state = replicate(init_train_state(context), mesh)
-    with _in_mesh(mesh):  # as `train` runs it: compiled and called under the mesh
+    with in_mesh(mesh):  # as `train` runs it: compiled and called under the mesh
         start = time.perf_counter()
         chunk = make_chunk(context, updates).lower(state).compile()
         compile_seconds = time.perf_counter() - start
@@ -165,8 +165,8 @@ def measure_population(config, size: int, repeats: int) -> dict:
     import dataclasses
 
     from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.chunk import make_chunk
     from yahtzee_jax.population import make_population_chunk, member_values, stack, varying_fields
-    from yahtzee_jax.train import make_chunk
 
     updates = updates_per_call(config)
     # Members as a learning-rate sweep over seeds: the learning rate is a traced value.
