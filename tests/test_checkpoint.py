@@ -89,7 +89,7 @@ def test_trained_run_is_an_agent(finished_run):
     agent = load_agent(str(finished_run))
     step_dir = sorted((finished_run / LATEST_DIR).iterdir())[-1]
     same = load_agent(str(step_dir))
-    assert agent.act is same.act  # one compiled program serves every checkpoint of a config
+    assert agent.act == same.act  # equal acts: one compiled program serves every checkpoint
     records = play_games(agent, 16, seed=0)
     assert records.total.shape == (16,)
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.config import FeatureConfig, NetworkConfig
+from yahtzee_jax.algorithms.acting import make_agent
+from yahtzee_jax.config import FeatureConfig, NetworkConfig, from_dict
 from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import OFFICIAL, Category, State, legal_action_mask
 from yahtzee_jax.networks import (
@@ -15,7 +18,6 @@ from yahtzee_jax.networks import (
     dropout_keep_mask,
     entropy,
     init_params,
-    make_network_agent,
     policy_log_probs,
 )
 
@@ -76,7 +78,8 @@ def test_illegal_category_never_sampled_under_joker(params, filled, legal_boxes)
         log_probs = policy_log_probs(output, legal, state.roll_index)
         samples = jax.random.categorical(jax.random.PRNGKey(4), log_probs, shape=(4000,))
         assert set(np.unique(samples - 32).tolist()) <= set(int(c) for c in legal_boxes)
-        agent = make_network_agent(weights, SMALL, FEATURES, OFFICIAL, "test")
+        config = dataclasses.replace(from_dict({}), network=SMALL, features=FEATURES)
+        agent = make_agent(config, weights, "test")
         assert int(agent.act(weights, state, jax.random.PRNGKey(0))) - 32 in legal_boxes
 
 

@@ -16,7 +16,6 @@ Yahtzee): keep actions at roll decisions, legal boxes at the scoring decision.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -25,10 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.features import batch_features, feature_size
-from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one, legal_action_mask
+from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_DICE, NUM_KEEP_ACTIONS, OFFICIAL, Rules
 
 ACTIVATIONS = {"swish": nn.swish, "relu": nn.relu}
@@ -227,27 +225,3 @@ def network_log_probs(
     legal = jax.vmap(lambda state: legal_action_mask(state, rules))(states)
     output = apply(x)
     return policy_log_probs(output, legal, states.roll_index), output, x, legal
-
-
-@functools.cache  # one function object per configuration, so jitted callers compile once
-def make_act(config: NetworkConfig, features_config: FeatureConfig, rules: Rules):
-    """The argmax policy for one unbatched state."""
-    network = YahtzeeNet(config, rules.num_boxes)
-
-    def act(params: dict, state: State, key: jax.Array) -> jax.Array:
-        def apply(x: jax.Array) -> NetworkOutput:
-            return network.apply({"params": params}, x)
-
-        log_probs, _, _, _ = network_log_probs(apply, batch_of_one(state), features_config, rules)
-        return jnp.argmax(log_probs[0]).astype(jnp.int32)
-
-    return act
-
-
-def make_network_agent(
-    params: dict, config: NetworkConfig, features_config: FeatureConfig, rules: Rules, name: str
-) -> Agent:
-    """A trained network as an `Agent` (argmax actions, dropout off)."""
-    return Agent(
-        name=name, act=make_act(config, features_config, rules), params=params, rules=rules
-    )

@@ -59,22 +59,19 @@ def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.A
     return jnp.where(legal_mask[0], keep_action, box_action).astype(jnp.int32)
 
 
-def _random_act(rules: Rules, state: State, key: jax.Array) -> jax.Array:
-    return uniform_legal_action(
-        legal_action_mask(state, rules), jax.random.bits(key, (), jnp.uint32)
-    )
+@dataclasses.dataclass(frozen=True)
+class RandomAct:
+    """`act` of the random agent: equal (and so one jit cache entry) per rule variant."""
 
+    rules: Rules
 
-_RANDOM_ACTS: dict[Rules, Policy] = {}
+    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
+        """A uniformly random legal action of one state."""
+        legal = legal_action_mask(state, self.rules)
+        return uniform_legal_action(legal, jax.random.bits(key, (), jnp.uint32))
 
 
 def make_random_agent(rules: str | Rules = OFFICIAL) -> Agent:
     """Uniformly random legal actions."""
     rules = get_rules(rules)
-    if rules not in _RANDOM_ACTS:  # one function object per variant keeps the jit cache warm
-
-        def act(params: Any, state: State, key: jax.Array) -> jax.Array:
-            return _random_act(rules, state, key)
-
-        _RANDOM_ACTS[rules] = act
-    return Agent(name="random", act=_RANDOM_ACTS[rules], params=None, rules=rules)
+    return Agent(name="random", act=RandomAct(rules), params=None, rules=rules)

@@ -8,6 +8,7 @@ Schroeder (seed 001) values them by this turn's reward only and re-rolls at most
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -163,23 +164,36 @@ def widget_batch_actions(
     return jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), decide_kind, start)[0]
 
 
-# One act function object per (rules, re-roll budget, future or not): keeps the jit cache warm.
-_ACTS: dict[tuple[Rules, int, bool], tuple[Policy, BatchAct]] = {}
+@dataclasses.dataclass(frozen=True)
+class WidgetAct:
+    """`act` of a widget agent; equal per (rules, re-roll budget, future or not), so a new agent
+    of the same kind reuses the compiled program (jit keys its cache on equal callables)."""
+
+    rules: Rules
+    max_rerolls: int
+    with_future: bool
+
+    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
+        """The widget's action for one state."""
+        table = params if self.with_future else None
+        return widget_action(table, state, self.rules, self.max_rerolls)
+
+
+@dataclasses.dataclass(frozen=True)
+class WidgetBatchAct(WidgetAct):
+    """`batch_act` of a widget agent: the same actions, the batch sharing its work."""
+
+    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
+        """The widget's actions for a batch of states."""
+        table = params if self.with_future else None
+        return widget_batch_actions(table, states, self.rules, self.max_rerolls)
 
 
 def _widget_act(rules: Rules, max_rerolls: int, with_future: bool) -> tuple[Policy, BatchAct]:
-    key = (rules, max_rerolls, with_future)
-    if key not in _ACTS:
-
-        def act(params: Any, state: State, key: jax.Array) -> jax.Array:
-            return widget_action(params if with_future else None, state, rules, max_rerolls)
-
-        def batch_act(params: Any, states: State, keys: jax.Array) -> jax.Array:
-            table = params if with_future else None
-            return widget_batch_actions(table, states, rules, max_rerolls)
-
-        _ACTS[key] = (act, batch_act)
-    return _ACTS[key]
+    return (
+        WidgetAct(rules, max_rerolls, with_future),
+        WidgetBatchAct(rules, max_rerolls, with_future),
+    )
 
 
 def make_optimal_agent(
