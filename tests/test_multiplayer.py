@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 from positions import card
 
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.seats import learner_policy
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import (
     KEEP_ALL,
@@ -210,8 +214,14 @@ def chase_sixes_best_box(params: None, state: State, key: jax.Array) -> jax.Arra
     return jnp.where(state.roll_index < 2, keep_sixes, best_box).astype(jnp.int32)
 
 
+def seat_policy(act):
+    """A one-card act as a match seat's batched policy."""
+    return lambda params, own, learner, keys: jax.vmap(act, in_axes=(None, 0, 0))(None, own, keys)
+
+
 def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> None:
-    """Three seats, common dice: 'first' in seats 0 and 2, 'sixes' in seat 1.
+    """The match environment with common dice, three players: 'first' in the learner's seat,
+    'sixes' and 'first' after it, each lane group seating the learner differently.
 
     Each seat's final total equals its agent's solitaire game from the same key (the play loop
     of `evaluate`), whatever the seat: the tournament's shortcut of comparing solitaire games is
@@ -229,13 +239,16 @@ def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> Non
 
     solo = {name: np.asarray(totals) for name, totals in solitaire_totals(keys).items()}
     assert not np.array_equal(solo["first"], solo["sixes"])
-    seats = ("first", "sixes", "first")
-    policies = [mp.solitaire_policy(agents[name], None) for name in seats]
-    final = jax.jit(lambda keys: mp.play_match(policies, keys, OFFICIAL))(keys)
-    assert np.asarray(final.terminated).all()
-    totals = np.asarray(jax.vmap(mp.total_scores)(final))
-    for seat, name in enumerate(seats):
-        assert np.array_equal(totals[:, seat], solo[name])
+    seats = ("first", "sixes", "first")  # the learner's, then the next two players'
+    opponents = tuple(Seat(name, seat_policy(agents[name])) for name in seats[1:])
+    env = Match(OFFICIAL, FeatureConfig(), opponents, 3, "score", common_dice=True)
+    learner = learner_policy(Agent(seats[0], agents[seats[0]]))
+    final, _, _ = jax.jit(lambda keys: rollout(env, learner, keys))(keys)
+    assert np.asarray(final.card.terminated).all() and np.asarray(final.others.terminated).all()
+    assert np.array_equal(total_score(final.card), solo[seats[0]])
+    for k, name in enumerate(seats[1:]):
+        others = jax.vmap(jax.vmap(total_score))(final.others)
+        assert np.array_equal(others[:, k], solo[name])
 
 
 def test_opponent_features_by_hand() -> None:

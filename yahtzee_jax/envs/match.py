@@ -12,7 +12,9 @@ first when i is even (`evaluation.matches`).
 Dice are seat-independent: a match key splits into (init key, play key); the learner's card
 uses ``fold_in(., 0)`` of each, opponent k's (the k-th player after the learner)
 ``fold_in(., 1 + k)``; decision d of a card uses ``split(fold_in(its play key, d))`` =
-(policy key, dice key), as in solitaire.
+(policy key, dice key), as in solitaire. With `common_dice` every card uses the match's own
+init and play keys: each seat rolls the dice its solitaire game from the same key would, so a
+match of agents that see only their own card is exactly their solitaire games (tested).
 
 Opponents are `Seat`s: a batched policy with its parameters, or the learner's own frozen copy
 (`self`), whose parameters the environment keeps in its task state and refreshes every
@@ -117,6 +119,7 @@ class Match(Environment):
         reward: str = "win",
         opponent_features: bool = True,
         opponent_refresh: int = 100,
+        common_dice: bool = False,
     ) -> None:
         super().__init__(rules, features)
         self.seats = seats  # None: an environment to observe with, not to play
@@ -124,6 +127,7 @@ class Match(Environment):
         self.reward = reward
         self.opponent_features = opponent_features
         self.opponent_refresh = opponent_refresh
+        self.common_dice = common_dice
 
     # -- the episode -------------------------------------------------------------------------
 
@@ -134,20 +138,22 @@ class Match(Environment):
         split = jax.vmap(jax.random.split)(keys)
         init_keys, play_keys = split[:, 0], split[:, 1]
         rules = self.rules
-        card = jax.vmap(lambda key: engine.init(key, rules))(_fold(init_keys, 0))
+        deal = jax.vmap(lambda key: engine.init(key, rules))
+
+        def seat_keys(keys: jax.Array, seat: int) -> jax.Array:
+            return keys if self.common_dice else _fold(keys, seat)
+
+        card = deal(seat_keys(init_keys, 0))
         opponents = range(self.num_players - 1)
-        others = [
-            jax.vmap(lambda key: engine.init(key, rules))(_fold(init_keys, 1 + k))
-            for k in opponents
-        ]
+        others = [deal(seat_keys(init_keys, 1 + k)) for k in opponents]
         episode = MatchEpisode(
             card=card,
             others=jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *others),
-            opponent_keys=jnp.stack([_fold(play_keys, 1 + k) for k in opponents], axis=1),
+            opponent_keys=jnp.stack([seat_keys(play_keys, 1 + k) for k in opponents], axis=1),
             goal=match_rewards.reward_goal(self.reward, task.goal),
             opponent_params=task.opponent_params,
         )
-        return episode, _fold(play_keys, 0)
+        return episode, seat_keys(play_keys, 0)
 
     def _seated_before(self, group: int, opponent: int) -> bool:
         # opponent k of group g sits in seat (g + 1 + k) % P: before the learner when it wraps

@@ -13,17 +13,17 @@ A card that is not on turn already holds the dice its next turn opens with: the 
 turn's opening dice when the previous box is scored. Observations of the match for one player
 (`yahtzee_jax.opponent_features`) therefore never show another player's dice.
 
-Common dice: `play_match(..., common_dice=True)` gives every seat the same dice key for its
-own k-th decision (the key that `yahtzee_jax.play.play` gives decision k of a solitaire game), so
-all seats open every turn with the same roll and draw the same fresh faces at each re-roll; for
-agents that see only their own card a match is then exactly two solitaire games played from the
-same key (tested).
+Common dice: `init(..., common_dice=True)` and `decision_keys` give every seat the same dice
+key for its own k-th decision (the key that a solitaire game gives its decision k), so all seats
+open every turn with the same roll and draw the same fresh faces at each re-roll. The match
+environment (`envs.match`, `common_dice`) plays matches; this module is the state a person's
+terminal match steps.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +31,7 @@ from flax import struct
 
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, OFFICIAL, Rules
+from yahtzee_jax.game.rules import OFFICIAL, Rules
 
 WIN, DRAW, LOSS = 1, 0, -1
 
@@ -156,21 +156,6 @@ def outcome(state: MatchState, rules: Rules = OFFICIAL) -> Outcome:
     return Outcome(results=results, margins=margins.astype(jnp.int32))
 
 
-# policy(states [B], seat, keys [B]) -> int32[B]: the actions of `seat` (a Python int) in a
-# batch of matches where that seat is on turn. It may look at every card of the match.
-MatchPolicy = Callable[[MatchState, int, jax.Array], jax.Array]
-
-
-def solitaire_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> MatchPolicy:
-    """A match policy from an agent's one-card `act(params, state, key)`: it sees only its card."""
-
-    def policy(states: MatchState, seat: int, keys: jax.Array) -> jax.Array:
-        own_cards = jax.tree.map(lambda field: field[:, seat], states.cards)
-        return jax.vmap(act, in_axes=(None, 0, 0))(params, own_cards, keys)
-
-    return policy
-
-
 def decision_keys(
     play_key: jax.Array, seat: int, decision: jax.Array | int, common_dice: bool = True
 ) -> tuple[jax.Array, jax.Array]:
@@ -184,51 +169,3 @@ def decision_keys(
     base = play_key if common_dice else jax.random.fold_in(play_key, seat)
     policy_key, dice_key = jax.random.split(jax.random.fold_in(base, decision))
     return jax.random.fold_in(policy_key, seat), dice_key
-
-
-def play_match(
-    policies: Sequence[MatchPolicy],
-    keys: jax.Array,
-    rules: Rules = OFFICIAL,
-    common_dice: bool = True,
-) -> MatchState:
-    """Play one match per key, seat p played by `policies[p]`; returns the final states [B].
-
-    A match key splits into (init key, play key), as an episode key does in
-    `yahtzee_jax.play.play`; each decision's keys come from `decision_keys`.
-    """
-    num_players = len(policies)
-    episode_split = jax.vmap(jax.random.split)(keys)
-    init_keys, play_keys = episode_split[:, 0], episode_split[:, 1]
-    state = jax.vmap(lambda key: init(key, num_players, common_dice, rules))(init_keys)
-
-    def play_turn(state: MatchState, turn: jax.Array) -> tuple[MatchState, None]:
-        # Seats move in order inside a turn, so the seat on turn is the same in every match of
-        # the batch and each policy is evaluated only at its own decisions.
-        for seat, policy in enumerate(policies):
-
-            def decide(
-                state: MatchState, roll: jax.Array, seat: int = seat, policy=policy
-            ) -> tuple[MatchState, None]:
-                decision = turn * DECISIONS_PER_TURN + roll
-                policy_keys, dice_keys = jax.vmap(
-                    lambda key: decision_keys(key, seat, decision, common_dice)
-                )(play_keys)
-                action = policy(state, seat, policy_keys)
-                moved = jax.vmap(step, in_axes=(0, 0, 0, None))(state, action, dice_keys, rules)
-                # A match whose turn order broke (an illegal action was a no-op) is left alone,
-                # so it ends unfinished instead of letting this seat move another's card.
-                seat_on_turn = state.current_player == seat
-                return jax.tree.map(
-                    lambda new, old: jnp.where(
-                        seat_on_turn.reshape((-1,) + (1,) * (new.ndim - 1)), new, old
-                    ),
-                    moved,
-                    state,
-                ), None
-
-            state, _ = jax.lax.scan(decide, state, jnp.arange(DECISIONS_PER_TURN))
-        return state, None
-
-    final, _ = jax.lax.scan(play_turn, state, jnp.arange(rules.num_turns))
-    return final
