@@ -44,6 +44,7 @@ test-all: setup
 lint: setup
 	$(BIN)/ruff check yahtzee_jax tests experiments
 	$(BIN)/ruff format --check yahtzee_jax tests experiments
+	$(BIN)/lint-imports
 
 format: setup
 	$(BIN)/ruff format yahtzee_jax tests experiments

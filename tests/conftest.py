@@ -1,0 +1,33 @@
+"""The test session's shared setup: one JAX compilation cache for every worker of the session.
+
+Many test files compile the same programs (a tiny preset's training chunk, an agent's batch
+of games); with the persistent cache in a directory the whole session shares, the second
+worker to need one loads it instead of compiling it. The directory is made fresh for each
+session (a run never reads a cache it did not write) and removed at its end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import jax
+
+CACHE_VARIABLE = "YAHTZEE_JAX_TEST_COMPILATION_CACHE"
+
+
+def pytest_configure(config) -> None:
+    """The controller (or a lone process) makes the directory; xdist workers inherit it."""
+    if CACHE_VARIABLE not in os.environ:
+        os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="yahtzee-jax-xla-")
+        config._yahtzee_jax_cache_owner = True
+    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_VARIABLE])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+
+
+def pytest_unconfigure(config) -> None:
+    """The process that made the directory removes it."""
+    if getattr(config, "_yahtzee_jax_cache_owner", False):
+        shutil.rmtree(os.environ.pop(CACHE_VARIABLE), ignore_errors=True)
