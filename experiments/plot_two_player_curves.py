@@ -8,7 +8,7 @@ Each LABEL=RUN_DIR is a two-player run (`a2c-2p`, or DQN with an opponent): its 
 `train/win_rate` and `train/mean_score`, moving means over --window updates. ``--saved`` adds the
 curves of an earlier call (runs whose directories are gone); ``--json`` writes every plotted curve
 for such a later call. ``--final LABEL=FILE`` draws that run's greedy result against the optimal
-agent (the JSON of ``python -m yahtzee_jax.two_player RUN --out FILE``) as a point at its end.
+agent (the JSON of ``yahtzee-jax match RUN --out FILE``) as a point at its end.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from yahtzee_jax.errors import UserError, exit_status
-from yahtzee_jax.two_player import plot_curves, training_curve
+from yahtzee_jax.evaluation.matches import plot_curves, training_curve
 
 
 def labelled(text: str) -> tuple[str, Path]:

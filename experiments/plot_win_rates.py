@@ -2,7 +2,7 @@
 
 Usage: python experiments/plot_win_rates.py LABEL=RESULT.json [...] --out OUT.png
 
-Each RESULT.json is what ``python -m yahtzee_jax.two_player RUN_OR_PLAYER --out FILE`` writes.
+Each RESULT.json is what ``yahtzee-jax match RUN_OR_PLAYER --out FILE`` writes.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from plot_two_player_curves import labelled, read_json
 
 from yahtzee_jax.errors import exit_status
-from yahtzee_jax.two_player import plot_win_rates
+from yahtzee_jax.evaluation.matches import plot_win_rates
 
 
 def main(argv: list[str]) -> int:

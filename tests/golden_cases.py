@@ -128,8 +128,8 @@ def agent_case(name: str) -> dict[str, Any]:
     """`AGENT_GAMES` games of a built-in agent under the official rules, seed `AGENT_SEED`."""
     import dataclasses
 
-    from yahtzee_jax.agents import resolve_agent
-    from yahtzee_jax.records import play_games
+    from yahtzee_jax.evaluation.records import play_games
+    from yahtzee_jax.runner.checkpointing import resolve_agent
 
     records = play_games(resolve_agent(name, "official"), AGENT_GAMES, AGENT_SEED)
     arrays = {

@@ -10,10 +10,10 @@ import pytest
 
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.checkpointing import RunCheckpoints
 from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.records import play_games
+from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.train import make_chunk
 
 TINY = [

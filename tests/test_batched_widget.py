@@ -17,6 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from yahtzee_jax.agents.solver import make_greedy_agent, widget_action, widget_batch_actions
+from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (
     NUM_DICE,
@@ -26,9 +28,6 @@ from yahtzee_jax.game.rules import (
     Category,
     get_rules,
 )
-from yahtzee_jax.records import play_games
-from yahtzee_jax.solver import make_greedy_agent, widget_action
-from yahtzee_jax.solver.agents import widget_batch_actions
 from yahtzee_jax.solver.exact import (
     category_values,
     final_roll_plan,

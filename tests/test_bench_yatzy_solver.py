@@ -14,9 +14,9 @@ from typing import ClassVar
 
 import pytest
 
-from yahtzee_jax.benchmarks import evaluate as bench_evaluate
-from yahtzee_jax.benchmarks import yatzy_solver
-from yahtzee_jax.cli import main
+from yahtzee_jax.commands.bench import evaluate as bench_evaluate
+from yahtzee_jax.commands.bench import yatzy_solver
+from yahtzee_jax.commands.cli import main
 from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
 from yahtzee_jax.solver.exact import solver_workers
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from yahtzee_jax.cli import main
+from yahtzee_jax.commands.cli import main
 
 
 def run_bench(argv: list[str], json_path) -> dict | list:

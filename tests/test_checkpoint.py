@@ -16,7 +16,10 @@ import numpy as np
 import pytest
 import yaml
 
-from yahtzee_jax.checkpointing import (
+from yahtzee_jax.config import from_dict
+from yahtzee_jax.errors import CheckpointError
+from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.runner.checkpointing import (
     BEST_DIR,
     DAMAGED_DIR,
     LATEST_DIR,
@@ -24,10 +27,7 @@ from yahtzee_jax.checkpointing import (
     load_agent,
     load_checkpoint,
 )
-from yahtzee_jax.config import from_dict
-from yahtzee_jax.errors import CheckpointError
-from yahtzee_jax.records import play_games
-from yahtzee_jax.runlog import read_evals, read_scalars
+from yahtzee_jax.runner.runlog import read_evals, read_scalars
 from yahtzee_jax.train import EVALS_FILE, FAULT_VARIABLE, init_train_state, make_context, train
 
 # 200 updates of 4 games on a 16-wide network with dropout; a checkpoint every 20 updates.
@@ -159,7 +159,14 @@ def test_changed_numbers_fail_the_checksum_and_evaluate_falls_back(finished_run,
 
 
 def _start(config_file: Path, run_dir: Path, resume: bool, fault: str = "") -> subprocess.Popen:
-    command = [sys.executable, "-m", "yahtzee_jax.cli", "train", "--config", str(config_file)]
+    command = [
+        sys.executable,
+        "-m",
+        "yahtzee_jax.commands.cli",
+        "train",
+        "--config",
+        str(config_file),
+    ]
     command += ["--out", str(run_dir), "--no-progress"] + (["--resume"] if resume else [])
     env = {**os.environ, "JAX_PLATFORMS": "cpu", FAULT_VARIABLE: fault}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from yahtzee_jax import cli
+from yahtzee_jax.commands import cli
 from yahtzee_jax.config import Config, available_presets, from_dict, parse_override, resolve
 from yahtzee_jax.errors import ConfigError
 

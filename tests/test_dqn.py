@@ -15,9 +15,9 @@ from yahtzee_jax.algorithms.acting import make_agent
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import DECISIONS_PER_GAME, State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
-from yahtzee_jax.records import play_games
 from yahtzee_jax.train import train
 
 T = DECISIONS_PER_GAME

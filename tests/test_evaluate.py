@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import Agent, make_random_agent
+from yahtzee_jax.evaluation.plots import report_figures, save_figure
+from yahtzee_jax.evaluation.records import GameRecords, IncompleteGameError, _play_batch, play_games
+from yahtzee_jax.evaluation.reports import format_markdown, format_terminal, report_tables
+from yahtzee_jax.evaluation.statistics import SCORE_THRESHOLDS, summarize
 from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, State, legal_action_mask
 from yahtzee_jax.game.rules import RULE_VARIANTS, Category
-from yahtzee_jax.plots import report_figures, save_figure
-from yahtzee_jax.records import GameRecords, IncompleteGameError, _play_batch, play_games
-from yahtzee_jax.reports import format_markdown, format_terminal, report_tables
-from yahtzee_jax.statistics import SCORE_THRESHOLDS, summarize
 
 PLAIN = RULE_VARIANTS["plain"]
 

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from yahtzee_jax.agents import resolve_agent
-from yahtzee_jax.cli import main
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.evaluation.records import GameRecords, play_games
+from yahtzee_jax.evaluation.reports import evaluate, reference_path
 from yahtzee_jax.game.rules import RULE_VARIANTS
-from yahtzee_jax.records import GameRecords, play_games
-from yahtzee_jax.reports import evaluate, reference_path
+from yahtzee_jax.runner.checkpointing import resolve_agent
 
 SUMMARY_KEYS = {
     "agent", "rules", "games", "seed", "score", "upper_bonus_rate", "yahtzee_rate",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from yahtzee_jax import experiment
-from yahtzee_jax.cli import main
-from yahtzee_jax.experiment import (
+from yahtzee_jax.commands import experiment
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.commands.experiment import (
     SCALES,
     Study,
     StudyRun,
@@ -23,7 +23,7 @@ from yahtzee_jax.experiment import (
     scalar_curves,
     study_markdown,
 )
-from yahtzee_jax.runlog import ScalarLog
+from yahtzee_jax.runner.runlog import ScalarLog
 
 # Issue 12's list of the paper's studies.
 PAPER_STUDIES = {

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.features import feature_groups, feature_size, features
+from yahtzee_jax.envs.features import feature_groups, feature_size, features
 from yahtzee_jax.game import OFFICIAL, Category, State, get_rules
 
 ALL = FeatureConfig()

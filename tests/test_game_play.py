@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yahtzee_jax import reference
+from yahtzee_jax.envs.play import BatchPolicy, Transition, play, record_transition
 from yahtzee_jax.game import (
     NUM_KEEP_ACTIONS,
     RULE_VARIANTS,
@@ -20,11 +20,11 @@ from yahtzee_jax.game import (
     init,
     init_single_turn,
     legal_action_mask,
+    reference,
     total_score,
     upper_bonus,
 )
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
-from yahtzee_jax.play import BatchPolicy, Transition, play, record_transition
 
 OFFICIAL = RULE_VARIANTS["official"]
 

@@ -10,10 +10,11 @@ import jax
 import numpy as np
 import pytest
 
+from yahtzee_jax.agents.solver import make_greedy_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import current_score_options
 from yahtzee_jax.game.rules import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category
-from yahtzee_jax.solver import make_greedy_agent, make_position
+from yahtzee_jax.solver import make_position
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ import pytest
 from positions import card as position
 from scripts import EXPERIMENTS, load_experiment_script
 
-from yahtzee_jax import two_player
 from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms.base import init_train_state, make_context, train_step
 from yahtzee_jax.config import FeatureConfig, resolve
@@ -19,6 +18,7 @@ from yahtzee_jax.envs import rewards
 from yahtzee_jax.envs.match import Match, MatchEpisode, MatchView, Seat
 from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.evaluation import matches as two_player
 from yahtzee_jax.game.engine import State, legal_action_mask
 from yahtzee_jax.game.rules import (
     DECISIONS_PER_GAME,
@@ -330,7 +330,7 @@ def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
     moving means over --window updates (worked by hand), adds curves saved by an earlier call,
     writes the PNG and every curve, and answers a run without two-player scalars, or a --final
     for an unknown label, with exit status 2."""
-    from yahtzee_jax.runlog import ScalarLog
+    from yahtzee_jax.runner.runlog import ScalarLog
 
     # named like a population member's directory: LABEL=RUN splits at the first "="
     run, empty = tmp_path / "lr=1e-4", tmp_path / "solitaire"
@@ -436,8 +436,8 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     optimum. Every card finishes; the seat groups sit the learner first, second and third
     (the opponents seated before it have played their first turn when it first decides); the
     scores order as the agents' strength does (about 46, 105 and 245 in solitaire)."""
-    from yahtzee_jax.agents import resolve_agent
     from yahtzee_jax.agents.seats import agent_seat, learner_policy
+    from yahtzee_jax.runner.checkpointing import resolve_agent
 
     random, greedy1, optimal = (resolve_agent(name) for name in ("random", "greedy1", "optimal"))
     env = Match(OFFICIAL, FeatureConfig(), (agent_seat(greedy1), agent_seat(optimal)), 3, "win")

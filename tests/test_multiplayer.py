@@ -11,9 +11,16 @@ from positions import card
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.seats import learner_policy
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.opponent_features import (
+    features_per_opponent,
+    match_feature_size,
+    match_features,
+    opponent_features,
+)
+from yahtzee_jax.envs.play import episode_keys, per_state_policy, play
 from yahtzee_jax.envs.rollout import rollout
-from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import (
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
@@ -26,13 +33,6 @@ from yahtzee_jax.game import (
     total_score,
 )
 from yahtzee_jax.game import multiplayer as mp
-from yahtzee_jax.opponent_features import (
-    features_per_opponent,
-    match_feature_size,
-    match_features,
-    opponent_features,
-)
-from yahtzee_jax.play import episode_keys, per_state_policy, play
 
 KEY = jax.random.key(0)
 

@@ -11,7 +11,7 @@ import pytest
 
 from yahtzee_jax.algorithms.acting import make_agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig, from_dict
-from yahtzee_jax.features import feature_size, features
+from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.game import OFFICIAL, Category, State, legal_action_mask
 from yahtzee_jax.networks import (
     YahtzeeNet,

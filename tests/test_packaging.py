@@ -72,7 +72,7 @@ def test_installed_package_finds_its_presets_and_studies(
         "print(','.join(config.available_presets()))\n"
         "print(config.resolve('quick').network.hidden_size)\n"
         "print(config.resolve('paper-a2c-shaping').network.upper_head)\n"
-        "from yahtzee_jax.experiment import available_studies, load_study\n"
+        "from yahtzee_jax.commands.experiment import available_studies, load_study\n"
         "print(','.join(name for name in available_studies() if load_study(name).runs))\n"
     )
     # PYTHONPATH comes before site-packages, where the checkout is installed in editable mode.

@@ -15,15 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.checkpointing import load_checkpoint
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh, shard_batch
+from yahtzee_jax.runner.checkpointing import load_checkpoint
 
 SCRIPT = textwrap.dedent(
     """
     import json, sys, tempfile
     import jax, numpy as np
-    from yahtzee_jax.checkpointing import RunCheckpoints
+    from yahtzee_jax.runner.checkpointing import RunCheckpoints
     from yahtzee_jax.config import from_dict
     from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.parallel import data_mesh
@@ -128,7 +128,14 @@ def test_two_processes_train_like_one_process_with_two_devices(tmp_path):
         "train: {total_games: 40, games_per_update: 4, updates_per_chunk: 5, eval_fraction: 0.5,"
         " eval_games: 8, final_eval_games: 0}\nnetwork: {hidden_size: 16, trunk_layers: 1}\n"
     )
-    command = [sys.executable, "-m", "yahtzee_jax.cli", "train", "--config", str(config_file)]
+    command = [
+        sys.executable,
+        "-m",
+        "yahtzee_jax.commands.cli",
+        "train",
+        "--config",
+        str(config_file),
+    ]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("XLA_FLAGS", None)
     distributed = [

@@ -11,19 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import yahtzee_jax.population
+import yahtzee_jax.runner.population
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
-from yahtzee_jax.checkpointing import load_agent, load_checkpoint
-from yahtzee_jax.cli import main
+from yahtzee_jax.commands.cli import main
 from yahtzee_jax.config import from_dict, is_dynamic
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.population import (
+from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
+from yahtzee_jax.runner.population import (
     DynamicScalar,
     population_key,
     train_population,
     varying_fields,
 )
-from yahtzee_jax.runlog import read_evals, read_scalars
+from yahtzee_jax.runner.runlog import read_evals, read_scalars
 from yahtzee_jax.train import FAULT_VARIABLE, train
 
 TINY = {
@@ -183,7 +183,7 @@ def test_the_exact_kl_stays_a_branch_in_a_population():
     import jax
 
     from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.population import make_population_chunk, member_values, stack
+    from yahtzee_jax.runner.population import make_population_chunk, member_values, stack
 
     states = stack([init_train_state(make_context(config)) for config in MEMBERS])
     values = member_values(MEMBERS, varying_fields(MEMBERS))
@@ -213,7 +213,7 @@ def test_a_field_dynamic_in_a_base_stays_dynamic_where_a_learner_changes_its_def
 
 def test_population_names_no_learners_field() -> None:
     """What may vary is declared on the config classes; population.py reads the markers."""
-    source = Path(yahtzee_jax.population.__file__).read_text()
+    source = Path(yahtzee_jax.runner.population.__file__).read_text()
     for cls in _config_classes():
         for field in dataclasses.fields(cls):
             if is_dynamic(cls, field.name):

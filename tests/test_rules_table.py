@@ -24,9 +24,10 @@ import pytest
 from positions import card
 
 from yahtzee_jax.agents.base import make_random_agent
+from yahtzee_jax.agents.solver import make_greedy_agent, make_optimal_agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
+from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.features import feature_size, features
 from yahtzee_jax.game import (
     OFFICIAL,
     State,
@@ -47,7 +48,7 @@ from yahtzee_jax.game.rules import (
     Rules,
 )
 from yahtzee_jax.networks import YahtzeeNet, init_params
-from yahtzee_jax.solver import advise, make_greedy_agent, make_optimal_agent, make_position, solve
+from yahtzee_jax.solver import advise, make_position, solve
 from yahtzee_jax.solver.exact import cache_file
 
 YACHT = Rules(

@@ -16,9 +16,9 @@ import pytest
 
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.chunk import PARAMETERS, guard_quantities, make_chunk
-from yahtzee_jax.cli import main
+from yahtzee_jax.commands.cli import main
 from yahtzee_jax.config import from_dict, save_yaml
-from yahtzee_jax.runlog import (
+from yahtzee_jax.runner.runlog import (
     RunInUseError,
     RunLock,
     ScalarLog,
@@ -140,7 +140,7 @@ def test_second_writer_is_refused_with_the_holders_pid(tmp_path):
         [
             sys.executable,
             "-c",
-            "import time; from yahtzee_jax.runlog import RunLock; "
+            "import time; from yahtzee_jax.runner.runlog import RunLock; "
             f"lock = RunLock({str(tmp_path)!r}).acquire(); "
             "print('locked', flush=True); time.sleep(60)",
         ],

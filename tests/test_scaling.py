@@ -14,10 +14,16 @@ import jax
 import pytest
 from test_experiment import _fake_run
 
-from yahtzee_jax import experiment
-from yahtzee_jax.benchmarks.scaling import MEMORY_SKIP, default_max_transitions
-from yahtzee_jax.cli import main
-from yahtzee_jax.experiment import Study, StudyRun, check_study, load_study, write_study_report
+from yahtzee_jax.commands import experiment
+from yahtzee_jax.commands.bench.scaling import MEMORY_SKIP, default_max_transitions
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.commands.experiment import (
+    Study,
+    StudyRun,
+    check_study,
+    load_study,
+    write_study_report,
+)
 
 
 @pytest.mark.skipif(len(jax.devices()) > 1, reason="needs a single-device process")

@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax import reference
-from yahtzee_jax.game import RULE_VARIANTS, Category, face_counts, score_options
+from yahtzee_jax.game import RULE_VARIANTS, Category, face_counts, reference, score_options
 
 ALL_DICE = np.array(list(itertools.product(range(1, 7), repeat=5)), dtype=np.int32)
 YAHTZEE_BOX_STATES = ("open", 50, 0)

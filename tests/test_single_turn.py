@@ -7,10 +7,10 @@ import jax.numpy as jnp
 import pytest
 
 from yahtzee_jax.agents import make_random_agent
-from yahtzee_jax.cli import main
+from yahtzee_jax.agents.solver import make_greedy_agent
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.evaluation.single_turn import evaluate_single_turn, turn_optimum
 from yahtzee_jax.game import OFFICIAL, Category, State
-from yahtzee_jax.single_turn import evaluate_single_turn, turn_optimum
-from yahtzee_jax.solver import make_greedy_agent
 
 
 def only_open(category: Category, dice: list[int]) -> State:

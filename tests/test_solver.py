@@ -1,7 +1,7 @@
 """Exact solver, widget and optimal advisor.
 
 The exact checks compare the batched solver with a brute force written here in plain Python
-(dice outcomes enumerated one by one, keeps as bit masks, scoring by `yahtzee_jax.reference`),
+(dice outcomes enumerated one by one, keeps as bit masks, scoring by `yahtzee_jax.game.reference`),
 which shares no code with the solver. One full official solve runs per session (disk cache in a
 temporary folder); the other three published optima are solved once each (about 4 s apiece).
 The `slow` test plays 100,000 optimal games against the paper's DP row.
@@ -18,18 +18,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax import reference
-from yahtzee_jax.cli import main
+from yahtzee_jax.agents.solver import make_optimal_agent
+from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.evaluation.statistics import score_statistics
+from yahtzee_jax.game import reference
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
-from yahtzee_jax.records import play_games
-from yahtzee_jax.solver import (
-    advise,
-    make_optimal_agent,
-    make_position,
-    optimal_expected_score,
-    solve,
-)
+from yahtzee_jax.solver import advise, make_position, optimal_expected_score, solve
 from yahtzee_jax.solver.exact import (
     load_table,
     reachable_upper_totals,
@@ -52,7 +48,6 @@ from yahtzee_jax.solver.widget import (
     turn_keep_values,
     turn_start_value,
 )
-from yahtzee_jax.statistics import score_statistics
 
 PUBLISHED_OPTIMA = {
     "official": 254.5877287345,

@@ -12,12 +12,12 @@ import jax.numpy as jnp
 import pytest
 from positions import card as position
 
-from yahtzee_jax import terminal
 from yahtzee_jax.agents import Agent
-from yahtzee_jax.cli import main
+from yahtzee_jax.commands import terminal
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.commands.terminal import InputError, keep_action, parse_box, parse_line
 from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category, legal_action_mask
 from yahtzee_jax.game.engine import LAST_ROLL, total_score
-from yahtzee_jax.terminal import InputError, keep_action, parse_box, parse_line
 
 ROLL_LINE = re.compile(r"Turn (\d+)/13, roll (\d)/3: ([1-6 ]+)")
 

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from yahtzee_jax.cli import main
-from yahtzee_jax.tournament import (
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.evaluation.tournament import (
     first_agent_seats,
     games_needed,
     play_pair,

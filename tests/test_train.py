@@ -11,7 +11,7 @@ from scripts import load_experiment_script
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.config import resolve
-from yahtzee_jax.records import play_games
+from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.train import EVALS_FILE, SUMMARY_FILE, train
 
 
@@ -73,7 +73,7 @@ def test_short_single_turn_run_learns_the_turn(tmp_path):
 def test_learning_curves_against_wall_time():
     """With x_axis="wall" each line is drawn at its evaluations' wall times in minutes, and an
     unknown axis is refused."""
-    from yahtzee_jax.plots import learning_curves_figure
+    from yahtzee_jax.evaluation.plots import learning_curves_figure
 
     rows = [
         {"games": 1000 * k, "wall_s": 60.0 * k, "num_games": 10, "mean": 100.0 + k, "std": 1.0}

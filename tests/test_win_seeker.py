@@ -17,12 +17,19 @@ from positions import card
 from test_terminal import ScriptedConsole, box_order_player
 from test_terminal import args as play_args
 
-from yahtzee_jax import terminal
-from yahtzee_jax.cli import main as tournament_main
+from yahtzee_jax.agents.solver import make_optimal_agent
+from yahtzee_jax.commands import terminal
+from yahtzee_jax.commands.cli import main as tournament_main
+from yahtzee_jax.commands.match import main
+from yahtzee_jax.evaluation.matches import (
+    evaluate_agent_matches,
+    match_player,
+    win_seeker_agent,
+)
+from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules
-from yahtzee_jax.records import play_games
-from yahtzee_jax.solver import make_optimal_agent, solve
+from yahtzee_jax.solver import solve
 from yahtzee_jax.solver.endgame import SCORE_BINS, endgame_distributions
 from yahtzee_jax.solver.exact import full_mask, score_transition
 from yahtzee_jax.solver.moments import (
@@ -33,12 +40,6 @@ from yahtzee_jax.solver.moments import (
 )
 from yahtzee_jax.solver.tables import base_points, solver_score_tables
 from yahtzee_jax.solver.win_seeker import make_win_seeker, win_probability
-from yahtzee_jax.two_player import (
-    evaluate_agent_matches,
-    main,
-    match_player,
-    win_seeker_agent,
-)
 
 RULES = get_rules("official")
 FULL_MASK = full_mask(RULES)

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
-from yahtzee_jax.features import batch_features, feature_size
+from yahtzee_jax.envs.features import batch_features, feature_size
 from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_DICE, NUM_KEEP_ACTIONS, OFFICIAL, Rules
 

@@ -49,7 +49,14 @@ from yahtzee_jax.parallel import (
     is_primary,
     replicate,
 )
-from yahtzee_jax.runlog import RunLock, ScalarLog, read_evals, reconcile, write_atomic, write_evals
+from yahtzee_jax.runner.runlog import (
+    RunLock,
+    ScalarLog,
+    read_evals,
+    reconcile,
+    write_atomic,
+    write_evals,
+)
 
 CONFIG_FILE = "config.yaml"
 EVALS_FILE = "evals.jsonl"
@@ -112,14 +119,14 @@ def network_agent(config: Config, params: Any, name: str | None = None):
 
 def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) -> np.ndarray:
     """Final scores of `num_games` argmax games played by the evaluation harness."""
-    from yahtzee_jax.records import play_games
+    from yahtzee_jax.evaluation.records import play_games
 
     return play_games(network_agent(config, params), num_games, seed).total
 
 
 def plot_learning_curve(run_dir: str | Path, out_path: str | Path | None = None) -> Path:
     """PNG of the periodic evaluation mean (with +-1 std band) against games played."""
-    from yahtzee_jax.plots import plot_learning_curves
+    from yahtzee_jax.evaluation.plots import plot_learning_curves
 
     run_dir = Path(run_dir)
     rows = read_evals(run_dir / EVALS_FILE)
@@ -151,8 +158,8 @@ def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
 
 def _open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
     """Check the run directory (the lock is held) and write the config of a fresh run."""
-    from yahtzee_jax.checkpointing import BEST_DIR, LATEST_DIR
     from yahtzee_jax.config import save_yaml
+    from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
 
     if resume:
         return _check_resume_config(run_dir, config)
@@ -242,7 +249,7 @@ def _training_loop(
     than the primary trains, evaluates and checkpoints with it but writes no logs."""
     from tqdm.auto import tqdm
 
-    from yahtzee_jax.checkpointing import RunCheckpoints
+    from yahtzee_jax.runner.checkpointing import RunCheckpoints
 
     train_config = config.train
     games_per_update = train_config.games_per_update
@@ -361,7 +368,7 @@ def _training_loop(
 
 def _final_report(config: Config, run_dir: Path, params: Any, progress: bool) -> dict[str, Any]:
     """The final evaluation (and, for a single-turn run, the turn against its optimum)."""
-    from yahtzee_jax.reports import evaluate
+    from yahtzee_jax.evaluation.reports import evaluate
 
     train_config = config.train
     agent = network_agent(config, params, name=f"{config.algo.name}:{run_dir.name}")
@@ -383,7 +390,7 @@ def _final_report(config: Config, run_dir: Path, params: Any, progress: bool) ->
         }
     }
     if config.train.task == "single-turn":  # the task it trained on, against its optimum
-        from yahtzee_jax.single_turn import evaluate_single_turn
+        from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
 
         final["single_turn_eval"] = evaluate_single_turn(
             agent, train_config.final_eval_games, train_config.seed + FINAL_EVAL_SEED_OFFSET
@@ -516,7 +523,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_population(args: argparse.Namespace, preset: str, explicit: bool, out_dir: Path) -> int:
     """`train --population-seeds/--sweep`: every member's config, then one population."""
-    from yahtzee_jax.population import (
+    from yahtzee_jax.runner.population import (
         describe,
         parse_seeds,
         parse_sweeps,

@@ -1,7 +1,7 @@
 """Agents: one interface (`Agent`) for networks, the exact optimum and the baselines."""
 
 from yahtzee_jax.agents.base import Agent, Policy, make_random_agent
-from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTIN_AGENTS, WIN_SEEKER, resolve_agent
+from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTIN_AGENTS, WIN_SEEKER, builtin_agent
 
 __all__ = [
     "AGENT_NAMES",
@@ -9,6 +9,6 @@ __all__ = [
     "WIN_SEEKER",
     "Agent",
     "Policy",
+    "builtin_agent",
     "make_random_agent",
-    "resolve_agent",
 ]

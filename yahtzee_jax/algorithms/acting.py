@@ -17,11 +17,12 @@ import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.seats import fresh_cards
 from yahtzee_jax.algorithms.base import Algorithm
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
 from yahtzee_jax.game.engine import State, batch_of_one
-from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
+from yahtzee_jax.game.rules import get_rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,12 +46,6 @@ class GreedyPolicy:
     def reads_others(self) -> bool:
         """Does the input hold other cards (a match with Yuan's opponent groups)?"""
         return self.config.train.task == "match" and self.config.env.opponent_features
-
-
-def fresh_cards(batch_shape: tuple[int, ...], rules: Rules = OFFICIAL) -> State:
-    """Empty cards of a batch: the opponents an agent that reads them meets when alone."""
-    blank = State.empty(rules)
-    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), blank)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,7 +113,7 @@ def match_seats(config: Config, algorithm: Algorithm, network: nn.Module) -> tup
     """A match config's opponents, built-in agents or the frozen learner (none alone)."""
     if config.train.task != "match":
         return ()
-    from yahtzee_jax.agents import resolve_agent
+    from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.agents.seats import agent_seat
 
     seats = []
@@ -127,5 +122,5 @@ def match_seats(config: Config, algorithm: Algorithm, network: nn.Module) -> tup
             seats.append(Seat("self", SelfSeat(GreedyPolicy(config)), frozen_learner=True))
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
-            seats.append(agent_seat(resolve_agent(name, config.train.rules)))
+            seats.append(agent_seat(builtin_agent(name, config.train.rules)))
     return tuple(seats)

@@ -43,11 +43,11 @@ from yahtzee_jax.algorithms.rollout import (
     rollout,
     taken_log_probs,
 )
+from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD
 from yahtzee_jax.networks import entropy, policy_log_probs, value_head_modules
-from yahtzee_jax.schedules import hold_anneal_schedule
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,11 +20,11 @@ from flax import struct
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.algorithms.schedules import learning_rate_schedule
 from yahtzee_jax.config import AlgoConfig, Config
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.networks import YahtzeeNet
-from yahtzee_jax.schedules import learning_rate_schedule
 
 
 @struct.dataclass

@@ -44,12 +44,12 @@ from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms import acting
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import keep_action_stats, learning_rate_at, optimizer_step
+from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, require
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks import Block
-from yahtzee_jax.schedules import hold_anneal_schedule
 
 
 @dataclasses.dataclass(frozen=True)

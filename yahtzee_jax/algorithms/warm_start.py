@@ -26,7 +26,7 @@ def init_params(context: Context, key: jax.Array) -> Any:
     fresh = fresh_params(context, key)
     if not config.algo.init_from:
         return fresh
-    from yahtzee_jax.checkpointing import load_checkpoint
+    from yahtzee_jax.runner.checkpointing import load_checkpoint
 
     if not Path(config.algo.init_from).exists():
         # The presets' warm start is a run, not a file in the repository: say how to make it.

@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.features import batch_features, feature_size
+from yahtzee_jax.envs.features import batch_features, feature_size
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules

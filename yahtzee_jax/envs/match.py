@@ -35,11 +35,11 @@ from flax import struct
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import rewards as match_rewards
 from yahtzee_jax.envs.base import Environment, Metrics
+from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.multiplayer import MatchState
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
-from yahtzee_jax.opponent_features import match_feature_size, match_features
 
 # policy(params, own cards [b], the learner's cards [b], keys [b]) -> actions int32[b]
 SeatPolicy = Callable[[Any, State, State, jax.Array], jax.Array]

@@ -11,7 +11,7 @@ itself. The cards follow the rule set given to `init`.
 
 A card that is not on turn already holds the dice its next turn opens with: the engine rolls a
 turn's opening dice when the previous box is scored. Observations of the match for one player
-(`yahtzee_jax.opponent_features`) therefore never show another player's dice.
+(`yahtzee_jax.envs.opponent_features`) therefore never show another player's dice.
 
 Common dice: `init(..., common_dice=True)` and `decision_keys` give every seat the same dice
 key for its own k-th decision (the key that a solitaire game gives its decision k), so all seats
@@ -161,7 +161,7 @@ def decision_keys(
 ) -> tuple[jax.Array, jax.Array]:
     """(policy key, dice key) of `seat`'s `decision`-th decision (0..38 in Yahtzee) in a match.
 
-    As in `yahtzee_jax.play.play`, decision k uses ``split(fold_in(base, k))``; the base is the
+    As in `yahtzee_jax.envs.play.play`, decision k uses ``split(fold_in(base, k))``; the base is the
     match's play key for every seat with `common_dice` (same dice stream per seat), else
     ``fold_in(play_key, seat)``. The policy key is folded with the seat so that two seats never
     share their choices' randomness.

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from yahtzee_jax.game.rules import get_rules
 
 if TYPE_CHECKING:
-    from yahtzee_jax.records import GameRecords
+    from yahtzee_jax.evaluation.records import GameRecords
 
 BIN_WIDTH = 5
 DPI = 120

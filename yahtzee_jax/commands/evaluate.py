@@ -1,8 +1,8 @@
 """`yahtzee-jax evaluate AGENT`: the command line of the evaluation harness.
 
-The harness itself is importable without it: `yahtzee_jax.records` plays games,
-`yahtzee_jax.statistics` summarises them, `yahtzee_jax.reports` writes the report and
-`yahtzee_jax.plots` draws its figures.
+The harness itself is importable without it: `evaluation.records` plays games,
+`evaluation.statistics` summarises them, `evaluation.reports` writes the report and
+`evaluation.plots` draws its figures.
 """
 
 from __future__ import annotations
@@ -11,11 +11,12 @@ import argparse
 import re
 from pathlib import Path
 
-from yahtzee_jax.agents import AGENT_NAMES, resolve_agent
+from yahtzee_jax.agents import AGENT_NAMES
+from yahtzee_jax.envs.play import SOLITAIRE
+from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
+from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables, write_json
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.play import SOLITAIRE
-from yahtzee_jax.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
-from yahtzee_jax.reports import evaluate, format_terminal, report_tables, write_json
+from yahtzee_jax.runner.checkpointing import resolve_agent
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     rules = get_rules(args.rules) if args.rules is not None else None
     agent = resolve_agent(args.agent, rules, cache_dir=args.cache_dir)
     if args.task == "single-turn":
-        from yahtzee_jax.single_turn import evaluate_single_turn
+        from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
 
         result = evaluate_single_turn(agent, args.games, args.seed)
         if args.json_path is not None:

@@ -19,16 +19,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent, Policy
+from yahtzee_jax.envs.play import episode_keys, per_state_policy, play, record_transition
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.play import episode_keys, per_state_policy, play, record_transition
 
 TASK = "single-turn"
 
 
 def turn_optimum(state: State, rules: Rules) -> jax.Array:
     """Exact expected score of the best play of this turn from its first decision (one state)."""
-    from yahtzee_jax.solver.agents import state_turn_values
+    from yahtzee_jax.agents.solver import state_turn_values
     from yahtzee_jax.solver.widget import best_keep_values
 
     # No value table: the turn is valued by its own reward only (the episode ends with it).

@@ -1,8 +1,8 @@
 """Per-game records of an evaluation and the batched on-device play that produces them.
 
-`play_games` runs whole games as one compiled program (the agent's policy through the one play
-loop of `yahtzee_jax.play`, `lax.scan` over a game's decisions) and returns `GameRecords`: per-game
-numpy arrays that `yahtzee_jax.statistics`, `yahtzee_jax.plots` and `yahtzee_jax.reports` read.
+`play_games` runs whole games as one compiled program (the agent's policy through the one
+rollout, `envs.play`, a `lax.scan` over a game's decisions) and returns `GameRecords`: per-game
+numpy arrays that `evaluation.statistics`, `evaluation.plots` and `evaluation.reports` read.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent, BatchAct, Policy
+from yahtzee_jax.envs.play import BatchPolicy, episode_keys, per_state_policy, play
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
-from yahtzee_jax.play import BatchPolicy, episode_keys, per_state_policy, play
 
 ACCELERATOR_BATCH_SIZE = 4096
 # On a 2-core CPU the widget agents (optimal, greedy) play fastest in batches of 128-256 (their

@@ -1,4 +1,4 @@
-"""Command line: `yahtzee-jax train|evaluate|solve|advise|bench ...`.
+"""Command line: `yahtzee-jax train|evaluate|match|solve|advise|bench|...`.
 
 Each subcommand lives next to the code it drives and registers itself through an
 ``add_cli(subparsers)`` function; this module only assembles them and turns expected
@@ -17,12 +17,13 @@ from yahtzee_jax.errors import UserError
 # Modules that contribute subcommands (each defines `add_cli(subparsers)`).
 COMMAND_MODULES = (
     "yahtzee_jax.train",
-    "yahtzee_jax.evaluate",
-    "yahtzee_jax.solver.cli",
-    "yahtzee_jax.benchmarks",
-    "yahtzee_jax.experiment",
-    "yahtzee_jax.tournament",
-    "yahtzee_jax.terminal",
+    "yahtzee_jax.commands.evaluate",
+    "yahtzee_jax.commands.solve",
+    "yahtzee_jax.commands.bench",
+    "yahtzee_jax.commands.experiment",
+    "yahtzee_jax.evaluation.tournament",
+    "yahtzee_jax.commands.terminal",
+    "yahtzee_jax.commands.match",
 )
 
 

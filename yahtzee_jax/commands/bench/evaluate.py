@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yahtzee_jax.benchmarks import yatzy_solver
+from yahtzee_jax.commands.bench import yatzy_solver
 from yahtzee_jax.errors import UserError
 
 if TYPE_CHECKING:
@@ -53,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
     """Time `play_games` for each agent: setup, first batch (compile + run), steady games/s."""
     import jax
 
-    from yahtzee_jax.agents import resolve_agent
+    from yahtzee_jax.evaluation.records import check_num_games, default_batch_size, play_games
+    from yahtzee_jax.evaluation.reports import format_terminal
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.records import check_num_games, default_batch_size, play_games
-    from yahtzee_jax.reports import format_terminal
+    from yahtzee_jax.runner.checkpointing import resolve_agent
 
     check_num_games(args.games)
     if args.repeats < 1:

@@ -1,8 +1,8 @@
 """Evaluation reports: the optimal reference games, the tables, and the whole evaluation.
 
-`evaluate` plays an agent's games (`yahtzee_jax.records`), summarises them beside the optimal
-agent's (`yahtzee_jax.statistics`) and writes summary.json, report.md and the plots
-(`yahtzee_jax.plots`); `report_tables` feeds both the terminal table and the markdown report.
+`evaluate` plays an agent's games (`evaluation.records`), summarises them beside the optimal
+agent's (`evaluation.statistics`) and writes summary.json, report.md and the plots
+(`evaluation.plots`); `report_tables` feeds both the terminal table and the markdown report.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.evaluation.records import GameRecords, play_games
+from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.records import GameRecords, play_games
-from yahtzee_jax.statistics import HIGH_SCORE, summarize
 
 # --------------------------------------------------------------------------------------------
 # The optimal agent's reference games, cached on disk
@@ -47,7 +47,7 @@ def optimal_reference(
     path = reference_path(rules, num_games, seed, cache_dir)
     if path.exists():
         return GameRecords.load(path)
-    from yahtzee_jax.solver import make_optimal_agent
+    from yahtzee_jax.agents.solver import make_optimal_agent
 
     agent = make_optimal_agent(rules, cache_dir=cache_dir)
     records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
@@ -244,7 +244,7 @@ def write_report(
     summary: dict, records: GameRecords, optimal_records: GameRecords | None, out_dir: Path
 ) -> None:
     """Write summary.json, report.md and the PNG plots into `out_dir`."""
-    from yahtzee_jax import plots
+    from yahtzee_jax.evaluation import plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(summary, out_dir / "summary.json")

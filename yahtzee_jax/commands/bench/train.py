@@ -166,7 +166,12 @@ def measure_population(config, size: int, repeats: int) -> dict:
 
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.chunk import make_chunk
-    from yahtzee_jax.population import make_population_chunk, member_values, stack, varying_fields
+    from yahtzee_jax.runner.population import (
+        make_population_chunk,
+        member_values,
+        stack,
+        varying_fields,
+    )
 
     updates = updates_per_call(config)
     # Members as a learning-rate sweep over seeds: the learning rate is a traced value.

@@ -51,7 +51,7 @@ from yahtzee_jax.chunk import chunk_function
 from yahtzee_jax.config import Config, is_branching, is_dynamic, parse_override, traced_replace
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
-from yahtzee_jax.runlog import RunLock, ScalarLog, reconcile, write_atomic, write_evals
+from yahtzee_jax.runner.runlog import RunLock, ScalarLog, reconcile, write_atomic, write_evals
 
 SEED_FIELD = ("train", "seed")  # differs between members on the host only
 
@@ -336,7 +336,7 @@ def _training_loop(
     and each member's part of the summary. Mirrors `train._training_loop` member by member."""
     from tqdm.auto import tqdm
 
-    from yahtzee_jax.checkpointing import RunCheckpoints
+    from yahtzee_jax.runner.checkpointing import RunCheckpoints
     from yahtzee_jax.train import (
         EVALS_FILE,
         FAULT_VARIABLE,

@@ -17,7 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from yahtzee_jax.benchmarks import yatzy_solver
+from yahtzee_jax.commands.bench import yatzy_solver
 
 # Each child prints one JSON line of numbers. Memory is the process's peak RSS (VmHWM; getrusage's
 # ru_maxrss would start from this parent's, Linux keeps it across fork and exec) at three points:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -31,8 +32,10 @@ import orbax.checkpoint as ocp
 from flax import serialization
 
 from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.resolve import AGENT_NAMES, builtin_agent
 from yahtzee_jax.config import Config, from_dict
 from yahtzee_jax.errors import CheckpointError, UserError
+from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_local
 
 LATEST_DIR = "checkpoints"
@@ -279,3 +282,23 @@ def load_agent(path: str) -> Agent:
     state, config, step = load_checkpoint(path)
     name = f"{config.algo.name}:{Path(path).name}@{step}"
     return get_algorithm(config.algo.name).make_agent(config, state["params"], name)
+
+
+def resolve_agent(
+    spec: str, rules: str | Rules | None = None, cache_dir: str | os.PathLike | None = None
+) -> Agent:
+    """The agent named by `spec`: a built-in one (`agents.builtin_agent`) or a checkpoint path.
+
+    Built-in agents play `rules` (official when None); a checkpoint plays the rules it was
+    trained for, and an explicit different `rules` is an error. `cache_dir` is the solver's.
+    """
+    if spec in AGENT_NAMES or not (os.sep in spec or "/" in spec or os.path.exists(spec)):
+        return builtin_agent(spec, rules, cache_dir)
+    agent = load_agent(spec)
+    chosen = get_rules(rules) if rules is not None else None
+    if chosen is not None and chosen != agent.rules:
+        raise UserError(
+            f"checkpoint {spec!r} plays {agent.rules.name!r} rules, not {chosen.name!r}; "
+            "omit --rules to evaluate it under its own rules"
+        )
+    return agent

@@ -52,29 +52,18 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from yahtzee_jax.agents import AGENT_NAMES, Agent, resolve_agent
+from yahtzee_jax.agents import AGENT_NAMES, Agent
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluation.plots import save_figure
+from yahtzee_jax.evaluation.records import check_num_games, play_games
+from yahtzee_jax.evaluation.reports import format_terminal, optimal_reference
+from yahtzee_jax.evaluation.statistics import wilson_interval
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.plots import save_figure
-from yahtzee_jax.records import check_num_games, play_games
-from yahtzee_jax.reports import format_terminal, optimal_reference
+from yahtzee_jax.runner.checkpointing import resolve_agent
 
-Z_95 = 1.959963984540054  # the standard normal quantile at 0.975
 FIRST_SEAT, SECOND_SEAT = 0, 1
 NUM_SEATS = 2
 DICE_MODES = ("independent", "common")
-
-
-def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (95 % by default)."""
-    if trials < 1:
-        raise ValueError(f"need at least one trial, got {trials}")
-    share = successes / trials
-    z2n = z * z / trials
-    center = (share + z2n / 2) / (1 + z2n)
-    half = z / (1 + z2n) * math.sqrt(share * (1 - share) / trials + z2n / (4 * trials))
-    # Clamp the rounding error at the ends (0 or all successes give exactly 0 or 1 there).
-    return max(0.0, center - half), min(1.0, center + half)
 
 
 def seat_game_indices(num_games: int, dice: str) -> np.ndarray:
@@ -240,7 +229,7 @@ def match_pair(
 
     Returns the pair's result and each agent's totals in these games.
     """
-    from yahtzee_jax import two_player
+    from yahtzee_jax.evaluation import matches as two_player
 
     a_totals, b_totals = two_player.match_totals(
         a, (b,), a.rules, num_games, seed, batch_size or two_player.MATCH_BATCH, progress

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.features import feature_size, features
+from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.multiplayer import MatchState, card, total_scores
 from yahtzee_jax.game.rules import OFFICIAL, Rules

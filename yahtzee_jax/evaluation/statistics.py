@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.records import GameRecords
+from yahtzee_jax.evaluation.records import GameRecords
 
 # The paper's Table 4 thresholds, and its "share of games >= 250" column.
 SCORE_THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000)
@@ -108,3 +108,18 @@ def summarize(records: GameRecords, optimal_records: GameRecords | None = None) 
         }
         summary["optimal"] = optimal
     return summary
+
+
+Z_95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (95 % by default)."""
+    if trials < 1:
+        raise ValueError(f"need at least one trial, got {trials}")
+    share = successes / trials
+    z2n = z * z / trials
+    center = (share + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(share * (1 - share) / trials + z2n / (4 * trials))
+    # Clamp the rounding error at the ends (0 or all successes give exactly 0 or 1 there).
+    return max(0.0, center - half), min(1.0, center + half)

@@ -2,8 +2,9 @@
 
 Both play whole games with a uniformly random legal policy in the same process, so the ratio
 between them is meaningful on a noisy machine. Compile time is reported apart. The engine side
-plays through the one play loop (`yahtzee_jax.play.play`) with the random agent, per-decision key
-derivation included, and records nothing: it measures the loop that training and evaluation use.
+plays through the one rollout (`envs.play.play`) with the random agent, per-decision key
+derivation included, and records nothing: it measures the loop that training and evaluation
+use.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import make_random_agent
+from yahtzee_jax.envs.play import per_state_policy, play
 from yahtzee_jax.game import State, get_rules, total_score
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.play import per_state_policy, play
 
 DEFAULT_BATCH_SIZES = (1, 256, 4096, 65536)
 
@@ -71,7 +72,7 @@ def measure_engine(batch_size: int, rules: Rules, min_seconds: float, seed: int 
 
 def measure_reference(rules_name: str, min_seconds: float, seed: int = 0) -> dict:
     """Games per second of the plain-Python reference game, one game at a time."""
-    from yahtzee_jax.reference import play_random_game
+    from yahtzee_jax.game.reference import play_random_game
 
     games, steps = 0, 0
     start = time.perf_counter()

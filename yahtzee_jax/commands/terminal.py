@@ -31,12 +31,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent, resolve_agent
-from yahtzee_jax.game import engine
-from yahtzee_jax.game import multiplayer as mp
-from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS, Rules, get_rules
-from yahtzee_jax.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
+from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent
+from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
     InputError,
     LeaveGame,
     box_labels,
@@ -50,6 +46,11 @@ from yahtzee_jax.terminal_text import (  # noqa: F401 (InputError, keep_action, 
     parse_box,
     parse_line,
 )
+from yahtzee_jax.game import engine
+from yahtzee_jax.game import multiplayer as mp
+from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.runner.checkpointing import resolve_agent
 
 HINT_TOP = 3
 PERSON = "you"

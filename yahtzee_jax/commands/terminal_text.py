@@ -1,6 +1,6 @@
 """What `yahtzee-jax play` reads and writes: the person's lines parsed, and the game as text.
 
-Pure functions of the rule set and the cards (no console, no game loop: `yahtzee_jax.terminal`):
+Pure functions of the rule set and the cards (no console, no game loop: `commands.terminal`):
 a box is named by its table name ("full_house"), its label ("Full house"), a short name ("fh")
 or its number on the card, and the score card is drawn with the rule set's own boxes.
 """

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from yahtzee_jax.benchmarks.train import time_chunk, transitions_per_update
+from yahtzee_jax.commands.bench.train import time_chunk, transitions_per_update
 from yahtzee_jax.config import Config, add_override_argument
 from yahtzee_jax.errors import UserError
 
@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
         "call; ms/update = best of --repeats calls / K; compile s = one chunk's compilation"
     )
     if args.plot:
-        from yahtzee_jax import plots
+        from yahtzee_jax.evaluation import plots
 
         title = f"bench scaling: {args.preset} on {local} x {device.device_kind}"
         plots.save_figure(plots.scaling_figure(result["rows"], title), args.plot)

@@ -8,8 +8,6 @@ learner by lane group, so a batch of games is laid out seat group by seat group
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import os
 import time
@@ -24,9 +22,8 @@ from yahtzee_jax.agents.seats import agent_seat, learner_policy
 from yahtzee_jax.config import Config, FeatureConfig
 from yahtzee_jax.envs.match import Match
 from yahtzee_jax.envs.rollout import rollout
-from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game import engine
-from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.game.rules import Rules
 
 OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random")
 MATCH_BATCH = 2_000  # matches per compiled batch when evaluating
@@ -88,9 +85,6 @@ def match_totals(
     return own, other
 
 
-MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players `main` evaluates in the learner seat
-
-
 def match_player(
     name: str,
     rules: Rules,
@@ -100,36 +94,13 @@ def match_player(
     """A built-in match player: the solver's `win-seeker` (exact score distributions in the
     turns that leave at most `endgame_open` boxes open; default `endgame.ENDGAME_OPEN`), or a
     built-in agent (`optimal`). `cache_dir` is the solver's."""
-    from yahtzee_jax.agents import resolve_agent
+    from yahtzee_jax.agents import builtin_agent
 
     if name == "win-seeker":
+        from yahtzee_jax.agents.win_seeker import win_seeker_agent
+
         return win_seeker_agent(rules, cache_dir, endgame_open)
-    return resolve_agent(name, rules, cache_dir)
-
-
-def win_seeker_agent(
-    rules: Rules, cache_dir: str | os.PathLike | None = None, endgame_open: int | None = None
-) -> Agent:
-    """The win-seeker as an agent: `match_act` plays against the opponent's card, `act` alone
-    against an empty one (its tables are computed on first use, then cached on disk)."""
-    from yahtzee_jax.algorithms.acting import fresh_cards
-    from yahtzee_jax.game.engine import batch_of_one
-    from yahtzee_jax.solver.endgame import ENDGAME_OPEN
-    from yahtzee_jax.solver.win_seeker import make_win_seeker
-
-    endgame = ENDGAME_OPEN if endgame_open is None else endgame_open
-    policy = make_win_seeker(rules, cache_dir, endgame_open=endgame)
-
-    def match_act(params: Any, own: Any, other: Any, keys: jax.Array) -> jax.Array:
-        return policy(own, other, keys)[0]
-
-    def batch_alone(params: Any, states: Any, keys: jax.Array) -> jax.Array:
-        return match_act(params, states, fresh_cards(keys.shape), keys)
-
-    def act(params: Any, state: Any, key: jax.Array) -> jax.Array:
-        return batch_alone(params, batch_of_one(state), batch_of_one(key))[0]
-
-    return Agent("win-seeker", act, rules=rules, batch_act=batch_alone, match_act=match_act)
+    return builtin_agent(name, rules, cache_dir)
 
 
 def evaluate_matches(
@@ -157,11 +128,11 @@ def evaluate_agent_matches(
 ) -> dict[str, Any]:
     """Any agent against `players - 1` copies of a built-in opponent: win/draw/loss (a win is
     beating every opponent), Wilson 95 % CI, mean scores and margins (against the best)."""
-    from yahtzee_jax.agents import resolve_agent
-    from yahtzee_jax.tournament import wilson_interval
+    from yahtzee_jax.agents import builtin_agent
+    from yahtzee_jax.evaluation.statistics import wilson_interval
 
     rules = agent.rules
-    rivals = (resolve_agent(opponent, rules),) * (players - 1)
+    rivals = (builtin_agent(opponent, rules),) * (players - 1)
     started = time.perf_counter()
     own_total, others = match_totals(agent, rivals, rules, num_games, seed, batch_size)
     other_total = others.max(axis=1)
@@ -209,7 +180,7 @@ def training_curve(run_dir: str | Path, window: int = 20) -> dict[str, list[floa
     """A run's training matches as curves: games, win rate and mean score, moving means over
     `window` updates, or over all of them when fewer were logged (the sampling / epsilon-greedy
     policy against the training opponent). A run that logged no `train/win_rate` raises KeyError."""
-    from yahtzee_jax.runlog import read_scalars
+    from yahtzee_jax.runner.runlog import read_scalars
 
     scalars = read_scalars(run_dir)
     games = np.array([step for step, _ in scalars["train/win_rate"]], np.float64)
@@ -232,7 +203,7 @@ def plot_curves(
     at the end."""
     from matplotlib.figure import Figure
 
-    from yahtzee_jax.plots import save_figure
+    from yahtzee_jax.evaluation.plots import save_figure
 
     figure = Figure(figsize=(11, 4.2))
     win_axes, score_axes = figure.subplots(1, 2)
@@ -261,10 +232,10 @@ def plot_curves(
 
 def plot_win_rates(results: dict[str, dict[str, Any]], out: str | Path) -> Path:
     """PNG: each player's win rate against the optimal agent with its 95 % interval (the JSON of
-    `python -m yahtzee_jax.two_player ... --out`), a bar per player, and the 50 % line."""
+    `python -m yahtzee_jax.evaluation.matches ... --out`), a bar per player, and the 50 % line."""
     from matplotlib.figure import Figure
 
-    from yahtzee_jax.plots import save_figure
+    from yahtzee_jax.evaluation.plots import save_figure
 
     labels = list(results)
     rates = np.array([100 * results[label]["win_rate"] for label in labels])
@@ -286,53 +257,3 @@ def plot_win_rates(results: dict[str, dict[str, Any]], out: str | Path) -> Path:
     axes.set(xlabel="wins against the optimal-solitaire agent (%, 95 % Wilson interval)")
     figure.tight_layout()
     return save_figure(figure, out)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m yahtzee_jax.two_player RUN ...`: a run's greedy agent against an opponent."""
-    from yahtzee_jax.checkpointing import load_checkpoint
-
-    parser = argparse.ArgumentParser(prog="python -m yahtzee_jax.two_player")
-    parser.add_argument(
-        "run", help=f"run or checkpoint directory, or a built-in player: {MATCH_PLAYERS}"
-    )
-    parser.add_argument("--opponent", default="optimal")
-    parser.add_argument("--games", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
-    parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
-    parser.add_argument(
-        "--endgame-open",
-        type=int,
-        help="win-seeker: exact score distributions for the turns leaving at most this many "
-        "boxes open (default 3; each more costs about 3x the table's time)",
-    )
-    parser.add_argument("--out", help="write the result as JSON here")
-    args = parser.parse_args(argv)
-    if args.opponent not in OPPONENTS:
-        raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {OPPONENTS}")
-    if args.run in MATCH_PLAYERS:
-        rules = get_rules(args.rules)
-        if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
-            raise ConfigError(f"--endgame-open={args.endgame_open}; choose 0 to 12")
-        learner = match_player(args.run, rules, args.endgame_open)
-        result = evaluate_agent_matches(
-            learner, args.opponent, args.games, args.seed, args.batch_size
-        )
-        result |= {"run": args.run}
-        print(format_result(args.run, result))
-    else:
-        state, config, step = load_checkpoint(args.run)
-        result = evaluate_matches(
-            config, state["params"], args.opponent, args.games, args.seed, args.batch_size
-        )
-        result |= {"run": args.run, "update": step}
-        print(format_result(f"{config.algo.name}:{Path(args.run).name}@{step}", result))
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

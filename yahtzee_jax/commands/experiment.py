@@ -38,10 +38,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from yahtzee_jax.checkpointing import LATEST_DIR
 from yahtzee_jax.config import Config, add_override_argument, available_presets, resolve
 from yahtzee_jax.errors import ConfigError, UserError
-from yahtzee_jax.runlog import read_evals, read_scalars
+from yahtzee_jax.runner.checkpointing import LATEST_DIR
+from yahtzee_jax.runner.runlog import read_evals, read_scalars
 from yahtzee_jax.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE, train
 
 STUDIES = importlib.resources.files("yahtzee_jax") / "studies"
@@ -201,7 +201,7 @@ def plan_groups(planned: list, out_dir: Path, population: int = 0) -> list[list[
     """Indices into `planned` of the unfinished runs, grouped into populations: runs whose
     configs differ only in the seed and dynamic scalars and that stand at the same checkpoint,
     at most `population` per group (0: no limit, 1: every run alone), in the plan's order."""
-    from yahtzee_jax.population import population_key
+    from yahtzee_jax.runner.population import population_key
 
     groups: dict[tuple, list[list[int]]] = {}
     order: list[list[int]] = []
@@ -232,7 +232,7 @@ def run_study(
     Runs that differ only in the seed and dynamic scalars train together as one population
     (`population.py`; at most `population` members, 0: no limit, 1: each run alone); each
     member keeps its own run directory, so finished and resumable runs are found as before."""
-    from yahtzee_jax.population import train_population
+    from yahtzee_jax.runner.population import train_population
 
     planned = check_study(study, scale, seeds, overrides)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -345,7 +345,7 @@ def write_study_report(
     study: Study, scale: str, seeds: int, out_dir: Path, overrides: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """Write NAME.md (the table), NAME.png (the figure) and results.json; return the results."""
-    from yahtzee_jax import plots
+    from yahtzee_jax.evaluation import plots
 
     results = collect_results(study, scale, seeds, out_dir, overrides)
     _require(bool(results), f"study {study.name!r} has no finished run in {out_dir}")
@@ -406,7 +406,7 @@ def scalar_curves(
 
 def study_figure(study: Study, results: list[dict[str, Any]], title: str):
     """The study's figure: learning curves, final scores as bars, or the single-turn frontier."""
-    from yahtzee_jax import plots
+    from yahtzee_jax.evaluation import plots
 
     if study.plot == "bars":
         return plots.final_scores_figure(

@@ -1,0 +1,83 @@
+"""`yahtzee-jax match PLAYER`: a trained run's greedy agent, or a built-in match player, in
+real matches against a built-in opponent: win rate with its Wilson interval, scores, margin."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from yahtzee_jax.errors import ConfigError
+
+MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
+OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random")
+MATCH_BATCH = 2_000  # matches per compiled batch
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The match command's options."""
+    parser.add_argument(
+        "run", help=f"run or checkpoint directory, or a built-in player: {', '.join(MATCH_PLAYERS)}"
+    )
+    parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)}")
+    parser.add_argument("--games", type=int, default=100_000)
+    parser.add_argument("--seed", type=int, default=2)
+    parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
+    parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
+    parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
+    parser.add_argument(
+        "--endgame-open",
+        type=int,
+        help="win-seeker: exact score distributions for the turns leaving at most this many "
+        "boxes open (default 3; each more costs about 3x the table's time)",
+    )
+    parser.add_argument("--out", help="write the result as JSON here")
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register `match`."""
+    parser = subparsers.add_parser("match", help="real matches against a built-in opponent")
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Play the matches, print one line, write the JSON."""
+    from yahtzee_jax.evaluation.matches import (
+        evaluate_agent_matches,
+        format_result,
+        match_player,
+    )
+    from yahtzee_jax.game.rules import get_rules
+    from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
+
+    if args.opponent not in OPPONENTS:
+        raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {', '.join(OPPONENTS)}")
+    if args.games < 1 or args.batch_size < 1 or not 2 <= args.players <= 6:
+        raise ConfigError("--games and --batch-size must be >= 1 and --players in 2..6")
+    matches = dict(num_games=args.games, seed=args.seed, batch_size=args.batch_size)
+    if args.run in MATCH_PLAYERS:
+        rules = get_rules(args.rules)
+        if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
+            raise ConfigError(f"--endgame-open={args.endgame_open}; choose 0 to 12")
+        learner = match_player(args.run, rules, args.endgame_open)
+        result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
+        result |= {"run": args.run}
+        print(format_result(args.run, result))
+    else:
+        _, config, step = load_checkpoint(args.run)
+        agent = load_agent(args.run)
+        result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
+        result |= {"run": args.run, "update": step}
+        print(format_result(f"{config.algo.name}:{Path(args.run).name}@{step}", result))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`yahtzee-jax match ...` as a function (tests, notebooks)."""
+    parser = argparse.ArgumentParser(prog="yahtzee-jax match")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
