@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from yahtzee_jax.errors import UserError, exit_status
-from yahtzee_jax.evaluation.matches import plot_curves, training_curve
+from yahtzee_jax.evaluation.matches import plot_curves
+from yahtzee_jax.runner.runlog import training_curve
 
 
 def labelled(text: str) -> tuple[str, Path]:

@@ -10,11 +10,11 @@ import pytest
 
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
-from yahtzee_jax.train import make_chunk
+from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.runner.train import make_chunk
 
 TINY = [
     "network.hidden_size=16",

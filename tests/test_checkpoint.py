@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 import yaml
 
-from yahtzee_jax.config import from_dict
 from yahtzee_jax.errors import CheckpointError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import (
@@ -27,8 +26,15 @@ from yahtzee_jax.runner.checkpointing import (
     load_agent,
     load_checkpoint,
 )
+from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.train import EVALS_FILE, FAULT_VARIABLE, init_train_state, make_context, train
+from yahtzee_jax.runner.train import (
+    EVALS_FILE,
+    FAULT_VARIABLE,
+    init_train_state,
+    make_context,
+    train,
+)
 
 # 200 updates of 4 games on a 16-wide network with dropout; a checkpoint every 20 updates.
 TINY = {

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from yahtzee_jax.commands import cli
-from yahtzee_jax.config import Config, available_presets, from_dict, parse_override, resolve
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.runner.configs import available_presets, from_dict, parse_override, resolve
 
 
 def test_presets_resolve_and_paper_preset_matches_the_paper():
@@ -87,7 +87,7 @@ def test_fast_cpu_preset_is_paper_a2c_narrower_faster_and_longer():
 def test_paper_preset_differs_from_the_defaults_only_where_the_code_did():
     """The dataclass defaults follow the paper's tables; the paper-a2c preset departs from them
     only in the three values taken from the paper's code (entropy and min LR ratio)."""
-    defaults = Config()
+    defaults = from_dict({})
     expected = dataclasses.replace(
         defaults,
         algo=dataclasses.replace(defaults.algo, entropy_roll_start=0.1, entropy_score_end=0.01),

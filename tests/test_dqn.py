@@ -13,12 +13,12 @@ from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.algorithms import dqn
 from yahtzee_jax.algorithms.acting import make_agent
 from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.config import resolve
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import DECISIONS_PER_GAME, State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
-from yahtzee_jax.train import train
+from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.runner.train import train
 
 T = DECISIONS_PER_GAME
 

@@ -9,9 +9,10 @@ import pytest
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.config import TASKS, FeatureConfig, from_dict, resolve
+from yahtzee_jax.config import TASKS, FeatureConfig
 from yahtzee_jax.game.engine import legal_action_mask
 from yahtzee_jax.game.rules import OFFICIAL
+from yahtzee_jax.runner.configs import from_dict, resolve
 
 
 def test_config_and_environments_name_the_same_tasks():

@@ -14,8 +14,9 @@ from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import lambda_returns
 from yahtzee_jax.algorithms.rollout import evaluate_trajectory, update_rollout
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule, learning_rate_schedule
-from yahtzee_jax.config import OptimConfig, resolve
+from yahtzee_jax.config import OptimConfig
 from yahtzee_jax.game import DECISIONS_PER_GAME
+from yahtzee_jax.runner.configs import resolve
 
 # One episode of three decisions: rewards 0, 0, 10; the critic said 1, 2, 3.
 REWARD = jnp.array([[0.0], [0.0], [10.0]])

@@ -13,7 +13,7 @@ from scripts import EXPERIMENTS, load_experiment_script
 
 from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms.base import init_train_state, make_context, train_step
-from yahtzee_jax.config import FeatureConfig, resolve
+from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import rewards
 from yahtzee_jax.envs.match import Match, MatchEpisode, MatchView, Seat
 from yahtzee_jax.envs.rollout import rollout
@@ -28,6 +28,9 @@ from yahtzee_jax.game.rules import (
     Category,
 )
 from yahtzee_jax.networks import value_head_modules
+from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.runner.runlog import training_curve
+from yahtzee_jax.runner.warm_start import start_state
 
 BATCH = 6
 
@@ -198,7 +201,7 @@ def test_missing_warm_start_says_how_to_make_it(tmp_path):
     missing = tmp_path / "no-such-run"
     config = resolve("a2c-win", None, ["network.hidden_size=16", f"algo.init_from={missing}"])
     with pytest.raises(ConfigError, match="does not exist") as error:
-        init_train_state(make_context(config))
+        start_state(make_context(config))
     message = str(error.value)
     assert "\n" not in message
     assert "--preset paper-a2c-shaping" in message and "algo.init_from=" in message
@@ -341,13 +344,13 @@ def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
         log.add("train/win_rate", win, step=64 * (update + 1))
         log.add("train/mean_score", score, step=64 * (update + 1))
     log.close()
-    assert two_player.training_curve(run, window=2) == {
+    assert training_curve(run, window=2) == {
         "games": [128.0, 192.0],
         "win_rate": [0.5, 0.625],
         "mean_score": [205.0, 220.0],
     }
     # a window longer than the run averages everything it logged
-    assert two_player.training_curve(run, window=50)["mean_score"] == [pytest.approx(640 / 3)]
+    assert training_curve(run, window=50)["mean_score"] == [pytest.approx(640 / 3)]
 
     script = load_experiment_script("plot_two_player_curves")
     saved = tmp_path / "saved.json"

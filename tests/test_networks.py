@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms.acting import make_agent
-from yahtzee_jax.config import FeatureConfig, NetworkConfig, from_dict
+from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.game import OFFICIAL, Category, State, legal_action_mask
 from yahtzee_jax.networks import (
@@ -20,6 +20,7 @@ from yahtzee_jax.networks import (
     init_params,
     policy_log_probs,
 )
+from yahtzee_jax.runner.configs import from_dict
 
 FEATURES = FeatureConfig()
 SMALL = NetworkConfig(hidden_size=16, upper_head=True)

@@ -67,7 +67,7 @@ def test_installed_package_finds_its_presets_and_studies(
     preset, `resolve` reads them (inheritance too), and every study spec loads."""
     site, _ = unpacked_wheel
     script = (
-        "import yahtzee_jax, yahtzee_jax.config as config\n"
+        "import yahtzee_jax, yahtzee_jax.runner.configs as config\n"
         "print(yahtzee_jax.__file__)\n"
         "print(','.join(config.available_presets()))\n"
         "print(config.resolve('quick').network.hidden_size)\n"

@@ -24,13 +24,13 @@ SCRIPT = textwrap.dedent(
     import json, sys, tempfile
     import jax, numpy as np
     from yahtzee_jax.runner.checkpointing import RunCheckpoints
-    from yahtzee_jax.config import from_dict
+    from yahtzee_jax.runner.configs import from_dict
     from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.parallel import data_mesh
     from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.chunk import make_chunk
+    from yahtzee_jax.runner.chunk import make_chunk
     from yahtzee_jax.parallel import in_mesh, replicate
-    from yahtzee_jax.train import train
+    from yahtzee_jax.runner.train import train
 
     def tiny(devices):
         return from_dict({

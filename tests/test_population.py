@@ -14,9 +14,10 @@ import pytest
 import yahtzee_jax.runner.population
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.config import from_dict, is_dynamic
+from yahtzee_jax.config import is_dynamic
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
+from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.population import (
     DynamicScalar,
     population_key,
@@ -24,7 +25,7 @@ from yahtzee_jax.runner.population import (
     varying_fields,
 )
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.train import FAULT_VARIABLE, train
+from yahtzee_jax.runner.train import FAULT_VARIABLE, train
 
 TINY = {
     "train": {

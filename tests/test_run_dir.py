@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.chunk import PARAMETERS, guard_quantities, make_chunk
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.config import from_dict, save_yaml
+from yahtzee_jax.runner.chunk import PARAMETERS, guard_quantities, make_chunk
+from yahtzee_jax.runner.configs import from_dict, save_yaml
 from yahtzee_jax.runner.runlog import (
     RunInUseError,
     RunLock,
@@ -27,7 +27,7 @@ from yahtzee_jax.runner.runlog import (
     reconcile,
     write_evals,
 )
-from yahtzee_jax.train import collapse_warning, train
+from yahtzee_jax.runner.train import collapse_warning, train
 
 TINY = {
     "train": {

@@ -23,10 +23,10 @@ from yahtzee_jax.algorithms.rollout import (
     trajectory_recorder,
     update_rollout,
 )
-from yahtzee_jax.config import resolve
 from yahtzee_jax.envs.play import episode_keys, play, record_transition
 from yahtzee_jax.envs.rollout import rollout as env_rollout
 from yahtzee_jax.networks import entropy, network_log_probs
+from yahtzee_jax.runner.configs import resolve
 
 TOLERANCE = {"rtol": 2e-5, "atol": 2e-6}
 

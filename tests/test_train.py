@@ -10,9 +10,9 @@ import pytest
 from scripts import load_experiment_script
 
 from yahtzee_jax.agents import make_random_agent
-from yahtzee_jax.config import resolve
 from yahtzee_jax.evaluation.records import play_games
-from yahtzee_jax.train import EVALS_FILE, SUMMARY_FILE, train
+from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.runner.train import EVALS_FILE, SUMMARY_FILE, train
 
 
 def test_short_run_beats_random_by_a_wide_margin(tmp_path):

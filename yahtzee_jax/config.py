@@ -1,24 +1,17 @@
-"""Training configuration: frozen dataclasses, validation, YAML presets and `--set` overrides.
+"""Training configuration: the sections as frozen dataclasses, each value checked on creation.
 
 Defaults follow the paper (Pape, Appendix B, Tables 6-7, A2C column); where the paper's own code
-differs the choice is noted beside the field. A preset, ``yahtzee_jax/presets/NAME.yaml`` (package
-data, so a non-editable install has them too), only lists the values that differ from these
-defaults. Every value is checked before anything is
-compiled: a bad one raises `ConfigError` with a one-line message.
+differs the choice is noted beside the field. Reading presets, YAML files and `--set` overrides
+into a `Config` is `runner.configs`' (it knows the learners' own sections by name). A bad value
+raises `ConfigError` with a one-line message.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
 import dataclasses
 import functools
-import importlib.resources
 import math
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-
-import yaml
+from typing import Any, TypeVar
 
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
@@ -29,14 +22,6 @@ TASKS = ("game", "single-turn", "match")
 OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random", "self")
 MATCH_REWARDS = ("win", "score", "naive", "gradient", "fixed", "moving-average")
 
-if TYPE_CHECKING:  # importlib.resources.abc is Python 3.11+; only annotations name it
-    from importlib.resources.abc import Traversable
-
-# Read through importlib.resources, not a path beside the source: the presets then resolve the
-# same from a checkout, an installed wheel or a zip import.
-PRESETS: Traversable = importlib.resources.files("yahtzee_jax") / "presets"
-PRESET_SUFFIX = ".yaml"
-DEFAULT_PRESET = "paper-a2c"
 DEFAULT_ALGO = "a2c"
 
 
@@ -301,7 +286,9 @@ class Config:
 
     features: FeatureConfig = FeatureConfig()
     network: NetworkConfig = NetworkConfig()
-    algo: AlgoConfig = dataclasses.field(default_factory=lambda: algo_config_class(DEFAULT_ALGO)())
+    # The learner's own section class (`runner.configs.from_dict` picks it by `algo.name`); the
+    # bare base class here only names the default learner.
+    algo: AlgoConfig = AlgoConfig()
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
     env: EnvConfig = EnvConfig()
@@ -312,172 +299,3 @@ class Config:
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain nested dict (YAML/JSON friendly)."""
         return dataclasses.asdict(self)
-
-
-def algo_config_class(name: Any) -> type[AlgoConfig]:
-    """The config class of algorithm `name`, from the algorithm registry."""
-    from yahtzee_jax.algorithms import algorithm_names, get_algorithm
-
-    _check_choice("algo.name", name, algorithm_names())
-    return get_algorithm(name).config_class
-
-
-def _coerce(name: str, value: Any, default: Any) -> Any:
-    """Check a value's type against the field's default (ints accepted for floats)."""
-    expected = type(default)
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if expected is float and isinstance(value, str):  # YAML 1.1 reads "3e-4" as a string
-        with contextlib.suppress(ValueError):
-            value = float(value)
-    if expected is float and isinstance(value, float):
-        require(math.isfinite(value), f"{name}={value!r} must be a finite number")
-        return value
-    if expected is int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise ConfigError(f"{name}={value!r} must be of type {expected.__name__}")
-    return value
-
-
-def from_dict(data: dict[str, Any] | None) -> Config:
-    """Build and validate a `Config` from a (partial) nested dict; unknown keys are errors."""
-    data = data or {}
-    require(isinstance(data, dict), "a config must be a mapping of sections")
-    data = migrate_legacy(data)
-    unknown = set(data) - set(SECTIONS)
-    require(not unknown, f"unknown config section(s): {', '.join(sorted(map(str, unknown)))}")
-    sections = {}
-    for section, cls in SECTIONS.items():
-        values = data.get(section) or {}
-        require(isinstance(values, dict), f"config section {section!r} must be a mapping")
-        if section == "algo":  # each algorithm has its own section class
-            cls = algo_config_class(values.get("name", DEFAULT_ALGO))
-        defaults = cls()
-        fields = {field.name for field in dataclasses.fields(cls)}
-        for key in values:
-            require(key in fields, f"unknown config key {section}.{key}")
-        coerced = {
-            key: _coerce(f"{section}.{key}", value, getattr(defaults, key))
-            for key, value in values.items()
-        }
-        sections[section] = cls(**coerced)
-    return Config(**sections)
-
-
-# Keys of the two-player task before it became an environment (issue 27): algo.X -> env.X.
-_LEGACY_MATCH_KEYS = ("opponent", "reward", "opponent_features", "opponent_refresh")
-
-
-def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
-    """A config written before the `env` section (run directories, old YAML files) in today's
-    keys: the two-player fields of `algo` move to `env`, `algo.name=a2c-2p` is A2C on
-    `train.task=match`, and `algo.opponent=none` is the solitaire task."""
-    algo = data.get("algo")
-    if not isinstance(algo, dict):
-        return data
-    legacy = [key for key in _LEGACY_MATCH_KEYS if key in algo]
-    if not legacy and algo.get("name") != "a2c-2p":
-        return data
-    algo, env, train = dict(algo), dict(data.get("env") or {}), dict(data.get("train") or {})
-    was_match = algo.get("name") == "a2c-2p" or algo.get("opponent", "none") != "none"
-    if algo.get("name") == "a2c-2p":
-        algo["name"] = "a2c"
-    values = {key: algo.pop(key) for key in legacy}
-    if was_match:
-        env.update(values)
-        if train.get("task", "game") == "game":
-            train["task"] = "match"
-    return {**data, "algo": algo, "train": train, "env": env}
-
-
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
-    merged = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
-    for key, value in extra.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
-    return merged
-
-
-def read_yaml(path: str | Path | Traversable) -> dict[str, Any]:
-    """Read a YAML config file (a mapping of sections)."""
-    path = Path(path) if isinstance(path, str) else path
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"cannot parse {path}: {str(error).splitlines()[0]}") from None
-    require(isinstance(data, dict), f"{path} must hold a mapping of config sections")
-    return data
-
-
-def available_presets() -> list[str]:
-    """Names of the YAML presets shipped in the package (yahtzee_jax/presets)."""
-    return sorted(
-        entry.name.removesuffix(PRESET_SUFFIX)
-        for entry in PRESETS.iterdir()
-        if entry.name.endswith(PRESET_SUFFIX)
-    )
-
-
-def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
-    """A preset's values; a preset may start from another one with ``inherit: NAME``."""
-    path = PRESETS / f"{name}{PRESET_SUFFIX}"
-    if not path.is_file():
-        raise ConfigError(
-            f"unknown preset {name!r}; choose one of: {', '.join(available_presets())}"
-        )
-    require(name not in seen, f"preset {name!r} inherits from itself")
-    data = read_yaml(path)
-    parent = data.pop("inherit", None)
-    if parent is None:
-        return data
-    return _merge(preset_data(str(parent), (*seen, name)), data)
-
-
-def parse_override(text: str) -> dict[str, Any]:
-    """Turn ``section.key=value`` (value in YAML syntax) into a nested dict."""
-    name, sep, raw = text.partition("=")
-    section, dot, key = name.strip().partition(".")
-    require(
-        bool(sep and dot and section and key), f"--set {text!r} must look like section.key=value"
-    )
-    try:
-        value = yaml.safe_load(raw)
-    except yaml.YAMLError:
-        raise ConfigError(f"--set {text!r}: cannot parse the value") from None
-    return {section: {key: value}}
-
-
-def add_override_argument(parser: argparse.ArgumentParser) -> None:
-    """Add the repeatable `--set SECTION.KEY=VALUE` option (collected in `args.overrides`)."""
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one config value, e.g. --set optim.lr=3e-4 (repeatable)",
-    )
-
-
-def resolve(
-    preset: str | None = DEFAULT_PRESET,
-    config_file: str | Path | None = None,
-    overrides: list[str] | tuple[str, ...] = (),
-) -> Config:
-    """Defaults, then the preset, then a YAML file, then each ``section.key=value`` override."""
-    data = preset_data(preset) if preset is not None else {}
-    if config_file is not None:
-        data = _merge(data, read_yaml(config_file))
-    for text in overrides:
-        data = _merge(data, parse_override(text))
-    return from_dict(data)
-
-
-def save_yaml(config: Config, path: str | Path) -> None:
-    """Write the resolved config as YAML."""
-    Path(path).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))

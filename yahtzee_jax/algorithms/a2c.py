@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from yahtzee_jax.algorithms import acting, actor_critic, warm_start
+from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 
 
@@ -34,5 +34,4 @@ ALGORITHM = Algorithm(
     update=update,
     greedy=actor_critic.greedy,
     make_agent=acting.make_agent,
-    init_params=warm_start.init_params,
 )

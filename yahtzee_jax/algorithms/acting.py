@@ -9,7 +9,7 @@ reuses the compiled program without a module-level cache.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import flax.linen as nn
 import jax
@@ -18,11 +18,13 @@ import jax.numpy as jnp
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.seats import fresh_cards
-from yahtzee_jax.algorithms.base import Algorithm
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
 from yahtzee_jax.game.engine import State, batch_of_one
 from yahtzee_jax.game.rules import get_rules
+
+if TYPE_CHECKING:  # an annotation only: base imports this module to seat a match
+    from yahtzee_jax.algorithms.base import Algorithm
 
 
 @dataclasses.dataclass(frozen=True)

@@ -128,11 +128,13 @@ def make_context(config: Config) -> Context:
     )
 
 
-def init_train_state(context: Context) -> TrainState:
-    """Fresh parameters, optimizer state, rng and the algorithm's extras from the config's seed."""
+def init_train_state(context: Context, params: Any = None) -> TrainState:
+    """Fresh parameters (or the given ones: a warm start), optimizer state, rng and the
+    algorithm's and the environment's extras, from the config's seed."""
     config = context.config
     params_key, train_key = jax.random.split(jax.random.PRNGKey(config.train.seed))
-    params = context.algorithm.init_params(context, params_key)
+    if params is None:
+        params = context.algorithm.init_params(context, params_key)
     return TrainState(
         params=params,
         opt_state=context.optimizer.init(params),

@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.algorithms import acting, actor_critic, warm_start
+from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
@@ -185,6 +185,5 @@ ALGORITHM = Algorithm(
     update=update,
     greedy=actor_critic.greedy,
     make_agent=acting.make_agent,
-    init_params=warm_start.init_params,
     optimizer_steps_per_update=optimizer_steps_per_update,
 )

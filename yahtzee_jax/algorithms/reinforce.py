@@ -13,7 +13,7 @@ import dataclasses
 import jax
 import optax
 
-from yahtzee_jax.algorithms import acting, actor_critic, warm_start
+from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.config import dynamic, require
 
@@ -71,5 +71,4 @@ ALGORITHM = Algorithm(
     update=update,
     greedy=actor_critic.greedy,
     make_agent=acting.make_agent,
-    init_params=warm_start.init_params,
 )

@@ -16,12 +16,12 @@ from yahtzee_jax.errors import UserError
 
 # Modules that contribute subcommands (each defines `add_cli(subparsers)`).
 COMMAND_MODULES = (
-    "yahtzee_jax.train",
+    "yahtzee_jax.runner.train",
     "yahtzee_jax.commands.evaluate",
     "yahtzee_jax.commands.solve",
     "yahtzee_jax.commands.bench",
     "yahtzee_jax.commands.experiment",
-    "yahtzee_jax.evaluation.tournament",
+    "yahtzee_jax.commands.tournament",
     "yahtzee_jax.commands.terminal",
     "yahtzee_jax.commands.match",
 )

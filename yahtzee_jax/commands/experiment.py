@@ -38,11 +38,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from yahtzee_jax.config import Config, add_override_argument, available_presets, resolve
+from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError, UserError
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
+from yahtzee_jax.runner.configs import add_override_argument, available_presets, resolve
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE, train
+from yahtzee_jax.runner.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE, train
 
 STUDIES = importlib.resources.files("yahtzee_jax") / "studies"
 STUDY_SUFFIX = ".yaml"

@@ -33,10 +33,11 @@ from flax import serialization
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.resolve import AGENT_NAMES, builtin_agent
-from yahtzee_jax.config import Config, from_dict
+from yahtzee_jax.config import Config
 from yahtzee_jax.errors import CheckpointError, UserError
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_local
+from yahtzee_jax.runner.configs import from_dict
 
 LATEST_DIR = "checkpoints"
 BEST_DIR = "best"

@@ -46,12 +46,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.chunk import chunk_function
-from yahtzee_jax.config import Config, is_branching, is_dynamic, parse_override, traced_replace
+from yahtzee_jax.algorithms.base import TrainState, make_context
+from yahtzee_jax.config import Config, is_branching, is_dynamic, traced_replace
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
+from yahtzee_jax.runner.chunk import chunk_function
+from yahtzee_jax.runner.configs import parse_override
 from yahtzee_jax.runner.runlog import RunLock, ScalarLog, reconcile, write_atomic, write_evals
+from yahtzee_jax.runner.warm_start import start_state
 
 SEED_FIELD = ("train", "seed")  # differs between members on the host only
 
@@ -302,7 +304,7 @@ def plan_members(
 
 def _restore(configs: list[Config], checkpoints: list, contexts: list) -> list[TrainState]:
     """Every member's state at the newest update all of them have a checkpoint for."""
-    fresh = [init_train_state(context) for context in contexts]
+    fresh = [start_state(context) for context in contexts]
     newest = [ckpt.restore_newest(state) for ckpt, state in zip(checkpoints, fresh, strict=True)]
     steps = [0 if state is None else int(state.step) for state in newest]
     common = min(steps)
@@ -337,7 +339,7 @@ def _training_loop(
     from tqdm.auto import tqdm
 
     from yahtzee_jax.runner.checkpointing import RunCheckpoints
-    from yahtzee_jax.train import (
+    from yahtzee_jax.runner.train import (
         EVALS_FILE,
         FAULT_VARIABLE,
         DivergenceError,
@@ -509,7 +511,7 @@ def train_population(
     `resume` is one flag for all or one per member; a resumed member's config may be None
     (its saved config is used) or must equal the saved one.
     """
-    from yahtzee_jax.train import (
+    from yahtzee_jax.runner.train import (
         SUMMARY_FILE,
         _check_resume_config,
         _final_report,

@@ -221,3 +221,17 @@ def reconcile(run_dir: str | Path, evals_path: Path, step: int, games_per_update
     write_evals(evals_path, rows)
     truncate_scalars(run_dir, step * games_per_update)
     return rows
+
+
+def training_curve(run_dir: str | Path, window: int = 20) -> dict[str, list[float]]:
+    """A run's training matches as curves: games, win rate and mean score, moving means over
+    `window` updates, or over all of them when fewer were logged (the sampling / epsilon-greedy
+    policy against the training opponent). A run that logged no `train/win_rate` raises KeyError."""
+    scalars = read_scalars(run_dir)
+    games = np.array([step for step, _ in scalars["train/win_rate"]], np.float64)
+    window = max(1, min(window, len(games)))
+    curves = {"games": games[window - 1 :].tolist()}
+    for tag, name in (("train/win_rate", "win_rate"), ("train/mean_score", "mean_score")):
+        values = np.array([value for _, value in scalars[tag]], np.float64)
+        curves[name] = np.convolve(values, np.ones(window) / window, mode="valid").tolist()
+    return curves

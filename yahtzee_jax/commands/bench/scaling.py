@@ -26,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from yahtzee_jax.commands.bench.train import time_chunk, transitions_per_update
-from yahtzee_jax.config import Config, add_override_argument
+from yahtzee_jax.config import Config
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.runner.configs import add_override_argument
 
 DEFAULT_BATCHES = "20,64,256,1024,4096,16384"
 DEFAULT_WIDTHS = "128,256,600,1024"
@@ -118,7 +119,7 @@ def skip_reason(
 
 def _cells(args: argparse.Namespace) -> list[tuple[int, Config]]:
     """Every (devices, config) of the grid, each config resolved (and so checked) up front."""
-    from yahtzee_jax.config import resolve
+    from yahtzee_jax.runner.configs import resolve
 
     batches = positive_integers(args.batches, "--batches")
     widths = positive_integers(args.widths, "--widths")
@@ -198,7 +199,7 @@ class _ForcedDevices:
 
 def _child(job_text: str) -> int:
     """The forced-device subprocess: time each config of the job, one ROW line each."""
-    from yahtzee_jax.config import from_dict
+    from yahtzee_jax.runner.configs import from_dict
 
     job = json.loads(job_text)
     for data in job["configs"]:

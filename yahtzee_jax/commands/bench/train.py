@@ -16,7 +16,8 @@ import json
 import time
 from pathlib import Path
 
-from yahtzee_jax.config import Config, add_override_argument
+from yahtzee_jax.config import Config
+from yahtzee_jax.runner.configs import add_override_argument
 
 # B = 2,048 took most of 11 minutes and 10 GB of memory on a 2-core CPU: ask for it explicitly
 # (`--batches 20,256,2048`) so that the default run stays at a few minutes.
@@ -89,8 +90,8 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
     over them, is a one-line `ConfigError` (`parallel.data_mesh`).
     """
     from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.chunk import make_chunk
     from yahtzee_jax.parallel import data_mesh, in_mesh, replicate
+    from yahtzee_jax.runner.chunk import make_chunk
 
     updates = updates_per_call(config)
     context = make_context(config)
@@ -165,7 +166,7 @@ def measure_population(config, size: int, repeats: int) -> dict:
     import dataclasses
 
     from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.chunk import make_chunk
+    from yahtzee_jax.runner.chunk import make_chunk
     from yahtzee_jax.runner.population import (
         make_population_chunk,
         member_values,
@@ -234,8 +235,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print a table."""
     import jax
 
-    from yahtzee_jax.config import resolve
     from yahtzee_jax.errors import UserError
+    from yahtzee_jax.runner.configs import resolve
 
     try:
         batches = [int(text) for text in args.batches.split(",")]

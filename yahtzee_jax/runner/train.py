@@ -31,15 +31,7 @@ import numpy as np
 
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.chunk import guard_quantities, make_chunk
-from yahtzee_jax.config import (
-    DEFAULT_PRESET,
-    Config,
-    add_override_argument,
-    available_presets,
-    read_yaml,
-    resolve,
-)
+from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError, UserError
 from yahtzee_jax.parallel import (
     data_mesh,
@@ -49,6 +41,14 @@ from yahtzee_jax.parallel import (
     is_primary,
     replicate,
 )
+from yahtzee_jax.runner.chunk import guard_quantities, make_chunk
+from yahtzee_jax.runner.configs import (
+    DEFAULT_PRESET,
+    add_override_argument,
+    available_presets,
+    read_yaml,
+    resolve,
+)
 from yahtzee_jax.runner.runlog import (
     RunLock,
     ScalarLog,
@@ -57,6 +57,7 @@ from yahtzee_jax.runner.runlog import (
     write_atomic,
     write_evals,
 )
+from yahtzee_jax.runner.warm_start import start_state
 
 CONFIG_FILE = "config.yaml"
 EVALS_FILE = "evals.jsonl"
@@ -142,7 +143,7 @@ def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
     saved_path = run_dir / CONFIG_FILE
     if not saved_path.is_file():
         raise ConfigError(f"cannot resume: {saved_path} not found")
-    from yahtzee_jax.config import from_dict
+    from yahtzee_jax.runner.configs import from_dict
 
     saved = from_dict(read_yaml(saved_path))
     if config is not None and config != saved:
@@ -158,8 +159,8 @@ def _check_resume_config(run_dir: Path, config: Config | None) -> Config:
 
 def _open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
     """Check the run directory (the lock is held) and write the config of a fresh run."""
-    from yahtzee_jax.config import save_yaml
     from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
+    from yahtzee_jax.runner.configs import save_yaml
 
     if resume:
         return _check_resume_config(run_dir, config)
@@ -257,7 +258,7 @@ def _training_loop(
     context = make_context(config)
     mesh = data_mesh(train_config.devices, train_config.episodes_per_update)
     checkpoints = RunCheckpoints(run_dir, train_config.keep_checkpoints, primary=primary)
-    state = checkpoints.restore_newest(init_train_state(context)) or init_train_state(context)
+    state = checkpoints.restore_newest(init_train_state(context)) or start_state(context)
     step = start_step = int(state.step)
     state = replicate(state, mesh)
     evals_path = run_dir / EVALS_FILE

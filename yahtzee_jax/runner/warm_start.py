@@ -1,4 +1,4 @@
-"""Actor-critic parameters at the start of a run: fresh, or a trained run's, widened.
+"""A run's first train state: fresh, or warm-started from a trained run's parameters, widened.
 
 `algo.init_from` starts from a trained actor-critic run (or checkpoint) with the same network
 and features sections: its weights, with zero weights on the inputs it lacks (a match's
@@ -15,18 +15,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.algorithms.base import Context, fresh_params
+from yahtzee_jax.algorithms.base import Context, TrainState, fresh_params, init_train_state
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.networks import VALUE_OUTPUT
+from yahtzee_jax.runner.checkpointing import load_checkpoint
 
 
-def init_params(context: Context, key: jax.Array) -> Any:
-    """Fresh parameters on the environment's input, or the `init_from` run's, widened."""
+def start_state(context: Context) -> TrainState:
+    """The train state a run starts from: `init_train_state`, with the `algo.init_from` run's
+    parameters (widened) where the learner has that field set."""
+    return init_train_state(context, warm_params(context))
+
+
+def warm_params(context: Context) -> Any:
+    """The `init_from` run's parameters widened to the environment's input, or None."""
     config = context.config
-    fresh = fresh_params(context, key)
-    if not config.algo.init_from:
-        return fresh
-    from yahtzee_jax.runner.checkpointing import load_checkpoint
+    if not getattr(config.algo, "init_from", ""):
+        return None
+    fresh = jax.eval_shape(lambda key: fresh_params(context, key), jax.random.PRNGKey(0))
 
     if not Path(config.algo.init_from).exists():
         # The presets' warm start is a run, not a file in the repository: say how to make it.

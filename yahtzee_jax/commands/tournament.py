@@ -1,0 +1,147 @@
+"""`yahtzee-jax tournament AGENT AGENT ...`: every pair of agents plays N two-player games; the
+win-rate matrix with 95 % Wilson intervals, draws, margins, mean scores and a heat map
+(`evaluation.tournament` plays and reports)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from yahtzee_jax.agents.resolve import AGENT_NAMES
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluation.records import check_num_games
+from yahtzee_jax.evaluation.reports import format_terminal
+from yahtzee_jax.evaluation.tournament import (
+    DICE_MODES,
+    agent_games,
+    games_needed,
+    match_pair,
+    round_robin,
+    tables,
+    write_results,
+)
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.runner.checkpointing import resolve_agent
+
+
+def _games_override(text: str) -> tuple[str, int]:
+    agent, separator, count = text.rpartition("=")
+    if not separator or not agent:
+        raise argparse.ArgumentTypeError(f"expected AGENT=N, got {text!r}")
+    try:
+        return agent, int(count)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected AGENT=N with an integer N, got {text!r}"
+        ) from None
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register `yahtzee-jax tournament`."""
+    parser = subparsers.add_parser(
+        "tournament",
+        help="play every pair of agents and report a win-rate matrix",
+        description="Every pair of agents plays N two-player games (seats alternate; each "
+        "seat's dice stream is the same in every pair); prints and writes the win-rate matrix "
+        "with 95 % Wilson intervals, draws, margins, mean scores and a heat map.",
+    )
+    parser.add_argument(
+        "agents",
+        metavar="AGENT",
+        nargs="+",
+        help=f"two or more of {', '.join(AGENT_NAMES)}, or checkpoint paths",
+    )
+    parser.add_argument("--games", type=int, default=10_000, help="games per pair (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
+    parser.add_argument(
+        "--dice",
+        choices=DICE_MODES,
+        default="independent",
+        help="independent (default): each seat its own dice, the same per seat in every pair; "
+        "common: both seats of a game play the same dice stream (duplicate Yahtzee)",
+    )
+    parser.add_argument(
+        "--rules", default=None, help="rule variant (default official; checkpoints play their own)"
+    )
+    parser.add_argument(
+        "--games-for",
+        type=_games_override,
+        action="append",
+        default=[],
+        metavar="AGENT=N",
+        help="fewer games for a slow agent: its pairs play its first N games (repeatable)",
+    )
+    parser.add_argument("--out", default=None, help="directory (default runs/tournament/...)")
+    parser.add_argument("--batch-size", type=int, default=None, help="games per device batch")
+    parser.add_argument("--cache-dir", default=None, help="solver and reference-game cache")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `yahtzee-jax tournament`."""
+    check_num_games(args.games)
+    if len(args.agents) < 2:
+        raise UserError("a tournament needs at least two agents")
+    if len(set(args.agents)) != len(args.agents):
+        raise UserError(f"each agent may appear once, got {' '.join(args.agents)}")
+    games_for = dict(args.games_for)
+    unknown = sorted(set(games_for) - set(args.agents))
+    if unknown:
+        raise UserError(f"--games-for names agents not in the tournament: {', '.join(unknown)}")
+    for count in games_for.values():
+        check_num_games(count)
+    rules = get_rules(args.rules) if args.rules is not None else None
+    agents = {spec: resolve_agent(spec, rules, cache_dir=args.cache_dir) for spec in args.agents}
+    variants = {agent.rules.name for agent in agents.values()}
+    if len(variants) > 1:
+        raise UserError(
+            f"the agents play different rules ({', '.join(sorted(variants))}); pass --rules "
+            "matching the checkpoints'"
+        )
+    (rules_name,) = variants
+    names = [agent.name for agent in agents.values()]
+    if len(set(names)) != len(names):
+        raise UserError(f"two agents have the same name: {', '.join(names)}")
+    readers = [spec for spec, agent in agents.items() if agent.match_act is not None]
+    if readers and args.dice == "common":
+        raise UserError(
+            f"{', '.join(readers)} read the opponent's card and play real matches, whose dice "
+            "are independent per seat; use --dice independent"
+        )
+    started = time.perf_counter()
+    totals, matches = {}, {}
+    for spec, agent in agents.items():
+        if spec not in readers:
+            count = games_needed(min(games_for.get(spec, args.games), args.games), args.dice)
+            totals[agent.name] = agent_games(
+                agent, count, args.seed, args.batch_size, args.cache_dir, not args.no_progress
+            )
+    match_totals = {agents[spec].name: [] for spec in readers}
+    specs = list(agents)
+    for index, a in enumerate(specs):
+        for b in specs[index + 1 :]:
+            if a in readers or b in readers:
+                count = min(games_for.get(a, args.games), games_for.get(b, args.games))
+                first, second = agents[a], agents[b]
+                pair, *pair_totals = match_pair(
+                    first, second, count, args.seed, args.batch_size, not args.no_progress
+                )
+                matches[(first.name, second.name)] = pair
+                for agent, agent_totals in zip((first, second), pair_totals, strict=True):
+                    if agent.name in match_totals:
+                        match_totals[agent.name].append(agent_totals)
+    for name, parts in match_totals.items():  # an agent that reads: its score over its matches
+        totals[name] = np.concatenate(parts)
+    totals = {agent.name: totals[agent.name] for agent in agents.values()}  # command-line order
+    tournament = round_robin(totals, rules_name, args.seed, args.dice, matches)
+    label = f"{rules_name}_{args.dice}_{args.games}g_seed{args.seed}"
+    out_dir = Path(args.out or f"runs/tournament/{label}")
+    write_results(tournament, out_dir)
+    print(format_terminal(tables(tournament)))
+    seconds = time.perf_counter() - started
+    print(f"\n{len(agents)} agents in {seconds:.1f} s; results in {out_dir}")
+    return 0
