@@ -14,17 +14,37 @@ from typing import Any, NoReturn
 
 from yahtzee_jax.errors import UserError
 
-# Modules that contribute subcommands (each defines `add_cli(subparsers)`).
-COMMAND_MODULES = (
-    "yahtzee_jax.runner.train",
-    "yahtzee_jax.commands.evaluate",
-    "yahtzee_jax.commands.solve",
-    "yahtzee_jax.commands.bench",
-    "yahtzee_jax.commands.experiment",
-    "yahtzee_jax.commands.tournament",
-    "yahtzee_jax.commands.terminal",
-    "yahtzee_jax.commands.match",
-)
+# command -> (the module that registers it with `add_cli(subparsers)`, its one-line help).
+# Only the chosen command's module is imported: `yahtzee-jax --help` loads no JAX.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "train": ("yahtzee_jax.runner.train", "train an agent (fused on-device REINFORCE, A2C or PPO)"),
+    "evaluate": (
+        "yahtzee_jax.commands.evaluate",
+        "play many games of an agent and report its statistics",
+    ),
+    "match": ("yahtzee_jax.commands.match", "real matches against a built-in opponent"),
+    "tournament": (
+        "yahtzee_jax.commands.tournament",
+        "play every pair of agents and report a win-rate matrix",
+    ),
+    "solve": (
+        "yahtzee_jax.commands.solve",
+        "solve a rule variant exactly; print the optimal expected score",
+    ),
+    "advise": (
+        "yahtzee_jax.commands.solve",
+        "optimal expected final score of a position and the value of each action",
+    ),
+    "play": (
+        "yahtzee_jax.commands.terminal",
+        "play Yahtzee in the terminal (with hints, against or watching an agent)",
+    ),
+    "experiment": (
+        "yahtzee_jax.commands.experiment",
+        "run one of the paper's studies and write its figure and table",
+    ),
+    "bench": ("yahtzee_jax.commands.bench", "speed benchmarks"),
+}
 
 
 class OneLineErrorParser(argparse.ArgumentParser):
@@ -35,14 +55,37 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser with every available subcommand."""
+class _Registered(argparse._SubParsersAction):
+    """The subparsers action that keeps only the parser a module registers for the chosen
+    command (a module may register two, as solve and advise)."""
+
+    chosen: str | None = None
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        """Register `name` for real when it is the chosen command, else a throwaway parser."""
+        if name != self.chosen:
+            return argparse.ArgumentParser(add_help=False)
+        self._name_parser_map.pop(name, None)
+        self._choices_actions = [a for a in self._choices_actions if a.dest != name]
+        return super().add_parser(name, **kwargs)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser: every command listed, the one `argv` names built in full."""
     parser = OneLineErrorParser(
         prog="yahtzee-jax", description="On-accelerator reinforcement learning for Yahtzee."
     )
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
-        importlib.import_module(module_name).add_cli(subparsers)
+    parser.register("action", "registered_parsers", _Registered)
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", action="registered_parsers"
+    )
+    chosen = next((arg for arg in argv or () if not arg.startswith("-")), None)
+    for name, (_, help_text) in COMMANDS.items():  # listed with their help, built on demand
+        subparsers._choices_actions.append(subparsers._ChoicesPseudoAction(name, (), help_text))
+        subparsers._name_parser_map[name] = OneLineErrorParser(prog=f"yahtzee-jax {name}")
+    if chosen in COMMANDS:
+        subparsers.chosen = chosen
+        importlib.import_module(COMMANDS[chosen][0]).add_cli(subparsers)
     return parser
 
 
@@ -66,7 +109,7 @@ def _quiet_closed_loop_noise() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `yahtzee-jax` console script."""
     _quiet_closed_loop_noise()
-    args = build_parser().parse_args(argv)
+    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except UserError as error:
