@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from yahtzee_jax.commands import experiment
+from yahtzee_jax.commands import studies as study_specs
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.commands.experiment import (
     SCALES,
@@ -164,7 +164,7 @@ def test_tiny_study_trains_reports_and_resumes_only_the_unfinished_run(
     studies = tmp_path / "studies"
     studies.mkdir()
     (studies / "tiny.yaml").write_text(TINY_STUDY)
-    monkeypatch.setattr(experiment, "STUDIES", studies)
+    monkeypatch.setattr(study_specs, "STUDIES", studies)
     out = tmp_path / "out"
     argv = ["experiment", "tiny", "--out", str(out), "--no-progress"]
     assert main(argv) == 0
