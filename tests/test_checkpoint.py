@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
+from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.errors import CheckpointError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import (
@@ -27,14 +28,10 @@ from yahtzee_jax.runner.checkpointing import (
     load_checkpoint,
 )
 from yahtzee_jax.runner.configs import from_dict
-from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.runner.train import (
-    EVALS_FILE,
-    FAULT_VARIABLE,
-    init_train_state,
-    make_context,
-    train,
-)
+from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
+from yahtzee_jax.runner.train import train
+
+FAULTS = Path(__file__).with_name("faults.py")  # runs `yahtzee-jax` with a fault hook
 
 # 200 updates of 4 games on a 16-wide network with dropout; a checkpoint every 20 updates.
 TINY = {
@@ -164,17 +161,12 @@ def test_changed_numbers_fail_the_checksum_and_evaluate_falls_back(finished_run,
     assert "\n" not in str(error.value) and len(str(error.value)) < 600
 
 
-def _start(config_file: Path, run_dir: Path, resume: bool, fault: str = "") -> subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "yahtzee_jax.commands.cli",
-        "train",
-        "--config",
-        str(config_file),
-    ]
+def _start(config_file: Path, run_dir: Path, resume: bool, fault: str) -> subprocess.Popen:
+    """`yahtzee-jax train` in a subprocess whose training loop sends itself `fault`'s signal
+    (`tests/faults.py`: POINT:COUNT:SIGNAL:DELAY)."""
+    command = [sys.executable, str(FAULTS), fault, "train", "--config", str(config_file)]
     command += ["--out", str(run_dir), "--no-progress"] + (["--resume"] if resume else [])
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", FAULT_VARIABLE: fault}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
 
 
@@ -182,15 +174,15 @@ def _start(config_file: Path, run_dir: Path, resume: bool, fault: str = "") -> s
 # SIGINT and SIGTERM finish the chunk, log it, checkpoint and exit 130; SIGKILL stops dead,
 # including half-way through an evaluation or an Orbax checkpoint write.
 KILL_POINTS = [
-    ("chunk", 2, "SIGINT", 0.0),  # Ctrl-C while a chunk runs
-    ("eval", 1, "SIGKILL", 0.0),  # killed as the evaluation starts
-    ("checkpoint", 1, "SIGKILL", 0.02),  # killed inside the checkpoint write
-    ("scalars", 2, "SIGTERM", 0.0),  # a scheduler's SIGTERM after the scalars
-    ("chunk", 1, "SIGKILL", 0.0),  # killed during a chunk
-    ("checkpoint", 1, "SIGINT", 0.01),  # Ctrl-C inside the checkpoint write
-    ("eval", 1, "SIGTERM", 0.02),  # SIGTERM during the evaluation
-    ("checkpoint", 2, "SIGKILL", 0.0),  # killed after the evaluation, before the checkpoint
-    ("scalars", 1, "SIGKILL", 0.0),  # killed after the scalars, before the evaluation
+    ("after_chunk", 2, "SIGINT", 0.0),  # Ctrl-C while a chunk runs
+    ("before_eval", 1, "SIGKILL", 0.0),  # killed as the evaluation starts
+    ("before_checkpoint", 1, "SIGKILL", 0.02),  # killed inside the checkpoint write
+    ("after_scalars", 2, "SIGTERM", 0.0),  # a scheduler's SIGTERM after the scalars
+    ("after_chunk", 1, "SIGKILL", 0.0),  # killed during a chunk
+    ("before_checkpoint", 1, "SIGINT", 0.01),  # Ctrl-C inside the checkpoint write
+    ("before_eval", 1, "SIGTERM", 0.02),  # SIGTERM during the evaluation
+    ("before_checkpoint", 2, "SIGKILL", 0.0),  # after the evaluation, before the checkpoint
+    ("after_scalars", 1, "SIGKILL", 0.0),  # killed after the scalars, before the evaluation
 ]
 
 

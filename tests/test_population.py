@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from faults import FaultInjector
 
 import yahtzee_jax.runner.population
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
@@ -18,6 +19,7 @@ from yahtzee_jax.config import is_dynamic
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
 from yahtzee_jax.runner.configs import from_dict
+from yahtzee_jax.runner.loop import HOOK_POINTS
 from yahtzee_jax.runner.population import (
     DynamicScalar,
     population_key,
@@ -25,7 +27,7 @@ from yahtzee_jax.runner.population import (
     varying_fields,
 )
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.runner.train import FAULT_VARIABLE, train
+from yahtzee_jax.runner.train import train
 
 TINY = {
     "train": {
@@ -62,21 +64,22 @@ MEMBERS = [
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """The two members trained alone, together, and together with an interruption after the
-    first evaluation followed by a resume."""
+    first evaluation followed by a resume; and the points the uninterrupted population's loop
+    passed (its hook's calls)."""
     root = tmp_path_factory.mktemp("population")
     alone = [root / "alone" / f"m{member}" for member in range(2)]
     for config, run_dir in zip(MEMBERS, alone, strict=True):
         train(config, run_dir, progress=False)
     together = [root / "together" / f"m{member}" for member in range(2)]
-    train_population(MEMBERS, together, progress=False)
+    points: list[tuple[str, int]] = []
+    train_population(MEMBERS, together, progress=False, hook=lambda *point: points.append(point))
     resumed = [root / "resumed" / f"m{member}" for member in range(2)]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(FAULT_VARIABLE, "eval:1:SIGINT")  # Ctrl-C during the first evaluation
-        with pytest.raises(KeyboardInterrupt):
-            train_population(MEMBERS, resumed, progress=False)
+    ctrl_c = FaultInjector("before_eval:1:SIGINT")  # Ctrl-C during the first evaluation
+    with pytest.raises(KeyboardInterrupt):
+        train_population(MEMBERS, resumed, progress=False, hook=ctrl_c)
     assert [load_checkpoint(run_dir)[2] for run_dir in resumed] == [3, 3]
     train_population([None, None], resumed, resume=True, progress=False)
-    return alone, together, resumed
+    return alone, together, resumed, points
 
 
 def _params(run_dir) -> list[np.ndarray]:
@@ -87,7 +90,7 @@ def _params(run_dir) -> list[np.ndarray]:
 
 def test_population_of_two_equals_the_runs_alone(trained) -> None:
     """Parameters, every logged scalar and the evaluations agree within float tolerance."""
-    alone, together, _ = trained
+    alone, together, *_ = trained
     for single, member in zip(alone, together, strict=True):
         for a, b in zip(_params(single), _params(member), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
@@ -105,7 +108,7 @@ def test_population_of_two_equals_the_runs_alone(trained) -> None:
 def test_resumed_population_is_exact(trained) -> None:
     """Interrupted after the first evaluation and resumed: the same parameters, scalars and
     evaluations, bit for bit, as the uninterrupted population."""
-    _, together, resumed = trained
+    _, together, resumed, _ = trained
     for member, again in zip(together, resumed, strict=True):
         for a, b in zip(_params(member), _params(again), strict=True):
             np.testing.assert_array_equal(a, b)
@@ -123,11 +126,17 @@ def _entries(run_dir) -> list[str]:
 
 def test_member_is_an_ordinary_run_directory(trained) -> None:
     """Same files as a run trained alone, its own config, and loadable as an agent."""
-    alone, together, _ = trained
+    alone, together, *_ = trained
     for single, member, config in zip(alone, together, MEMBERS, strict=True):
         assert _entries(member) == _entries(single)
         assert load_checkpoint(member)[1] == config
         assert load_agent(str(member)).name.startswith("a2c:")
+
+
+def test_the_loop_calls_its_hook_at_every_point_in_order(trained) -> None:
+    """Two chunks of 3 updates, each ending at an evaluation: every point once per chunk."""
+    *_, points = trained
+    assert points == [(point, update) for update in (3, 6) for point in HOOK_POINTS]
 
 
 def test_members_may_differ_only_in_seed_and_dynamic_scalars() -> None:

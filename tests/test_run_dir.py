@@ -18,6 +18,7 @@ from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.runner.chunk import PARAMETERS, guard_quantities, make_chunk
 from yahtzee_jax.runner.configs import from_dict, save_yaml
+from yahtzee_jax.runner.loop import collapse_warning
 from yahtzee_jax.runner.runlog import (
     RunInUseError,
     RunLock,
@@ -27,7 +28,7 @@ from yahtzee_jax.runner.runlog import (
     reconcile,
     write_evals,
 )
-from yahtzee_jax.runner.train import collapse_warning, train
+from yahtzee_jax.runner.train import train
 
 TINY = {
     "train": {

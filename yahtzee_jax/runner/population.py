@@ -5,7 +5,9 @@ Members may differ only in `train.seed` and in the config fields declared `dynam
 lambda, loss weights, entropy schedule and PPO's clip epsilon). Everything else (network,
 algorithm, batch, budget) is one template config, so the population has a single static
 structure and is compiled once: `jax.vmap` over the members' stacked `TrainState`s of the same
-guarded chunk a single run compiles (`chunk.chunk_function`), the purejaxrl pattern.
+guarded chunk a single run compiles (`chunk.chunk_function`), the purejaxrl pattern. The host
+loop is the one every session runs (`loop.train_members`); a single run is its population of
+one, with an unvmapped program.
 
 How the dynamic scalars get into the unchanged learner code: the fields that differ between
 members travel as a pytree of [N] arrays beside the states. Inside the vmapped function a
@@ -22,29 +24,22 @@ a member's initial state (built on the host) and its evaluation games.
 On the host every member is an ordinary run directory (config.yaml, evals.jsonl, TensorBoard
 scalars, checkpoints, final_eval, summary.json): `evaluate`, plots and the experiment runner see
 no difference from a run trained alone. A resume restores every member at the newest update
-they all have a checkpoint for (members are saved one after the other, so a kill may leave them
-one evaluation apart; the replay is exact). The divergence guard works per member inside the
-chunk; when one member diverges the whole population stops, naming it. A population runs on one
-device in one process (no data-parallel mesh).
+they all have a checkpoint for (`loop.restore_members`). The divergence guard works per member
+inside the chunk; when one member diverges the whole population stops, naming it. A population
+runs on one device in one process (no data-parallel mesh).
 """
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import json
 import operator
-import os
 import re
-import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from yahtzee_jax.algorithms.base import TrainState, make_context
 from yahtzee_jax.config import Config, is_branching, is_dynamic, traced_replace
@@ -52,8 +47,8 @@ from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
 from yahtzee_jax.runner.chunk import chunk_function
 from yahtzee_jax.runner.configs import parse_override
-from yahtzee_jax.runner.runlog import RunLock, ScalarLog, reconcile, write_atomic, write_evals
-from yahtzee_jax.runner.warm_start import start_state
+from yahtzee_jax.runner.loop import Hook
+from yahtzee_jax.runner.session import train_session
 
 SEED_FIELD = ("train", "seed")  # differs between members on the host only
 
@@ -243,6 +238,32 @@ def unstack(tree: Any, index: int) -> Any:
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
+class Population:
+    """A population's device program (`loop.Program`): the members' states stacked, the chunk
+    vmapped over them with each member's varying dynamic fields."""
+
+    def __init__(self, configs: Sequence[Config]) -> None:
+        train_config = configs[0].train
+        if data_mesh(train_config.devices, train_config.episodes_per_update) is not None:
+            raise ConfigError("a population trains on one device; set train.devices=1")
+        self.configs = list(configs)
+        self.values = member_values(configs, varying_fields(configs))
+        self.contexts = [make_context(config) for config in configs]
+
+    def device_state(self, states: list[TrainState]) -> Any:
+        """The members' states stacked on a leading member axis."""
+        return stack(states)
+
+    def compile(self, length: int, state: Any) -> Callable[[Any], Any]:
+        """The vmapped chunk of `length` updates, compiled, with the members' values bound."""
+        compiled = make_population_chunk(self.configs, length).lower(state, self.values).compile()
+        return lambda state: compiled(state, self.values)
+
+    def member(self, tree: Any, index: int) -> Any:
+        """Member `index`'s slice of a stacked state, metrics or failure codes."""
+        return unstack(tree, index)
+
+
 # --------------------------------------------------------------------------------------------
 # Members on the command line
 # --------------------------------------------------------------------------------------------
@@ -297,228 +318,21 @@ def plan_members(
     return members
 
 
-# --------------------------------------------------------------------------------------------
-# Training
-# --------------------------------------------------------------------------------------------
-
-
-def _restore(configs: list[Config], checkpoints: list, contexts: list) -> list[TrainState]:
-    """Every member's state at the newest update all of them have a checkpoint for."""
-    fresh = [start_state(context) for context in contexts]
-    newest = [ckpt.restore_newest(state) for ckpt, state in zip(checkpoints, fresh, strict=True)]
-    steps = [0 if state is None else int(state.step) for state in newest]
-    common = min(steps)
-    if common == 0 and max(steps) > 0:  # a fresh member beside one that has trained
-        ahead = checkpoints[steps.index(max(steps))].run_dir
-        raise ConfigError(
-            f"population member {ahead} is at update {max(steps)} and another has not started; "
-            "train them in separate populations"
-        )
-    if common == 0:
-        return fresh
-    states = []
-    for member, (state, step) in enumerate(zip(newest, steps, strict=True)):
-        if step == common:
-            states.append(state)
-            continue
-        try:
-            states.append(checkpoints[member].restore(fresh[member], common))
-        except Exception:  # pruned (train.keep_checkpoints=1) or damaged
-            raise ConfigError(
-                f"population member {checkpoints[member].run_dir} is at update {step}, the others "
-                f"at {common}, and has no checkpoint at {common}; resume it alone first"
-            ) from None
-    return states
-
-
-def _training_loop(
-    configs: list[Config], run_dirs: list[Path], progress: bool
-) -> tuple[TrainState, list[dict]]:
-    """Train every member to the end (their locks are held); returns the stacked final state
-    and each member's part of the summary. Mirrors `train._training_loop` member by member."""
-    from tqdm.auto import tqdm
-
-    from yahtzee_jax.runner.checkpointing import RunCheckpoints
-    from yahtzee_jax.runner.train import (
-        EVALS_FILE,
-        FAULT_VARIABLE,
-        DivergenceError,
-        _evaluation_row,
-        _FaultInjector,
-        _StopRequests,
-        chunk_length,
-        collapse_warning,
-        guard_quantities,
-        is_eval_step,
-    )
-
-    template, size = configs[0], len(configs)
-    train_config = template.train
-    games_per_update, total = train_config.games_per_update, train_config.total_updates
-    if data_mesh(train_config.devices, train_config.episodes_per_update) is not None:
-        raise ConfigError("a population trains on one device; set train.devices=1")
-    values = member_values(configs, varying_fields(configs))
-    contexts = [make_context(config) for config in configs]
-    checkpoints = [RunCheckpoints(run_dir, train_config.keep_checkpoints) for run_dir in run_dirs]
-    states = _restore(configs, checkpoints, contexts)
-    step = start_step = int(states[0].step)
-    state = stack(states)
-    evals_paths = [run_dir / EVALS_FILE for run_dir in run_dirs]
-    evals = [
-        reconcile(run_dir, path, step, games_per_update)
-        for run_dir, path in zip(run_dirs, evals_paths, strict=True)
-    ]
-    best = [max((row["mean"] for row in rows), default=None) for rows in evals]
-    scalars = [ScalarLog(run_dir) for run_dir in run_dirs]
-    bar = tqdm(
-        total=total * games_per_update * size,
-        initial=step * games_per_update * size,
-        unit="game",
-        disable=not progress,
-        dynamic_ncols=True,
-    )
-    compiled: dict[int, Any] = {}
-    compile_seconds = 0.0
-    warnings: list[list[str]] = [[] for _ in configs]
-    started = time.perf_counter()
-    stop = _StopRequests()
-    fault = _FaultInjector(os.environ.get(FAULT_VARIABLE))
-    saved_on_request = False
-
-    def save_all(eval_scores: list[float | None]) -> None:
-        for member, ckpt in enumerate(checkpoints):
-            ckpt.save(step, unstack(state, member), configs[member], eval_scores[member])
-
-    with stop.installed():
-        try:
-            while step < total:
-                length = chunk_length(template, step)
-                if length not in compiled:
-                    compile_start = time.perf_counter()
-                    chunk = make_population_chunk(configs, length)
-                    compiled[length] = chunk.lower(state, values).compile()
-                    compile_seconds += time.perf_counter() - compile_start
-                next_state, metrics, failure = compiled[length](state, values)
-                fault.reached("chunk")
-                metrics, failure = jax.device_get((metrics, failure))
-                diverged = []
-                for member in range(size):
-                    failed = np.flatnonzero(failure[member] >= 0)
-                    good = int(failed[0]) if failed.size else length
-                    member_metrics = {name: values_[member] for name, values_ in metrics.items()}
-                    scalars[member].add_chunk(
-                        member_metrics, (step + 1) * games_per_update, games_per_update, good
-                    )
-                    scalars[member].flush()
-                    if failed.size:
-                        quantity = guard_quantities(list(metrics))[int(failure[member, good])]
-                        diverged.append(
-                            f"member {run_dirs[member]} diverged at update {step + good + 1}: "
-                            f"non-finite {quantity}"
-                        )
-                if diverged:
-                    newest = checkpoints[0].latest_step()
-                    raise DivergenceError(
-                        "; ".join(diverged)
-                        + "; the population stopped; "
-                        + (
-                            f"the newest checkpoint (update {newest}) is from before it"
-                            if newest is not None
-                            else "no checkpoint had been written yet"
-                        )
-                    )
-                state, step = next_state, step + length
-                bar.update(length * games_per_update * size)
-                for member in range(size):
-                    member_metrics = {name: values_[member] for name, values_ in metrics.items()}
-                    warning = collapse_warning(member_metrics, step)
-                    if warning and not warnings[member]:
-                        warnings[member].append(warning)
-                        bar.write(f"{run_dirs[member]}: {warning}", file=sys.stderr)
-                fault.reached("scalars")
-                if is_eval_step(template, step):
-                    fault.reached("eval")
-                    scores: list[float | None] = []
-                    for member, config in enumerate(configs):
-                        params = unstack(state.params, member)
-                        row = _evaluation_row(config, params, step, started)
-                        scalars[member].add("eval/mean_score", row["mean"], row["games"])
-                        scalars[member].add("eval/std_score", row["std"], row["games"])
-                        scalars[member].flush()  # logs first, then the checkpoints
-                        evals[member].append(row)
-                        write_evals(evals_paths[member], evals[member])
-                        improved = best[member] is None or row["mean"] > best[member]
-                        best[member] = row["mean"] if improved else best[member]
-                        scores.append(row["mean"] if improved else None)
-                    fault.reached("checkpoint")
-                    save_all(scores)
-                    bar.set_postfix(best=f"{max(b for b in best if b is not None):.1f}")
-                if stop.requested:
-                    save_all([None] * size)
-                    saved_on_request = True
-                    bar.close()
-                    print(
-                        f"saved a checkpoint of every member at update {step}; continue with the "
-                        "same command and --resume"
-                    )
-                    raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            if not saved_on_request:
-                print(
-                    f"stopped at once; the newest checkpoint is update "
-                    f"{checkpoints[0].latest_step()}; continue with the same command and --resume"
-                )
-            raise
-        finally:
-            bar.close()
-            for log in scalars:
-                log.close()
-            for ckpt in checkpoints:
-                ckpt.close()
-    train_seconds = time.perf_counter() - started - compile_seconds
-    trained_games = (step - start_step) * games_per_update
-    summaries = [
-        {
-            "run_dir": str(run_dirs[member]),
-            "updates": step,
-            "games": step * games_per_update,
-            "compile_seconds": compile_seconds,
-            "train_seconds_this_session": train_seconds,
-            # the member's own games per second of the population's wall time
-            "games_per_second_this_session": trained_games / train_seconds
-            if trained_games
-            else None,
-            "best_eval_mean": best[member],
-            "last_eval": evals[member][-1] if evals[member] else None,
-            "warnings": warnings[member],
-            "population": {"size": size, "member": member, "run_dirs": list(map(str, run_dirs))},
-        }
-        for member in range(size)
-    ]
-    return state, summaries
-
-
 def train_population(
     configs: Sequence[Config | None],
     run_dirs: Sequence[str | Path],
     resume: bool | Sequence[bool] = False,
     progress: bool = True,
     final_eval: bool = True,
+    hook: Hook | None = None,
 ) -> list[dict[str, Any]]:
     """Train (or resume) the members `configs[i]` into `run_dirs[i]` as one population;
     returns each member's run summary (the same as `train.train` writes).
 
     `resume` is one flag for all or one per member; a resumed member's config may be None
-    (its saved config is used) or must equal the saved one.
+    (its saved config is used) or must equal the saved one. `hook` is called at each of the
+    loop's `loop.HOOK_POINTS`.
     """
-    from yahtzee_jax.runner.train import (
-        SUMMARY_FILE,
-        _check_resume_config,
-        _final_report,
-        _open_run_dir,
-        plot_learning_curve,
-    )
-
     run_dirs = [Path(run_dir) for run_dir in run_dirs]
     if len(configs) != len(run_dirs) or not run_dirs:
         raise ConfigError("a population needs one run directory per member")
@@ -527,38 +341,21 @@ def train_population(
     if jax.process_count() > 1:
         raise ConfigError("a population trains in one process; drop --distributed")
     resumes = [resume] * len(run_dirs) if isinstance(resume, bool) else list(resume)
-    for run_dir, resumed in zip(run_dirs, resumes, strict=True):
-        if run_dir.exists() and not run_dir.is_dir():
-            raise ConfigError(f"{run_dir} is a file, not a run directory")
-        if resumed and not run_dir.is_dir():
-            raise ConfigError(f"cannot resume: {run_dir} does not exist")
-    resolved = [
-        _check_resume_config(run_dir, config) if resumed else config
-        for config, run_dir, resumed in zip(configs, run_dirs, resumes, strict=True)
-    ]
-    if any(config is None for config in resolved):
-        raise ConfigError("a config is needed to start a run")
-    varying_fields(resolved)  # every member fits the template, before anything is written
-    with contextlib.ExitStack() as locks:
-        for run_dir in run_dirs:
-            run_dir.mkdir(parents=True, exist_ok=True)
-            locks.enter_context(RunLock(run_dir))
-        resolved = [
-            _open_run_dir(run_dir, config, resumed)
-            for config, run_dir, resumed in zip(resolved, run_dirs, resumes, strict=True)
-        ]
-        state, summaries = _training_loop(resolved, run_dirs, progress)
-        for member, (config, run_dir) in enumerate(zip(resolved, run_dirs, strict=True)):
-            summary = summaries[member]
-            if summary["last_eval"]:
-                summary["learning_curve"] = str(plot_learning_curve(run_dir))
-            if final_eval and config.train.final_eval_games > 0:
-                params = unstack(state.params, member)
-                summary.update(_final_report(config, run_dir, params, progress))
-            write_atomic(
-                run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n"
-            )
-    return summaries
+    names = list(map(str, run_dirs))
+    return train_session(
+        configs,
+        run_dirs,
+        resumes,
+        Population,
+        progress=progress,
+        final_eval=final_eval,
+        resume_hint="the same command and --resume",
+        hook=hook,
+        summary_extras=[
+            {"population": {"size": len(run_dirs), "member": member, "run_dirs": names}}
+            for member in range(len(run_dirs))
+        ],
+    )
 
 
 def describe(configs: Sequence[Config]) -> str:

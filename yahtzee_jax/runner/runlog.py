@@ -33,6 +33,7 @@ from tensorboardX.record_writer import masked_crc32c
 from yahtzee_jax.errors import UserError
 
 LOCK_FILE = ".lock"
+EVALS_FILE = "evals.jsonl"
 EVENTS_MARKER = "tfevents"
 _SESSION_PATTERN = re.compile(r"\.session(\d+)$")
 

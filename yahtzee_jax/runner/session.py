@@ -1,0 +1,175 @@
+"""A training session over run directories: open them, train, and write what a run leaves.
+
+Every session, a single run (`train.train`) or a population (`population.train_population`),
+goes the same way: check each run directory and resolve each member's config (a resumed one
+from the run's saved `config.yaml`), build the device program, lock and open every directory
+(one writer each, `runlog.RunLock`), run the host loop (`loop.train_members`), then plot each
+member's learning curve, run its final evaluation and write its `summary.json`. Each member's
+directory is an ordinary run directory whatever the session was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from yahtzee_jax.config import Config
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.runner.configs import from_dict, read_yaml, save_yaml
+from yahtzee_jax.runner.loop import Hook, Program, network_agent, train_members
+from yahtzee_jax.runner.runlog import EVALS_FILE, RunLock, read_evals, write_atomic
+
+CONFIG_FILE = "config.yaml"
+SUMMARY_FILE = "summary.json"
+FINAL_EVAL_DIR = "final_eval"
+CURVE_FILE = "learning_curve.png"
+FINAL_EVAL_SEED_OFFSET = 2  # the final evaluation's games differ from the periodic ones
+
+
+def plot_learning_curve(run_dir: str | Path, out_path: str | Path | None = None) -> Path:
+    """PNG of the periodic evaluation mean (with +-1 std band) against games played."""
+    from yahtzee_jax.evaluation.plots import plot_learning_curves
+
+    run_dir = Path(run_dir)
+    rows = read_evals(run_dir / EVALS_FILE)
+    if not rows:
+        raise ConfigError(f"no evaluations in {run_dir / EVALS_FILE}")
+    out_path = Path(out_path) if out_path is not None else run_dir / CURVE_FILE
+    return plot_learning_curves(
+        {"argmax policy": rows}, out_path, title=f"Learning curve: {run_dir.name}"
+    )
+
+
+def check_resume_config(run_dir: Path, config: Config | None) -> Config:
+    """The saved config of the run in `run_dir`; `config`, when given, must equal it."""
+    saved_path = run_dir / CONFIG_FILE
+    if not saved_path.is_file():
+        raise ConfigError(f"cannot resume: {saved_path} not found")
+    saved = from_dict(read_yaml(saved_path))
+    if config is not None and config != saved:
+        changed = [
+            f"{section}.{key}"
+            for section, values in config.to_dict().items()
+            for key, value in values.items()
+            if saved.to_dict()[section].get(key) != value
+        ]
+        raise ConfigError(f"cannot resume with a different config (changed: {', '.join(changed)})")
+    return saved
+
+
+def open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
+    """Check the run directory (the lock is held) and write the config of a fresh run."""
+    from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
+
+    if resume:
+        return check_resume_config(run_dir, config)
+    if config is None:
+        raise ConfigError("a config is needed to start a run")
+    if (run_dir / LATEST_DIR).exists() or (run_dir / BEST_DIR).exists():
+        raise ConfigError(f"{run_dir} already holds a run; pass --resume or another --out")
+    save_yaml(config, run_dir / CONFIG_FILE)
+    return config
+
+
+def final_report(config: Config, run_dir: Path, params: Any, progress: bool) -> dict[str, Any]:
+    """The final evaluation (and, for a single-turn run, the turn against its optimum)."""
+    from yahtzee_jax.evaluation.reports import evaluate
+
+    train_config = config.train
+    agent = network_agent(config, params, name=f"{config.algo.name}:{run_dir.name}")
+    report = evaluate(
+        agent,
+        train_config.final_eval_games,
+        train_config.seed + FINAL_EVAL_SEED_OFFSET,
+        out_dir=run_dir / FINAL_EVAL_DIR,
+        compare_optimal=train_config.final_compare_optimal,
+        progress=progress,
+    )
+    final = {
+        "final_eval": {
+            "games": report["games"],
+            "mean": report["score"]["mean"],
+            "std": report["score"]["std"],
+            "stderr": report["score"]["stderr"],
+            "report": str(run_dir / FINAL_EVAL_DIR),
+        }
+    }
+    if config.train.task == "single-turn":  # the task it trained on, against its optimum
+        from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
+
+        final["single_turn_eval"] = evaluate_single_turn(
+            agent, train_config.final_eval_games, train_config.seed + FINAL_EVAL_SEED_OFFSET
+        )
+    return final
+
+
+def train_session(
+    configs: Sequence[Config | None],
+    run_dirs: Sequence[Path],
+    resumes: Sequence[bool],
+    make_program: Callable[[list[Config]], Program],
+    *,
+    progress: bool,
+    final_eval: bool,
+    resume_hint: str,
+    primary: bool = True,
+    hook: Hook | None = None,
+    summary_extras: Sequence[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """Train (or resume) member i's `configs[i]` into `run_dirs[i]`; returns each member's run
+    summary, also written to its `summary.json`.
+
+    A resumed member's config may be None (the saved one is used) or must equal the saved one.
+    `make_program(configs)` builds the device program (and refuses configs it cannot train)
+    before anything is written. Only the `primary` process writes (several hosts).
+    `summary_extras[i]` joins member i's summary.
+    """
+    for run_dir, resumed in zip(run_dirs, resumes, strict=True):
+        if run_dir.exists() and not run_dir.is_dir():
+            raise ConfigError(f"{run_dir} is a file, not a run directory")
+        if resumed and not run_dir.is_dir():
+            raise ConfigError(f"cannot resume: {run_dir} does not exist")
+    resolved = [
+        check_resume_config(run_dir, config) if resumed else config
+        for config, run_dir, resumed in zip(configs, run_dirs, resumes, strict=True)
+    ]
+    if any(config is None for config in resolved):
+        raise ConfigError("a config is needed to start a run")
+    program = make_program(resolved)
+    if not primary:  # another host's process: it trains along and writes nothing
+        _, summaries = train_members(
+            resolved,
+            run_dirs,
+            program,
+            progress=False,
+            resume_hint=resume_hint,
+            hook=hook,
+            primary=False,
+        )
+        return summaries
+    with contextlib.ExitStack() as locks:
+        for run_dir in run_dirs:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            locks.enter_context(RunLock(run_dir))
+        resolved = [
+            open_run_dir(run_dir, config, resumed)
+            for config, run_dir, resumed in zip(resolved, run_dirs, resumes, strict=True)
+        ]
+        state, summaries = train_members(
+            resolved, run_dirs, program, progress=progress, resume_hint=resume_hint, hook=hook
+        )
+        for member, (config, run_dir) in enumerate(zip(resolved, run_dirs, strict=True)):
+            summary = summaries[member]
+            summary.update(summary_extras[member] if summary_extras else {})
+            if summary["last_eval"]:
+                summary["learning_curve"] = str(plot_learning_curve(run_dir))
+            if final_eval and config.train.final_eval_games > 0:
+                params = program.member(state.params, member)
+                summary.update(final_report(config, run_dir, params, progress))
+            write_atomic(
+                run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n"
+            )
+    return summaries
