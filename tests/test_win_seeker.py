@@ -18,14 +18,11 @@ from test_terminal import ScriptedConsole, box_order_player
 from test_terminal import args as play_args
 
 from yahtzee_jax.agents.solver import make_optimal_agent
+from yahtzee_jax.agents.win_seeker import win_seeker_agent
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands.cli import main as tournament_main
 from yahtzee_jax.commands.match import main
-from yahtzee_jax.evaluation.matches import (
-    evaluate_agent_matches,
-    match_player,
-    win_seeker_agent,
-)
+from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules

@@ -15,7 +15,7 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.seats import fresh_cards
 from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.solver.endgame import ENDGAME_OPEN
+from yahtzee_jax.solver import endgame as endgame_tables
 from yahtzee_jax.solver.win_seeker import make_win_seeker
 
 
@@ -24,7 +24,8 @@ def win_seeker_agent(
 ) -> Agent:
     """The win-seeker as an agent: `match_act` plays against the opponent's card, `act` alone
     against an empty one (its tables are computed on first use, then cached on disk)."""
-    endgame = ENDGAME_OPEN if endgame_open is None else endgame_open
+    # Read at the call, not bound at import: the default is the endgame module's setting.
+    endgame = endgame_tables.ENDGAME_OPEN if endgame_open is None else endgame_open
     policy = make_win_seeker(rules, cache_dir, endgame_open=endgame)
 
     def match_act(params: Any, own: Any, other: Any, keys: jax.Array) -> jax.Array:
