@@ -224,8 +224,14 @@ def _tiny(preset: str, *overrides: str):
 @pytest.mark.parametrize(
     "config",
     [
-        _tiny(
-            "dqn-two-player", "algo.buffer_size=400", "algo.batch_size=16", "algo.gradient_steps=2"
+        pytest.param(
+            _tiny(
+                "dqn-two-player",
+                "algo.buffer_size=400",
+                "algo.batch_size=16",
+                "algo.gradient_steps=2",
+            ),
+            marks=pytest.mark.slow,  # DQN in the match: test_golden's fast case and the goal test
         ),
         _tiny(
             "a2c-win",
@@ -395,7 +401,9 @@ def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
     assert "cannot read" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("preset", ["paper-ppo-50k", "paper-reinforce"])
+@pytest.mark.parametrize(
+    "preset", ["paper-ppo-50k", pytest.param("paper-reinforce", marks=pytest.mark.slow)]
+)
 def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
     """Learners written for solitaire train in the match environment with no code of their
     own: three updates against greedy3 move every parameter group, stay finite, remember the
