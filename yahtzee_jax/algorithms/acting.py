@@ -9,22 +9,17 @@ reuses the compiled program without a module-level cache.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.seats import fresh_cards
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
-from yahtzee_jax.game.engine import State, batch_of_one
+from yahtzee_jax.game.engine import State, batch_of_one, empty_cards
 from yahtzee_jax.game.rules import get_rules
-
-if TYPE_CHECKING:  # an annotation only: base imports this module to seat a match
-    from yahtzee_jax.algorithms.base import Algorithm
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,7 +69,7 @@ class BatchAct:
         if not self.policy.reads_others:
             return self.policy(params, states)
         config = self.policy.config
-        others = fresh_cards((keys.shape[0], config.env.players - 1), get_rules(config.train.rules))
+        others = empty_cards((keys.shape[0], config.env.players - 1), get_rules(config.train.rules))
         return self.policy(params, MatchView(states, others))
 
 
@@ -99,20 +94,10 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
     return Agent(name, Act(batch), params, rules, batch_act=batch, match_act=match_act)
 
 
-@dataclasses.dataclass(frozen=True)
-class SelfSeat:
-    """The frozen learner as an opponent: its greedy policy on its own card, reading the
-    learner's card as its opponent's when the input has the opponent groups."""
-
-    policy: GreedyPolicy
-
-    def __call__(self, params: Any, own: State, learner: State, keys: jax.Array) -> jax.Array:
-        """The frozen learner's actions on its cards."""
-        return MatchAct(self.policy)(params, own, learner, keys)
-
-
-def match_seats(config: Config, algorithm: Algorithm, network: nn.Module) -> tuple[Seat, ...]:
-    """A match config's opponents, built-in agents or the frozen learner (none alone)."""
+def match_seats(config: Config) -> tuple[Seat, ...]:
+    """A match config's opponents, built-in agents or the frozen learner (none alone). The
+    frozen learner plays its greedy policy on its own card, reading the learner's card as its
+    opponent's when the input has the opponent groups."""
     if config.train.task != "match":
         return ()
     from yahtzee_jax.agents import builtin_agent
@@ -121,7 +106,7 @@ def match_seats(config: Config, algorithm: Algorithm, network: nn.Module) -> tup
     seats = []
     for name in config.env.opponents:
         if name == "self":
-            seats.append(Seat("self", SelfSeat(GreedyPolicy(config)), frozen_learner=True))
+            seats.append(Seat("self", MatchAct(GreedyPolicy(config)), frozen_learner=True))
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
             seats.append(agent_seat(builtin_agent(name, config.train.rules)))

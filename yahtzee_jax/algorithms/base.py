@@ -124,7 +124,7 @@ def make_context(config: Config) -> Context:
         optimizer=make_optimizer(config, learning_rate),
         learning_rate=learning_rate,
         algorithm=algorithm,
-        env=envs.make(config, match_seats(config, algorithm, network)),
+        env=envs.make(config, match_seats(config)),
     )
 
 
