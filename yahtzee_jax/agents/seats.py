@@ -11,12 +11,10 @@ import dataclasses
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.envs.match import MatchView, Seat
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import OFFICIAL, Rules
 
 
 def _actions(agent: Agent, own: State, other: Any, keys: jax.Array) -> jax.Array:
@@ -48,9 +46,3 @@ def learner_policy(agent: Agent) -> Any:
         return _actions(agent, observation.card, others, keys), None
 
     return policy
-
-
-def fresh_cards(batch_shape: tuple[int, ...], rules: Rules = OFFICIAL) -> State:
-    """Empty cards of a batch: the opponents an agent that reads them meets when alone."""
-    blank = State.empty(rules)
-    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), blank)

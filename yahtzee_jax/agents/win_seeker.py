@@ -12,8 +12,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.seats import fresh_cards
-from yahtzee_jax.game.engine import batch_of_one
+from yahtzee_jax.game.engine import batch_of_one, empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver import endgame as endgame_tables
 from yahtzee_jax.solver.win_seeker import make_win_seeker
@@ -32,7 +31,7 @@ def win_seeker_agent(
         return policy(own, other, keys)[0]
 
     def batch_alone(params: Any, states: Any, keys: jax.Array) -> jax.Array:
-        return match_act(params, states, fresh_cards(keys.shape, rules), keys)
+        return match_act(params, states, empty_cards(keys.shape, rules), keys)
 
     def act(params: Any, state: Any, key: jax.Array) -> jax.Array:
         return batch_alone(params, batch_of_one(state), batch_of_one(key))[0]

@@ -242,11 +242,8 @@ class Match(Environment):
 
     def blank_observation(self) -> MatchView:
         """Fresh cards for the learner and its opponents."""
-        blank = State.empty(self.rules)
-        others = jax.tree.map(
-            lambda leaf: jnp.broadcast_to(leaf, (self.num_players - 1, *leaf.shape)), blank
-        )
-        return MatchView(blank, others)
+        others = engine.empty_cards((self.num_players - 1,), self.rules)
+        return MatchView(State.empty(self.rules), others)
 
     @staticmethod
     def card(observation: MatchView) -> State:

@@ -108,6 +108,12 @@ def batch_of_one(tree: State | jax.Array) -> State | jax.Array:
     return jax.tree.map(lambda leaf: leaf[None], tree)
 
 
+def empty_cards(batch_shape: tuple[int, ...], rules: Rules = OFFICIAL) -> State:
+    """Empty cards of a batch shape: a match's blank opponents, an agent that reads them alone."""
+    blank = State.empty(rules)
+    return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), blank)
+
+
 def upper_total(state: State, rules: Rules = OFFICIAL) -> jax.Array:
     """Sum of the upper boxes (uncapped)."""
     return jnp.sum(state.scores[..., : rules.num_upper], axis=-1)
