@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax.algorithms.base import Context
 from yahtzee_jax.algorithms.common import kl_per_decision
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.rollout import episode_keys
@@ -239,7 +240,9 @@ def heads_kl(before: HeadOutputs, after: HeadOutputs) -> jax.Array:
     return (jnp.sum(keep) + jnp.sum(score)) / (keep.size + score.size)
 
 
-def update_rollout(context: Any, params: Any, key: jax.Array, with_value: bool = True):
+def update_rollout(
+    context: Context, params: Any, key: jax.Array, with_value: bool = True
+) -> tuple[Trajectory, Any]:
     """One update's episodes (`train.episodes_per_update`) of the run's environment from a fresh
     task state: (trajectory, final states); for tests and benchmarks of the learners."""
     episodes = context.config.train.episodes_per_update

@@ -2,7 +2,8 @@
 gymnax's variants as data, batched by design).
 
 Every task of this family has episodes of a fixed number of learner decisions (39 for a game,
-3 for a single turn, 39 for a match: the opponents' turns are taken inside `step`), so an
+3 for a single turn, 39 for a match: the opponents' turns are taken by the environment between
+the learner's, in `start_turn` and `end_turn`), so an
 environment works on a whole batch at once and the one rollout (`envs.rollout`) is a plain
 `lax.scan` with no resets or done masks. Batched, not vmapped per episode, so that a match can
 seat the learner by lane group: the opponents' programs then run only on the lanes whose turn
