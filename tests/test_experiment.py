@@ -11,18 +11,16 @@ import pytest
 
 from yahtzee_jax.commands import studies as study_specs
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.commands.experiment import (
+from yahtzee_jax.commands.studies import (
     SCALES,
     Study,
     StudyRun,
     available_studies,
     check_study,
-    collect_results,
     load_study,
     run_dir,
-    scalar_curves,
-    study_markdown,
 )
+from yahtzee_jax.commands.study_report import collect_results, scalar_curves, study_markdown
 from yahtzee_jax.runner.runlog import ScalarLog
 
 # Issue 12's list of the paper's studies.

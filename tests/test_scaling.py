@@ -14,16 +14,11 @@ import jax
 import pytest
 from test_experiment import _fake_run
 
-from yahtzee_jax.commands import experiment
+from yahtzee_jax.commands import experiment, studies, study_report
 from yahtzee_jax.commands.bench.scaling import MEMORY_SKIP, default_max_transitions
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.commands.experiment import (
-    Study,
-    StudyRun,
-    check_study,
-    load_study,
-    write_study_report,
-)
+from yahtzee_jax.commands.studies import Study, StudyRun, check_study, load_study
+from yahtzee_jax.commands.study_report import write_study_report
 
 
 @pytest.mark.skipif(len(jax.devices()) > 1, reason="needs a single-device process")
@@ -90,7 +85,7 @@ def test_scaling_study_scales_the_learning_rate_with_the_square_root_of_the_batc
     within one update) at both scales, each run alone by default."""
     study = load_study("scaling")
     assert study.population == 1 and study.plot == "curves"
-    for scale in experiment.SCALES:
+    for scale in studies.SCALES:
         configs = [config for _, _, config in check_study(study, scale, study.seeds, ())]
         assert len(configs) == 3 * study.seeds
         assert [c.train.games_per_update for c in configs[:: study.seeds]] == [20, 80, 320]
@@ -136,6 +131,6 @@ def test_report_draws_the_score_against_wall_time(tmp_path) -> None:
     write_study_report(study, "cpu", 1, tmp_path / "new")
     assert (tmp_path / "new" / "s-wall.png").read_bytes().startswith(b"\x89PNG")
     assert "(s-wall.png)" in (tmp_path / "new" / "s.md").read_text()
-    per_seed = experiment.collect_results(study, "cpu", 1, tmp_path / "new")[0]["per_seed"]
-    curve = experiment._seed_mean_curve(per_seed)
+    per_seed = study_report.collect_results(study, "cpu", 1, tmp_path / "new")[0]["per_seed"]
+    curve = study_report._seed_mean_curve(per_seed)
     assert [row["wall_s"] for row in curve] == [60.0, 120.0, 150.0]  # 30 s into session two

@@ -31,7 +31,8 @@ def require(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """Raise `ConfigError` unless `value` is one of `choices`."""
     require(value in choices, f"{name}={value!r} is not one of: {', '.join(choices)}")
 
 
@@ -113,7 +114,7 @@ class FeatureConfig:
     potential_scores: bool = True  # 13: what the dice would score in each legal box / box max
 
     def __post_init__(self) -> None:
-        _check_choice("features.dice", self.dice, ("onehot", "counts", "combined"))
+        check_choice("features.dice", self.dice, ("onehot", "counts", "combined"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,9 +132,9 @@ class NetworkConfig:
     def __post_init__(self) -> None:
         require(self.hidden_size >= 1, f"network.hidden_size={self.hidden_size} must be >= 1")
         require(self.trunk_layers >= 0, f"network.trunk_layers={self.trunk_layers} must be >= 0")
-        _check_choice("network.activation", self.activation, ("swish", "relu"))
+        check_choice("network.activation", self.activation, ("swish", "relu"))
         require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
-        _check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
+        check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,8 +206,8 @@ class TrainConfig:
         require(
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )
-        _check_choice("train.rules", self.rules, tuple(RULE_VARIANTS))
-        _check_choice("train.task", self.task, TASKS)
+        check_choice("train.rules", self.rules, tuple(RULE_VARIANTS))
+        check_choice("train.task", self.task, TASKS)
 
     @property
     def episodes_per_game(self) -> int:
@@ -250,13 +251,13 @@ class EnvConfig:
     def __post_init__(self) -> None:
         require(2 <= self.players <= 6, f"env.players={self.players} must be in 2..6")
         for name in self.opponents:
-            _check_choice("env.opponent", name, OPPONENTS)
+            check_choice("env.opponent", name, OPPONENTS)
         require(
             len(self.opponent.split(",")) in (1, self.players - 1),
             f"env.opponent={self.opponent!r}: one name, or one per opponent "
             f"({self.players - 1} for env.players={self.players})",
         )
-        _check_choice("env.reward", self.reward, MATCH_REWARDS)
+        check_choice("env.reward", self.reward, MATCH_REWARDS)
         require(self.opponent_refresh >= 1, f"env.opponent_refresh={self.opponent_refresh} >= 1")
         require(
             self.players == 2 or "self" not in self.opponents or not self.opponent_features,

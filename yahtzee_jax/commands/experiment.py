@@ -17,83 +17,23 @@ from yahtzee_jax.commands.studies import (
     CPU_SECONDS_PER_GAME_FIXED,
     CPU_SECONDS_PER_GAME_NETWORK,
     DEFAULT_OUT,
-    PLOT_KINDS,
-    RESULTS_FILE,
     SCALES,
-    STUDIES,
-    STUDY_SUFFIX,
     TIMINGS_FILE,
     Study,
-    StudyRun,
-    _checkpoint_step,
-    _require,
-    _runs,
     available_studies,
     check_study,
-    is_finished,
     load_study,
     plan_groups,
+    require_spec,
     run_dir,
 )
 from yahtzee_jax.commands.study_report import (
-    _mean_and_stderr,
-    _mean_of,
-    _percent,
-    _read_json,
-    _seed_mean_curve,
-    _training_wall,
-    collect_results,
-    results_table,
-    scalar_curves,
-    scale_note,
-    study_figure,
-    study_markdown,
     write_study_report,
 )
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
 from yahtzee_jax.runner.configs import add_override_argument
 from yahtzee_jax.runner.population import train_population
 from yahtzee_jax.runner.train import train
-
-__all__ = [
-    "CPU_ALGORITHM_COST",
-    "CPU_COMPILE_SECONDS",
-    "CPU_EVAL_GAMES_PER_SECOND",
-    "CPU_SECONDS_PER_GAME_FIXED",
-    "CPU_SECONDS_PER_GAME_NETWORK",
-    "DEFAULT_OUT",
-    "PLOT_KINDS",
-    "RESULTS_FILE",
-    "SCALES",
-    "STUDIES",
-    "STUDY_SUFFIX",
-    "TIMINGS_FILE",
-    "Study",
-    "StudyRun",
-    "_checkpoint_step",
-    "_mean_and_stderr",
-    "_mean_of",
-    "_percent",
-    "_read_json",
-    "_require",
-    "_runs",
-    "_seed_mean_curve",
-    "_training_wall",
-    "available_studies",
-    "check_study",
-    "collect_results",
-    "is_finished",
-    "load_study",
-    "plan_groups",
-    "results_table",
-    "run_dir",
-    "run_study",
-    "scalar_curves",
-    "scale_note",
-    "study_figure",
-    "study_markdown",
-    "write_study_report",
-]
 
 
 def run_study(
@@ -221,12 +161,12 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print(list_studies())
         return 0
-    _require(args.name is not None, "name a study, or pass --list to see them")
+    require_spec(args.name is not None, "name a study, or pass --list to see them")
     study = load_study(args.name)
     seeds = study.seeds if args.seeds is None else args.seeds
     out_dir = args.out or DEFAULT_OUT / f"{study.name}-{args.scale}"
     population = study.population if args.population is None else args.population
-    _require(population >= 0, f"--population must be >= 0 (got {population})")
+    require_spec(population >= 0, f"--population must be >= 0 (got {population})")
     results = run_study(
         study,
         args.scale,

@@ -109,15 +109,17 @@ def load_study(name: str) -> Study:
     spec = yaml.safe_load(path.read_text())
     where = f"study {name!r}"
     missing = {"title", "base", "scales", "plot"} - set(spec)
-    _require(not missing, f"{where} lacks {', '.join(sorted(missing))}")
-    _require(spec["plot"] in PLOT_KINDS, f"{where}: plot must be one of {', '.join(PLOT_KINDS)}")
-    _require(set(spec["scales"]) == set(SCALES), f"{where}: scales must be {', '.join(SCALES)}")
+    require_spec(not missing, f"{where} lacks {', '.join(sorted(missing))}")
+    require_spec(
+        spec["plot"] in PLOT_KINDS, f"{where}: plot must be one of {', '.join(PLOT_KINDS)}"
+    )
+    require_spec(set(spec["scales"]) == set(SCALES), f"{where}: scales must be {', '.join(SCALES)}")
     runs = _runs(spec, where)
-    _require(bool(runs), f"{where} has no runs")
+    require_spec(bool(runs), f"{where} has no runs")
     labels = [run.label for run in runs]
-    _require(len(set(labels)) == len(labels), f"{where}: run labels repeat")
+    require_spec(len(set(labels)) == len(labels), f"{where}: run labels repeat")
     for run in runs:
-        _require(run.preset in available_presets(), f"{where}: unknown preset {run.preset!r}")
+        require_spec(run.preset in available_presets(), f"{where}: unknown preset {run.preset!r}")
     return Study(
         name=name,
         title=spec["title"],
@@ -131,7 +133,8 @@ def load_study(name: str) -> Study:
     )
 
 
-def _require(condition: bool, message: str) -> None:
+def require_spec(condition: bool, message: str) -> None:
+    """Raise `UserError(message)` unless `condition` holds (a study spec or option)."""
     if not condition:
         raise UserError(message)
 
@@ -146,7 +149,9 @@ def _runs(spec: dict[str, Any], where: str) -> tuple[StudyRun, ...]:
                 StudyRun(str(label), value.get("preset", base), tuple(value.get("set", ())))
             )
         else:
-            _require(isinstance(value, list), f"{where}: run {label!r} must be a list of overrides")
+            require_spec(
+                isinstance(value, list), f"{where}: run {label!r} must be a list of overrides"
+            )
             runs.append(StudyRun(str(label), base, tuple(value)))
     grid = spec.get("grid") or {}
     for values in itertools.product(*grid.values()) if grid else ():
@@ -173,8 +178,8 @@ def is_finished(directory: Path, config: Config) -> bool:
 
 def check_study(study: Study, scale: str, seeds: int, overrides: tuple[str, ...]) -> list:
     """Every (run, seed, config) of the study at `scale`, all configs checked before training."""
-    _require(scale in SCALES, f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
-    _require(seeds >= 1, f"the number of seeds must be at least 1 (got {seeds})")
+    require_spec(scale in SCALES, f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
+    require_spec(seeds >= 1, f"the number of seeds must be at least 1 (got {seeds})")
     planned = []
     for run in study.runs:
         for seed in range(seeds):

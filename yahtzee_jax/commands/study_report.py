@@ -14,7 +14,7 @@ from yahtzee_jax.commands.studies import (
     RESULTS_FILE,
     TIMINGS_FILE,
     Study,
-    _require,
+    require_spec,
     run_dir,
 )
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
@@ -109,7 +109,7 @@ def write_study_report(
     from yahtzee_jax.evaluation import plots
 
     results = collect_results(study, scale, seeds, out_dir, overrides)
-    _require(bool(results), f"study {study.name!r} has no finished run in {out_dir}")
+    require_spec(bool(results), f"study {study.name!r} has no finished run in {out_dir}")
     note = scale_note(study, scale, overrides)
     title = f"{study.title}\n{note}"
     figure_path = plots.save_figure(

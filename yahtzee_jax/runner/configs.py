@@ -26,7 +26,7 @@ from yahtzee_jax.config import (
     SECTIONS,
     AlgoConfig,
     Config,
-    _check_choice,
+    check_choice,
     require,
 )
 from yahtzee_jax.errors import ConfigError
@@ -43,7 +43,7 @@ DEFAULT_PRESET = "paper-a2c"
 
 def algo_config_class(name: Any) -> type[AlgoConfig]:
     """The config class of algorithm `name`, from the algorithm registry."""
-    _check_choice("algo.name", name, algorithm_names())
+    check_choice("algo.name", name, algorithm_names())
     return get_algorithm(name).config_class
 
 
