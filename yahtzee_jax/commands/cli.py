@@ -55,37 +55,18 @@ class OneLineErrorParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-class _Registered(argparse._SubParsersAction):
-    """The subparsers action that keeps only the parser a module registers for the chosen
-    command (a module may register two, as solve and advise)."""
-
-    chosen: str | None = None
-
-    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-        """Register `name` for real when it is the chosen command, else a throwaway parser."""
-        if name != self.chosen:
-            return argparse.ArgumentParser(add_help=False)
-        self._name_parser_map.pop(name, None)
-        self._choices_actions = [a for a in self._choices_actions if a.dest != name]
-        return super().add_parser(name, **kwargs)
-
-
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser: every command listed, the one `argv` names built in full."""
     parser = OneLineErrorParser(
         prog="yahtzee-jax", description="On-accelerator reinforcement learning for Yahtzee."
     )
-    parser.register("action", "registered_parsers", _Registered)
-    subparsers = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", action="registered_parsers"
-    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((arg for arg in argv or () if not arg.startswith("-")), None)
-    for name, (_, help_text) in COMMANDS.items():  # listed with their help, built on demand
-        subparsers._choices_actions.append(subparsers._ChoicesPseudoAction(name, (), help_text))
-        subparsers._name_parser_map[name] = OneLineErrorParser(prog=f"yahtzee-jax {name}")
-    if chosen in COMMANDS:
-        subparsers.chosen = chosen
+    if chosen in COMMANDS:  # its module registers it (and any sibling it defines, as advise)
         importlib.import_module(COMMANDS[chosen][0]).add_cli(subparsers)
+    for name, (_, help_text) in COMMANDS.items():  # the others: listed with their help only
+        if name not in subparsers.choices:
+            subparsers.add_parser(name, help=help_text)
     return parser
 
 
