@@ -8,10 +8,9 @@ import json
 from pathlib import Path
 
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.evaluation.matches import MATCH_BATCH, OPPONENTS
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
-OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random")
-MATCH_BATCH = 2_000  # matches per compiled batch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         match_player,
     )
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
+    from yahtzee_jax.runner.checkpointing import load_agent_and_step
 
     if args.opponent not in OPPONENTS:
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {', '.join(OPPONENTS)}")
@@ -65,11 +64,10 @@ def run(args: argparse.Namespace) -> int:
         result |= {"run": args.run}
         print(format_result(args.run, result))
     else:
-        _, config, step = load_checkpoint(args.run)
-        agent = load_agent(args.run)
+        agent, step = load_agent_and_step(args.run)
         result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
         result |= {"run": args.run, "update": step}
-        print(format_result(f"{config.algo.name}:{Path(args.run).name}@{step}", result))
+        print(format_result(agent.name, result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

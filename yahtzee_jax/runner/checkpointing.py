@@ -278,11 +278,16 @@ def load_checkpoint(
 
 def load_agent(path: str) -> Agent:
     """A trained checkpoint (run directory or checkpoint directory) as an argmax `Agent`."""
+    return load_agent_and_step(path)[0]
+
+
+def load_agent_and_step(path: str) -> tuple[Agent, int]:
+    """`load_agent`, and the update its checkpoint was saved at."""
     from yahtzee_jax.algorithms import get_algorithm
 
     state, config, step = load_checkpoint(path)
     name = f"{config.algo.name}:{Path(path).name}@{step}"
-    return get_algorithm(config.algo.name).make_agent(config, state["params"], name)
+    return get_algorithm(config.algo.name).make_agent(config, state["params"], name), step
 
 
 def resolve_agent(
