@@ -135,8 +135,12 @@ class NetworkConfig:
         check_choice("network.activation", self.activation, ("swish", "relu"))
         require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
         check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
+    # "paper": the groups above; "kang": seed 001's 96 binary atomic features
+    # (`envs.atomic_features`), the fields above then unused
+    kind: str = "paper"
 
 
+        check_choice("features.kind", self.kind, ("paper", "kang"))
 @dataclasses.dataclass(frozen=True)
 class AlgoConfig:
     """Base of every algorithm's config section: `name` picks the algorithm in the registry.

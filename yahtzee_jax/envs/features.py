@@ -33,6 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.atomic_features import atomic_features, atomic_groups
 from yahtzee_jax.game.engine import State, current_score_options, turn_index, upper_total
 from yahtzee_jax.game.rules import (
     DECISIONS_PER_TURN,
@@ -48,6 +49,8 @@ from yahtzee_jax.game.rules import (
 
 def feature_groups(config: FeatureConfig, rules: Rules = OFFICIAL) -> list[tuple[str, int]]:
     """The (name, size) of each group in the vector, in order."""
+    if config.kind == "kang":
+        return atomic_groups(rules)
     groups = []
     if config.dice in ("onehot", "combined"):
         groups.append(("dice_onehot", NUM_DICE * NUM_FACES))
@@ -74,6 +77,8 @@ def feature_size(config: FeatureConfig, rules: Rules = OFFICIAL) -> int:
 
 def features(state: State, config: FeatureConfig, rules: Rules) -> jax.Array:
     """Feature vector (float32[feature_size]) of one unbatched state; `vmap` it for batches."""
+    if config.kind == "kang":
+        return atomic_features(state, rules)
     counts = face_counts(state.dice)
     points, legal, _ = current_score_options(state, rules)
     upper = upper_total(state, rules)
