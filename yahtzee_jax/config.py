@@ -112,8 +112,12 @@ class FeatureConfig:
     yahtzee_bonus_live: bool = True  # the Yahtzee box holds 50: another Yahtzee earns +100
     lock_in: bool = True  # 6 flags: scoring this open upper box reaches 63
     potential_scores: bool = True  # 13: what the dice would score in each legal box / box max
+    # "paper": the groups above; "kang": seed 001's 96 binary atomic features
+    # (`envs.atomic_features`), the fields above then unused
+    kind: str = "paper"
 
     def __post_init__(self) -> None:
+        check_choice("features.kind", self.kind, ("paper", "kang"))
         check_choice("features.dice", self.dice, ("onehot", "counts", "combined"))
 
 
@@ -135,12 +139,8 @@ class NetworkConfig:
         check_choice("network.activation", self.activation, ("swish", "relu"))
         require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
         check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
-    # "paper": the groups above; "kang": seed 001's 96 binary atomic features
-    # (`envs.atomic_features`), the fields above then unused
-    kind: str = "paper"
 
 
-        check_choice("features.kind", self.kind, ("paper", "kang"))
 @dataclasses.dataclass(frozen=True)
 class AlgoConfig:
     """Base of every algorithm's config section: `name` picks the algorithm in the registry.
