@@ -24,7 +24,7 @@ from yahtzee_jax.game.rules import (
     NUM_DICE,
     NUM_FACES,
     OFFICIAL,
-    RULE_VARIANTS,
+    YAHTZEE_VARIANTS,
     Category,
     get_rules,
 )
@@ -86,7 +86,7 @@ def random_table(seed: int) -> jax.Array:
     return jnp.asarray(300 * rng.random((NUM_MASKS, 64, NUM_FLAGS)), jnp.float32)
 
 
-@pytest.mark.parametrize("variant", list(RULE_VARIANTS))
+@pytest.mark.parametrize("variant", list(YAHTZEE_VARIANTS))
 @pytest.mark.parametrize("with_table", [True, False], ids=["table", "this-turn"])
 def test_final_roll_values_equal_the_per_box_maximum(variant, with_table):
     """Bit for bit in float32 (JAX), to 1e-12 in float64 (NumPy), on 256 random cards."""

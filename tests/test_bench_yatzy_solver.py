@@ -47,8 +47,11 @@ def fake_module() -> types.ModuleType:
 
 
 def test_every_rule_variant_has_its_yatzy_solver_variant():
-    """Each of our variants maps to one of its built-in ids (when it is installed)."""
-    assert set(yatzy_solver.VARIANTS) == set(RULE_VARIANTS)
+    """Each of our variants but the Yacht ones maps to one of its built-in ids (when it is
+    installed); a Yacht game gets the one-line note instead."""
+    assert set(yatzy_solver.VARIANTS) == set(RULE_VARIANTS) - {"yacht", "yacht-clubhouse"}
+    assert "no yacht game" in yatzy_solver.no_variant(get_rules("yacht"))
+    assert yatzy_solver.no_variant(get_rules("yatzy")) is None
     module = yatzy_solver.load_module()
     if module is None:
         pytest.skip("yatzy-solver is not installed")

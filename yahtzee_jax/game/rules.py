@@ -7,17 +7,10 @@ bonus, the Yahtzee bonus and the Joker rule, and every array shape of the packag
 actions, the features, the network's score head, the solver's tables) follows from it. Only the
 dice are the same in every game of the family: five six-sided dice, three rolls a turn.
 
-How the family's games are written as tables (the four variants below share `YAHTZEE_BOXES`)::
-
-    Yacht (12 boxes):  *UPPER_BOXES, Box("full_house", FULL_HOUSE, score=ALL_DICE),
-                       Box("four_of_a_kind", OF_A_KIND, 4, MATCHED_DICE),
-                       Box("little_straight", STRAIGHT, 5, 30, lowest=1),
-                       Box("big_straight", STRAIGHT, 5, 30, lowest=2),
-                       Box("choice", CHANCE), Box("yacht", OF_A_KIND, 5, 50)
-    Yatzy (15 boxes):  *UPPER_BOXES, Box("one_pair", OF_A_KIND, 2, MATCHED_DICE),
-                       Box("two_pairs", TWO_PAIRS, score=MATCHED_DICE), ...,
-                       Box("small_straight", STRAIGHT, 5, 15, lowest=1), ...,
-                       with upper_bonus_points=50, yahtzee_bonus=False, joker=Joker.NONE
+The seven rule sets of `RULE_VARIANTS`: the four Yahtzee variants (`YAHTZEE_BOXES`, the
+Yahtzee bonus and Joker rules as switches), Yacht as Chang's table gives it (`YACHT_BOXES`), Yacht
+as Nintendo's Clubhouse Games plays it (`CLUBHOUSE_BOXES`) and Scandinavian Yatzy as yatzy-solver
+states it (`YATZY_BOXES`, +50 at 63). None of the last three has a Yahtzee bonus or a Joker.
 """
 
 from __future__ import annotations
@@ -61,6 +54,7 @@ class Box:
 
     `score` is a fixed number of points (a full house's 25) or `ALL_DICE` / `MATCHED_DICE`;
     a roll that does not qualify scores 0. An `UPPER` box always scores its face's dice.
+    `five_alike` lets a `FULL_HOUSE` box take five of a kind too (Clubhouse Games' Yacht).
     """
 
     name: str
@@ -68,6 +62,7 @@ class Box:
     n: int = 0
     score: int | str = ALL_DICE
     lowest: int = 0
+    five_alike: bool = False
 
     def points(self, counts: tuple[int, ...]) -> int:
         """Points of a roll given by its face counts (plain Python: tables and tests)."""
@@ -82,7 +77,8 @@ class Box:
             pairs = [face for face, count in zip(faces, counts, strict=True) if count >= 2]
             return self._worth(len(pairs) >= 2, total, 2 * sum(pairs))
         if self.kind is Kind.FULL_HOUSE:
-            return self._worth(sorted(c for c in counts if c) == [2, 3], total, total)
+            shape = sorted(c for c in counts if c)
+            return self._worth(shape == [2, 3] or (self.five_alike and shape == [5]), total, total)
         if self.kind is Kind.STRAIGHT:
             starts = [self.lowest] if self.lowest else range(1, NUM_FACES - self.n + 2)
             made = any(all(counts[s - 1 : s - 1 + self.n]) for s in starts)
@@ -113,6 +109,47 @@ YAHTZEE_BOXES: tuple[Box, ...] = (
     Box("large_straight", Kind.STRAIGHT, 5, 40),
     Box("yahtzee", Kind.OF_A_KIND, 5, 50),
     Box("chance", Kind.CHANCE),
+)
+
+
+# Yacht as Chang's Figure 2 scores it, in his Figure 1 card order (his actions 32..43 follow it):
+# Four-of-a-Kind is the four matching dice, each straight one fixed run worth 30.
+YACHT_BOXES: tuple[Box, ...] = (
+    *UPPER_BOXES,
+    Box("choice", Kind.CHANCE),
+    Box("four_of_a_kind", Kind.OF_A_KIND, 4, MATCHED_DICE),
+    Box("full_house", Kind.FULL_HOUSE),
+    Box("little_straight", Kind.STRAIGHT, 5, 30, lowest=1),
+    Box("big_straight", Kind.STRAIGHT, 5, 30, lowest=2),
+    Box("yacht", Kind.OF_A_KIND, 5, 50),
+)
+# Yacht as Clubhouse Games (51 Worldwide Classics) plays it: Four of a Kind and Full House are the
+# sum of all five dice, a full house may be five alike, a small straight is any four in a row (15).
+CLUBHOUSE_BOXES: tuple[Box, ...] = (
+    *(
+        Box(name, Kind.UPPER, face)
+        for face, name in enumerate(("aces", "deuces", "threes", "fours", "fives", "sixes"), 1)
+    ),
+    Box("choice", Kind.CHANCE),
+    Box("four_of_a_kind", Kind.OF_A_KIND, 4),
+    Box("full_house", Kind.FULL_HOUSE, five_alike=True),
+    Box("small_straight", Kind.STRAIGHT, 4, 15),
+    Box("large_straight", Kind.STRAIGHT, 5, 30),
+    Box("yacht", Kind.OF_A_KIND, 5, 50),
+)
+# Scandinavian Yatzy as yatzy-solver's docs/rules.md states it (its category ids and order): the
+# n-alike boxes score the n matching dice, a five of a kind is neither two pairs nor a full house.
+YATZY_BOXES: tuple[Box, ...] = (
+    *UPPER_BOXES,
+    Box("one_pair", Kind.OF_A_KIND, 2, MATCHED_DICE),
+    Box("two_pairs", Kind.TWO_PAIRS, score=MATCHED_DICE),
+    Box("three_of_a_kind", Kind.OF_A_KIND, 3, MATCHED_DICE),
+    Box("four_of_a_kind", Kind.OF_A_KIND, 4, MATCHED_DICE),
+    Box("small_straight", Kind.STRAIGHT, 5, 15, lowest=1),
+    Box("large_straight", Kind.STRAIGHT, 5, 20, lowest=2),
+    Box("full_house", Kind.FULL_HOUSE),
+    Box("chance", Kind.CHANCE),
+    Box("yatzy", Kind.OF_A_KIND, 5, 50),
 )
 
 
@@ -190,6 +227,8 @@ class Rules:
                 raise UserError(f"rules {self.name!r}: box {box.name!r} is no possible straight")
             if box.kind is Kind.OF_A_KIND and not 2 <= box.n <= NUM_DICE:
                 raise UserError(f"rules {self.name!r}: box {box.name!r} needs 2..5 alike")
+            if box.five_alike and box.kind is not Kind.FULL_HOUSE:
+                raise UserError(f"rules {self.name!r}: only a full house takes five_alike")
             if not (box.is_fixed or box.score in (ALL_DICE, MATCHED_DICE)):
                 raise UserError(f"rules {self.name!r}: box {box.name!r} has score {box.score!r}")
 
@@ -266,8 +305,19 @@ RULE_VARIANTS: dict[str, Rules] = {
     "free-joker": Rules("free-joker", yahtzee_bonus=True, joker=Joker.FREE),
     "no-joker": Rules("no-joker", yahtzee_bonus=True, joker=Joker.NONE),
     "plain": Rules("plain", yahtzee_bonus=False, joker=Joker.NONE),
+    "yacht": Rules("yacht", yahtzee_bonus=False, joker=Joker.NONE, boxes=YACHT_BOXES),
+    "yacht-clubhouse": Rules(
+        "yacht-clubhouse", yahtzee_bonus=False, joker=Joker.NONE, boxes=CLUBHOUSE_BOXES
+    ),
+    "yatzy": Rules(
+        "yatzy", yahtzee_bonus=False, joker=Joker.NONE, boxes=YATZY_BOXES, upper_bonus_points=50
+    ),
 }
 OFFICIAL = RULE_VARIANTS["official"]
+# The variants of Yahtzee's own card (what the plain-Python reference game plays).
+YAHTZEE_VARIANTS = tuple(
+    name for name, rules in RULE_VARIANTS.items() if rules.boxes == YAHTZEE_BOXES
+)
 
 # TODO(issue 27): remove once envs/algorithms read rules. The official card's numbers, still
 # imported by algorithms/actor_critic.py (the upper bonus) and tests/test_match_env.py,
@@ -323,7 +373,8 @@ class _Roll:
         if box.kind is Kind.TWO_PAIRS:
             return jnp.sum(self.counts >= 2) >= 2
         if box.kind is Kind.FULL_HOUSE:
-            return jnp.any(self.counts == 3) & jnp.any(self.counts == 2)
+            house = jnp.any(self.counts == 3) & jnp.any(self.counts == 2)
+            return house | (self.most == NUM_DICE) if box.five_alike else house
         if box.kind is Kind.STRAIGHT:
             starts = [box.lowest] if box.lowest else range(1, NUM_FACES - box.n + 2)
             runs = [self.present[start - 1 : start - 1 + box.n].all() for start in starts]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yahtzee_jax.commands.bench import yatzy_solver
+from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import UserError
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="games per device batch (default: the harness's for this device)",
     )
     parser.add_argument("--rules", default="official", help="rule variant (default official)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_argument, default=0)
     parser.add_argument(
         "--repeats",
         type=int,
@@ -142,6 +143,9 @@ def _yatzy_solver_row(
     """Time yatzy-solver's optimal play beside our optimal agent (None when there is no pair)."""
     optimal = [row for row in results if row["agent"] == "optimal"]
     if not optimal:
+        return None
+    if note := yatzy_solver.no_variant(rules):
+        print(note)
         return None
     from yahtzee_jax.solver.exact import default_cache_dir
 

@@ -2,7 +2,8 @@
 
 `bench evaluate` times its optimal-play simulation beside our optimal agent and `bench solve`
 its solve beside ours. Its American variants are our rule variants (the same published optima):
-"american" is our free Joker, "american+forced-joker" the official rules.
+"american" is our free Joker, "american+forced-joker" the official rules; its default
+Scandinavian Yatzy is our `yatzy`. It plays no Yacht.
 """
 
 from __future__ import annotations
@@ -22,8 +23,16 @@ VARIANTS = {
     "free-joker": "american",
     "no-joker": "american+no-joker",
     "plain": "american+no-bonus",
+    "yatzy": "yatzy-scandinavian",
 }
 MISSING = "yatzy-solver is not installed (pip install -e '.[bench]'): no side-by-side run"
+
+
+def no_variant(rules: Rules) -> str | None:
+    """The note to print when yatzy-solver plays no variant of `rules`, else None."""
+    if rules.name in VARIANTS:
+        return None
+    return f"yatzy-solver plays no {rules.name} game: no side-by-side run"
 
 
 def load_module() -> ModuleType | None:
