@@ -46,7 +46,7 @@ from yahtzee_jax.algorithms.rollout import (
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import UPPER_BONUS, UPPER_BONUS_THRESHOLD
+from yahtzee_jax.game.rules import OFFICIAL, Rules
 from yahtzee_jax.networks import entropy, policy_log_probs, value_head_modules
 
 
@@ -153,10 +153,12 @@ def entropy_coefficients(context: Context, step: jax.Array) -> tuple[jax.Array, 
     return roll(step), score(step)
 
 
-def potential(upper_prediction: jax.Array) -> jax.Array:
-    """Phi = 35 * clamp(63 (U + 1), 0, 63) / 63: the bonus share the predicted upper total earns."""
-    upper = jnp.clip(UPPER_BONUS_THRESHOLD * (upper_prediction + 1.0), 0.0, UPPER_BONUS_THRESHOLD)
-    return UPPER_BONUS * upper / UPPER_BONUS_THRESHOLD
+def potential(upper_prediction: jax.Array, rules: Rules = OFFICIAL) -> jax.Array:
+    """Phi = 35 * clamp(63 (U + 1), 0, 63) / 63: the bonus share the predicted upper total earns
+    (the game's own bonus and threshold: +50 at 63 in Yatzy)."""
+    threshold = rules.upper_bonus_threshold
+    upper = jnp.clip(threshold * (upper_prediction + 1.0), 0.0, threshold)
+    return rules.upper_bonus_points * upper / threshold
 
 
 def shaping_rewards(
@@ -182,14 +184,16 @@ def training_rewards(
     if algo.shaping_weight == 0:
         return trajectory.reward
     upper = trajectory.upper if upper is None else upper
-    shaping = shaping_rewards(potential(upper), algo.shaping_weight, gamma, algo.shaping_discount)
+    potentials = potential(upper, context.rules)
+    shaping = shaping_rewards(potentials, algo.shaping_weight, gamma, algo.shaping_discount)
     return trajectory.reward + shaping
 
 
-def upper_targets(trajectory: Trajectory) -> jax.Array:
+def upper_targets(trajectory: Trajectory, rules: Rules = OFFICIAL) -> jax.Array:
     """The upper head's regression target U_final / 63 - 1 at every decision of each episode."""
     final = trajectory.upper_total[-1].astype(jnp.float32)
-    return jnp.broadcast_to(final / UPPER_BONUS_THRESHOLD - 1.0, trajectory.upper_total.shape)
+    target = final / rules.upper_bonus_threshold - 1.0
+    return jnp.broadcast_to(target, trajectory.upper_total.shape)
 
 
 def head_entropies(outputs: HeadOutputs) -> tuple[jax.Array, jax.Array]:
@@ -209,7 +213,7 @@ def auxiliary_terms(
     roll_entropy, score_entropy = entropies
     beta_roll, beta_score = entropy_coefficients(context, step)
     entropy_loss = -(beta_roll * roll_entropy + beta_score * score_entropy)
-    regression_loss = jnp.mean(jnp.square(upper - upper_targets(trajectory)))
+    regression_loss = jnp.mean(jnp.square(upper - upper_targets(trajectory, context.rules)))
     weight = context.config.algo.upper_regression_weight
     metrics = {
         "loss/entropy": entropy_loss,

@@ -60,8 +60,9 @@ Metrics = dict[str, jax.Array]
 
 
 def actor_critic_network(config: Config) -> nn.Module:
-    """The paper's shared-trunk policy/value network (the default `Algorithm.make_network`)."""
-    return YahtzeeNet(config.network)
+    """The paper's shared-trunk policy/value network (the default `Algorithm.make_network`),
+    its score head as wide as the run's card."""
+    return YahtzeeNet(config.network, get_rules(config.train.rules).num_boxes)
 
 
 def no_extra(context: Context, params: Any) -> dict:

@@ -205,8 +205,9 @@ def card_text(cards: list[State], names: list[str], rules: Rules = OFFICIAL) -> 
     row(f"   upper bonus (+{rules.upper_bonus_points})", bonuses)
     for box in range(rules.num_upper, rules.num_boxes):
         row(f"{box + 1:>2} {labels[box]}", box_cells(box))
-    yahtzee_bonuses = [rules.yahtzee_bonus_points * int(c.yahtzee_bonus_count) for c in cards]
-    row(f"   {labels[rules.yahtzee_box]} bonus", [str(bonus) for bonus in yahtzee_bonuses])
+    if rules.yahtzee_bonus:  # Yacht, Yatzy and plain Yahtzee have none: no row of zeros
+        yahtzee_bonuses = [rules.yahtzee_bonus_points * int(c.yahtzee_bonus_count) for c in cards]
+        row(f"   {labels[rules.yahtzee_box]} bonus", [str(bonus) for bonus in yahtzee_bonuses])
     row("   total", [str(int(engine.total_score(c, rules))) for c in cards])
     return "\n".join(lines)
 

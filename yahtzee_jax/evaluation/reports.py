@@ -15,7 +15,7 @@ from pathlib import Path
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
-from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.game.rules import OFFICIAL, RULE_VARIANTS, Rules
 
 # --------------------------------------------------------------------------------------------
 # The optimal agent's reference games, cached on disk
@@ -91,14 +91,19 @@ def report_tables(summary: dict) -> list[Table]:
             ("max", "max", 0),
         )
     ]
+    # The five-alike box by the game's own name (Yahtzee, Yacht, Yatzy); no +100 row in a game
+    # without the bonus (a table made in code, not a named rule set, reads as Yahtzee's).
+    rules = RULE_VARIANTS.get(summary["rules"], OFFICIAL)
+    rates = [
+        ("upper bonus rate", "upper_bonus_rate", _percent),
+        (f"{rules.box_names[rules.yahtzee_box]} rate", "yahtzee_rate", _percent),
+        ("mean +100 bonuses", "mean_yahtzee_bonuses", lambda v: _number(v, 4)),
+        (f"share >= {HIGH_SCORE}", "share_at_least_250", _percent),
+    ]
     score_rows += [
         [label] + [format_value(side[key]) for side in sides]
-        for label, key, format_value in (
-            ("upper bonus rate", "upper_bonus_rate", _percent),
-            ("Yahtzee rate (box = 50)", "yahtzee_rate", _percent),
-            ("mean +100 bonuses", "mean_yahtzee_bonuses", lambda v: _number(v, 4)),
-            (f"share >= {HIGH_SCORE}", "share_at_least_250", _percent),
-        )
+        for label, key, format_value in rates
+        if rules.yahtzee_bonus or key != "mean_yahtzee_bonuses"
     ]
     threshold_rows = [
         [n] + [_number(side["p_score_at_least"][n], 6) for side in sides]

@@ -319,13 +319,11 @@ YAHTZEE_VARIANTS = tuple(
     name for name, rules in RULE_VARIANTS.items() if rules.boxes == YAHTZEE_BOXES
 )
 
-# TODO(issue 27): remove once envs/algorithms read rules. The official card's numbers, still
-# imported by algorithms/actor_critic.py (the upper bonus) and tests/test_match_env.py,
-# test_learners.py and test_dqn.py (DECISIONS_PER_GAME also through yahtzee_jax.game).
+# TODO(issue 27): remove once the tests read rules. The official card's numbers, still imported
+# by tests/test_match_env.py, test_learners.py and test_dqn.py (DECISIONS_PER_GAME also through
+# yahtzee_jax.game). The learners read the bonus from their run's rules (issue 28).
 NUM_TURNS = OFFICIAL.num_turns
 DECISIONS_PER_GAME = OFFICIAL.decisions_per_game
-UPPER_BONUS_THRESHOLD = OFFICIAL.upper_bonus_threshold
-UPPER_BONUS = OFFICIAL.upper_bonus_points
 
 
 def get_rules(rules: str | Rules) -> Rules:
