@@ -8,6 +8,7 @@ raises `ConfigError` with a one-line message.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import functools
 import math
@@ -34,6 +35,28 @@ def require(condition: bool, message: str) -> None:
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     """Raise `ConfigError` unless `value` is one of `choices`."""
     require(value in choices, f"{name}={value!r} is not one of: {', '.join(choices)}")
+
+
+# Seeds are unsigned 32-bit integers: JAX's PRNG takes any int64, and the runs add small offsets
+# to a seed (the evaluations' games), so a 64-bit seed could overflow inside JAX.
+MAX_SEED = 2**32 - 1
+MAX_UPDATES = 2**31 - 1  # the device's update counter is an int32
+
+
+def check_seed(name: str, value: int) -> None:
+    """Raise `ConfigError` unless `value` is a seed, an integer in 0..MAX_SEED."""
+    require(0 <= value <= MAX_SEED, f"{name}={value} must be in 0..{MAX_SEED} (2**32 - 1)")
+
+
+def seed_argument(text: str) -> int:
+    """argparse `type` of a --seed option: an integer in 0..MAX_SEED (a one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: must be in 0..{MAX_SEED}")
+    return value
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -194,6 +217,8 @@ class TrainConfig:
     keep_checkpoints: int = 3
     # Local devices the game batch is sharded over (data parallel); 0 = all of them.
     devices: int = 0
+    # Keep training a policy that has collapsed (`runner.collapse`) instead of stopping it.
+    allow_collapse: bool = False
 
     def __post_init__(self) -> None:
         for field in ("total_games", "games_per_update", "updates_per_chunk", "eval_games"):
@@ -207,6 +232,13 @@ class TrainConfig:
         require(self.final_eval_games >= 0, "train.final_eval_games must be >= 0")
         require(self.keep_checkpoints >= 1, "train.keep_checkpoints must be >= 1")
         require(self.devices >= 0, f"train.devices={self.devices} must be >= 0 (0: all)")
+        check_seed("train.seed", self.seed)
+        # The update counter is an int32 on the device.
+        require(
+            self.total_updates <= MAX_UPDATES,
+            f"train.total_games={self.total_games} is more than {MAX_UPDATES} updates of "
+            f"train.games_per_update={self.games_per_update}",
+        )
         require(
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from yahtzee_jax.agents import AGENT_NAMES
+from yahtzee_jax.config import seed_argument
 from yahtzee_jax.envs.play import SOLITAIRE
 from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
 from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables, write_json
@@ -30,7 +31,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "agent", metavar="AGENT", help=f"one of {', '.join(AGENT_NAMES)}, or a checkpoint path"
     )
     parser.add_argument("--games", type=int, default=10_000, help="games to play (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="evaluation seed (default 0)")
+    parser.add_argument("--seed", type=seed_argument, default=0, help="evaluation seed (default 0)")
     parser.add_argument(
         "--rules",
         default=None,

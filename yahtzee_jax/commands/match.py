@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH, OPPONENTS
 
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)}")
     parser.add_argument("--games", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=2)
+    parser.add_argument("--seed", type=seed_argument, default=2)
     parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
     parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
     parser.add_argument("--rules", default="official", help="rules of a built-in player's games")

@@ -46,6 +46,7 @@ from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep
     parse_box,
     parse_line,
 )
+from yahtzee_jax.config import seed_argument
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp
 from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one
@@ -356,7 +357,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     mode.add_argument(
         "--watch", metavar="AGENT", help="watch AGENT play while the advisor comments"
     )
-    parser.add_argument("--seed", type=int, default=None, help="dice seed (default: random)")
+    parser.add_argument(
+        "--seed", type=seed_argument, default=None, help="dice seed (default: random)"
+    )
     parser.add_argument("--rules", default=None, help="rule variant (default official)")
     parser.add_argument(
         "--common-dice",

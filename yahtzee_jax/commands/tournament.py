@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from yahtzee_jax.agents.resolve import AGENT_NAMES
+from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.evaluation.reports import format_terminal
@@ -55,7 +56,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         help=f"two or more of {', '.join(AGENT_NAMES)}, or checkpoint paths",
     )
     parser.add_argument("--games", type=int, default=10_000, help="games per pair (default 10000)")
-    parser.add_argument("--seed", type=int, default=0, help="dice seed (default 0)")
+    parser.add_argument("--seed", type=seed_argument, default=0, help="dice seed (default 0)")
     parser.add_argument(
         "--dice",
         choices=DICE_MODES,

@@ -134,10 +134,15 @@ def _play_batch(
     }
 
 
+MAX_GAMES = 2**31 - 1  # games are numbered by int32 indices on the device
+
+
 def check_num_games(num_games: int) -> None:
-    """Reject a non-positive number of games with a clear message."""
+    """Reject a non-positive (or int32-overflowing) number of games with a clear message."""
     if num_games < 1:
         raise UserError(f"the number of games must be at least 1 (got {num_games})")
+    if num_games > MAX_GAMES:
+        raise UserError(f"the number of games must be at most {MAX_GAMES} (got {num_games})")
 
 
 def default_batch_size() -> int:

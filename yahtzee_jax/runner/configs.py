@@ -59,9 +59,11 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
         require(math.isfinite(value), f"{name}={value!r} must be a finite number")
         return value
     if expected is int and isinstance(value, float) and value.is_integer():
-        return int(value)
+        value = int(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise ConfigError(f"{name}={value!r} must be of type {expected.__name__}")
+    if expected is int:  # numpy and JAX hold it in 64 bits at most
+        require(-(2**63) <= value < 2**63, f"{name}={value} does not fit in 64 bits")
     return value
 
 
@@ -116,7 +118,8 @@ def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "algo": algo, "train": train, "env": env}
 
 
-def _merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """`extra`'s sections laid over `base`'s, key by key (neither is changed)."""
     merged = {key: dict(value) if isinstance(value, dict) else value for key, value in base.items()}
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
@@ -160,7 +163,7 @@ def preset_data(name: str, seen: tuple[str, ...] = ()) -> dict[str, Any]:
     parent = data.pop("inherit", None)
     if parent is None:
         return data
-    return _merge(preset_data(str(parent), (*seen, name)), data)
+    return merge(preset_data(str(parent), (*seen, name)), data)
 
 
 def parse_override(text: str) -> dict[str, Any]:
@@ -197,9 +200,9 @@ def resolve(
     """Defaults, then the preset, then a YAML file, then each ``section.key=value`` override."""
     data = preset_data(preset) if preset is not None else {}
     if config_file is not None:
-        data = _merge(data, read_yaml(config_file))
+        data = merge(data, read_yaml(config_file))
     for text in overrides:
-        data = _merge(data, parse_override(text))
+        data = merge(data, parse_override(text))
     return from_dict(data)
 
 

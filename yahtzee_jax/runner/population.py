@@ -31,6 +31,7 @@ runs on one device in one process (no data-parallel mesh).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import re
@@ -42,7 +43,14 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.algorithms.base import TrainState, make_context
-from yahtzee_jax.config import Config, is_branching, is_dynamic, traced_replace
+from yahtzee_jax.config import (
+    Config,
+    check_seed,
+    is_branching,
+    is_dynamic,
+    require,
+    traced_replace,
+)
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
 from yahtzee_jax.runner.chunk import chunk_function
@@ -51,6 +59,7 @@ from yahtzee_jax.runner.loop import Hook
 from yahtzee_jax.runner.session import train_session
 
 SEED_FIELD = ("train", "seed")  # differs between members on the host only
+MAX_MEMBERS = 1024  # members of one population (one vmapped program on one device)
 
 _COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le}
 _COMPARISONS |= {">": operator.gt, ">=": operator.ge}
@@ -272,12 +281,20 @@ class Population:
 def parse_seeds(text: str) -> list[int]:
     """`0,1,2` (or a range `0-3`, i.e. 0,1,2,3) as a list of distinct seeds."""
     seeds: list[int] = []
-    try:
-        for part in text.split(","):
-            low, dash, high = part.strip().partition("-")
-            seeds += list(range(int(low), int(high) + 1)) if dash else [int(low)]
-    except ValueError:
-        raise ConfigError(f"--population-seeds {text!r} must look like 0,1,2 or 0-3") from None
+    for part in text.split(","):
+        low, dash, high = part.strip().partition("-")
+        try:
+            first, last = int(low), int(high) if dash else int(low)
+        except ValueError:
+            raise ConfigError(f"--population-seeds {text!r} must look like 0,1,2 or 0-3") from None
+        for seed in (first, last):
+            check_seed("--population-seeds", seed)
+        # counted before the range is built: `0-4000000000` would fill the memory
+        require(
+            len(seeds) + last - first + 1 <= MAX_MEMBERS,
+            f"--population-seeds {text!r} names more than {MAX_MEMBERS} members",
+        )
+        seeds += range(first, last + 1)
     if not seeds or len(set(seeds)) != len(seeds):
         raise ConfigError(f"--population-seeds {text!r} must name distinct seeds")
     return seeds
@@ -310,6 +327,8 @@ def plan_members(
 ) -> list[tuple[Path, list[str]]]:
     """(member directory, overrides) of every sweep combination and seed: OUT/LABEL/seedS, or
     OUT/seedS without a sweep."""
+    count = len(seeds) * functools.reduce(operator.mul, map(len, sweeps), 1)
+    require(count <= MAX_MEMBERS, f"{count} population members; at most {MAX_MEMBERS}")
     members = []
     for combination in itertools.product(*sweeps):
         base = out_dir / member_label(combination) if combination else out_dir
@@ -330,8 +349,8 @@ def train_population(
     returns each member's run summary (the same as `train.train` writes).
 
     `resume` is one flag for all or one per member; a resumed member's config may be None
-    (its saved config is used) or must equal the saved one. `hook` is called at each of the
-    loop's `loop.HOOK_POINTS`.
+    (its saved config is used) or differ from it outside `session.FIXED_ON_RESUME`. `hook` is
+    called at each of the loop's `loop.HOOK_POINTS`.
     """
     run_dirs = [Path(run_dir) for run_dir in run_dirs]
     if len(configs) != len(run_dirs) or not run_dirs:
