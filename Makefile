@@ -27,10 +27,11 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# An interrupted run (Ctrl-C, a killed process) picks up from its last checkpoint.
+# An interrupted run (Ctrl-C, a killed process) picks up from its last checkpoint, with its
+# saved config (ARGS' --set values laid over it).
 train: setup
-	$(BIN)/yahtzee-jax train --preset $(PRESET) --out $(OUT) \
-		$(if $(wildcard $(OUT)/checkpoints),--resume,) $(ARGS)
+	$(BIN)/yahtzee-jax train --out $(OUT) \
+		$(if $(wildcard $(OUT)/checkpoints),--resume,--preset $(PRESET)) $(ARGS)
 
 test: setup
 	$(BIN)/pytest -n 2 --dist loadfile

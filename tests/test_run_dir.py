@@ -17,8 +17,8 @@ import pytest
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.runner.chunk import PARAMETERS, guard_quantities, make_chunk
+from yahtzee_jax.runner.collapse import collapse_warning
 from yahtzee_jax.runner.configs import from_dict, save_yaml
-from yahtzee_jax.runner.loop import collapse_warning
 from yahtzee_jax.runner.runlog import (
     RunInUseError,
     RunLock,
@@ -209,9 +209,9 @@ USER_ERRORS = {
     "run already exists": (["train", "--out", "{tmp}/existing"], "already holds a run"),
     "resume of nothing": (["train", "--resume", "--out", "{tmp}/none"], "does not exist"),
     "resume without config": (["train", "--resume", "--out", "{tmp}"], "not found"),
-    "resume, other config": (
-        ["train", "--resume", "--out", "{tmp}/saved", "--set", "optim.lr=0.5"],
-        "different config",
+    "resume, other network": (
+        ["train", "--resume", "--out", "{tmp}/saved", "--set", "network.hidden_size=8"],
+        "cannot resume with a different network.hidden_size",
     ),
     "unknown agent": (["evaluate", "sarsa"], "unknown agent"),
     "missing checkpoint": (["evaluate", "{tmp}/nothing/"], "not found"),

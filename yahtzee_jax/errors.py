@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 import sys
 from collections.abc import Callable
 
@@ -16,6 +18,25 @@ class ConfigError(UserError):
 
 class CheckpointError(UserError):
     """A missing, unreadable or incompatible checkpoint."""
+
+
+class DiskFullError(UserError):
+    """The device filled up while a run was writing (its logs or a checkpoint)."""
+
+
+# TensorStore (Orbax's array writer) raises a ValueError "RESOURCE_EXHAUSTED: ..." quoting the
+# system's message.
+_DISK_FULL_MESSAGES = (os.strerror(errno.ENOSPC), os.strerror(errno.EDQUOT))
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether `error` means the disk is full: a `DiskFullError`, an OSError(ENOSPC, or EDQUOT,
+    a full quota), or TensorStore's ValueError quoting one of them."""
+    if isinstance(error, DiskFullError):
+        return True
+    if isinstance(error, OSError):
+        return error.errno in (errno.ENOSPC, errno.EDQUOT)
+    return isinstance(error, ValueError) and any(text in str(error) for text in _DISK_FULL_MESSAGES)
 
 
 def exit_status(body: Callable[[], object]) -> int:

@@ -10,6 +10,7 @@ from pathlib import Path
 from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH, OPPONENTS
+from yahtzee_jax.evaluation.records import check_num_games
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
 
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {', '.join(OPPONENTS)}")
     if args.games < 1 or args.batch_size < 1 or not 2 <= args.players <= 6:
         raise ConfigError("--games and --batch-size must be >= 1 and --players in 2..6")
+    check_num_games(args.games)  # at most 2^31 - 1
     matches = dict(num_games=args.games, seed=args.seed, batch_size=args.batch_size)
     if args.run in MATCH_PLAYERS:
         rules = get_rules(args.rules)

@@ -90,6 +90,8 @@ def parse_card(text: str) -> dict[str, int]:
         name, sep, points = item.partition("=")
         if not sep:
             raise UserError(f"--card entries look like box=points (e.g. ones=3), got {item!r}")
+        if name.strip() in card:
+            raise UserError(f"box {name.strip()!r} is named twice in --card")
         try:
             card[name.strip()] = int(points)
         except ValueError:
@@ -101,6 +103,8 @@ def run_advise(args: argparse.Namespace) -> int:
     """Print the optimal expected final score of the position and its best actions."""
     if args.roll not in (0, 1, 2):
         raise UserError(f"--roll must be 0, 1 or 2 (the engine's roll index), got {args.roll}")
+    if args.top < 0:
+        raise UserError(f"--top must be >= 0 (0 lists every action), got {args.top}")
     from yahtzee_jax.solver.advise import advise, make_position
 
     state = make_position(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -34,7 +35,7 @@ from flax import serialization
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.resolve import AGENT_NAMES, builtin_agent
 from yahtzee_jax.config import Config
-from yahtzee_jax.errors import CheckpointError, UserError
+from yahtzee_jax.errors import CheckpointError, DiskFullError, UserError, is_disk_full
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_local
 from yahtzee_jax.runner.configs import from_dict
@@ -178,12 +179,30 @@ class RunCheckpoints:
         passes this step again, finding its best copy already written.
         """
         args = _save_args(state, config)
-        if eval_score is not None and self.best.latest_step() != step:
-            self.best.save(step, args=args, metrics={BEST_METRIC: float(eval_score)}, force=True)
-            self.best.wait_until_finished()
-        if self.latest.latest_step() != step:
-            self.latest.save(step, args=args, force=True)
-            self.latest.wait_until_finished()
+        try:
+            if eval_score is not None and self.best.latest_step() != step:
+                metrics = {BEST_METRIC: float(eval_score)}
+                self.best.save(step, args=args, metrics=metrics, force=True)
+                self.best.wait_until_finished()
+            if self.latest.latest_step() != step:
+                self.latest.save(step, args=args, force=True)
+                self.latest.wait_until_finished()
+        except Exception as error:
+            # A failed save leaves `<step>.orbax-checkpoint-tmp*` behind; the older checkpoints
+            # are complete and untouched.
+            self._remove_partial(step)
+            if is_disk_full(error):
+                raise DiskFullError(
+                    f"no space left on the device while writing the checkpoint of update {step}"
+                ) from None
+            raise
+
+    def _remove_partial(self, step: int) -> None:
+        """Delete the temporary directories of an unfinished save of `step` (never a finished
+        checkpoint: those are named by their step alone)."""
+        for directory in (self.run_dir / LATEST_DIR, self.run_dir / BEST_DIR):
+            for child in directory.glob(f"{step}.orbax-checkpoint-tmp*"):
+                shutil.rmtree(child, ignore_errors=True)
 
     def restore(self, template: Any, step: int | None = None) -> Any:
         """Restore (and verify) the train state, structured like `template`, from `checkpoints/`

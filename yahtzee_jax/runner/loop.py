@@ -35,14 +35,14 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state
 from yahtzee_jax.config import Config
-from yahtzee_jax.errors import ConfigError, UserError
+from yahtzee_jax.errors import ConfigError, DiskFullError, UserError, is_disk_full
 from yahtzee_jax.parallel import host_local
 from yahtzee_jax.runner.chunk import guard_quantities
+from yahtzee_jax.runner.collapse import CollapseError, CollapseWatch, collapse_warning
 from yahtzee_jax.runner.runlog import EVALS_FILE, ScalarLog, read_evals, reconcile, write_evals
 from yahtzee_jax.runner.warm_start import start_state
 
 EVAL_SEED_OFFSET = 1  # periodic evaluations use seed + 1 (fixed games, comparable points)
-COLLAPSED_ENTROPY = 1e-3  # nats: both heads below this = a deterministic (collapsed) policy
 
 # Where the loop calls its hook, in the order one evaluated chunk passes them: the chunk's
 # compiled call has returned; its scalars are on disk; the evaluation starts; the checkpoint
@@ -116,27 +116,6 @@ def evaluation_row(config: Config, params: Any, step: int, started: float) -> di
         "wall_s": time.perf_counter() - started,
         "eval_s": time.perf_counter() - eval_start,
     }
-
-
-def collapse_warning(metrics: dict[str, np.ndarray], step: int) -> str | None:
-    """A one-line warning when the last update of a chunk shows a collapsed policy (both
-    heads' entropy near 0, or a zero gradient); None otherwise."""
-    entropies = {
-        name.split("/")[-1]: float(values[-1])
-        for name, values in metrics.items()
-        if name.startswith("policy/") and name.endswith("_entropy")
-    }
-    gradient = float(metrics["grad/norm"][-1]) if "grad/norm" in metrics else None
-    collapsed = bool(entropies) and max(entropies.values()) < COLLAPSED_ENTROPY
-    if not collapsed and gradient != 0.0:
-        return None
-    readings = [f"{name.replace('_', ' ')} {value:.4f}" for name, value in entropies.items()]
-    if gradient is not None:
-        readings.append(f"gradient norm {gradient:.3g}")
-    return (
-        f"warning: the policy has collapsed by update {step} ({', '.join(readings)}) and has "
-        "stopped learning; a smaller optim.lr or optim.max_grad_norm > 0 usually prevents it"
-    )
 
 
 class StopRequests:
@@ -226,6 +205,35 @@ def _divergence(
     return f"{what}; the newest checkpoint (update {newest}) is from before it"
 
 
+def _collapsed(watches: Sequence[CollapseWatch], run_dirs: Sequence[Path], step: int) -> str:
+    """The one-line message of a session whose members have all collapsed."""
+    if len(watches) == 1:
+        return watches[0].message(step)
+    return "every member collapsed; " + "; ".join(
+        f"{run_dir}: {watch.message(step)}"
+        for watch, run_dir in zip(watches, run_dirs, strict=True)
+    )
+
+
+def _describe_write(error: Exception) -> str:
+    """What was being written when the disk filled up, in a few words."""
+    if isinstance(error, DiskFullError):  # the checkpoint writer's own message
+        return "writing a checkpoint"
+    filename = getattr(error, "filename", None)
+    return f"writing {filename}" if filename else "writing the logs"
+
+
+def _close_all(closables: Sequence[Any], failing: bool) -> None:
+    """Close every log and checkpoint manager; while an error is on its way out (a full disk
+    fails the closing flush too), their own errors must not replace it."""
+    for closable in closables:
+        try:
+            closable.close()
+        except Exception:
+            if not failing:
+                raise
+
+
 def _no_hook(point: str, update: int) -> None:
     """The hook of a session nobody watches."""
 
@@ -273,6 +281,7 @@ def train_members(
     else:
         evals = [[row for row in read_evals(path) if row["update"] <= step] for path in evals_paths]
     best = [max((row["mean"] for row in rows), default=None) for rows in evals]
+    watches = [CollapseWatch(value) for value in best]
     scalars = [ScalarLog(run_dir, enabled=primary) for run_dir in run_dirs]
     bar = tqdm(
         total=total * games_per_update * size,
@@ -323,6 +332,7 @@ def train_members(
                 state, step = next_state, step + length
                 bar.update(length * games_per_update * size)
                 for member in range(size):
+                    watches[member].chunk(member_metrics[member], step)
                     warning = collapse_warning(member_metrics[member], step)
                     if warning and not warnings[member]:
                         warnings[member].append(warning)
@@ -346,6 +356,12 @@ def train_members(
                         scores.append(row["mean"] if improved else None)
                     reached("before_checkpoint", step)
                     save_all(scores)
+                    stops = [
+                        watch.evaluation(rows[-1]["mean"]) and not config.train.allow_collapse
+                        for watch, rows, config in zip(watches, evals, configs, strict=True)
+                    ]
+                    if all(stops):  # a population stops when every member has collapsed
+                        raise CollapseError(_collapsed(watches, run_dirs, step))
                     top = max(value for value in best if value is not None)
                     if size == 1:
                         bar.set_postfix(eval=f"{evals[0][-1]['mean']:.1f}", best=f"{top:.1f}")
@@ -367,12 +383,19 @@ def train_members(
                     f"{checkpoints[0].latest_step()}; continue with {resume_hint}"
                 )
             raise
+        except Exception as error:
+            if not is_disk_full(error):
+                raise
+            # What is on disk is consistent: the torn scalars and evaluation rows after the
+            # newest checkpoint are cut away by the resume (`runlog.reconcile`).
+            raise DiskFullError(
+                f"no space left on the device at update {step} ({_describe_write(error)}); the "
+                f"newest checkpoint is update {checkpoints[0].latest_step()}; free some space "
+                f"and continue with {resume_hint}"
+            ) from None
         finally:
             bar.close()
-            for log in scalars:
-                log.close()
-            for ckpt in checkpoints:
-                ckpt.close()
+            _close_all([*scalars, *checkpoints], failing=sys.exc_info()[1] is not None)
     train_seconds = time.perf_counter() - started - compile_seconds
     trained_games = (step - start_step) * games_per_update
     summaries = [

@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import re
 import socket
 import struct
+import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from google.protobuf.message import DecodeError
 from tensorboardX.proto.event_pb2 import Event
 from tensorboardX.proto.summary_pb2 import Summary
 from tensorboardX.record_writer import masked_crc32c
@@ -84,20 +87,60 @@ class RunLock:
 
 
 def write_atomic(path: Path, content: str | bytes) -> None:
-    """Replace `path` with `content` in one step (a temporary file, fsynced, then renamed)."""
+    """Replace `path` with `content` in one step (a temporary file, fsynced, then renamed);
+    a failed write (a full disk) removes its temporary file and leaves `path` as it was."""
     temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "wb" if isinstance(content, bytes) else "w") as handle:
-        handle.write(content)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
+    try:
+        with open(temporary, "wb" if isinstance(content, bytes) else "w") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
-def read_evals(path: Path) -> list[dict[str, Any]]:
-    """The periodic evaluation rows of a run (`evals.jsonl`), oldest first."""
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def _eval_row(line: bytes) -> dict[str, Any] | None:
+    """One `evals.jsonl` line as a row, None when it is not one (torn, edited, garbage)."""
+    try:
+        row = json.loads(line.decode())
+    except ValueError:  # not UTF-8, not JSON
+        return None
+    if not isinstance(row, dict):
+        return None
+    # the loop reads `update` and `mean`; the plots `games` and `std` as well
+    numbers = [row.get(key, 0) for key in ("update", "mean", "games", "std")]
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in numbers):
+        return None
+    if "update" not in row or "mean" not in row or not isinstance(row["update"], int):
+        return None
+    return row if all(map(math.isfinite, numbers)) else None
+
+
+def read_evals(path: Path, report: Callable[[str], None] = _to_stderr) -> list[dict[str, Any]]:
+    """The periodic evaluation rows of a run (`evals.jsonl`), oldest first. Lines that are not
+    rows (a torn last line, one damaged by an editor or a sync tool) are skipped and reported
+    in one line through `report`."""
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows, damaged = [], []
+    for number, line in enumerate(path.read_bytes().splitlines(), 1):
+        if not line.strip():
+            continue
+        row = _eval_row(line)
+        if row is None:
+            damaged.append(number)
+        else:
+            rows.append(row)
+    if damaged:
+        listed = ", ".join(map(str, damaged[:5])) + (", ..." if len(damaged) > 5 else "")
+        report(f"skipped {len(damaged)} damaged line(s) of {path} (line {listed})")
+    return rows
 
 
 def write_evals(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -119,17 +162,28 @@ def _record(data: bytes) -> bytes:
     )
 
 
-def _records(path: Path) -> Iterator[bytes]:
-    """The complete records of an events file; a torn last record (a killed writer) ends it."""
+def _read_records(path: Path) -> tuple[list[Event], int, bool]:
+    """The intact events of an events file, the byte offset where they end, and whether a
+    damaged record (wrong checksum) ended them there rather than the end of the file or a torn
+    last record (a killed writer)."""
     content = path.read_bytes()
-    offset = 0
+    events, offset = [], 0
     while offset + 12 <= len(content):
-        (length,) = struct.unpack_from("<Q", content, offset)
-        end = offset + 12 + length + 4
+        header = content[offset : offset + 8]
+        if struct.unpack_from("<I", content, offset + 8)[0] != masked_crc32c(header):
+            return events, offset, True
+        end = offset + 12 + struct.unpack("<Q", header)[0] + 4
         if end > len(content):
-            return
-        yield content[offset + 12 : offset + 12 + length]
+            break
+        data = content[offset + 12 : end - 4]
+        if struct.unpack_from("<I", content, end - 4)[0] != masked_crc32c(data):
+            return events, offset, True
+        try:
+            events.append(Event.FromString(data))
+        except DecodeError:
+            return events, offset, True
         offset = end
+    return events, offset, False
 
 
 def _session(path: Path) -> int:
@@ -198,26 +252,32 @@ def read_scalars(run_dir: str | Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar of a run's events files: tag -> [(step, value)] in the order written."""
     scalars: dict[str, list[tuple[int, float]]] = {}
     for path in events_files(Path(run_dir)):
-        for data in _records(path):
-            event = Event.FromString(data)
+        for event in _read_records(path)[0]:
             for value in event.summary.value:
                 scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
     return scalars
 
 
-def truncate_scalars(run_dir: str | Path, max_step: int) -> None:
-    """Drop every event after global step `max_step` (and any torn record) from the run's
-    events files; each file is rewritten atomically, and only when it changes."""
+def truncate_scalars(
+    run_dir: str | Path, max_step: int, report: Callable[[str], None] = _to_stderr
+) -> None:
+    """Drop every event after global step `max_step` (and a torn or damaged tail) from the
+    run's events files; each file is rewritten atomically, and only when it changes. A damaged
+    record (not a torn last one) is reported in one line: the events after it are lost."""
     for path in events_files(Path(run_dir)):
-        records = list(_records(path))
-        kept = [data for data in records if Event.FromString(data).step <= max_step]
-        if len(kept) == len(records) and sum(len(d) + 16 for d in records) == path.stat().st_size:
+        events, end, damaged = _read_records(path)
+        size = path.stat().st_size
+        kept = [event for event in events if event.step <= max_step]
+        if len(kept) == len(events) and end == size:
             continue
-        write_atomic(path, b"".join(_record(data) for data in kept))
+        if damaged:
+            report(f"dropped the damaged end of {path} (bytes {end} to {size}) and its scalars")
+        write_atomic(path, b"".join(_record(event.SerializeToString()) for event in kept))
 
 
 def reconcile(run_dir: str | Path, evals_path: Path, step: int, games_per_update: int) -> list:
-    """Cut `evals.jsonl` and the TensorBoard events back to update `step`; returns the rows."""
+    """Cut `evals.jsonl` and the TensorBoard events back to update `step` (dropping damaged
+    lines and records, each file's repair reported in one line); returns the rows."""
     rows = [row for row in read_evals(evals_path) if row["update"] <= step]
     write_evals(evals_path, rows)
     truncate_scalars(run_dir, step * games_per_update)

@@ -18,7 +18,7 @@ from typing import Any
 
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.runner.configs import from_dict, read_yaml, save_yaml
+from yahtzee_jax.runner.configs import from_dict, merge, parse_override, read_yaml, save_yaml
 from yahtzee_jax.runner.loop import Hook, Program, network_agent, train_members
 from yahtzee_jax.runner.runlog import EVALS_FILE, RunLock, read_evals, write_atomic
 
@@ -43,20 +43,83 @@ def plot_learning_curve(run_dir: str | Path, out_path: str | Path | None = None)
     )
 
 
-def check_resume_config(run_dir: Path, config: Config | None) -> Config:
-    """The saved config of the run in `run_dir`; `config`, when given, must equal it."""
+# What a resumed run keeps whatever `--set` says: the shapes of its state (the network, the
+# learner, DQN's replay buffer), its game and opponents, the meaning of its update counter
+# (games per update) and the seed its random streams and evaluation games come from.
+FIXED_ON_RESUME = (
+    "algo.name",
+    "algo.buffer_size",
+    "train.seed",
+    "train.games_per_update",
+    "train.rules",
+    "train.task",
+    "network.*",
+    "env.*",
+)
+
+
+def _is_fixed(field: str) -> bool:
+    section = field.split(".")[0]
+    return field in FIXED_ON_RESUME or f"{section}.*" in FIXED_ON_RESUME
+
+
+def changed_fields(saved: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """`section.key` of every value that differs between two config dicts, each named once."""
+    return [
+        f"{section}.{key}"
+        for section in new
+        for key in sorted(set(new[section]) | set(saved.get(section, {})))
+        if saved.get(section, {}).get(key) != new[section].get(key)
+    ]
+
+
+def _refuse_fixed(saved: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The fields that changed; a ConfigError naming those a resumed run keeps, if any."""
+    changed = changed_fields(saved, new)
+    fixed = [field for field in changed if _is_fixed(field)]
+    if fixed:
+        raise ConfigError(
+            f"cannot resume with a different {', '.join(fixed)}: a resumed run keeps its "
+            "network, learner, game, seed and games per update; start a new run (another --out)"
+        )
+    return changed
+
+
+def saved_config_data(run_dir: Path) -> dict[str, Any]:
+    """The saved config of the run in `run_dir`, as the dict in its `config.yaml`."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"cannot resume: {run_dir} does not exist")
     saved_path = run_dir / CONFIG_FILE
     if not saved_path.is_file():
         raise ConfigError(f"cannot resume: {saved_path} not found")
-    saved = from_dict(read_yaml(saved_path))
+    return read_yaml(saved_path)
+
+
+def resume_config(
+    run_dir: Path, config_file: str | Path | None, overrides: Sequence[str]
+) -> Config:
+    """The config a resumed run continues with: its saved config, then a YAML file, then each
+    ``section.key=value`` override; refused (naming them) if they change a field in
+    `FIXED_ON_RESUME`."""
+    saved = from_dict(saved_config_data(run_dir)).to_dict()
+    data = saved if config_file is None else merge(saved, read_yaml(config_file))
+    for text in overrides:
+        data = merge(data, parse_override(text))
+    algo = data.get("algo")
+    if isinstance(algo, dict) and algo.get("name") != saved["algo"]["name"]:
+        # refused before its keys are read (another learner's section has other keys)
+        sections = {key: value for key, value in data.items() if isinstance(value, dict)}
+        _refuse_fixed(saved, {**sections, "algo": {"name": algo.get("name")}})
+    return from_dict(data)
+
+
+def check_resume_config(run_dir: Path, config: Config | None) -> Config:
+    """The config the run in `run_dir` continues with: its saved one when `config` is None,
+    else `config`, which may differ from it only in fields outside `FIXED_ON_RESUME`."""
+    saved = from_dict(saved_config_data(run_dir))
     if config is not None and config != saved:
-        changed = [
-            f"{section}.{key}"
-            for section, values in config.to_dict().items()
-            for key, value in values.items()
-            if saved.to_dict()[section].get(key) != value
-        ]
-        raise ConfigError(f"cannot resume with a different config (changed: {', '.join(changed)})")
+        _refuse_fixed(saved.to_dict(), config.to_dict())
+        return config
     return saved
 
 
@@ -65,7 +128,13 @@ def open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
     from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
 
     if resume:
-        return check_resume_config(run_dir, config)
+        saved = from_dict(saved_config_data(run_dir))
+        config = check_resume_config(run_dir, config)
+        if config != saved:  # the changed values hold from now on, for later resumes too
+            changed = changed_fields(saved.to_dict(), config.to_dict())
+            print(f"resuming {run_dir} with a changed {', '.join(changed)}")
+            save_yaml(config, run_dir / CONFIG_FILE)
+        return config
     if config is None:
         raise ConfigError("a config is needed to start a run")
     if (run_dir / LATEST_DIR).exists() or (run_dir / BEST_DIR).exists():
@@ -122,16 +191,15 @@ def train_session(
     """Train (or resume) member i's `configs[i]` into `run_dirs[i]`; returns each member's run
     summary, also written to its `summary.json`.
 
-    A resumed member's config may be None (the saved one is used) or must equal the saved one.
+    A resumed member's config may be None (the saved one is used) or differ from the saved
+    one only outside `FIXED_ON_RESUME`.
     `make_program(configs)` builds the device program (and refuses configs it cannot train)
     before anything is written. Only the `primary` process writes (several hosts).
     `summary_extras[i]` joins member i's summary.
     """
-    for run_dir, resumed in zip(run_dirs, resumes, strict=True):
+    for run_dir in run_dirs:
         if run_dir.exists() and not run_dir.is_dir():
             raise ConfigError(f"{run_dir} is a file, not a run directory")
-        if resumed and not run_dir.is_dir():
-            raise ConfigError(f"cannot resume: {run_dir} does not exist")
     resolved = [
         check_resume_config(run_dir, config) if resumed else config
         for config, run_dir, resumed in zip(configs, run_dirs, resumes, strict=True)

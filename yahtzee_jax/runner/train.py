@@ -44,6 +44,7 @@ from yahtzee_jax.runner.session import (
     FINAL_EVAL_DIR,
     SUMMARY_FILE,
     plot_learning_curve,
+    resume_config,
     train_session,
 )
 
@@ -99,7 +100,8 @@ def train(
 ) -> dict[str, Any]:
     """Run (or resume) training into `run_dir`; returns the run summary.
 
-    With `resume`, `config` may be None (the run's saved config is used) or must equal it.
+    With `resume`, `config` may be None (the run's saved config is used) or differ from the
+    saved one only outside `session.FIXED_ON_RESUME`.
     One process at a time may write a run directory (`runlog.RunLock`); under the
     multi-controller runtime only process 0 writes. `hook` is called at each of the loop's
     `loop.HOOK_POINTS` (the interruption tests send their signals from it).
@@ -183,12 +185,20 @@ def run(args: argparse.Namespace) -> int:
         initialize_distributed(args.coordinator, args.num_processes, args.process_id)
     elif args.coordinator or args.num_processes or args.process_id is not None:
         raise ConfigError("--coordinator, --num-processes and --process-id need --distributed")
-    explicit = args.preset is not None or args.config is not None or args.overrides
+    if args.resume and args.preset is not None:
+        raise ConfigError(
+            "--resume continues the run's saved config; drop --preset "
+            "(--set SECTION.KEY=VALUE or --config FILE change values on top of it)"
+        )
     preset = args.preset or DEFAULT_PRESET
-    config = resolve(preset, args.config, args.overrides) if (explicit or not args.resume) else None
     run_dir = Path(args.out or f"runs/{preset}")
     if population:
-        return _run_population(args, preset, explicit, run_dir)
+        return _run_population(args, preset, run_dir)
+    if args.resume:  # the saved config, then --config and --set on top of it
+        changes = args.config is not None or args.overrides
+        config = resume_config(run_dir, args.config, args.overrides) if changes else None
+    else:
+        config = resolve(preset, args.config, args.overrides)
     summary = train(config, run_dir, resume=args.resume, progress=not args.no_progress)
     if not is_primary():
         return 0
@@ -209,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_population(args: argparse.Namespace, preset: str, explicit: bool, out_dir: Path) -> int:
+def _run_population(args: argparse.Namespace, preset: str, out_dir: Path) -> int:
     """`train --population-seeds/--sweep`: every member's config, then one population."""
     sweeps = parse_sweeps(args.sweep)
     if args.population_seeds is not None:
@@ -217,13 +227,16 @@ def _run_population(args: argparse.Namespace, preset: str, explicit: bool, out_d
     else:
         seeds = [resolve(preset, args.config, args.overrides).train.seed]
     planned = plan_members(out_dir, seeds, sweeps)
-    # On a plain --resume each member's saved config is used, as for a single run.
-    configs = [
-        resolve(preset, args.config, [*args.overrides, *overrides])
-        if (explicit or not args.resume)
-        else None
-        for _, overrides in planned
-    ]
+    # A resumed member continues its saved config (--config and --set on top of it, as for a
+    # single run); a plain --resume uses it as it is.
+    changes = args.config is not None or bool(args.overrides)
+    configs: list[Config | None] = []
+    for run_dir, overrides in planned:
+        if not args.resume:
+            configs.append(resolve(preset, args.config, [*args.overrides, *overrides]))
+        else:
+            extra = [*args.overrides, *overrides]
+            configs.append(resume_config(run_dir, args.config, extra) if changes else None)
     run_dirs = [run_dir for run_dir, _ in planned]
     if all(config is not None for config in configs):
         print(describe(configs))

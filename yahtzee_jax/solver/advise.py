@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import os
 
 import jax.numpy as jnp
@@ -127,6 +128,16 @@ def check_position(state: State, rules: Rules) -> None:
         )
 
 
+@functools.cache
+def possible_points(rules: Rules) -> tuple[frozenset[int], ...]:
+    """The points each box of `rules` can hold: what some roll scores in it, or 0."""
+    rolls = [
+        tuple(faces.count(face) for face in range(1, NUM_FACES + 1))
+        for faces in itertools.combinations_with_replacement(range(1, NUM_FACES + 1), NUM_DICE)
+    ]
+    return tuple(frozenset({0, *(box.points(counts) for counts in rolls)}) for box in rules.boxes)
+
+
 def make_position(
     dice: list[int] | tuple[int, ...],
     roll_index: int = 0,
@@ -146,9 +157,19 @@ def make_position(
         if key not in names:
             raise UserError(f"unknown box {name!r}; boxes: {', '.join(names)}")
         box = names.index(key)
+        if filled[box]:  # "full-house" and "full_house" name one box
+            raise UserError(f"box {key!r} is named twice in the card")
+        if points not in possible_points(rules)[box]:
+            raise UserError(f"box {key!r} cannot hold {points} points under {rules.name} rules")
         filled[box], scores[box] = True, points
     if len(dice) != NUM_DICE:
         raise UserError(f"need exactly {NUM_DICE} dice, got {len(dice)}")
+    # each bonus came with a Yahtzee scored in some box: at most one per filled box
+    if not 0 <= yahtzee_bonus_count <= int(filled.sum()):
+        raise UserError(
+            f"{yahtzee_bonus_count} Yahtzee bonuses with {int(filled.sum())} boxes filled: "
+            "at most one bonus per filled box"
+        )
     return State(
         dice=jnp.asarray(sorted(dice), jnp.int32),
         roll_index=jnp.int32(roll_index),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -100,10 +101,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print a table."""
     rules = get_rules(args.rules)
-    if any(size < 1 for size in args.batch_sizes):
-        from yahtzee_jax.errors import UserError
+    from yahtzee_jax.errors import UserError
 
+    if any(size < 1 for size in args.batch_sizes):
         raise UserError("--batch-sizes must all be >= 1")
+    if not 0 < args.seconds < math.inf:  # NaN too: an infinite or empty measurement
+        raise UserError(f"--seconds must be a positive number, got {args.seconds}")
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}), rules: {rules.name}")
     reference = measure_reference(rules.name, args.seconds)

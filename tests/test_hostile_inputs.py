@@ -1,0 +1,142 @@
+"""Regression cases of what the fuzzers found (issue 31), and `--resume --set` semantics.
+
+Each case of `FOUND` ended in a traceback or was silently accepted before issue 31; each is now
+one line on stderr and exit 2. The run-directory cases are a damaged line in the middle of
+`evals.jsonl` and a damaged record in the middle of an events file.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fuzzing import check_one_line, invoke, make_finished_run, stop_long_work
+
+from yahtzee_jax.runner.configs import read_yaml
+from yahtzee_jax.runner.runlog import events_files, read_evals, read_scalars
+
+ADVISE = ["advise", "--dice", "1,2,3,3,5"]
+# name: (argv, what its one line says)
+FOUND = {
+    "evaluate seed beyond 64 bits": (
+        ["evaluate", "random", "--seed", str(2**64)],
+        "invalid seed",
+    ),
+    "train seed beyond 64 bits": (["train", "--set", f"train.seed={2**64}"], "fit in 64 bits"),
+    "train negative seed": (["train", "--set", "train.seed=-1"], "must be in 0..4294967295"),
+    "population seeds beyond 32 bits": (
+        ["train", "--population-seeds", f"0,{2**40}"],
+        "must be in 0..4294967295",
+    ),
+    "population seed range filling the memory": (
+        ["train", "--population-seeds", "0-4000000000"],
+        "more than 1024 members",
+    ),
+    "train updates beyond int32": (
+        ["train", "--set", f"train.total_games={2**40}", "--set", "train.games_per_update=1"],
+        "more than 2147483647 updates",
+    ),
+    "evaluate games beyond int32": (
+        ["evaluate", "random", "--games", str(2**31)],
+        "at most 2147483647",
+    ),
+    "advise negative --top": ([*ADVISE, "--top", "-1"], "--top must be >= 0"),
+    "advise box named twice": ([*ADVISE, "--card", "ones=3,ones=2"], "named twice"),
+    "advise box named twice, two spellings": (
+        [*ADVISE, "--card", "full-house=25,full_house=25"],
+        "named twice",
+    ),
+    "advise impossible points": ([*ADVISE, "--card", "ones=7"], "cannot hold 7 points"),
+    "advise points beyond int32": (
+        [*ADVISE, "--card", f"chance={2**64}"],
+        "cannot hold",
+    ),
+    "advise bonuses without a filled box": (
+        [*ADVISE, "--yahtzee-bonuses", "3"],
+        "at most one bonus per filled box",
+    ),
+    "resume with a preset": (["train", "--resume", "--preset", "quick"], "drop --preset"),
+    "bench env for ever": (["bench", "env", "--seconds", "inf"], "--seconds must be a positive"),
+    "match games beyond int32": (["match", "win-seeker", "--games", str(2**40)], "at most"),
+}
+
+
+@pytest.mark.parametrize("case", FOUND, ids=list(FOUND))
+def test_found_by_fuzzing_is_one_line_and_exit_2(case, tmp_path, monkeypatch):
+    """Each input the fuzzers found: one line naming the problem, exit status 2."""
+    stop_long_work(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    argv, expected = FOUND[case]
+    status, stderr = invoke(argv)
+    check_one_line(status, stderr, allowed=(2,))
+    assert expected in stderr, stderr
+
+
+@pytest.fixture
+def finished_run(tmp_path):
+    """A finished tiny run (built without training: `fuzzing.make_finished_run`)."""
+    return make_finished_run(tmp_path / "run")
+
+
+def _resume(run_dir, *overrides: str) -> tuple[int, str]:
+    argv = ["train", "--resume", "--out", str(run_dir), "--no-progress"]
+    return invoke(argv + [item for override in overrides for item in ("--set", override)])
+
+
+def test_damaged_middle_line_of_evals_is_skipped_in_one_line(finished_run):
+    """A garbage line between the two rows of evals.jsonl (an editor, a sync tool): the resume
+    works, says in one line which line it skipped, and rewrites the file with the two rows."""
+    path = finished_run / "evals.jsonl"
+    first, second = path.read_text().splitlines()
+    path.write_text(f'{first}\n{{"update": 1\n{second}\n')
+    status, stderr = _resume(finished_run)
+    check_one_line(status, stderr, allowed=(0,))
+    assert "skipped 1 damaged line(s)" in stderr and "(line 2)" in stderr, stderr
+    assert [row["update"] for row in read_evals(path)] == [10, 20]
+    assert path.read_text().count("\n") == 2
+
+
+def test_damaged_record_in_an_events_file_is_cut_in_one_line(finished_run):
+    """Bytes overwritten in the middle of the events file: the resume keeps the records before
+    them, drops the rest of the file (its checksums no longer hold) and says so in one line."""
+    [events] = events_files(finished_run)
+    content = bytearray(events.read_bytes())
+    middle = len(content) // 2
+    content[middle : middle + 8] = b"\xff" * 8
+    events.write_bytes(bytes(content))
+    status, stderr = _resume(finished_run)
+    check_one_line(status, stderr, allowed=(0,))
+    assert "dropped the damaged end" in stderr, stderr
+    kept = read_scalars(finished_run)["loss/total"]
+    assert 0 < len(kept) < 20  # the scalars before the damage survive
+
+
+def test_resume_applies_set_on_top_of_the_saved_config(finished_run, monkeypatch, capsys):
+    """`--resume --set` changes only what it names: optim.lr and train.eval_games change, the
+    saved run's other values (its 16-wide network, 4 games per update) stay, and the new
+    config is the run's config from now on; a longer train.total_games extends the run."""
+    status, stderr = _resume(finished_run, "optim.lr=0.0003", "train.eval_games=9")
+    check_one_line(status, stderr, allowed=(0,))
+    saved = read_yaml(finished_run / "config.yaml")
+    assert saved["optim"]["lr"] == 0.0003 and saved["train"]["eval_games"] == 9
+    assert saved["network"]["hidden_size"] == 16 and saved["train"]["games_per_update"] == 4
+    stop_long_work(monkeypatch)  # a longer run would now compile its chunk and train on
+    status, stderr = _resume(finished_run, "train.total_games=160")
+    check_one_line(status, stderr, allowed=(0,))
+    assert read_yaml(finished_run / "config.yaml")["train"]["total_games"] == 160
+
+
+def test_resume_refuses_only_what_a_resumed_run_keeps_each_named_once(finished_run):
+    """Changing the network width, the learner and the seed (the seed twice) is refused in
+    one line naming each of the three once, and nothing else; the saved config is unchanged."""
+    before = (finished_run / "config.yaml").read_text()
+    status, stderr = _resume(
+        finished_run,
+        "network.hidden_size=32",
+        "train.seed=3",
+        "train.seed=4",
+        "algo.name=ppo",
+        "optim.lr=0.001",
+    )
+    check_one_line(status, stderr, allowed=(2,))
+    named = stderr.split("a different ")[1].split(":")[0].split(", ")
+    assert sorted(named) == ["algo.name", "network.hidden_size", "train.seed"], stderr
+    assert (finished_run / "config.yaml").read_text() == before
