@@ -1,0 +1,304 @@
+"""TD-planner: a learned value of the turn-start positions, played by exact planning in the turn.
+
+TD-Gammon's recipe with Yahtzee's known rules: the network learns only V(position), the
+expected score still to come from a turn's start (own card: open boxes, upper total capped at
+63, whether the Yahtzee box holds 50), and every keep and box is chosen by the exact expectimax
+over the turn's dice with points + V(next position) at the leaves (`agents.planner`, the
+solver's widget with learned leaves). One update, fused in the compiled chunk:
+
+1. the planner plays B games in lockstep (`epsilon`: a uniformly random legal action instead);
+2. the 13 turn starts of each game get a target (`target`):
+   - "expected": the lambda-return over turn starts whose one-step part is the planner's own
+     expectation of the turn, E_t = E_roll[best play of the turn with V at the leaves], computed
+     at the turn's first keep: G_t = (1 - lambda) E_t + lambda (r_t + G_{t+1}) (lambda = 0: a
+     Bellman backup with the turn's dice averaged out, only the visited position sampled);
+   - "td": the TD(lambda) return over turn starts, G_t = r_t + (1 - lambda) V(s_{t+1}) +
+     lambda G_{t+1} (r_t the turn's points, bonuses included; V = 0 after the last turn);
+   - "mc": the Monte-Carlo return (the rest of the game's points);
+3. `gradient_steps` Adam steps on the squared error of V on those B x 13 positions.
+
+No number of the exact solver is used: the planner's leaves are the network, its targets come
+from its own games (a test makes the solver's table loaders raise through training and play).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.agents.base import Agent, uniform_legal_action
+from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_keeps, plan_scores
+from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
+from yahtzee_jax.algorithms.common import (
+    explained_variance,
+    lambda_returns,
+    learning_rate_at,
+    optimizer_step,
+)
+from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
+from yahtzee_jax.envs.rollout import episode_keys, rollout
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.game.engine import LAST_ROLL
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_DICE, Rules, get_rules
+from yahtzee_jax.networks import Block
+from yahtzee_jax.solver.states import upper_cap
+
+TARGETS = ("mc", "td", "expected")
+
+
+@dataclasses.dataclass(frozen=True)
+class TDPlannerConfig(AlgoConfig):
+    """TD-planner: value targets, exploration and the value's scale."""
+
+    name: str = "td-planner"
+    target: str = "mc"  # mc | td | expected (see the module docstring; mc learned fastest)
+    td_lambda: float = dynamic(0.5)  # lambda of "expected" and "td" (0: one step, 1: Monte Carlo)
+    epsilon: float = dynamic(0.0)  # share of decisions played uniformly at random
+    value_scale: float = 0.01  # the network predicts V x value_scale (hundreds of points)
+    gradient_steps: int = 1  # Adam steps per update on the update's B x 13 positions
+
+    def __post_init__(self) -> None:
+        check_choice("algo.target", self.target, TARGETS)
+        require(0.0 <= self.td_lambda <= 1.0, f"algo.td_lambda={self.td_lambda} not in [0, 1]")
+        require(0.0 <= self.epsilon <= 1.0, f"algo.epsilon={self.epsilon} not in [0, 1]")
+        require(self.value_scale > 0, f"algo.value_scale={self.value_scale} must be > 0")
+        require(self.gradient_steps >= 1, f"algo.gradient_steps={self.gradient_steps} must be >= 1")
+
+    def check(self, config: Config) -> None:
+        """Solitaire only (the planner's value is a score to come); no dropout, no upper head."""
+        require(
+            config.train.task == "game",
+            f"train.task={config.train.task!r}: td-planner plans solitaire games (train.task=game)",
+        )
+        require(config.network.dropout == 0, "network.dropout must be 0 for td-planner")
+        require(not config.network.upper_head, "network.upper_head has no meaning for td-planner")
+
+
+# --------------------------------------------------------------------------------------------
+# The value network over turn-start positions
+# --------------------------------------------------------------------------------------------
+
+
+def position_features(
+    mask: jax.Array, upper: jax.Array, flag: jax.Array, rules: Rules
+) -> jax.Array:
+    """float32[..., boxes + 7]: a turn-start position as the value network's input.
+
+    Open boxes; capped upper total / cap; bonus earned; points still needed / cap; whether
+    five of each open upper box's face could still reach the cap; upper total against "par"
+    (three of each filled upper box's face), / cap; Yahtzee box holds 50; boxes filled / boxes.
+    """
+    boxes = jnp.arange(rules.num_boxes)
+    filled = ((mask[..., None] >> boxes) & 1).astype(jnp.float32)
+    cap = max(upper_cap(rules), 1)
+    faces = jnp.arange(1, rules.num_upper + 1, dtype=jnp.float32)
+    upper_filled = filled[..., : rules.num_upper]
+    upper = upper.astype(jnp.float32)
+    reachable = upper + NUM_DICE * jnp.sum((1 - upper_filled) * faces, axis=-1) >= cap
+    par = 3 * jnp.sum(upper_filled * faces, axis=-1)
+    scalars = [
+        upper / cap,
+        (upper >= cap).astype(jnp.float32),
+        jnp.maximum(cap - upper, 0) / cap,
+        reachable.astype(jnp.float32),
+        (upper - par) / cap,
+        flag.astype(jnp.float32),
+        jnp.mean(filled, axis=-1),
+    ]
+    return jnp.concatenate([1 - filled, jnp.stack(scalars, axis=-1)], axis=-1)
+
+
+class ValueNet(nn.Module):
+    """Blocks (Dense -> activation -> LayerNorm) and a linear output: V x value_scale."""
+
+    config: NetworkConfig
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        """Map position features [..., F] to scaled values [...]."""
+        config = self.config
+        for layer in range(config.trunk_layers + 1):
+            x = Block(config.hidden_size, config.activation, config.layer_norm, 0.0, layer)(x, None)
+        return nn.Dense(1)(x)[..., 0]
+
+
+@dataclasses.dataclass(frozen=True)
+class ValueLeaf:
+    """The planner's leaf value: the network's V of turn-start positions, in points."""
+
+    network: NetworkConfig
+    rules: Rules
+    value_scale: float
+
+    def __call__(
+        self, params: Any, mask: jax.Array, upper: jax.Array, flag: jax.Array
+    ) -> jax.Array:
+        """V(mask, upper, flag) over broadcasting arrays, float32."""
+        mask, upper, flag = jnp.broadcast_arrays(mask, upper, flag)
+        x = position_features(mask.reshape(-1), upper.reshape(-1), flag.reshape(-1), self.rules)
+        value = ValueNet(self.network).apply({"params": params}, x) / self.value_scale
+        return value.reshape(mask.shape)
+
+
+def value_leaf(config: Config) -> ValueLeaf:
+    """The leaf value of a config's network."""
+    return ValueLeaf(config.network, get_rules(config.train.rules), config.algo.value_scale)
+
+
+def make_network(config: Config) -> ValueNet:
+    """The value network of a config."""
+    return ValueNet(config.network)
+
+
+def init_params(context: Context, key: jax.Array) -> Any:
+    """Fresh value-network parameters on one blank position."""
+    zero = jnp.zeros((1,), jnp.int32)
+    x = position_features(zero, zero, zero, context.rules)
+    return context.network.init(key, x)["params"]
+
+
+# --------------------------------------------------------------------------------------------
+# Self-play and the update
+# --------------------------------------------------------------------------------------------
+
+
+def exploring_planner(context: Context, params: Any, epsilon: jax.Array) -> Any:
+    """The by-turn batch policy: the planner's action, or with probability `epsilon` a uniformly
+    random legal one; extras: the planner's turn-start value (first keep) and the exploration."""
+    leaf, rules, env = value_leaf(context.config), context.rules, context.env
+
+    def policy(states: Any, keys: jax.Array, roll_index: int) -> tuple[jax.Array, dict]:
+        if roll_index < LAST_ROLL:
+            action, turn_value = plan_keeps(leaf, params, states, rules, roll_index == 0)
+        else:
+            action = plan_scores(leaf, params, states, rules)
+            turn_value = jnp.zeros(action.shape, jnp.float32)
+        key_pairs = jax.vmap(jax.random.split)(keys)
+        explore = jax.vmap(jax.random.uniform)(key_pairs[:, 0]) < epsilon
+        bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
+        random = jax.vmap(uniform_legal_action)(env.legal_action_mask(states), bits)
+        action = jnp.where(explore, random, action).astype(jnp.int32)
+        return action, {"turn_value": turn_value, "explore": explore}
+
+    return policy
+
+
+def _record(rules: Rules) -> Any:
+    def record(observation: Any, action: jax.Array, next_observation: Any, extras: dict) -> dict:
+        return {"position": card_positions(observation, rules), **extras}
+
+    return record
+
+
+def value_targets(
+    algo: TDPlannerConfig, turn_rewards: jax.Array, value: jax.Array, turn_value: jax.Array
+) -> jax.Array:
+    """Targets [turns, B] of the turn starts' values (rewards, V and the planner's turn
+    expectations [turns, B], in points)."""
+    if algo.target == "mc":
+        return jnp.flip(jnp.cumsum(jnp.flip(turn_rewards, 0), axis=0), 0)
+    if algo.target == "td":
+        return lambda_returns(turn_rewards, value, 1.0, algo.td_lambda)
+    return expected_lambda_returns(turn_rewards, turn_value, algo.td_lambda)
+
+
+def expected_lambda_returns(
+    turn_rewards: jax.Array, turn_value: jax.Array, td_lambda: float | jax.Array
+) -> jax.Array:
+    """G_t = (1 - lambda) E_t + lambda (r_t + G_{t+1}), G = 0 after the last turn ([turns, B]).
+
+    E_t is the planner's expectation of turn t (its points plus V of the position it leads to,
+    the dice averaged out): lambda = 0 is that expected one-step backup, 1 the Monte-Carlo return.
+    """
+
+    def backward(later: jax.Array, step: tuple[jax.Array, jax.Array]) -> tuple:
+        reward, expected = step
+        here = (1.0 - td_lambda) * expected + td_lambda * (reward + later)
+        return here, here
+
+    _, returns = jax.lax.scan(
+        backward, jnp.zeros_like(turn_rewards[0]), (turn_rewards, turn_value), reverse=True
+    )
+    return returns
+
+
+def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
+    """One update: the planner plays B games, then `gradient_steps` steps on the value loss."""
+    config, env, algo = context.config, context.env, context.config.algo
+    key, play_key = jax.random.split(state.key)
+    policy = exploring_planner(context, state.params, jnp.float32(algo.epsilon))
+    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    final, records, rewards = rollout(env, policy, keys, state.task, _record(context.rules), True)
+    turn_rewards = rewards.reshape(-1, DECISIONS_PER_TURN, rewards.shape[-1]).sum(axis=1)
+    starts = jax.tree.map(lambda leaf: leaf[::DECISIONS_PER_TURN], records)  # [turns, B]
+    features = position_features(*starts["position"], context.rules)
+    network = context.network
+
+    def values(params: Any) -> jax.Array:
+        return network.apply({"params": params}, features) / algo.value_scale
+
+    targets = jax.lax.stop_gradient(
+        value_targets(algo, turn_rewards, values(state.params), starts["turn_value"])
+    )
+
+    def loss_fn(params: Any) -> tuple[jax.Array, jax.Array]:
+        predicted = values(params)
+        return jnp.mean(jnp.square((predicted - targets) * algo.value_scale)), predicted
+
+    def step(carry: tuple, _: None) -> tuple[tuple, Metrics]:
+        params, opt_state = carry
+        (loss, predicted), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        params, opt_state, grad_metrics = optimizer_step(context, params, opt_state, grads)
+        metrics = {
+            "loss/value": loss,
+            "value/abs_error": jnp.mean(jnp.abs(predicted - targets)),
+            "value/explained_variance": explained_variance(predicted, targets),
+            **grad_metrics,
+        }
+        return (params, opt_state), metrics
+
+    (params, opt_state), per_step = jax.lax.scan(
+        step, (state.params, state.opt_state), None, length=algo.gradient_steps
+    )
+    metrics = {
+        **env.episode_metrics(final, rewards),
+        **jax.tree.map(lambda leaf: leaf[0], per_step),  # before this update's first step
+        "value/start": jnp.mean(starts["turn_value"][0]),
+        "policy/explore_rate": jnp.mean(records["explore"]),
+        "schedule/learning_rate": learning_rate_at(context, state.step),
+    }
+    new_state = state.replace(params=params, opt_state=opt_state, key=key, step=state.step + 1)
+    return new_state, metrics
+
+
+def greedy(
+    network: nn.Module, params: Any, x: jax.Array, legal: jax.Array, roll_index: jax.Array
+) -> jax.Array:
+    """Not available: the planner acts on the card itself (`make_agent`), not on features."""
+    raise ConfigError("td-planner acts by planning on the card; it has no feature policy")
+
+
+def make_agent(config: Config, params: Any, name: str) -> Agent:
+    """The planner with the trained value network at its leaves (no exploration)."""
+    return make_planner_agent(name, value_leaf(config), params, get_rules(config.train.rules))
+
+
+def optimizer_steps_per_update(config: Config) -> int:
+    """`gradient_steps`: the learning-rate schedule counts optimizer steps."""
+    return config.algo.gradient_steps
+
+
+ALGORITHM = Algorithm(
+    name="td-planner",
+    config_class=TDPlannerConfig,
+    update=update,
+    greedy=greedy,
+    make_agent=make_agent,
+    optimizer_steps_per_update=optimizer_steps_per_update,
+    make_network=make_network,
+    init_params=init_params,
+)
