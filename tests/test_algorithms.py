@@ -33,7 +33,7 @@ EXTRA = {
 # The td-planner's turn planner compiles for tens of seconds: its runs of the generic contract
 # (chunks, resume, whole games) are slow tests; its update and acting stay in make test here and
 # in test_td_planner.py.
-SLOW_LEARNERS = {"td-planner"}
+SLOW_LEARNERS = {"td-planner", "maxq-g1"}  # maxq-g1: maxq's update, another exploration
 REGISTRY_SLOW_MARKED = [
     pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LEARNERS else name
     for name in algorithm_names()

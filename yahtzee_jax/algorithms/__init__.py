@@ -22,6 +22,9 @@ _MODULES = {
     "reinforce": "yahtzee_jax.algorithms.reinforce",
     "ppo": "yahtzee_jax.algorithms.ppo",
     "dqn": "yahtzee_jax.algorithms.dqn",
+    "q-lambda": "yahtzee_jax.algorithms.q_lambda",
+    "maxq": "yahtzee_jax.algorithms.maxq",
+    "maxq-g1": "yahtzee_jax.algorithms.maxq_g1",
     "td-planner": "yahtzee_jax.algorithms.td_planner",
 }
 

@@ -98,6 +98,10 @@ class Algorithm:
     init_extra: Callable[[Context, Any], Any] = no_extra
     # init_params(context, key) -> the initial `TrainState.params` (a wider input, a warm start)
     init_params: Callable[[Context, jax.Array], Any] = fresh_params
+    # make_optimizer(config, schedule) -> the optimizer of `TrainState.opt_state`; None: Adam
+    # (`make_optimizer`). Learners that update their tables or weights by their own rule (the
+    # tabular MAXQ-Q, perceptron Q(lambda)) pass one that keeps no state
+    make_optimizer: Callable[[Config, optax.Schedule], optax.GradientTransformation] | None = None
 
 
 def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:
@@ -122,7 +126,7 @@ def make_context(config: Config) -> Context:
         config=config,
         rules=get_rules(config.train.rules),
         network=network,
-        optimizer=make_optimizer(config, learning_rate),
+        optimizer=(algorithm.make_optimizer or make_optimizer)(config, learning_rate),
         learning_rate=learning_rate,
         algorithm=algorithm,
         env=envs.make(config, match_seats(config)),
@@ -153,3 +157,8 @@ def train_step(context: Context, state: TrainState) -> tuple[TrainState, Metrics
     return state.replace(
         task=context.env.after_update(state.task, state.params, state.step)
     ), metrics
+
+
+def no_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:
+    """An optimizer with no state (`Algorithm.make_optimizer` of learners with their own rule)."""
+    return optax.set_to_zero()
