@@ -36,7 +36,7 @@ TINY = {
         "eval_games": 4,
         "final_eval_games": 0,
     },
-    "network": {"hidden_size": 16, "trunk_layers": 1},
+    "network": {"hidden_size": 16, "trunk_layers": 1, "dropout": 0.0},  # dqn needs no dropout
 }
 
 
@@ -45,6 +45,8 @@ def tiny_config(rules: str, algo: str = "a2c", seed: int = 0) -> object:
     data = {section: dict(values) for section, values in TINY.items()}
     data["train"] |= {"rules": rules, "seed": seed}
     data["algo"] = {"name": algo}
+    if algo == "dqn":  # a few small replayed batches, not 64 of 256
+        data["algo"] |= {"batch_size": 16, "gradient_steps": 2, "buffer_size": 1024}
     return from_dict(data)
 
 
@@ -107,6 +109,23 @@ def test_a_learners_network_and_shaping_follow_the_runs_rules() -> None:
     assert float(actor_critic.potential(jnp.float32(0.0))) == pytest.approx(35.0)
 
 
+def test_every_preset_takes_each_game_by_train_rules() -> None:
+    """`--set train.rules=R` on any preset builds its run (features and heads from R's card);
+    only Yuan's two-player reward, defined on Yahtzee's 13-box card, refuses in one line."""
+    from yahtzee_jax.errors import ConfigError
+    from yahtzee_jax.runner.configs import available_presets
+
+    for preset in available_presets():
+        for rules in GAMES:
+            overrides = [f"train.rules={rules}"]
+            if preset == "dqn-two-player":  # Yuan's reward reads Yahtzee's box means
+                with pytest.raises(ConfigError, match="13-box card"):
+                    resolve(preset, overrides=overrides)
+                continue
+            context = make_context(resolve(preset, overrides=overrides))
+            assert context.rules.name == rules, preset
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("rules", GAMES)
 def test_every_built_in_agent_is_evaluated_on_the_game(rules, tmp_path, monkeypatch) -> None:
@@ -119,7 +138,7 @@ def test_every_built_in_agent_is_evaluated_on_the_game(rules, tmp_path, monkeypa
         assert main([*argv, "--no-progress", "--no-optimal"]) == 0
         summary = json.loads((out / "summary.json").read_text())
         assert summary["rules"] == rules and summary["games"] == 32
-        assert set(summary["category_means"]) == set(get_rules(rules).box_names)
+        assert set(get_rules(rules).box_names) <= set(summary["category_means"])
         means[agent] = summary["score"]["mean"]
     assert means["optimal"] > means["greedy1"] > means["random"]
 
@@ -137,7 +156,7 @@ def test_a_tournament_and_a_watched_game(rules, tmp_path, monkeypatch, capsys) -
     assert main(["play", "--watch", "greedy2", "--rules", rules, "--seed", "1"]) == 0
     text = capsys.readouterr().out
     turns = get_rules(rules).num_turns
-    assert f"Turn {turns}/{turns}" in text and "Game over" in text
+    assert f"greedy2, turn {turns}, roll 1" in text and "Game over: greedy2" in text
 
 
 @pytest.mark.slow
