@@ -151,16 +151,21 @@ def test_one_action_round_and_the_games_end():
 def test_greedy_root_choice_and_category_before_the_last_roll():
     """Root: Q(Re-roll) = max V(reroll) + C(Re-roll) against Q(Category). With V(keep 7) = 3,
     C(Re-roll) = 1 and V(Chance) = 5, C(Category) = 0, Category wins (5 > 4): before the last
-    roll it is played as "keep all"; with C(Re-roll) = 3 the reroll wins (6 > 5)."""
+    roll it is played as "keep all"; with C(Re-roll) = 3 the reroll wins (6 > 5). The table is
+    a numpy array closed over by `jit`, as a loaded checkpoint's is in `match`."""
     tables = Tables(13, 4)
     state = card(dice=(1, 2, 3, 4, 6), rules=PLAIN)
     x = batch_features(stack([state]), KANG, PLAIN)
     row = int(tables.slot(~state.filled, state.dice, jnp.int32(2)))
     legal = jnp.zeros((1, 45), bool).at[0, :32].set(True)
-    params = {"table": table_with({(row, 7): 3.0, (row, 45): 1.0, (row, 32 + 12): 5.0}, 16)}
-    assert int(greedy(tables, params, x, legal, jnp.int32([0]))[0]) == KEEP_ALL
-    params = {"table": params["table"].at[row, 45].set(3.0)}
-    assert int(greedy(tables, params, x, legal, jnp.int32([0]))[0]) == 7
+    # numpy, as a checkpoint loads it (`match`, `tournament`)
+    table = np.asarray(table_with({(row, 7): 3.0, (row, 45): 1.0, (row, 32 + 12): 5.0}, 16))
+    act = jax.jit(lambda x: greedy(tables, {"table": table}, x, legal, jnp.int32([0])))
+    assert int(act(x)[0]) == KEEP_ALL
+    table = table.copy()
+    table[row, 45] = 3.0
+    act = jax.jit(lambda x: greedy(tables, {"table": table}, x, legal, jnp.int32([0])))
+    assert int(act(x)[0]) == 7
 
 
 def test_greedy_guide_scores_the_best_box_after_random_rerolls():

@@ -218,7 +218,7 @@ def greedy(
     rows = network.slot(free, dice, rerolls)
     last = rerolls == 0
     box_ok = jnp.where(last[:, None], legal[:, NUM_KEEP_ACTIONS:], free)
-    table = params["table"][rows]
+    table = jnp.asarray(params["table"])[rows]  # a loaded checkpoint holds numpy arrays
     width = table.shape[-1] - 2
     _, action, _ = root_choice(
         table[:, :width], table[:, width:], reroll_actions(dice, rerolls), box_ok
