@@ -157,6 +157,8 @@ def test_a_tournament_and_a_watched_game(rules, tmp_path, monkeypatch, capsys) -
     text = capsys.readouterr().out
     turns = get_rules(rules).num_turns
     assert f"greedy2, turn {turns}, roll 1" in text and "Game over: greedy2" in text
+    title = "Yatzy" if rules == "yatzy" else "Yacht"  # the game's name on its first line
+    assert text.startswith(f"{title}, {rules} rules, seed 1")
 
 
 @pytest.mark.slow

@@ -225,7 +225,8 @@ class TerminalGame:
         """Play the whole game (EOFError, LeaveGame and KeyboardInterrupt pass through)."""
         names = ", ".join(seat.name for seat in self.seats)
         self.console.say(
-            f"Yahtzee, {self.rules.name} rules, seed {self.seed} (replay with --seed "
+            f"{box_labels(self.rules)[self.rules.yahtzee_box]}, {self.rules.name} rules, seed "
+            f"{self.seed} (replay with --seed "
             f"{self.seed}); players: {names}. Type help for the commands."
         )
         for turn in range(self.rules.num_turns):
