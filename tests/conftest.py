@@ -3,7 +3,10 @@
 Many test files compile the same programs (a tiny preset's training chunk, an agent's batch
 of games); with the persistent cache in a directory the whole session shares, the second
 worker to need one loads it instead of compiling it. The directory is made fresh for each
-session (a run never reads a cache it did not write) and removed at its end.
+session (a run never reads a cache it did not write) and removed at its end. The settings also go
+into JAX's own environment variables, so the `yahtzee-jax` subprocesses that tests start (killed
+and resumed runs, several processes of one distributed run) share the cache too: the five runs of
+the kill test compile their programs once, not five times.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ import tempfile
 import jax
 
 CACHE_VARIABLE = "YAHTZEE_JAX_TEST_COMPILATION_CACHE"
+# JAX reads each of its options from the upper-cased name in the environment when it starts.
+CACHE_SETTINGS = {
+    "jax_persistent_cache_min_compile_time_secs": 0.5,
+    "jax_persistent_cache_min_entry_size_bytes": 0,
+}
 
 
 def pytest_configure(config) -> None:
@@ -22,9 +30,10 @@ def pytest_configure(config) -> None:
     if CACHE_VARIABLE not in os.environ:
         os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="yahtzee-jax-xla-")
         config._yahtzee_jax_cache_owner = True
-    jax.config.update("jax_compilation_cache_dir", os.environ[CACHE_VARIABLE])
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
-    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    settings = {"jax_compilation_cache_dir": os.environ[CACHE_VARIABLE], **CACHE_SETTINGS}
+    for name, value in settings.items():
+        os.environ[name.upper()] = str(value)  # for the subprocesses the tests start
+        jax.config.update(name, value)
 
 
 def pytest_unconfigure(config) -> None:
