@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from yahtzee_jax.commands.cli import main
 
 
@@ -17,23 +19,33 @@ def run_bench(argv: list[str], json_path) -> dict | list:
     return json.loads(json_path.read_text())
 
 
-def test_bench_train_compares_the_pipeline_with_bare_forward_backward(tmp_path, capsys) -> None:
-    """A 16-wide network, presets quick (A2C) at B = 4 and 8 and paper-ppo-50k (PPO) at B = 4:
-    one row per preset and batch size, with the algorithm and the fwd+bwd ratio."""
-    argv = ["bench", "train", "--set", "network.hidden_size=16", "--repeats", "1"]
-    rows = run_bench([*argv, "--preset", "quick", "--batches", "4,8"], tmp_path / "a2c.json")
-    rows += run_bench([*argv, "--preset", "paper-ppo-50k", "--batches", "4"], tmp_path / "ppo.json")
-    assert "ratio = full update time / bare forward+backward" in capsys.readouterr().out
-    assert [(row["preset"], row["games_per_update"]) for row in rows] == [
-        ("quick", 4),
-        ("quick", 8),
-        ("paper-ppo-50k", 4),
-    ]
-    assert [row["algorithm"] for row in rows] == ["a2c", "a2c", "ppo"]
+def _check_bench_rows(rows: list[dict], expected: list[tuple[str, int, str]]) -> None:
+    """Rows in order (preset, batch size, algorithm), each timed and with its fwd+bwd ratio."""
+    assert [(r["preset"], r["games_per_update"], r["algorithm"]) for r in rows] == expected
     for row in rows:
         assert row["games_per_second"] > 0 and row["fwd_bwd_ms"] > 0
         expected_ratio = row["ms_per_update"] / row["fwd_bwd_ms"]
         assert abs(row["pipeline_over_fwd_bwd"] - expected_ratio) < 1e-9
+
+
+BENCH_TRAIN = ["bench", "train", "--set", "network.hidden_size=16", "--repeats", "1"]
+
+
+def test_bench_train_compares_the_pipeline_with_bare_forward_backward(tmp_path, capsys) -> None:
+    """A 16-wide network, preset quick (A2C) at B = 4: one row with the fwd+bwd ratio."""
+    rows = run_bench([*BENCH_TRAIN, "--preset", "quick", "--batches", "4"], tmp_path / "a2c.json")
+    assert "ratio = full update time / bare forward+backward" in capsys.readouterr().out
+    _check_bench_rows(rows, [("quick", 4, "a2c")])
+
+
+@pytest.mark.slow
+def test_bench_train_rows_per_preset_and_batch(tmp_path) -> None:
+    """Presets quick (A2C) at B = 4 and 8 and paper-ppo-50k (PPO) at B = 4: one row each."""
+    rows = run_bench([*BENCH_TRAIN, "--preset", "quick", "--batches", "4,8"], tmp_path / "a.json")
+    rows += run_bench(
+        [*BENCH_TRAIN, "--preset", "paper-ppo-50k", "--batches", "4"], tmp_path / "p.json"
+    )
+    _check_bench_rows(rows, [("quick", 4, "a2c"), ("quick", 8, "a2c"), ("paper-ppo-50k", 4, "ppo")])
 
 
 def test_bench_train_rejects_bad_batches(capsys) -> None:
