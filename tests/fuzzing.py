@@ -3,7 +3,8 @@ work replaced by a stop, and a tiny finished run directory built without trainin
 
 `invoke(argv)` runs `yahtzee-jax ARGV` through `cli.main` with stdout and stderr encoded as a
 terminal's (UTF-8; stdout strict, stderr with backslashes for what it cannot encode, as
-Python's own streams) and returns (exit status, stderr text). An exception that escapes
+Python's own streams), the libraries' log records written to that stderr, and returns (exit
+status, stderr text). An exception that escapes
 `main` (a traceback) is not caught: the fuzz test fails on it.
 """
 
@@ -13,6 +14,7 @@ import atexit
 import contextlib
 import io
 import json
+import logging
 import shutil
 import tempfile
 from pathlib import Path
@@ -77,6 +79,10 @@ def invoke(argv: list[str]) -> tuple[int, str]:
     out, err = io.BytesIO(), io.BytesIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict")
     stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace")
+    # What the libraries log reaches a terminal's stderr too (pytest would capture it aside).
+    handler = logging.StreamHandler(stderr)
+    handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))
+    logging.getLogger().addHandler(handler)
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
         try:
             status = main(argv)
@@ -85,6 +91,7 @@ def invoke(argv: list[str]) -> tuple[int, str]:
         except WorkReached:
             status = 0
         finally:
+            logging.getLogger().removeHandler(handler)
             stdout.flush()
             stderr.flush()
     return status, err.getvalue().decode()

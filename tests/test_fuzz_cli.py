@@ -13,6 +13,7 @@ reaching it means every input was accepted. The fast version runs a few cases pe
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -254,11 +255,16 @@ def _fuzz(command: str, fuzz_dir: Path, monkeypatch: pytest.MonkeyPatch, example
     )
     @given(argv=argument_vectors(command))
     def case(argv: list[str]) -> None:
+        cases.append(argv)
         argv = [part.replace("{tmp}", str(fuzz_dir)) for part in argv]
         status, stderr = invoke(argv)
         check_one_line(status, stderr)
 
+    cases: list[list[str]] = []
+    started = time.perf_counter()
     case()
+    # shown by `pytest -s`: the figures of the closing note
+    print(f"\nfuzz {command}: {len(cases)} cases in {time.perf_counter() - started:.1f} s")
 
 
 FAST_EXAMPLES = 5

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,7 @@ def _fuzz(source: Path, tmp_path: Path, examples: int) -> None:
     @given(relative=st.sampled_from(files), mutation=st.sampled_from(MUTATIONS), data=st.data())
     def case(relative: Path, mutation: str, data: st.DataObject) -> None:
         run_dir = tmp_path / f"case{next(counter)}"
+        cases.append((relative, mutation))
         shutil.copytree(source, run_dir)
         before = _checkpoint_dirs(run_dir)
         _mutate(run_dir / relative, mutation, data)
@@ -117,7 +119,11 @@ def _fuzz(source: Path, tmp_path: Path, examples: int) -> None:
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 
+    cases: list[tuple[Path, str]] = []
+    started = time.perf_counter()
     case()
+    # shown by `pytest -s`: the figures of the closing note
+    print(f"\nfuzz run directory: {len(cases)} cases in {time.perf_counter() - started:.1f} s")
 
 
 FAST_EXAMPLES = 4

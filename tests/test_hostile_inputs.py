@@ -140,3 +140,28 @@ def test_resume_refuses_only_what_a_resumed_run_keeps_each_named_once(finished_r
     named = stderr.split("a different ")[1].split(":")[0].split(", ")
     assert sorted(named) == ["algo.name", "network.hidden_size", "train.seed"], stderr
     assert (finished_run / "config.yaml").read_text() == before
+
+
+def test_damaged_metric_of_the_best_checkpoint_is_moved_aside_in_one_line(finished_run):
+    """best/20's metric file cut to 13 bytes (found by the run-directory fuzzer: Orbax reads
+    every best checkpoint's metric when it opens the directory, and raised JSONDecodeError):
+    the resume moves best/20 into damaged/ with one line and finishes; checkpoints/ is
+    untouched."""
+    metric = finished_run / "best" / "20" / "metrics" / "metrics"
+    metric.write_bytes(metric.read_bytes()[:13])
+    latest = sorted(path.name for path in (finished_run / "checkpoints").iterdir())
+    status, stderr = _resume(finished_run)
+    check_one_line(status, stderr, allowed=(0,))
+    assert "skipped damaged checkpoint" in stderr and "best/20" in stderr, stderr
+    assert (finished_run / "damaged" / "best-20").is_dir()
+    assert sorted(path.name for path in (finished_run / "checkpoints").iterdir()) == latest
+
+
+def test_damaged_checkpoint_metadata_is_not_an_error(finished_run):
+    """checkpoints/20's _CHECKPOINT_METADATA cut short: a restore does without it, so the
+    resume finishes silently (Orbax logged two ERROR lines for it before)."""
+    metadata = finished_run / "checkpoints" / "20" / "_CHECKPOINT_METADATA"
+    metadata.write_bytes(metadata.read_bytes()[:13])
+    status, stderr = _resume(finished_run)
+    check_one_line(status, stderr, allowed=(0,))
+    assert stderr.strip() == "", stderr

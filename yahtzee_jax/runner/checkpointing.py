@@ -18,6 +18,7 @@ run will write those steps again).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -46,8 +47,9 @@ DAMAGED_DIR = "damaged"
 BEST_METRIC = "eval_score"
 _TENSORSTORE_NOISE = "See full TensorStore details"
 
-# Orbax logs every save at INFO and read-only loads at WARNING; our own errors say what matters.
-logging.getLogger("absl").setLevel(logging.ERROR)
+# Orbax logs every save at INFO, read-only loads at WARNING and a damaged `_CHECKPOINT_METADATA`
+# (which a restore does without) at ERROR, twice or more; our own errors say what matters.
+logging.getLogger("absl").setLevel(logging.CRITICAL)
 # After a failed restore Orbax's background threads log "Event loop is closed" tracebacks.
 logging.getLogger("asyncio").setLevel(logging.CRITICAL)
 
@@ -166,6 +168,13 @@ class RunCheckpoints:
 
     def _open(self) -> None:
         self.latest = _manager(self.run_dir / LATEST_DIR, self.keep)
+        if self.primary:  # Orbax reads every best checkpoint's metric here: a damaged one raises
+            for step_dir in _without_metric(self.run_dir / BEST_DIR):
+                self._move_aside(step_dir)
+                _to_stderr(
+                    f"skipped damaged checkpoint {step_dir}: its {BEST_METRIC} file is damaged; "
+                    f"moved it to {self.run_dir / DAMAGED_DIR}"
+                )
         self.best = _manager(self.run_dir / BEST_DIR, 1, best=True)
 
     def latest_step(self) -> int | None:
@@ -239,6 +248,22 @@ class RunCheckpoints:
         """Release the managers."""
         self.latest.close()
         self.best.close()
+
+
+def _without_metric(directory: Path) -> list[Path]:
+    """The step directories of a best-checkpoint manager whose metric cannot be read (Orbax
+    raises on opening the manager, or, for a missing one, drops the checkpoint at its next
+    save)."""
+    damaged = []
+    for step_dir in sorted(directory.glob("[0-9]*")):
+        if not step_dir.name.isdigit() or not step_dir.is_dir():
+            continue
+        try:
+            metrics = json.loads((step_dir / "metrics" / "metrics").read_text())
+            float(metrics[BEST_METRIC])
+        except (OSError, ValueError, TypeError, KeyError):
+            damaged.append(step_dir)
+    return damaged
 
 
 def _save_args(state: Any, config: Config) -> ocp.args.Composite:
