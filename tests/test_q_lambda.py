@@ -137,3 +137,28 @@ def test_one_lane_game_learns_on_the_atomic_features():
     assert bool(final.terminated[0])
     assert float(rewards.sum()) == float(final.scores.sum())
     assert np.any(theta[:, 32:] != 0) and np.isfinite(float(metrics["td/abs_delta"]))
+
+
+def test_normalized_step_moves_the_pairs_own_q_by_alpha_delta():
+    """With `normalize` the pair (x=(1,0,1), a0) enters as x / |x|^2 = (0.5, 0, 0.5): its own
+    Q moves by exactly alpha delta (0.5 x 0.4 = 0.2: from 0.2 to 0.4), as the seed writes
+    Q(s, a) <- Q(s, a) + alpha delta."""
+    theta, _, delta = decision_update(
+        THETA0,
+        EMPTY,
+        jnp.float32([[1, 0, 1]]),
+        jnp.int32([0]),
+        jnp.float32([0.0]),
+        jnp.float32([[0, 1, 1]]),
+        ALL_LEGAL,
+        jnp.bool_([False]),
+        jnp.int32([KEEP]),
+        jnp.bool_([True]),
+        jnp.float32(ALPHA),
+        1.0,
+        1.0,
+        True,
+    )
+    np.testing.assert_allclose(delta, [0.4], atol=1e-6)
+    np.testing.assert_allclose(theta[:, 0], [0.3, 0.0, 0.1], atol=1e-6)
+    assert float(jnp.float32([1, 0, 1]) @ theta[:, 0]) == pytest.approx(0.2 + 0.2)
