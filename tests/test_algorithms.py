@@ -12,6 +12,7 @@ from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.game import engine
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.runner.train import make_chunk
@@ -123,6 +124,32 @@ def test_agent_of_every_algorithm_plays_legal_games(name):
     agent = context.algorithm.make_agent(config, state.params, name)
     records = play_games(agent, 16, seed=0)
     assert records.num_games == 16 and records.total.min() >= 0
+
+
+def test_an_agent_is_a_pytree_of_its_params_and_jits_once_per_kind():
+    """An agent's leaves are its parameters' leaves, the rest is static: mapping over it keeps
+    its name and rules, and a jitted function taking the whole agent compiles once for two
+    agents of one kind with different weights (a second network's agent reuses the program)."""
+    config = tiny_config("a2c")
+    context = make_context(config)
+    first = init_train_state(context).params
+    second = jax.tree.map(lambda leaf: leaf + 1.0, first)
+    agents = [context.algorithm.make_agent(config, params, "a2c") for params in (first, second)]
+    assert len(jax.tree.leaves(agents[0])) == len(jax.tree.leaves(first))
+    doubled = jax.tree.map(lambda leaf: 2 * leaf, agents[0])
+    assert (doubled.name, doubled.rules, doubled.act) == ("a2c", agents[0].rules, agents[0].act)
+
+    @jax.jit
+    def first_actions(agent, states, keys):
+        return agent.batch_act(agent.params, states, keys)
+
+    states = jax.vmap(lambda key: engine.init(key, agents[0].rules))(
+        jax.random.split(jax.random.key(0), 4)
+    )
+    keys = jax.random.split(jax.random.key(1), 4)
+    actions = [first_actions(agent, states, keys) for agent in agents]
+    assert first_actions._cache_size() == 1
+    assert all(action.shape == (4,) for action in actions)
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,10 @@ class Agent:
     `match_act(params, own, other, keys)`, given by agents that read the opponent's card
     (two-player learners with opponent features, the win-seeker), is what a match asks them,
     batched over pairs of cards; `act` is then their play against an empty opponent card.
+
+    An agent is a pytree whose only leaves are its `params`; everything else is static, so a
+    whole agent can be an argument of a jitted function (one compile per kind of agent, new
+    weights reuse it) and agents and opponents travel as one kind of object.
     """
 
     name: str
@@ -41,6 +45,13 @@ class Agent:
     rules: Rules = OFFICIAL
     batch_act: BatchAct | None = None
     match_act: MatchAct | None = None
+
+
+jax.tree_util.register_dataclass(
+    Agent,
+    data_fields=["params"],
+    meta_fields=["name", "act", "rules", "batch_act", "match_act"],
+)
 
 
 def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.Array:
