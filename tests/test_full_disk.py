@@ -202,6 +202,8 @@ def test_full_disk_stops_in_one_line_and_resume_finishes_exactly(
         status, stderr = invoke(_tiny_argv(run_dir))
     check_one_line(status, stderr, allowed=(2,))
     assert "no space left on the device" in stderr and "--resume" in stderr, stderr
+    what = "writing a checkpoint" if writer == "checkpoint" else "writing the logs"
+    assert what in stderr, stderr
     assert not list(run_dir.rglob(TEMPORARY))
     status, stderr = invoke(["train", "--resume", "--out", str(run_dir), "--no-progress"])
     assert status == 0, stderr

@@ -165,3 +165,20 @@ def test_damaged_checkpoint_metadata_is_not_an_error(finished_run):
     status, stderr = _resume(finished_run)
     check_one_line(status, stderr, allowed=(0,))
     assert stderr.strip() == "", stderr
+
+
+def test_damaged_config_yaml_gives_way_to_the_checkpoints_config(finished_run):
+    """config.yaml cut after the lines of its first 300 bytes (found by the run-directory
+    fuzzer: the cut file still parsed, and the resume trained the default 1,000,000 games,
+    taking its missing train section's defaults): the resume says
+    in one line that it uses the config stored in the newest checkpoint, finishes at once (the
+    run is at its end), and config.yaml reads as that config again."""
+    path = finished_run / "config.yaml"
+    original = read_yaml(path)
+    text = path.read_text()
+    path.write_text(text[: text.rindex("\n", 0, 300) + 1])  # whole lines: it still parses
+    assert read_yaml(path) != original  # damaged, yet YAML
+    status, stderr = _resume(finished_run)
+    check_one_line(status, stderr, allowed=(0,))
+    assert "missing, damaged or edited" in stderr, stderr
+    assert read_yaml(path) == original

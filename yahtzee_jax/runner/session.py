@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,14 +86,53 @@ def _refuse_fixed(saved: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changed
 
 
-def saved_config_data(run_dir: Path) -> dict[str, Any]:
-    """The saved config of the run in `run_dir`, as the dict in its `config.yaml`."""
+def _checkpoint_config(run_dir: Path) -> dict[str, Any] | None:
+    """The config stored in the run's newest checkpoint whose config reads (`checkpoints/`
+    before `best/` at equal steps), None when it has no checkpoint."""
+    from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
+
+    found = [
+        (-int(step_dir.name), order, step_dir)
+        for order, manager in enumerate((LATEST_DIR, BEST_DIR))
+        for step_dir in (run_dir / manager).glob("[0-9]*")
+        if step_dir.name.isdigit()
+    ]
+    for _, _, step_dir in sorted(found):
+        try:  # the JSON item Orbax wrote (`checkpointing._save_args`)
+            data = json.loads((step_dir / "config" / "metadata").read_text())
+            from_dict(data)
+        except (OSError, ValueError):  # damaged (a ConfigError is a ValueError)
+            continue
+        return data
+    return None
+
+
+def _yaml_config(path: Path) -> Config | None:
+    """The config in a `config.yaml`, None when it is missing or does not read."""
+    try:
+        return from_dict(read_yaml(path))
+    except (OSError, ValueError):
+        return None
+
+
+def saved_config_data(run_dir: Path, report: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The config the run in `run_dir` was trained with: the one stored in its newest
+    checkpoint (`config.yaml` is its readable copy; one that is missing, damaged or edited is
+    reported through `report`), or `config.yaml` before the first checkpoint."""
     if not run_dir.is_dir():
         raise ConfigError(f"cannot resume: {run_dir} does not exist")
     saved_path = run_dir / CONFIG_FILE
-    if not saved_path.is_file():
-        raise ConfigError(f"cannot resume: {saved_path} not found")
-    return read_yaml(saved_path)
+    stored = _checkpoint_config(run_dir)
+    if stored is None:
+        if not saved_path.is_file():
+            raise ConfigError(f"cannot resume: {saved_path} not found")
+        return read_yaml(saved_path)
+    if report is not None and _yaml_config(saved_path) != from_dict(stored):
+        report(
+            f"{saved_path} is missing, damaged or edited: resuming with the config of the "
+            "run's newest checkpoint and writing it there again (change values with --set)"
+        )
+    return stored
 
 
 def resume_config(
@@ -123,16 +163,21 @@ def check_resume_config(run_dir: Path, config: Config | None) -> Config:
     return saved
 
 
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
     """Check the run directory (the lock is held) and write the config of a fresh run."""
     from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
 
     if resume:
-        saved = from_dict(saved_config_data(run_dir))
+        saved = from_dict(saved_config_data(run_dir, report=_to_stderr))
         config = check_resume_config(run_dir, config)
         if config != saved:  # the changed values hold from now on, for later resumes too
             changed = changed_fields(saved.to_dict(), config.to_dict())
             print(f"resuming {run_dir} with a changed {', '.join(changed)}")
+        if _yaml_config(run_dir / CONFIG_FILE) != config:
             save_yaml(config, run_dir / CONFIG_FILE)
         return config
     if config is None:
