@@ -175,11 +175,12 @@ def test_greedy_guide_scores_the_best_box_after_random_rerolls():
     used = {c: 0 for c in Category if c not in (2, 8, 12)}
     last = card(dice=(2, 2, 3, 3, 3), scores=used, roll_index=2, rules=PLAIN)
     context = type("C", (), {"rules": PLAIN})
-    action = explore_greedy_guide(stack([last]), context, jnp.uint32([0]))
+    guide = jax.jit(lambda cards, bits: explore_greedy_guide(cards, context, bits))
+    action = guide(stack([last]), jnp.uint32([0]))
     assert int(action[0]) == 32 + Category.FULL_HOUSE
     first = card(dice=(3, 3, 3, 5, 6), rules=PLAIN)
     lanes = stack([first] * 15)
-    actions = np.asarray(explore_greedy_guide(lanes, context, jnp.arange(15, dtype=jnp.uint32)))
+    actions = np.asarray(guide(lanes, jnp.arange(15, dtype=jnp.uint32)))
     assert sorted(actions) == sorted(
         np.flatnonzero(CANONICAL[DICE_INDEX[_dice_code(np.array((3, 3, 3, 5, 6)))]])
     )
@@ -190,9 +191,8 @@ def test_uniform_exploration_covers_rerolls_and_boxes():
     boxes, bits 0..27 give the 15 reroll actions and the 13 boxes once each."""
     first = card(dice=(3, 3, 3, 5, 6), rules=PLAIN)
     context = type("C", (), {"rules": PLAIN})
-    actions = np.asarray(
-        explore_uniform(stack([first] * 28), context, jnp.arange(28, dtype=jnp.uint32))
-    )
+    explore = jax.jit(lambda cards, bits: explore_uniform(cards, context, bits))
+    actions = np.asarray(explore(stack([first] * 28), jnp.arange(28, dtype=jnp.uint32)))
     assert len(set(actions.tolist())) == 28
     assert (actions >= 32).sum() == 13
 
