@@ -55,6 +55,10 @@ FOUND = {
     ),
     "resume with a preset": (["train", "--resume", "--preset", "quick"], "drop --preset"),
     "bench env for ever": (["bench", "env", "--seconds", "inf"], "--seconds must be a positive"),
+    "experiment with 2^31 seeds": (
+        ["experiment", "entropy", "--seeds", str(2**31), "--no-progress", "--out", "study"],
+        "at most 1024",
+    ),
     "match games beyond int32": (["match", "win-seeker", "--games", str(2**40)], "at most"),
 }
 

@@ -45,6 +45,7 @@ STUDY_SUFFIX = ".yaml"
 SCALES = ("paper", "cpu")
 PLOT_KINDS = ("curves", "bars", "pareto")
 DEFAULT_OUT = Path("runs") / "experiments"
+MAX_SEEDS = 1024  # seeds per run of a study
 TIMINGS_FILE = "timings.json"
 RESULTS_FILE = "results.json"
 
@@ -180,6 +181,10 @@ def check_study(study: Study, scale: str, seeds: int, overrides: tuple[str, ...]
     """Every (run, seed, config) of the study at `scale`, all configs checked before training."""
     require_spec(scale in SCALES, f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
     require_spec(seeds >= 1, f"the number of seeds must be at least 1 (got {seeds})")
+    # every seed is a run directory planned up front: 2^31 of them would never finish planning
+    require_spec(
+        seeds <= MAX_SEEDS, f"the number of seeds must be at most {MAX_SEEDS} (got {seeds})"
+    )
     planned = []
     for run in study.runs:
         for seed in range(seeds):
