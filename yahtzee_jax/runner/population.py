@@ -2,7 +2,7 @@
 
 Members may differ only in `train.seed` and in the config fields declared `dynamic` (see
 `config.dynamic`: the learning-rate schedule, and the actor-critic learners' discount, GAE
-lambda, loss weights, entropy schedule and PPO's clip epsilon). Everything else (network,
+lambda, loss weights, entropy schedule and PPO's clip range). Everything else (network,
 algorithm, batch, budget) is one template config, so the population has a single static
 structure and is compiled once: `jax.vmap` over the members' stacked `TrainState`s of the same
 guarded chunk a single run compiles (`chunk.chunk_function`), the purejaxrl pattern. The host
