@@ -78,7 +78,7 @@ def _fake_run(out_dir: Path, run: StudyRun, seed: int, mean: float, bonus: float
     report = {"upper_bonus_rate": bonus, "yahtzee_rate": 0.25}
     (directory / "final_eval" / "summary.json").write_text(json.dumps(report))
     (directory / "evals.jsonl").write_text(
-        json.dumps({"games": 1000, "mean": mean, "std": 30.0, "num_games": 20}) + "\n"
+        json.dumps({"update": 10, "games": 1000, "mean": mean, "std": 30.0, "num_games": 20}) + "\n"
     )
 
 

@@ -123,8 +123,9 @@ def test_report_draws_the_score_against_wall_time(tmp_path) -> None:
     for run, walls in ((first, [60.0, 120.0, 30.0]), (second, [50.0, 100.0, 150.0])):
         _fake_run(tmp_path / "new", run, 0, 200.0, 0.1)
         rows = [
-            {"games": 1000 * (k + 1), "mean": 100.0 + k, "std": 30.0, "num_games": 20, "wall_s": w}
-            for k, w in enumerate(walls)
+            {"update": 10 * (k + 1), "games": 1000 * (k + 1), "mean": 100.0 + k, "std": 30.0}
+            | {"num_games": 20, "wall_s": wall}
+            for k, wall in enumerate(walls)
         ]
         evals = tmp_path / "new" / run.label / "seed0" / "evals.jsonl"
         evals.write_text("".join(json.dumps(row) + "\n" for row in rows))
