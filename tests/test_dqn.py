@@ -188,6 +188,7 @@ def test_bad_dqn_values_are_rejected_in_one_line(overrides, message):
     assert message in text and "\n" not in text
 
 
+@pytest.mark.slow  # DQN's update is checked fast by the golden dqn case and the registry contract
 def test_short_dqn_run_beats_random(tmp_path):
     """6,400 games (100 updates of 64, 16 optimizer steps each) on the quick preset's 128-wide
     network: the greedy policy's mean over 500 games is well above the random agent's (about

@@ -122,7 +122,8 @@ def assert_trees_close(actual, expected) -> None:
     ("task", "network"),
     cases(
         ["task", "network"],
-        {("game", "categorical-layernorm"), ("single-turn", "bernoulli-no-layernorm")},
+        # single-turn's rollout is checked fast by the golden ppo/single-turn case
+        {("game", "categorical-layernorm")},
     ),
 )
 def test_rollout_matches_every_head_at_every_decision(task: str, network: str):
@@ -226,7 +227,9 @@ def reference_ppo_loss(params, context, batch, target, advantage, step):
     return policy_loss + value_loss + auxiliary
 
 
-@pytest.mark.parametrize("network", cases(["network"], {("categorical-layernorm",)}))
+# slow only: PPO's update is checked fast bit for bit by the golden ppo/single-turn case and the
+# registry contract; this compares it with the every-head reference on each network variant
+@pytest.mark.parametrize("network", cases(["network"], set()))
 def test_ppo_loss_and_gradients_match_the_reference(network: str):
     """PPO's minibatch loss (rollout values kept for its advantages) with moved parameters."""
     context = make_context(small_config("ppo", network))

@@ -42,12 +42,12 @@ def test_short_run_beats_random_by_a_wide_margin(tmp_path):
     ("name", "games"),
     [
         pytest.param("reinforce", 25600, id="reinforce", marks=pytest.mark.slow),
-        pytest.param("ppo", 9600, id="ppo"),
+        pytest.param("ppo", 9600, id="ppo", marks=pytest.mark.slow),
     ],
 )
 def test_short_run_of_each_learner_beats_random(name, games, tmp_path):
-    """REINFORCE (25,600 games: Monte-Carlo returns learn slower; slow, its update is checked
-    fast by the golden and chunk tests) and PPO (9,600 games) with the quick preset's network:
+    """REINFORCE (25,600 games: Monte-Carlo returns learn slower) and PPO (9,600 games) with the
+    quick preset's network (slow: their updates are checked fast by the golden and chunk tests):
     the argmax policy's mean over 500 games is more than twice the random agent's (about 46)."""
     overrides = [f"algo.name={name}", f"train.total_games={games}", "train.eval_fraction=1.0"]
     config = resolve("quick", overrides=[*overrides, "train.final_eval_games=0"])
