@@ -100,6 +100,12 @@ def optimizer_step(
     return optax.apply_updates(params, updates), opt_state, metrics
 
 
+def gradient_steps_per_update(config: Any) -> int:
+    """`algo.gradient_steps`: the learners that take several optimizer steps per update (DQN,
+    td-planner) count them so for the learning-rate schedule."""
+    return config.algo.gradient_steps
+
+
 def learning_rate_at(context: Context, update: jax.Array) -> jax.Array:
     """The learning rate at the first optimizer step of update `update` (schedules count steps)."""
     steps_per_update = context.algorithm.optimizer_steps_per_update(context.config)

@@ -43,7 +43,12 @@ from yahtzee_jax import envs
 from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms import acting
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
-from yahtzee_jax.algorithms.common import keep_action_stats, learning_rate_at, optimizer_step
+from yahtzee_jax.algorithms.common import (
+    gradient_steps_per_update,
+    keep_action_stats,
+    learning_rate_at,
+    optimizer_step,
+)
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, require
 from yahtzee_jax.envs.base import Environment
@@ -418,18 +423,13 @@ def greedy(
     return masked_argmax(network.apply({"params": params}, x), legal)
 
 
-def optimizer_steps_per_update(config: Config) -> int:
-    """`gradient_steps`: the learning-rate schedule counts optimizer steps."""
-    return config.algo.gradient_steps
-
-
 ALGORITHM = Algorithm(
     name="dqn",
     config_class=DQNConfig,
     update=update,
     greedy=greedy,
     make_agent=acting.make_agent,
-    optimizer_steps_per_update=optimizer_steps_per_update,
+    optimizer_steps_per_update=gradient_steps_per_update,
     make_network=make_network,
     init_extra=init_extra,
 )

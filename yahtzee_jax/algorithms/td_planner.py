@@ -35,6 +35,7 @@ from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
+    gradient_steps_per_update,
     lambda_returns,
     learning_rate_at,
     optimizer_step,
@@ -287,18 +288,13 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
     return make_planner_agent(name, value_leaf(config), params, get_rules(config.train.rules))
 
 
-def optimizer_steps_per_update(config: Config) -> int:
-    """`gradient_steps`: the learning-rate schedule counts optimizer steps."""
-    return config.algo.gradient_steps
-
-
 ALGORITHM = Algorithm(
     name="td-planner",
     config_class=TDPlannerConfig,
     update=update,
     greedy=greedy,
     make_agent=make_agent,
-    optimizer_steps_per_update=optimizer_steps_per_update,
+    optimizer_steps_per_update=gradient_steps_per_update,
     make_network=make_network,
     init_params=init_params,
 )
