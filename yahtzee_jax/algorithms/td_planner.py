@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent, uniform_legal_action
+from yahtzee_jax.agents.match_planner import MatchPlannerAct
 from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_keeps, plan_scores
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
@@ -61,6 +62,11 @@ class TDPlannerConfig(AlgoConfig):
     epsilon: float = dynamic(0.0)  # share of decisions played uniformly at random
     value_scale: float = 0.01  # the network predicts V x value_scale (hundreds of points)
     gradient_steps: int = 1  # Adam steps per update on the update's B x 13 positions
+    # > 0: a second head, the distribution of the score to come over 0..score_bins - 1 (the
+    # last bin holds the mass above), fit by cross-entropy to the Monte-Carlo return; the
+    # agent then plays matches for the win with it (`agents.match_planner`).
+    score_bins: int = 0
+    distribution_coef: float = 0.02  # weight of the distribution's cross-entropy in the loss
 
     def __post_init__(self) -> None:
         check_choice("algo.target", self.target, TARGETS)
@@ -68,6 +74,12 @@ class TDPlannerConfig(AlgoConfig):
         require(0.0 <= self.epsilon <= 1.0, f"algo.epsilon={self.epsilon} not in [0, 1]")
         require(self.value_scale > 0, f"algo.value_scale={self.value_scale} must be > 0")
         require(self.gradient_steps >= 1, f"algo.gradient_steps={self.gradient_steps} must be >= 1")
+        require(self.score_bins >= 0, f"algo.score_bins={self.score_bins} must be >= 0")
+        require(
+            self.score_bins == 0 or self.target == "mc",
+            f"algo.score_bins={self.score_bins} needs algo.target=mc (the distribution is fit to "
+            "the Monte-Carlo return)",
+        )
 
     def check(self, config: Config) -> None:
         """Solitaire only (the planner's value is a score to come); no dropout, no upper head."""
@@ -114,45 +126,54 @@ def position_features(
 
 
 class ValueNet(nn.Module):
-    """Blocks (Dense -> activation -> LayerNorm) and a linear output: V x value_scale."""
+    """Blocks (Dense -> activation -> LayerNorm) and one linear output layer: V x value_scale,
+    then (with `score_bins`) the logits of the score to come."""
 
     config: NetworkConfig
+    score_bins: int = 0
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
-        """Map position features [..., F] to scaled values [...]."""
+        """Map position features [..., F] to [..., 1 + score_bins]: scaled value, logits."""
         config = self.config
         for layer in range(config.trunk_layers + 1):
             x = Block(config.hidden_size, config.activation, config.layer_norm, 0.0, layer)(x, None)
-        return nn.Dense(1)(x)[..., 0]
+        return nn.Dense(1 + self.score_bins)(x)
 
 
 @dataclasses.dataclass(frozen=True)
 class ValueLeaf:
-    """The planner's leaf value: the network's V of turn-start positions, in points."""
+    """The planner's leaf value: the network's V of turn-start positions, in points; with
+    `distribution`, the probabilities of the score to come instead (float32[..., bins])."""
 
     network: NetworkConfig
     rules: Rules
     value_scale: float
+    score_bins: int = 0
+    distribution: bool = False
 
     def __call__(
         self, params: Any, mask: jax.Array, upper: jax.Array, flag: jax.Array
     ) -> jax.Array:
-        """V(mask, upper, flag) over broadcasting arrays, float32."""
+        """V(mask, upper, flag) (or its distribution) over broadcasting arrays, float32."""
         mask, upper, flag = jnp.broadcast_arrays(mask, upper, flag)
         x = position_features(mask.reshape(-1), upper.reshape(-1), flag.reshape(-1), self.rules)
-        value = ValueNet(self.network).apply({"params": params}, x) / self.value_scale
-        return value.reshape(mask.shape)
+        out = ValueNet(self.network, self.score_bins).apply({"params": params}, x)
+        if self.distribution:
+            return jax.nn.softmax(out[:, 1:], axis=-1).reshape(*mask.shape, self.score_bins)
+        return (out[:, 0] / self.value_scale).reshape(mask.shape)
 
 
-def value_leaf(config: Config) -> ValueLeaf:
-    """The leaf value of a config's network."""
-    return ValueLeaf(config.network, get_rules(config.train.rules), config.algo.value_scale)
+def value_leaf(config: Config, distribution: bool = False) -> ValueLeaf:
+    """The leaf value of a config's network (or, `distribution`, its score-to-come head)."""
+    algo = config.algo
+    rules = get_rules(config.train.rules)
+    return ValueLeaf(config.network, rules, algo.value_scale, algo.score_bins, distribution)
 
 
 def make_network(config: Config) -> ValueNet:
     """The value network of a config."""
-    return ValueNet(config.network)
+    return ValueNet(config.network, config.algo.score_bins)
 
 
 def init_params(context: Context, key: jax.Array) -> Any:
@@ -239,23 +260,34 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     features = position_features(*starts["position"], context.rules)
     network = context.network
 
-    def values(params: Any) -> jax.Array:
-        return network.apply({"params": params}, features) / algo.value_scale
+    def outputs(params: Any) -> tuple[jax.Array, jax.Array]:
+        out = network.apply({"params": params}, features)
+        return out[..., 0] / algo.value_scale, out[..., 1:]
 
     targets = jax.lax.stop_gradient(
-        value_targets(algo, turn_rewards, values(state.params), starts["turn_value"])
+        value_targets(algo, turn_rewards, outputs(state.params)[0], starts["turn_value"])
     )
+    target_bins = jnp.clip(jnp.round(targets), 0, algo.score_bins - 1).astype(jnp.int32)
 
-    def loss_fn(params: Any) -> tuple[jax.Array, jax.Array]:
-        predicted = values(params)
-        return jnp.mean(jnp.square((predicted - targets) * algo.value_scale)), predicted
+    def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
+        predicted, logits = outputs(params)
+        value_loss = jnp.mean(jnp.square((predicted - targets) * algo.value_scale))
+        if algo.score_bins == 0:
+            return value_loss, (value_loss, jnp.float32(0.0), predicted)
+        log_p = jax.nn.log_softmax(logits, axis=-1)
+        cross_entropy = -jnp.mean(jnp.take_along_axis(log_p, target_bins[..., None], -1))
+        total = value_loss + algo.distribution_coef * cross_entropy
+        return total, (value_loss, cross_entropy, predicted)
 
     def step(carry: tuple, _: None) -> tuple[tuple, Metrics]:
         params, opt_state = carry
-        (loss, predicted), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
+        (_, (loss, cross_entropy, predicted)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            params
+        )
         params, opt_state, grad_metrics = optimizer_step(context, params, opt_state, grads)
         metrics = {
             "loss/value": loss,
+            "loss/distribution": cross_entropy,
             "value/abs_error": jnp.mean(jnp.abs(predicted - targets)),
             "value/explained_variance": explained_variance(predicted, targets),
             **grad_metrics,
@@ -284,8 +316,14 @@ def greedy(
 
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The planner with the trained value network at its leaves (no exploration)."""
-    return make_planner_agent(name, value_leaf(config), params, get_rules(config.train.rules))
+    """The planner with the trained value network at its leaves (no exploration); with a
+    distribution head it plays matches for the win (`agents.match_planner`)."""
+    rules = get_rules(config.train.rules)
+    agent = make_planner_agent(name, value_leaf(config), params, rules)
+    if config.algo.score_bins == 0:
+        return agent
+    match_act = MatchPlannerAct(value_leaf(config, distribution=True), rules)
+    return dataclasses.replace(agent, match_act=match_act)
 
 
 ALGORITHM = Algorithm(

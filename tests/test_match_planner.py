@@ -1,0 +1,156 @@
+"""The match planner (`agents.match_planner`): the win chance it gives each roll and box, its
+choices in hand-made positions, and the td-planner's distribution head that feeds it."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from positions import card
+from test_td_planner import forbid_solver_tables
+
+from yahtzee_jax.agents.match_planner import (
+    MatchPlannerAct,
+    below_or_half,
+    match_action,
+    turn_end_chances,
+)
+from yahtzee_jax.agents.planner import plan_scores
+from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.game.engine import legal_action_mask, step, total_score
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
+from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.tables import ROLLS
+
+BINS = 64
+
+
+def spread_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
+    """A hand-made distribution of the score to come, different for every position: a third of
+    the mass at each of a, a + 5 and a + 17, a = (open boxes x 3 + upper + 7 flag) mod 40."""
+    open_boxes = OFFICIAL.num_boxes - jax.lax.population_count(mask)
+    base = (3 * open_boxes + upper + 7 * flag) % 40
+    bins = jnp.arange(BINS)
+    hits = [(bins == (base + shift)[..., None]) for shift in (0, 5, 17)]
+    return sum(hit.astype(jnp.float32) for hit in hits) / 3.0
+
+
+def test_below_or_half_counts_half_of_a_tie():
+    """Mass 0.2, 0.3, 0.5 on futures 0, 1, 2: P(< lead) + P(= lead) / 2 at leads -1..3."""
+    mass = jnp.array([0.2, 0.3, 0.5])
+    got = below_or_half(mass, jnp.array([-1, 0, 1, 2, 3]))
+    np.testing.assert_allclose(got, [0.0, 0.1, 0.35, 0.75, 1.0], atol=1e-7)
+
+
+def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
+    """Against two opponents, every roll and legal box of a mid-game card: the chance equals a
+    direct sum over the engine's own step (points, bonuses, next card) and the leaf's
+    distributions, P(win) = sum_t p(t) prod_i P(Y_i < mine + t) (+ half a tie each)."""
+    own = card((1, 1, 1, 1, 1), {Category.ONES: 3, Category.SIXES: 24, Category.FULL_HOUSE: 25})
+    others = jax.tree.map(
+        lambda *leaves: jnp.stack(leaves),
+        card((1, 1, 1, 1, 1), {Category.TWOS: 8, Category.CHANCE: 22}),
+        card((1, 1, 1, 1, 1), {Category.FIVES: 20, Category.LARGE_STRAIGHT: 40}),
+    )
+    chances = np.asarray(turn_end_chances(spread_leaf, None, own, others, OFFICIAL))
+
+    def outcome(dice: jax.Array, box: jax.Array) -> tuple:
+        before = own.replace(dice=dice, roll_index=jnp.int32(2))
+        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0), OFFICIAL)
+        context = card_context(after.filled, after.scores, jnp, OFFICIAL)
+        return total_score(after, OFFICIAL), spread_leaf(None, *context)
+
+    rolls, boxes = jnp.meshgrid(jnp.arange(len(ROLLS)), jnp.arange(OFFICIAL.num_boxes))
+    totals, mine = jax.device_get(
+        jax.vmap(outcome)(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
+    )
+    theirs = [
+        np.asarray(spread_leaf(None, *card_context(o.filled, o.scores, jnp, OFFICIAL)))
+        for o in (jax.tree.map(lambda leaf, i=i: leaf[i], others) for i in range(2))
+    ]
+    their_totals = np.asarray(jax.vmap(total_score, in_axes=(0, None))(others, OFFICIAL))
+    for index, (roll, box) in enumerate(zip(rolls.ravel(), boxes.ravel(), strict=True)):
+        if bool(own.filled[box]):
+            assert chances[roll, box] == -np.inf
+            continue
+        expected = 0.0
+        for future in np.flatnonzero(mine[index]):
+            chance = float(mine[index][future])
+            for mass, their_total in zip(theirs, their_totals, strict=True):
+                lead = int(totals[index]) + future - their_total
+                below = mass[: max(lead, 0)].sum() if lead > 0 else 0.0
+                chance *= below + (0.5 * mass[lead] if 0 <= lead < BINS else 0.0)
+            expected += chance
+        assert chances[roll, box] == pytest.approx(expected, abs=1e-5), (roll, box)
+
+
+def two_box_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
+    """The last open box's future: the Yahtzee box 50 with 5 %, else 0; Fours 16 / 12 / 8 with
+    30 / 40 / 30 %."""
+    yahtzee_open = (mask >> Category.YAHTZEE) & 1 == 0
+    yahtzee = jnp.zeros(BINS).at[0].set(0.95).at[50].set(0.05)
+    fours = jnp.zeros(BINS).at[16].set(0.3).at[12].set(0.4).at[8].set(0.3)
+    return jnp.where(yahtzee_open[..., None], yahtzee, fours)
+
+
+def mean_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
+    """The expectation of `two_box_leaf`: what a solitaire planner plays by."""
+    return jnp.sum(two_box_leaf(params, mask, upper, flag) * jnp.arange(BINS), axis=-1)
+
+
+def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
+    """Fours and Yahtzee open, 4-4-4-1-2 to score, the opponent done 13 points ahead: Fours now
+    (12) then the Yahtzee box wins only with a Yahtzee (5 %); 0 in the Yahtzee box now then
+    Fours wins with 16 (30 %). The match planner scratches; the solitaire planner on the same
+    distributions' means (12 + 2.5 against 0 + 12) writes Fours."""
+    written = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
+    own = card((4, 4, 4, 1, 2), {**written, Category.CHANCE: 20}, roll_index=2)
+    opponent = card(scores={box: 0 for box in Category} | {Category.CHANCE: 33})
+    assert int(total_score(opponent)) - int(total_score(own)) == 13
+    action = match_action(
+        two_box_leaf, None, own, jax.tree.map(lambda x: x[None], opponent), OFFICIAL
+    )
+    assert int(action) == NUM_KEEP_ACTIONS + Category.YAHTZEE
+    solitaire = plan_scores(mean_leaf, None, jax.tree.map(lambda x: x[None], own), OFFICIAL)
+    assert int(solitaire[0]) == NUM_KEEP_ACTIONS + Category.FOURS
+
+
+def test_distribution_head_trains_and_plays_matches_of_two_and_three(monkeypatch):
+    """A td-planner with a score distribution head, every solver table loader raising: one
+    update fits both heads (finite losses), and its agent's match actions are legal against one
+    opponent ([B] cards) and two ([B, 2])."""
+    config = resolve(
+        "quick",
+        overrides=[
+            "network.hidden_size=16",
+            "network.trunk_layers=1",
+            "train.games_per_update=4",
+            "train.total_games=400",
+            "algo.name=td-planner",
+            f"algo.score_bins={BINS}",
+        ],
+    )
+    forbid_solver_tables(monkeypatch)
+    context = make_context(config)
+    state = init_train_state(context)
+    new_state, metrics = jax.jit(lambda s: context.algorithm.update(context, s))(state)
+    assert np.isfinite(float(metrics["loss/value"]))
+    assert 0 < float(metrics["loss/distribution"]) <= np.log(BINS) + 1
+    agent = context.algorithm.make_agent(config, new_state.params, "td-planner")
+    assert isinstance(agent.match_act, MatchPlannerAct)
+    own = jax.tree.map(lambda *x: jnp.stack(x), *(card(roll_index=r) for r in (0, 1, 2)))
+    keys = jax.random.split(jax.random.key(1), 3)
+    legal = jax.vmap(legal_action_mask)(own)
+    for others in (own, jax.tree.map(lambda x: jnp.stack([x, x], axis=1), own)):
+        actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
+        assert bool(jnp.all(legal[jnp.arange(3), actions]))
+
+
+def test_the_distribution_needs_monte_carlo_targets():
+    """A distribution head on a bootstrapped target is refused in one line."""
+    from yahtzee_jax.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"needs algo\.target=mc"):
+        resolve("quick", overrides=["algo.name=td-planner", "algo.score_bins=8", "algo.target=td"])

@@ -1,0 +1,127 @@
+"""A turn planner for matches over a learned distribution of the score still to come.
+
+The solitaire planner (`agents.planner`) values the end of a turn by points + V(next position).
+In a match the value of a turn's end is the chance to win, which is not additive in points: it
+depends on the whole spread of my score to come and of every opponent's. This planner reads a
+*distribution leaf*, `dist(params, mask, upper, flag) -> float32[..., bins]`, the probability
+of each score still to come (0 .. bins - 1, the last bin holding the mass above) from a
+turn-start position, and values writing roll r in box b as
+
+    P(win) ~ sum_t P(my future = t | next position) * prod_i P(Y_i < my total + reward + t),
+
+Y_i the final score of opponent i from its card's turn-start position, a draw counted as half
+a win against each opponent (exact with one opponent, an approximation with several: a
+three-way tie is rare). The keeps maximise the expected chance over the turn's re-rolls with
+the solver's widget, as the win-seeker (`solver.win_seeker`) does with the solver's tables;
+here every number comes from the leaf, so with a learned leaf nothing reads a solver table.
+
+What is assumed: my future and each opponent's are independent and follow the leaf's
+distribution (the learner's own solitaire play, not the opponent's; the optimal-solitaire
+opponent plays within 1 % of it), and the opponents are read at their cards only (the dice
+they hold in a turn are not looked at), as the win-seeker reads them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.game.engine import LAST_ROLL, State, total_score
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
+from yahtzee_jax.solver.final_rolls import score_transition
+from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
+from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
+from yahtzee_jax.solver.win_seeker import REWARD_BINS
+
+# dist(params, mask, upper, flag) -> probabilities of the score to come, float32[..., bins]
+DistributionLeaf = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
+
+
+def below_or_half(mass: jax.Array, lead: jax.Array) -> jax.Array:
+    """P(future < lead) + P(future = lead) / 2 for a distribution `mass` [bins] over 0..bins-1,
+    at integer leads of any shape (0 below 0, 1 from `bins` up)."""
+    bins = mass.shape[-1]
+    below = jnp.cumsum(mass) - mass
+    inside = jnp.clip(lead, 0, bins - 1)
+    exact = jnp.where(lead < 0, 0.0, below[inside] + 0.5 * mass[inside])
+    return jnp.where(lead >= bins, 1.0, exact)
+
+
+def _futures(
+    dist: DistributionLeaf,
+    params: Any,
+    mask: jax.Array,
+    upper: jax.Array,
+    flag: jax.Array,
+    over: jax.Array,
+) -> jax.Array:
+    """The leaf's distributions [..., bins], all mass at 0 where `over` (nothing left to play)."""
+    mass = dist(params, mask, upper, flag)
+    nothing = jax.nn.one_hot(0, mass.shape[-1], dtype=mass.dtype)
+    return jnp.where(over[..., None], nothing, mass)
+
+
+def turn_end_chances(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """Estimated P(win) after writing each of the 252 rolls in each box, float32[252, boxes],
+    -inf where illegal, for one card `own` against the cards `others` (leading axis: opponents)."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
+    boxes = jnp.arange(rules.num_boxes)[None, :]
+    reward, _, _ = score_transition(boxes, points, upper, flag, jnp, rules)
+    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
+    # My future from each of the distinct next positions (44 in Yahtzee), none after the last turn.
+    states = distinct_next_states(mask, upper, flag, jnp, rules)
+    mine = _futures(dist, params, *states, jnp.broadcast_to(own.turns_left <= 1, states[0].shape))
+    # Each opponent's future from its card, none once its card is full.
+    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
+    theirs = _futures(
+        dist,
+        params,
+        *context(others.filled, others.scores, jnp, rules),
+        jnp.all(others.filled, axis=-1),
+    )
+    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
+    # chances[t, x]: P(win) when my future is t and this turn scores x, over all opponents.
+    window = jnp.arange(mine.shape[-1])[:, None] + jnp.arange(REWARD_BINS)[None, :]
+    per_opponent = jax.vmap(below_or_half, in_axes=(0, 0))(theirs, lead[:, None, None] + window)
+    by_state = mine @ jnp.prod(per_opponent, axis=0)  # [states, x]
+    next_state = jnp.asarray(next_state_of_roll(rules))
+    chances = by_state[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
+    return jnp.where(legal, chances, -jnp.inf)
+
+
+def match_action(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """The action of one card with the highest expected P(win) at its turn's end."""
+    chances = turn_end_chances(dist, params, own, others, rules)
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
+    box = NUM_KEEP_ACTIONS + jnp.argmax(chances[roll])
+    last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
+    keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
+    keep = jnp.argmax(keep_action_values(keep_value, roll, jnp))
+    return jnp.where(own.roll_index == LAST_ROLL, box, keep).astype(jnp.int32)
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchPlannerAct:
+    """`match_act` of a match planner (own cards [B], opponents' [B] or [B, P-1]); equal per
+    (leaf, rules), so `jit` reuses its program."""
+
+    dist: DistributionLeaf
+    rules: Rules
+
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The planner's actions for a batch of cards against their opponents."""
+        if others.dice.ndim == own.dice.ndim:  # one opponent: give it its own axis
+            others = jax.tree.map(lambda leaf: leaf[:, None], others)
+        act = jax.vmap(match_action, in_axes=(None, None, 0, 0, None))
+        return act(self.dist, params, own, others, self.rules)
