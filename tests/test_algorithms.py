@@ -28,13 +28,15 @@ EXTRA = {
     # the tabular learners read the state from Kang's features; a 2^10-row hashed table
     "maxq": ["features.kind=kang", "algo.table_bits=10"],
     "maxq-g1": ["features.kind=kang", "algo.table_bits=10"],
+    "distill": ["algo.teacher=tiny-td-planner"],  # read by `tiny_teacher`, not from disk
 }
 
 
 # The td-planner's turn planner compiles for tens of seconds: its runs of the generic contract
 # (chunks, resume, whole games) are slow tests; its update and acting stay in make test here and
 # in test_td_planner.py.
-SLOW_LEARNERS = {"td-planner", "maxq-g1"}  # maxq-g1: maxq's update, another exploration
+# distill: its td-planner teacher plans every decision of its update.
+SLOW_LEARNERS = {"td-planner", "maxq-g1", "distill"}  # maxq-g1: maxq's update, another exploration
 REGISTRY_SLOW_MARKED = [
     pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LEARNERS else name
     for name in algorithm_names()
@@ -44,6 +46,13 @@ REGISTRY_SLOW_MARKED = [
 def tiny_config(name: str, *more: str):
     """A seconds-long configuration of algorithm `name`."""
     return resolve("quick", overrides=[*TINY, f"algo.name={name}", *EXTRA.get(name, []), *more])
+
+
+def tiny_teacher(path: str):
+    """distill's teacher (the trainer's `load_run`): a fresh width-16 td-planner's (params,
+    config), whatever the path."""
+    config = tiny_config("td-planner")
+    return init_train_state(make_context(config)).params, config
 
 
 def assert_trees_equal(left, right) -> None:
@@ -69,7 +78,7 @@ def test_registry_names_match_the_modules():
 def test_update_jits_and_reports_finite_scalars(name):
     """One update in a compiled chunk: the counter advances, the parameters move, every metric
     is one finite float per update, and the guard saw a finite update."""
-    context = make_context(tiny_config(name))
+    context = make_context(tiny_config(name), tiny_teacher)
     state = init_train_state(context)
     new_state, metrics, failure = make_chunk(context, 1)(state)
     assert int(new_state.step) == 1
@@ -86,7 +95,7 @@ def test_update_jits_and_reports_finite_scalars(name):
 @pytest.mark.parametrize("name", REGISTRY_SLOW_MARKED)
 def test_chunk_of_k_updates_equals_k_single_updates(name):
     """A compiled chunk of 2 updates ends where 2 separately compiled single updates end."""
-    context = make_context(tiny_config(name))
+    context = make_context(tiny_config(name), tiny_teacher)
     state = init_train_state(context)
     chunked, metrics, failure = make_chunk(context, 2)(state)
     single = make_chunk(context, 1)
@@ -104,7 +113,7 @@ def test_checkpoint_resume_is_bit_identical(name, tmp_path):
     """4 updates straight equal 2 updates, a checkpoint written and read back into a fresh
     state, and 2 more updates: params, optimizer state, key and counter, bit for bit."""
     config = tiny_config(name)
-    context = make_context(config)
+    context = make_context(config, tiny_teacher)
     chunk = make_chunk(context, 2)
     state = init_train_state(context)
     straight = chunk(chunk(state)[0])[0]

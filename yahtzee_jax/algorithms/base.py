@@ -54,9 +54,15 @@ class Context(NamedTuple):
     learning_rate: optax.Schedule  # a function of the optimizer step, not of the update
     algorithm: Algorithm
     env: Environment
+    # What the update reads but never trains, closed over as constants (distill: its teacher);
+    # None for every other learner (`Algorithm.make_frozen`)
+    frozen: Any = None
 
 
 Metrics = dict[str, jax.Array]
+# load_run(path) -> (params, config) of a trained run directory's newest checkpoint: the
+# runner's reader (`runner.checkpointing.load_run`), handed down to a learner that reads a run
+RunLoader = Callable[[str], tuple[Any, Config]]
 
 
 def actor_critic_network(config: Config) -> nn.Module:
@@ -68,6 +74,11 @@ def actor_critic_network(config: Config) -> nn.Module:
 def no_extra(context: Context, params: Any) -> dict:
     """Nothing kept beside the network (the default `Algorithm.init_extra`)."""
     return {}
+
+
+def no_frozen(config: Config, load_run: RunLoader | None) -> None:
+    """Nothing read beside the train state (the default `Algorithm.make_frozen`)."""
+    return None
 
 
 def fresh_params(context: Context, key: jax.Array) -> Any:
@@ -102,6 +113,10 @@ class Algorithm:
     # (`make_optimizer`). Learners that update their tables or weights by their own rule (the
     # tabular MAXQ-Q, perceptron Q(lambda)) pass one that keeps no state
     make_optimizer: Callable[[Config, optax.Schedule], optax.GradientTransformation] | None = None
+    # make_frozen(config, load_run) -> `Context.frozen`, built once per context: what the update
+    # reads but never trains (distill: its teacher, read through `load_run` from its run
+    # directory; the checkpoints are the runner's, a floor above the algorithms)
+    make_frozen: Callable[[Config, RunLoader | None], Any] = no_frozen
 
 
 def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:
@@ -113,8 +128,9 @@ def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.Gradi
     )
 
 
-def make_context(config: Config) -> Context:
-    """The static pieces of a run: algorithm, environment, network, optimizer and schedule."""
+def make_context(config: Config, load_run: RunLoader | None = None) -> Context:
+    """The static pieces of a run: algorithm, environment, network, optimizer, schedule and
+    the algorithm's frozen pieces (`load_run` reads the runs they come from; the trainer's)."""
     from yahtzee_jax.algorithms import get_algorithm
     from yahtzee_jax.algorithms.acting import match_seats
 
@@ -130,6 +146,7 @@ def make_context(config: Config) -> Context:
         learning_rate=learning_rate,
         algorithm=algorithm,
         env=envs.make(config, match_seats(config)),
+        frozen=algorithm.make_frozen(config, load_run),
     )
 
 

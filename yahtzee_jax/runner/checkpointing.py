@@ -320,6 +320,13 @@ def load_checkpoint(
     return restored["state"], config, step
 
 
+def load_run(path: str) -> tuple[Any, Config]:
+    """(params, config) of a run's newest clean checkpoint: the `RunLoader` the trainer hands
+    a learner that reads another run (distill's teacher)."""
+    state, config, _ = load_checkpoint(path)
+    return state["params"], config
+
+
 def load_agent(path: str) -> Agent:
     """A trained checkpoint (run directory or checkpoint directory) as an argmax `Agent`."""
     return load_agent_and_step(path)[0]

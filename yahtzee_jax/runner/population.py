@@ -221,13 +221,14 @@ def member_config(
     return traced_replace(template, **changes)
 
 
-def make_population_chunk(configs: Sequence[Config], num_updates: int):
+def make_population_chunk(configs: Sequence[Config], num_updates: int, frozen: Any = None):
     """Jitted `(states, values) -> (states, metrics, failure)`: the single-run chunk vmapped
-    over the members; every output gains a leading member axis."""
+    over the members; every output gains a leading member axis. `frozen` is the members'
+    `Context.frozen` (distill's teacher: no field of it may vary, so one serves them all)."""
     template = configs[0]
 
     def member(state: TrainState, values: dict[str, jax.Array], step: jax.Array):
-        context = make_context(member_config(template, values, configs))
+        context = make_context(member_config(template, values, configs))._replace(frozen=frozen)
         return chunk_function(context, num_updates, freeze_counter=False)(state.replace(step=step))
 
     # Members train in lockstep, so one unbatched update counter serves them all: a condition
@@ -257,7 +258,9 @@ class Population:
             raise ConfigError("a population trains on one device; set train.devices=1")
         self.configs = list(configs)
         self.values = member_values(configs, varying_fields(configs))
-        self.contexts = [make_context(config) for config in configs]
+        from yahtzee_jax.runner.checkpointing import load_run  # orbax: only when training
+
+        self.contexts = [make_context(config, load_run) for config in configs]
 
     def device_state(self, states: list[TrainState]) -> Any:
         """The members' states stacked on a leading member axis."""
@@ -265,7 +268,9 @@ class Population:
 
     def compile(self, length: int, state: Any) -> Callable[[Any], Any]:
         """The vmapped chunk of `length` updates, compiled, with the members' values bound."""
-        compiled = make_population_chunk(self.configs, length).lower(state, self.values).compile()
+        frozen = self.contexts[0].frozen
+        chunk = make_population_chunk(self.configs, length, frozen)
+        compiled = chunk.lower(state, self.values).compile()
         return lambda state: compiled(state, self.values)
 
     def member(self, tree: Any, index: int) -> Any:

@@ -67,7 +67,9 @@ class SingleRun:
     run's data-parallel mesh (none on one device)."""
 
     def __init__(self, config: Config) -> None:
-        self.contexts = [make_context(config)]
+        from yahtzee_jax.runner.checkpointing import load_run  # orbax: only when training
+
+        self.contexts = [make_context(config, load_run)]
         self.mesh = data_mesh(config.train.devices, config.train.episodes_per_update)
 
     def device_state(self, states: list[Any]) -> Any:

@@ -91,10 +91,11 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
     """
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.parallel import data_mesh, in_mesh, replicate
+    from yahtzee_jax.runner.checkpointing import load_run
     from yahtzee_jax.runner.chunk import make_chunk
 
     updates = updates_per_call(config)
-    context = make_context(config)
+    context = make_context(config, load_run)  # as `train` builds it (distill reads its teacher)
     mesh = data_mesh(devices, config.train.episodes_per_update)
     state = replicate(init_train_state(context), mesh)
     with in_mesh(mesh):  # as `train` runs it: compiled and called under the mesh

@@ -1,0 +1,272 @@
+"""Distillation: the paper's policy network learns to imitate a trained td-planner (issue 30).
+
+The student is A2C's network (`YahtzeeNet` on the environment's features) and acts as A2C's
+does, greedily and without any search, so `evaluate`, `tournament`, `play --against` and an A2C
+warm start (`algo.init_from`) take a distill run as they take an A2C run. One update, fused in
+the compiled chunk:
+
+1. B games in lockstep; at every decision the teacher's action is computed on the same card and
+   played with probability `teacher_share`, else the student's sampled one (DAgger-style
+   mixing: 1 plays the teacher's games, lower shares let the student visit its own mistakes,
+   still labelled by the teacher);
+2. one Adam step on the cross-entropy of the student's legal-masked policy against the
+   teacher's actions, at every decision, plus `value_coef` times the squared error of the value
+   head against the discounted return of the games played (a critic for a later A2C fine-tune),
+   minus `entropy_coef` times the policy's mean entropy.
+
+The teacher is frozen: it is read once, when the run's context is built (`make_frozen`), and the
+compiled chunk closes over its parameters as constants; it is no part of the train state, no
+gradient reaches it and no optimizer holds it, and a resumed run reads it again from
+`algo.teacher`. Checkpoints are the runner's, a floor above the algorithms, so the trainer hands
+its reader down (`make_context(config, load_run)`); a context built without one (evaluation, a
+preset's inspection) has no teacher, and its update refuses in one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.agents.planner import plan_keeps, plan_scores
+from yahtzee_jax.algorithms import acting, actor_critic
+from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, RunLoader, TrainState
+from yahtzee_jax.algorithms.common import (
+    explained_variance,
+    keep_action_stats,
+    lambda_returns,
+    learning_rate_at,
+    optimizer_step,
+)
+from yahtzee_jax.algorithms.rollout import (
+    HeadOutputs,
+    Trajectory,
+    evaluate_heads,
+    sampling_policy,
+    taken_log_probs,
+    time_layout,
+    trajectory_recorder,
+)
+from yahtzee_jax.algorithms.td_planner import ValueLeaf, value_leaf
+from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
+from yahtzee_jax.envs.rollout import episode_keys, rollout
+from yahtzee_jax.errors import CheckpointError, ConfigError
+from yahtzee_jax.game.engine import LAST_ROLL, State
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.networks import entropy
+
+# teacher(cards [B], roll_index) -> its actions int32[B] (45-action indices) at decision
+# `roll_index` of the turn (static: 0 and 1 keep, 2 scores); `Context.frozen` of a distill run
+Teacher = Callable[[State, int], jax.Array]
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillConfig(AlgoConfig):
+    """Distillation: the teacher run, how often it plays, and the student's auxiliary terms."""
+
+    name: str = "distill"
+    teacher: str = ""  # a td-planner run directory, required to train (read once per context)
+    teacher_share: float = dynamic(1.0)  # share of decisions that play the teacher's action
+    value_coef: float = dynamic(0.005)  # weight of the critic's squared error (A2C's lambda_V)
+    gamma: float = dynamic(0.99)  # the critic's discount (A2C's, for a fine-tune's warm start)
+    entropy_coef: float = dynamic(0.0)  # weight of the policy's mean entropy (a bonus)
+
+    def __post_init__(self) -> None:
+        share, gamma = self.teacher_share, self.gamma
+        require(0.0 <= share <= 1.0, f"algo.teacher_share={share} must be in [0, 1]")
+        require(0.0 <= gamma <= 1.0, f"algo.gamma={gamma} must be in [0, 1]")
+        for field in ("value_coef", "entropy_coef"):
+            value = getattr(self, field)
+            require(value >= 0, f"algo.{field}={value} must be >= 0")
+
+    def check(self, config: Config) -> None:
+        """Solitaire only: the teacher plans the rest of a game."""
+        require(
+            config.train.task == "game",
+            f"train.task={config.train.task!r}: distill imitates a td-planner, which plans "
+            "solitaire games (train.task=game)",
+        )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PlannerTeacher:
+    """A td-planner's turn planner with its trained value network at the leaves (no search
+    is learned: only its choices are read)."""
+
+    leaf: ValueLeaf
+    params: Any
+    rules: Rules
+
+    def __call__(self, cards: State, roll_index: int) -> jax.Array:
+        """The planner's actions for a lockstep batch of cards at decision `roll_index`."""
+        if roll_index < LAST_ROLL:
+            keeps, _ = plan_keeps(self.leaf, self.params, cards, self.rules, roll_index == 0)
+            return keeps.astype(jnp.int32)
+        return plan_scores(self.leaf, self.params, cards, self.rules).astype(jnp.int32)
+
+
+def make_frozen(config: Config, load_run: RunLoader | None) -> PlannerTeacher | None:
+    """The teacher of `algo.teacher`, read through the trainer's `load_run`; None without one
+    (a context to act or inspect with: only training reads the teacher)."""
+    if load_run is None:
+        return None
+    path = config.algo.teacher
+    require(path != "", "algo.teacher is required: a td-planner run (--set algo.teacher=RUN)")
+    try:
+        params, teacher = load_run(path)
+    except CheckpointError as error:  # no run there, or none readable: say how to make one
+        raise ConfigError(
+            f"algo.teacher={path!r}: {error} (a td-planner run: yahtzee-jax train --preset "
+            f"td-planner --out {path})"
+        ) from None
+    require(
+        teacher.algo.name == "td-planner",
+        f"algo.teacher={path!r} is not a td-planner run (its algo.name is {teacher.algo.name!r})",
+    )
+    require(
+        teacher.train.rules == config.train.rules,
+        f"algo.teacher={path!r} plays {teacher.train.rules} rules, not {config.train.rules}",
+    )
+    frozen = jax.tree.map(jnp.asarray, params)
+    return PlannerTeacher(value_leaf(teacher), frozen, get_rules(config.train.rules))
+
+
+# --------------------------------------------------------------------------------------------
+# The mixed rollout and the loss
+# --------------------------------------------------------------------------------------------
+
+
+class Decisions(NamedTuple):
+    """One update's decisions, time-major [T, B]: the student's view, the teacher's choice."""
+
+    trajectory: Trajectory  # features, legal mask, dropout seeds, the actions played
+    teacher: jax.Array  # int32[T, B], the teacher's action on the same card
+    followed: jax.Array  # bool[T, B], whether the teacher's action was played
+
+
+def mixed_policy(
+    context: Context, params: Any, teacher: Teacher, share: float | jax.Array
+) -> Callable:
+    """The by-turn batch policy: the teacher's action with probability `share`, else the
+    student's sample (dropout on); extras: the student's inputs and the teacher's action."""
+    env = context.env
+    student = sampling_policy(context.network, params, env, with_value=False)
+
+    def policy(observation: Any, keys: jax.Array, roll_index: int) -> tuple[jax.Array, dict]:
+        pairs = jax.vmap(jax.random.split)(keys)
+        sampled, extras = student(observation, pairs[:, 0], roll_index)
+        chosen = teacher(env.card(observation), roll_index)
+        follow = jax.vmap(jax.random.uniform)(pairs[:, 1]) < share
+        played = jnp.where(follow, chosen, sampled).astype(jnp.int32)
+        return played, {**extras, "teacher": chosen, "followed": follow}
+
+    return policy
+
+
+def _recorder(context: Context) -> Callable:
+    student_row = trajectory_recorder(context.env)
+
+    def record(observation: Any, action: jax.Array, next_observation: Any, extras: dict):
+        row = student_row(observation, action, next_observation, extras)
+        return Decisions(row, extras["teacher"], extras["followed"])
+
+    return record
+
+
+def greedy_actions(outputs: HeadOutputs) -> jax.Array:
+    """The student's most likely legal action at every decision, int32[T, B] (45 actions)."""
+    keep = jnp.argmax(outputs.roll_log_probs, axis=-1)  # [turns, 2, B]
+    box = jnp.argmax(outputs.score_log_probs, axis=-1) + NUM_KEEP_ACTIONS  # [turns, B]
+    return time_layout(jnp.concatenate([keep, box[:, None]], axis=1)).astype(jnp.int32)
+
+
+def loss(
+    params: Any, context: Context, decisions: Decisions
+) -> tuple[jax.Array, tuple[Metrics, jax.Array]]:
+    """Cross-entropy against the teacher, plus the critic's and the entropy's terms;
+    aux = (metrics, the student's greedy actions before the step)."""
+    algo, trajectory = context.config.algo, decisions.trajectory
+    outputs = evaluate_heads(context.network, params, trajectory)
+    cross_entropy = -jnp.mean(taken_log_probs(outputs, decisions.teacher))
+    keep_entropy, score_entropy = entropy(outputs.roll_log_probs), entropy(outputs.score_log_probs)
+    mean_entropy = (jnp.sum(keep_entropy) + jnp.sum(score_entropy)) / (
+        keep_entropy.size + score_entropy.size
+    )
+    # lambda = 1: the discounted Monte-Carlo return of the games played (the value is unused)
+    target = lambda_returns(trajectory.reward, outputs.value, algo.gamma, 1.0)
+    value_error = jnp.mean(jnp.square(target - outputs.value))
+    total = cross_entropy + algo.value_coef * value_error - algo.entropy_coef * mean_entropy
+    metrics = {
+        "loss/total": total,
+        "loss/cross_entropy": cross_entropy,
+        "loss/value": algo.value_coef * value_error,
+        "policy/entropy": mean_entropy,
+        "value/mean": jnp.mean(outputs.value),
+        "value/explained_variance": explained_variance(outputs.value, target),
+    }
+    return total, (metrics, greedy_actions(outputs))
+
+
+def agreement(student: jax.Array, teacher: jax.Array, roll_index: jax.Array) -> Metrics:
+    """Share of decisions where the student's greedy action is the teacher's: all, keeps, boxes."""
+    same = (student == teacher).astype(jnp.float32)
+    keeping = (roll_index < LAST_ROLL).astype(jnp.float32)
+    return {
+        "policy/agreement": jnp.mean(same),
+        "policy/agreement_keep": jnp.sum(same * keeping) / jnp.sum(keeping),
+        "policy/agreement_score": jnp.sum(same * (1 - keeping)) / jnp.sum(1 - keeping),
+    }
+
+
+def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
+    """One update: B games with the teacher's and the student's actions mixed, then one Adam
+    step of the student toward the teacher's choices."""
+    teacher = context.frozen
+    if teacher is None:
+        raise ConfigError(
+            "distill has no teacher in this context: `yahtzee-jax train` reads algo.teacher "
+            "(in code: make_context(config, runner.checkpointing.load_run))"
+        )
+    config, env, algo = context.config, context.env, context.config.algo
+    key, play_key = jax.random.split(state.key)
+    policy = mixed_policy(context, state.params, teacher, algo.teacher_share)
+    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    final, decisions, rewards = rollout(env, policy, keys, state.task, _recorder(context), True)
+    trajectory = decisions.trajectory._replace(reward=rewards)
+    decisions = decisions._replace(trajectory=trajectory)
+
+    def loss_fn(params: Any) -> tuple[jax.Array, tuple[Metrics, jax.Array]]:
+        return loss(params, context, decisions)
+
+    (_, (loss_metrics, student)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+    params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
+    metrics = {
+        **env.episode_metrics(final, rewards),
+        **keep_action_stats(trajectory.action, trajectory.roll_index),
+        **loss_metrics,
+        **grad_metrics,
+        **agreement(student, decisions.teacher, trajectory.roll_index),  # before this step
+        "policy/teacher_played": jnp.mean(decisions.followed.astype(jnp.float32)),
+        "schedule/learning_rate": learning_rate_at(context, state.step),
+    }
+    new_state = state.replace(
+        params=params,
+        opt_state=opt_state,
+        key=key,
+        step=state.step + 1,
+        task=env.end_task_batch(state.task, final),
+    )
+    return new_state, metrics
+
+
+ALGORITHM = Algorithm(
+    name="distill",
+    config_class=DistillConfig,
+    update=update,
+    greedy=actor_critic.greedy,
+    make_agent=acting.make_agent,
+    make_frozen=make_frozen,
+)
