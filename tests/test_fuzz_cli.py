@@ -113,6 +113,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--rules": NAMES,
         "--endgame-open": NUMBERS,
         "--out": PATHS,
+        "--no-progress": FLAG,
     },
     "tournament": {
         "--games": NUMBERS,

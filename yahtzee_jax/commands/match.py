@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "boxes open (default 3; each more costs about 3x the table's time)",
     )
     parser.add_argument("--out", help="write the result as JSON here")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -57,7 +58,12 @@ def run(args: argparse.Namespace) -> int:
     if args.games < 1 or args.batch_size < 1 or not 2 <= args.players <= 6:
         raise ConfigError("--games and --batch-size must be >= 1 and --players in 2..6")
     check_num_games(args.games)  # at most 2^31 - 1
-    matches = dict(num_games=args.games, seed=args.seed, batch_size=args.batch_size)
+    matches = dict(
+        num_games=args.games,
+        seed=args.seed,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+    )
     if args.run in MATCH_PLAYERS:
         rules = get_rules(args.rules)
         if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:

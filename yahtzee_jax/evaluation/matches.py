@@ -125,16 +125,18 @@ def evaluate_agent_matches(
     seed: int = 2,
     batch_size: int = MATCH_BATCH,
     players: int = 2,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """Any agent against `players - 1` copies of a built-in opponent: win/draw/loss (a win is
-    beating every opponent), Wilson 95 % CI, mean scores and margins (against the best)."""
+    beating every opponent), Wilson 95 % CI, mean scores and margins (against the best);
+    `progress`: a bar with the ETA."""
     from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.evaluation.statistics import wilson_interval
 
     rules = agent.rules
     rivals = (builtin_agent(opponent, rules),) * (players - 1)
     started = time.perf_counter()
-    own_total, others = match_totals(agent, rivals, rules, num_games, seed, batch_size)
+    own_total, others = match_totals(agent, rivals, rules, num_games, seed, batch_size, progress)
     other_total = others.max(axis=1)
     seat = np.arange(num_games) % players
     result = np.sign(own_total - other_total)
