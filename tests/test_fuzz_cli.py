@@ -114,6 +114,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--endgame-open": NUMBERS,
         "--out": PATHS,
         "--no-progress": FLAG,
+        "--solitaire": FLAG,
     },
     "tournament": {
         "--games": NUMBERS,

@@ -14,6 +14,7 @@ from yahtzee_jax.agents.match_planner import (
     MatchPlannerAct,
     below_or_half,
     match_action,
+    score_chances,
     turn_end_chances,
 )
 from yahtzee_jax.agents.planner import plan_scores
@@ -84,6 +85,12 @@ def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
                 chance *= below + (0.5 * mass[lead] if 0 <= lead < BINS else 0.0)
             expected += chance
         assert chances[roll, box] == pytest.approx(expected, abs=1e-5), (roll, box)
+    # The score decision's shortcut reads the same chances for the roll in hand.
+    for dice in [(1, 1, 1, 1, 1), (2, 3, 4, 5, 6), (3, 3, 5, 5, 5), (1, 2, 2, 4, 6)]:
+        in_hand = own.replace(dice=jnp.int32(dice), roll_index=jnp.int32(2))
+        roll = [tuple(r) for r in ROLLS.tolist()].index(dice)
+        shortcut = np.asarray(score_chances(spread_leaf, None, in_hand, others, OFFICIAL))
+        np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
 
 
 def two_box_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:

@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.game.engine import LAST_ROLL, State, total_score
+from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
@@ -67,6 +67,24 @@ def _futures(
     return jnp.where(over[..., None], nothing, mass)
 
 
+def _win_by_margin(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules, bins: int
+) -> jax.Array:
+    """P(win) [bins + REWARD_BINS] by what my next turn start plus my future adds to my total
+    (t + x), over every opponent: prod_i P(Y_i < mine + t + x) (+ half a tie each)."""
+    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
+    theirs = _futures(
+        dist,
+        params,
+        *context(others.filled, others.scores, jnp, rules),
+        jnp.all(others.filled, axis=-1),
+    )
+    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
+    added = jnp.arange(bins + REWARD_BINS)
+    per_opponent = jax.vmap(below_or_half, in_axes=(0, 0))(theirs, lead[:, None] + added)
+    return jnp.prod(per_opponent, axis=0)
+
+
 def turn_end_chances(
     dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
 ) -> jax.Array:
@@ -80,35 +98,60 @@ def turn_end_chances(
     # My future from each of the distinct next positions (44 in Yahtzee), none after the last turn.
     states = distinct_next_states(mask, upper, flag, jnp, rules)
     mine = _futures(dist, params, *states, jnp.broadcast_to(own.turns_left <= 1, states[0].shape))
-    # Each opponent's future from its card, none once its card is full.
-    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
-    theirs = _futures(
-        dist,
-        params,
-        *context(others.filled, others.scores, jnp, rules),
-        jnp.all(others.filled, axis=-1),
-    )
-    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
-    # chances[t, x]: P(win) when my future is t and this turn scores x, over all opponents.
-    window = jnp.arange(mine.shape[-1])[:, None] + jnp.arange(REWARD_BINS)[None, :]
-    per_opponent = jax.vmap(below_or_half, in_axes=(0, 0))(theirs, lead[:, None, None] + window)
-    by_state = mine @ jnp.prod(per_opponent, axis=0)  # [states, x]
+    bins = mine.shape[-1]
+    win = _win_by_margin(dist, params, own, others, rules, bins)
+    # by_state[s, x] = sum_t P(my future = t | s) P(win | t + x): one product for all rolls.
+    window = jnp.arange(bins)[:, None] + jnp.arange(REWARD_BINS)[None, :]
+    by_state = mine @ win[window]
     next_state = jnp.asarray(next_state_of_roll(rules))
     chances = by_state[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
     return jnp.where(legal, chances, -jnp.inf)
+
+
+def score_chances(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """`turn_end_chances` of the roll in hand only, float32[boxes]: at a score decision the
+    leaf is read at the 13 positions this roll leads to, not at every roll's."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = current_score_options(own, rules)
+    boxes = jnp.arange(rules.num_boxes)
+    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
+    reward = jnp.clip(reward + rules.yahtzee_bonus_points * bonus, 0, REWARD_BINS - 1)
+    last = jnp.broadcast_to(own.turns_left <= 1, boxes.shape)
+    mine = _futures(dist, params, mask | (1 << boxes), next_upper, next_flag, last)
+    bins = mine.shape[-1]
+    win = _win_by_margin(dist, params, own, others, rules, bins)
+    chances = jnp.sum(mine * win[reward[:, None] + jnp.arange(bins)[None, :]], axis=-1)
+    return jnp.where(legal, chances, -jnp.inf)
+
+
+def keep_action(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """The keep of one card with the highest expected P(win) at its turn's end."""
+    chances = turn_end_chances(dist, params, own, others, rules)
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
+    last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
+    keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
+    return jnp.argmax(keep_action_values(keep_value, roll, jnp)).astype(jnp.int32)
+
+
+def box_action(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """The box of one card at its score decision with the highest P(win)."""
+    chances = score_chances(dist, params, own, others, rules)
+    return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
 
 
 def match_action(
     dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
 ) -> jax.Array:
     """The action of one card with the highest expected P(win) at its turn's end."""
-    chances = turn_end_chances(dist, params, own, others, rules)
-    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
-    box = NUM_KEEP_ACTIONS + jnp.argmax(chances[roll])
-    last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
-    keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
-    keep = jnp.argmax(keep_action_values(keep_value, roll, jnp))
-    return jnp.where(own.roll_index == LAST_ROLL, box, keep).astype(jnp.int32)
+    keep = keep_action(dist, params, own, others, rules)
+    box = box_action(dist, params, own, others, rules)
+    return jnp.where(own.roll_index == LAST_ROLL, box, keep)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,5 +166,18 @@ class MatchPlannerAct:
         """The planner's actions for a batch of cards against their opponents."""
         if others.dice.ndim == own.dice.ndim:  # one opponent: give it its own axis
             others = jax.tree.map(lambda leaf: leaf[:, None], others)
-        act = jax.vmap(match_action, in_axes=(None, None, 0, 0, None))
-        return act(self.dist, params, own, others, self.rules)
+        args = (self.dist, params, own, others, self.rules)
+        keeps, boxes = (
+            jax.vmap(f, in_axes=(None, None, 0, 0, None)) for f in (keep_action, box_action)
+        )
+        scoring = own.roll_index == LAST_ROLL
+        # A lockstep batch is at one kind of decision: only that kind is computed.
+        return jax.lax.cond(
+            jnp.all(scoring),
+            lambda: boxes(*args),
+            lambda: jax.lax.cond(
+                jnp.any(scoring),
+                lambda: jnp.where(scoring, boxes(*args), keeps(*args)),
+                lambda: keeps(*args),
+            ),
+        )

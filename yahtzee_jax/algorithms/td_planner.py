@@ -62,11 +62,11 @@ class TDPlannerConfig(AlgoConfig):
     epsilon: float = dynamic(0.0)  # share of decisions played uniformly at random
     value_scale: float = 0.01  # the network predicts V x value_scale (hundreds of points)
     gradient_steps: int = 1  # Adam steps per update on the update's B x 13 positions
-    # > 0: a second head, the distribution of the score to come over 0..score_bins - 1 (the
-    # last bin holds the mass above), fit by cross-entropy to the Monte-Carlo return; the
-    # agent then plays matches for the win with it (`agents.match_planner`).
+    # > 0: a second network beside the value's (same width and depth, its own trunk), the
+    # distribution of the score to come over 0..score_bins - 1 (the last bin holds the mass
+    # above), fit by cross-entropy to the Monte-Carlo return; the agent then plays matches for
+    # the win with it (`agents.match_planner`). Solitaire play reads the value network only.
     score_bins: int = 0
-    distribution_coef: float = 0.02  # weight of the distribution's cross-entropy in the loss
 
     def __post_init__(self) -> None:
         check_choice("algo.target", self.target, TARGETS)
@@ -126,8 +126,9 @@ def position_features(
 
 
 class ValueNet(nn.Module):
-    """Blocks (Dense -> activation -> LayerNorm) and one linear output layer: V x value_scale,
-    then (with `score_bins`) the logits of the score to come."""
+    """Blocks (Dense -> activation -> LayerNorm) and a linear output: V x value_scale; with
+    `score_bins`, a second such network (its own trunk: the two targets do not share features,
+    and the value's accuracy is what solitaire play needs) gives the logits of the score to come."""
 
     config: NetworkConfig
     score_bins: int = 0
@@ -136,9 +137,13 @@ class ValueNet(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         """Map position features [..., F] to [..., 1 + score_bins]: scaled value, logits."""
         config = self.config
-        for layer in range(config.trunk_layers + 1):
-            x = Block(config.hidden_size, config.activation, config.layer_norm, 0.0, layer)(x, None)
-        return nn.Dense(1 + self.score_bins)(x)
+        outputs = []
+        for size in [1] + ([self.score_bins] if self.score_bins else []):
+            h = x
+            for _ in range(config.trunk_layers + 1):
+                h = Block(config.hidden_size, config.activation, config.layer_norm, 0.0)(h, None)
+            outputs.append(nn.Dense(size)(h))
+        return jnp.concatenate(outputs, axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -276,7 +281,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
             return value_loss, (value_loss, jnp.float32(0.0), predicted)
         log_p = jax.nn.log_softmax(logits, axis=-1)
         cross_entropy = -jnp.mean(jnp.take_along_axis(log_p, target_bins[..., None], -1))
-        total = value_loss + algo.distribution_coef * cross_entropy
+        total = value_loss + cross_entropy  # separate parameters: no weight between them
         return total, (value_loss, cross_entropy, predicted)
 
     def step(carry: tuple, _: None) -> tuple[tuple, Metrics]:

@@ -4,6 +4,7 @@ real matches against a built-in opponent: win rate with its Wilson interval, sco
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
@@ -34,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--out", help="write the result as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--solitaire",
+        action="store_true",
+        help="a run that reads its opponents' cards plays its own card only, as alone (the "
+        "effect of reading them, on the same dice)",
+    )
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -74,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run)
+        if args.solitaire:
+            agent = dataclasses.replace(agent, match_act=None)
         result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
         result |= {"run": args.run, "update": step}
         print(format_result(agent.name, result))
