@@ -124,35 +124,57 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     assert int(solitaire[0]) == NUM_KEEP_ACTIONS + Category.FOURS
 
 
-def test_distribution_head_trains_and_plays_matches_of_two_and_three(monkeypatch):
-    """A td-planner with a score distribution head, every solver table loader raising: one
-    update fits both heads (finite losses), and its agent's match actions are legal against one
-    opponent ([B] cards) and two ([B, 2])."""
-    config = resolve(
+def distribution_config():
+    """A tiny td-planner with a score distribution network."""
+    overrides = ["network.hidden_size=16", "network.trunk_layers=1", "train.games_per_update=4"]
+    return resolve(
         "quick",
         overrides=[
-            "network.hidden_size=16",
-            "network.trunk_layers=1",
-            "train.games_per_update=4",
+            *overrides,
             "train.total_games=400",
             "algo.name=td-planner",
             f"algo.score_bins={BINS}",
         ],
     )
+
+
+def test_distribution_network_trains_with_the_solver_tables_forbidden(monkeypatch):
+    """Every solver table loader raising, one update fits both networks: a finite value loss and
+    a cross-entropy of the score to come near ln(bins) (untrained) and above 0."""
+    config = distribution_config()
     forbid_solver_tables(monkeypatch)
     context = make_context(config)
-    state = init_train_state(context)
-    new_state, metrics = jax.jit(lambda s: context.algorithm.update(context, s))(state)
+    _, metrics = jax.jit(lambda s: context.algorithm.update(context, s))(init_train_state(context))
     assert np.isfinite(float(metrics["loss/value"]))
     assert 0 < float(metrics["loss/distribution"]) <= np.log(BINS) + 1
-    agent = context.algorithm.make_agent(config, new_state.params, "td-planner")
-    assert isinstance(agent.match_act, MatchPlannerAct)
-    own = jax.tree.map(lambda *x: jnp.stack(x), *(card(roll_index=r) for r in (0, 1, 2)))
-    keys = jax.random.split(jax.random.key(1), 3)
+
+
+@pytest.mark.parametrize(
+    "opponents", [pytest.param(1, marks=pytest.mark.slow), 2], ids=["one", "two"]
+)
+def test_match_agent_plays_early_turns_alone_and_late_ones_for_the_win(monkeypatch, opponents):
+    """The agent's match act with the solver's tables forbidden, against one opponent ([B]
+    cards) or two ([B, 2]): legal actions; with every box open (before the last
+    `algo.match_open` = 3 turns) the solitaire planner's own actions."""
+    config = distribution_config()
+    forbid_solver_tables(monkeypatch)
+    context = make_context(config)
+    params = init_train_state(context).params
+    agent = context.algorithm.make_agent(config, params, "td-planner")
+    assert isinstance(agent.match_act, MatchPlannerAct) and agent.match_act.open_limit == 3
+    late = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
+    own = jax.tree.map(
+        lambda *x: jnp.stack(x),
+        *(card(roll_index=r) for r in (0, 1, 2)),
+        *(card((4, 4, 4, 1, 2), late, roll_index=r) for r in (0, 1, 2)),
+    )
+    keys = jax.random.split(jax.random.key(1), 6)
+    others = own if opponents == 1 else jax.tree.map(lambda x: jnp.stack([x, x], 1), own)
+    actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
     legal = jax.vmap(legal_action_mask)(own)
-    for others in (own, jax.tree.map(lambda x: jnp.stack([x, x], axis=1), own)):
-        actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
-        assert bool(jnp.all(legal[jnp.arange(3), actions]))
+    assert bool(jnp.all(legal[jnp.arange(6), actions]))
+    alone = agent.batch_act(agent.params, own, keys)
+    np.testing.assert_array_equal(actions[:3], alone[:3])
 
 
 def test_the_distribution_needs_monte_carlo_targets():

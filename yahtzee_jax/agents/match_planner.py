@@ -154,13 +154,29 @@ def match_action(
     return jnp.where(own.roll_index == LAST_ROLL, box, keep)
 
 
+def _only_where_needed(chosen: jax.Array, first: Callable, second: Callable) -> jax.Array:
+    """`first()` where `chosen`, `second()` elsewhere, computing only what some card needs (a
+    lockstep batch is mostly at one kind of decision)."""
+
+    def mixed() -> jax.Array:
+        return jnp.where(chosen, first(), second())
+
+    return jax.lax.cond(
+        jnp.all(chosen), first, lambda: jax.lax.cond(jnp.any(chosen), mixed, second)
+    )
+
+
 @dataclasses.dataclass(frozen=True)
 class MatchPlannerAct:
-    """`match_act` of a match planner (own cards [B], opponents' [B] or [B, P-1]); equal per
-    (leaf, rules), so `jit` reuses its program."""
+    """`match_act` of a match planner (own cards [B], opponents' [B] or [B, P-1]): the turns
+    that leave at most `open_limit` boxes open are played for the win, earlier ones by
+    `solitaire` (the planner's batch act on its own card). Equal per (leaf, rules, limit), so
+    `jit` reuses its program."""
 
     dist: DistributionLeaf
     rules: Rules
+    solitaire: Callable[[Any, State, jax.Array], jax.Array]
+    open_limit: int
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
         """The planner's actions for a batch of cards against their opponents."""
@@ -171,13 +187,11 @@ class MatchPlannerAct:
             jax.vmap(f, in_axes=(None, None, 0, 0, None)) for f in (keep_action, box_action)
         )
         scoring = own.roll_index == LAST_ROLL
-        # A lockstep batch is at one kind of decision: only that kind is computed.
-        return jax.lax.cond(
-            jnp.all(scoring),
-            lambda: boxes(*args),
-            lambda: jax.lax.cond(
-                jnp.any(scoring),
-                lambda: jnp.where(scoring, boxes(*args), keeps(*args)),
-                lambda: keeps(*args),
-            ),
+        late = self.rules.num_boxes - jnp.sum(own.filled, axis=-1) - 1 <= self.open_limit
+
+        def for_the_win() -> jax.Array:
+            return _only_where_needed(scoring, lambda: boxes(*args), lambda: keeps(*args))
+
+        return _only_where_needed(
+            late, for_the_win, lambda: self.solitaire(params, own, keys).astype(jnp.int32)
         )
