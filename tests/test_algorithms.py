@@ -73,8 +73,12 @@ def test_registry_names_match_the_modules():
 
 
 # The contract tests compile only chunks of 1 and 2 updates, the same programs in each test, so
-# the session's compilation cache compiles each learner's pair once for all three tests.
-@pytest.mark.parametrize("name", algorithm_names())
+# the session's compilation cache compiles each learner's pair once for all three tests. distill's
+# is slow (its teacher plans every decision); tests/test_distill.py runs its update fast.
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.slow) if n == "distill" else n for n in algorithm_names()],
+)
 def test_update_jits_and_reports_finite_scalars(name):
     """One update in a compiled chunk: the counter advances, the parameters move, every metric
     is one finite float per update, and the guard saw a finite update."""

@@ -70,8 +70,8 @@ class TDPlannerConfig(AlgoConfig):
     # Matches: the turns that leave at most this many boxes open are played for the win, the
     # earlier ones as alone (the learned distributions of early positions misled it). Over the
     # first 20,000 two-player matches of seed 2 against optimal play: for the win in the last
-    # 6 turns 49.70 %, 4: 49.83 %, 3: 49.94 %, none 48.63 %; every turn: 47.48 % over 100,000.
-    # 3 as the win-seeker's exact endgame; docs/td_planner/README.md.
+    # 6 turns 49.70 %, 4: 49.83 %, 3: 49.94 %, every turn 48.23 %, none 48.63 %
+    # (experiments/match_open_ablation.py). 3, as the win-seeker's exact endgame.
     match_open: int = 3
 
     def __post_init__(self) -> None:
