@@ -97,8 +97,7 @@ def test_acting_agent_is_the_student_alone(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("the acting agent consulted the teacher")
 
-    monkeypatch.setattr(distill, "plan_keeps", refuse)
-    monkeypatch.setattr(distill, "plan_scores", refuse)
+    monkeypatch.setattr(distill, "plan_decision", refuse)
     agent = load_agent(str(tmp_path / "run"))
     records = play_games(agent, 16, seed=0)
     assert records.num_games == 16 and records.total.min() >= 0

@@ -12,8 +12,7 @@ from test_td_planner import forbid_solver_tables
 
 from yahtzee_jax.agents.match_planner import (
     MatchPlannerAct,
-    below_or_half,
-    match_action,
+    box_action,
     score_chances,
     turn_end_chances,
 )
@@ -24,6 +23,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import ROLLS
+from yahtzee_jax.solver.win_seeker import below_or_half
 
 BINS = 64
 
@@ -116,7 +116,7 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     own = card((4, 4, 4, 1, 2), {**written, Category.CHANCE: 20}, roll_index=2)
     opponent = card(scores={box: 0 for box in Category} | {Category.CHANCE: 33})
     assert int(total_score(opponent)) - int(total_score(own)) == 13
-    action = match_action(
+    action = box_action(
         two_box_leaf, None, own, jax.tree.map(lambda x: x[None], opponent), OFFICIAL
     )
     assert int(action) == NUM_KEEP_ACTIONS + Category.YAHTZEE

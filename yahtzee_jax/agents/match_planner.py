@@ -37,20 +37,10 @@ from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
-from yahtzee_jax.solver.win_seeker import REWARD_BINS
+from yahtzee_jax.solver.win_seeker import REWARD_BINS, below_or_half
 
 # dist(params, mask, upper, flag) -> probabilities of the score to come, float32[..., bins]
 DistributionLeaf = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
-
-
-def below_or_half(mass: jax.Array, lead: jax.Array) -> jax.Array:
-    """P(future < lead) + P(future = lead) / 2 for a distribution `mass` [bins] over 0..bins-1,
-    at integer leads of any shape (0 below 0, 1 from `bins` up)."""
-    bins = mass.shape[-1]
-    below = jnp.cumsum(mass) - mass
-    inside = jnp.clip(lead, 0, bins - 1)
-    exact = jnp.where(lead < 0, 0.0, below[inside] + 0.5 * mass[inside])
-    return jnp.where(lead >= bins, 1.0, exact)
 
 
 def _futures(
@@ -143,15 +133,6 @@ def box_action(
     """The box of one card at its score decision with the highest P(win)."""
     chances = score_chances(dist, params, own, others, rules)
     return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
-
-
-def match_action(
-    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
-) -> jax.Array:
-    """The action of one card with the highest expected P(win) at its turn's end."""
-    keep = keep_action(dist, params, own, others, rules)
-    box = box_action(dist, params, own, others, rules)
-    return jnp.where(own.roll_index == LAST_ROLL, box, keep)
 
 
 def _only_where_needed(chosen: jax.Array, first: Callable, second: Callable) -> jax.Array:

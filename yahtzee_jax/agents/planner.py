@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.game.engine import State, current_score_options
+from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import final_roll_values, score_transition
 from yahtzee_jax.solver.position import card_context
@@ -118,6 +118,18 @@ def plan_scores(leaf: LeafValue, params: Any, states: State, rules: Rules) -> ja
     """Best box action of each card at its score decision."""
     best = jnp.argmax(box_values(leaf, params, states, rules), axis=1)
     return (NUM_KEEP_ACTIONS + best).astype(jnp.int32)
+
+
+def plan_decision(
+    leaf: LeafValue, params: Any, states: State, rules: Rules, roll_index: int
+) -> tuple[jax.Array, jax.Array]:
+    """(action int32[B], turn-start value [B]) of cards all at decision `roll_index` (static):
+    the best keep and the turn's value (`plan_keeps`), or the best box and 0."""
+    if roll_index < LAST_ROLL:
+        action, turn_value = plan_keeps(leaf, params, states, rules, roll_index == 0)
+        return action.astype(jnp.int32), turn_value
+    action = plan_scores(leaf, params, states, rules)
+    return action.astype(jnp.int32), jnp.zeros(action.shape, jnp.float32)
 
 
 def plan_actions(leaf: LeafValue, params: Any, states: State, rules: Rules) -> jax.Array:

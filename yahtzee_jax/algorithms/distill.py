@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.agents.planner import plan_keeps, plan_scores
+from yahtzee_jax.agents.planner import plan_decision
 from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, RunLoader, TrainState
 from yahtzee_jax.algorithms.common import (
@@ -102,10 +102,7 @@ class PlannerTeacher:
 
     def __call__(self, cards: State, roll_index: int) -> jax.Array:
         """The planner's actions for a lockstep batch of cards at decision `roll_index`."""
-        if roll_index < LAST_ROLL:
-            keeps, _ = plan_keeps(self.leaf, self.params, cards, self.rules, roll_index == 0)
-            return keeps.astype(jnp.int32)
-        return plan_scores(self.leaf, self.params, cards, self.rules).astype(jnp.int32)
+        return plan_decision(self.leaf, self.params, cards, self.rules, roll_index)[0]
 
 
 def make_frozen(config: Config, load_run: RunLoader | None) -> PlannerTeacher | None:

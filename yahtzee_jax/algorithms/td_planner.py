@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent, uniform_legal_action
 from yahtzee_jax.agents.match_planner import MatchPlannerAct
-from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_keeps, plan_scores
+from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_decision
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
@@ -44,7 +44,6 @@ from yahtzee_jax.algorithms.common import (
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_DICE, Rules, get_rules
 from yahtzee_jax.networks import Block
 from yahtzee_jax.solver.states import upper_cap
@@ -206,11 +205,7 @@ def exploring_planner(context: Context, params: Any, epsilon: jax.Array) -> Any:
     leaf, rules, env = value_leaf(context.config), context.rules, context.env
 
     def policy(states: Any, keys: jax.Array, roll_index: int) -> tuple[jax.Array, dict]:
-        if roll_index < LAST_ROLL:
-            action, turn_value = plan_keeps(leaf, params, states, rules, roll_index == 0)
-        else:
-            action = plan_scores(leaf, params, states, rules)
-            turn_value = jnp.zeros(action.shape, jnp.float32)
+        action, turn_value = plan_decision(leaf, params, states, rules, roll_index)
         key_pairs = jax.vmap(jax.random.split)(keys)
         explore = jax.vmap(jax.random.uniform)(key_pairs[:, 0]) < epsilon
         bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
@@ -279,13 +274,13 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     targets = jax.lax.stop_gradient(
         value_targets(algo, turn_rewards, outputs(state.params)[0], starts["turn_value"])
     )
-    target_bins = jnp.clip(jnp.round(targets), 0, algo.score_bins - 1).astype(jnp.int32)
 
     def loss_fn(params: Any) -> tuple[jax.Array, tuple]:
         predicted, logits = outputs(params)
         value_loss = jnp.mean(jnp.square((predicted - targets) * algo.value_scale))
         if algo.score_bins == 0:
             return value_loss, (value_loss, jnp.float32(0.0), predicted)
+        target_bins = jnp.clip(jnp.round(targets), 0, algo.score_bins - 1).astype(jnp.int32)
         log_p = jax.nn.log_softmax(logits, axis=-1)
         cross_entropy = -jnp.mean(jnp.take_along_axis(log_p, target_bins[..., None], -1))
         total = value_loss + cross_entropy  # separate parameters: no weight between them

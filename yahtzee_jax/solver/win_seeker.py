@@ -94,6 +94,16 @@ def win_probability(margin: jax.Array, variance: jax.Array) -> jax.Array:
     return jnp.where(decided, 0.5 * (1.0 + jnp.sign(margin)), normal)
 
 
+def below_or_half(mass: jax.Array, lead: jax.Array) -> jax.Array:
+    """P(future < lead) + P(future = lead) / 2 for a distribution `mass` [bins] over 0..bins-1,
+    at integer leads of any shape (0 below 0, 1 from `bins` up)."""
+    bins = mass.shape[-1]
+    below = jnp.cumsum(mass) - mass
+    inside = jnp.clip(lead, 0, bins - 1).astype(jnp.int32)
+    exact = jnp.where(lead < 0, 0.0, below[inside] + 0.5 * mass[inside])
+    return jnp.where(lead >= bins, 1.0, exact)
+
+
 def opponent_below(
     tables: WinSeekerTables, other: State, lead: jax.Array, rules: Rules = OFFICIAL
 ) -> jax.Array:
@@ -101,11 +111,7 @@ def opponent_below(
     exact from its endgame distribution when it has one, else normal."""
     context = card_context(other.filled, other.scores, jnp, rules)
     row = tables.rows[context]
-    mass = tables.distributions[jnp.maximum(row, 0)]
-    below = jnp.cumsum(mass) - mass
-    inside = jnp.clip(lead, 0, SCORE_BINS - 1).astype(jnp.int32)
-    exact = jnp.where(lead < 0, 0.0, below[inside] + 0.5 * mass[inside])
-    exact = jnp.where(lead >= SCORE_BINS, 1.0, exact)
+    exact = below_or_half(tables.distributions[jnp.maximum(row, 0)], lead)
     mean, second = tables.value[context], tables.moment[context]
     spread = jnp.sqrt(jnp.maximum(second - mean * mean, MIN_VARIANCE))
     return jnp.where(row >= 0, exact, jax.scipy.stats.norm.cdf((lead - mean) / spread))
