@@ -17,11 +17,13 @@ from yahtzee_jax.algorithms.maxq import (
     Tables,
     _dice_code,
     _multisets,
+    batch_round_update,
     explore_greedy_guide,
     explore_uniform,
     greedy,
     round_update,
 )
+from yahtzee_jax.algorithms.table_updates import combine_set
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import batch_features
 from yahtzee_jax.game import Category, get_rules
@@ -213,3 +215,62 @@ def test_rounds_of_each_exploration(name, per_round):
     mean = float(metrics["explore/actions_per_round"])
     assert low < mean < high if low < high else mean == high
     assert np.count_nonzero(np.asarray(state.params["table"])) > 0
+
+
+def test_combined_updates_of_one_cell():
+    """Two updates of one cell with l = 0.5 each from x = 2: with equal targets 10 the
+    combination is the sequential rule twice (2 -> 6 -> 8); with targets 10 and 6 it is
+    2 x 0.25 + 0.75 x mean 8 = 6.5, between the two orders' 6 and 7. A not-ok update
+    writes nothing, and updates of other cells (row 1) do not mix in."""
+    table = table_with({(0, 3): 2.0}, rows=2)
+    rows, columns = jnp.int32([0, 0, 1, 0]), jnp.int32([3, 3, 3, 5])
+    rates = jnp.float32([0.5, 0.5, 0.5, 0.5])
+    ok = jnp.bool_([True, True, True, False])
+    same = combine_set(table, rows, columns, jnp.float32([10, 10, 4, 9]), rates, ok)
+    assert float(same[0, 3]) == 8.0 and float(same[1, 3]) == 2.0 and float(same[0, 5]) == 0.0
+    mixed = combine_set(table, rows, columns, jnp.float32([10, 6, 4, 9]), rates, ok)
+    assert float(mixed[0, 3]) == 6.5
+    assert int(np.count_nonzero(np.asarray(mixed))) == 2
+
+
+def test_parallel_round_of_one_lane_is_the_sequential_rule_and_two_lanes_combine():
+    """`combine=parallel` on the hand-made three-action round above: one lane gives the
+    sequential table exactly; two lanes playing that round (l = 0.5 each) move V(s3, box 2)
+    from 2 as two sequential updates towards 10 would: 2 x 0.25 + 0.75 x 10 = 8, and
+    V(s1, keep 3) to 0.75 x 2.5 = 1.875."""
+    table = table_with({(3, 5): 4.0, (3, 32): 6.0, (3, 45): 1.0, (3, 46): 0.5, (2, 34): 2.0})
+    after = [(reroll_mask(7, 12), box_mask(2)), (reroll_mask(), box_mask(2))]
+    after.append((reroll_mask(5), box_mask(0)))
+    lane = (
+        jnp.int32([0, 1, 2]),
+        jnp.int32([3, 7, 32 + 2]),
+        jnp.bool_([True, True, True]),
+        jnp.int32([1, 2, 3]),
+        jnp.asarray(np.stack([a[0] for a in after])),
+        jnp.asarray(np.stack([a[1] for a in after])),
+        jnp.bool_([False, False, False]),
+    )
+    sequential = round_update(table, *lane, jnp.float32(10.0), jnp.float32(0.5), 0.5)
+    lanes = [jnp.stack([part]) for part in lane]
+    one = batch_round_update(table, *lanes, jnp.float32([10]), jnp.float32([0.5]), 0.5)
+    np.testing.assert_allclose(np.asarray(one), np.asarray(sequential), atol=1e-6)
+    two = [jnp.stack([part, part]) for part in lane]
+    both = batch_round_update(table, *two, jnp.float32([10, 10]), jnp.float32([0.5, 0.5]), 0.5)
+    assert float(both[2, 34]) == 8.0 and float(both[0, 3]) == 1.875
+
+
+def test_parallel_combine_of_a_single_game_is_the_sequential_learner():
+    """Through the learner's whole update (one game of 13 rounds, a hashed table): with one
+    lane `combine=parallel` writes the very table `combine=sequential` writes."""
+    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.runner.configs import resolve
+
+    tables = []
+    for combine in ("sequential", "parallel"):
+        overrides = ["train.games_per_update=1", "algo.table_bits=10", f"algo.combine={combine}"]
+        context = make_context(resolve("kang-hrl", overrides=overrides))
+        state = init_train_state(context)
+        state, _ = jax.jit(lambda s, c=context: c.algorithm.update(c, s))(state)
+        tables.append(np.asarray(state.params["table"]))
+    assert np.count_nonzero(tables[0]) > 13
+    np.testing.assert_allclose(tables[1], tables[0], rtol=1e-6, atol=1e-7)

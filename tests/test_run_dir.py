@@ -87,6 +87,24 @@ def test_guard_freezes_the_state_at_the_last_good_update_and_names_the_quantity(
     assert guard_quantities(list(metrics))[failure[1]] == where
 
 
+def test_guard_without_parameters_still_stops_on_metrics(one_good_update):
+    """An algorithm with `guard_params=False` (MAXQ-Q's 1.16 GB table): a NaN put in the
+    parameters at update 2 goes unseen there and is caught by update 3's loss; a NaN in the
+    loss at update 2 is named and freezes the counter at 1 (the host discards the chunk),
+    while the parameters are not rolled back to update 1's."""
+    context, state, after_one = one_good_update
+    algorithm = dataclasses.replace(context.algorithm, guard_params=False)
+    unguarded = context._replace(algorithm=algorithm)
+    _, metrics, failure = make_chunk(_poisoned(unguarded, 2, PARAMETERS), 3)(state)
+    assert list(np.asarray(failure)[:2]) == [-1, -1]
+    assert guard_quantities(list(metrics))[np.asarray(failure)[2]].startswith(("loss/", "grad/"))
+    final, metrics, failure = make_chunk(_poisoned(unguarded, 2, "loss/total"), 3)(state)
+    assert guard_quantities(list(metrics))[np.asarray(failure)[1]] == "loss/total"
+    assert int(final.step) == 1
+    moved = jax.tree.leaves(final.params)[0]
+    assert not np.array_equal(moved, jax.tree.leaves(after_one.params)[0])
+
+
 def test_guard_orders_causes_before_diagnostics():
     """Loss and gradient come before the parameters they produce, diagnostics after."""
     names = ["policy/kl", "loss/total", "grad/norm", "policy/roll_entropy"]

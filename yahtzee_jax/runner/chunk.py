@@ -54,18 +54,24 @@ def chunk_function(context: Context, num_updates: int, freeze_counter: bool = Tr
     under a population's vmap (the host discards a failed chunk's state either way).
     """
 
+    guard_params = context.algorithm.guard_params
+
     def guarded(carry: tuple[TrainState, jax.Array], _: None):
         state, failed = carry
         new_state, metrics = train_step(context, state)
         finite = jnp.stack(
             [
-                _all_finite(new_state.params) if name == PARAMETERS else _all_finite(metrics[name])
+                (_all_finite(new_state.params) if guard_params else jnp.bool_(True))
+                if name == PARAMETERS
+                else _all_finite(metrics[name])
                 for name in guard_quantities(list(metrics))
             ]
         )
         failure = jnp.where(jnp.all(finite), -1, jnp.argmin(finite)).astype(jnp.int32)
         failed = failed | (failure >= 0)
         kept = jax.tree.map(lambda old, new: jnp.where(failed, old, new), state, new_state)
+        if not guard_params:  # no copy of the parameters kept for a rollback
+            kept = kept.replace(params=new_state.params)
         if not freeze_counter:
             kept = kept.replace(step=new_state.step)
         return (kept, failed), (metrics, failure)
