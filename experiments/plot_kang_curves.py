@@ -2,12 +2,12 @@
 
 Usage: python experiments/plot_kang_curves.py --run q-lambda=runs/kang-q-lambda
            --run hrl=runs/kang-hrl --run hrl-g1=runs/kang-hrl-g1 --run a2c=runs/a2c-early
-           [--out docs/kang/learning_curves.png]
+           [--saved a2c=docs/kang/learning_curves.json] [--out docs/kang/learning_curves.png]
 
 Each run's periodic evaluations (`evals.jsonl`: greedy play, the run's own evaluation games) are
 plotted against the rounds trained (games x 13), on a log axis; the seed's final figures
 (Table IV) are marked at their budgets. The plotted points are written beside the figure as
-JSON.
+JSON; `--saved LABEL=JSON` plots a curve from such a file (a run whose directory is gone).
 """
 
 from __future__ import annotations
@@ -44,18 +44,28 @@ def main(argv: list[str]) -> int:
     """Draw the figure and write its points."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", action="append", default=[], help="LABEL=RUN_DIR")
+    parser.add_argument("--saved", action="append", default=[], help="LABEL=POINTS_JSON")
     parser.add_argument("--out", type=Path, default=Path("docs/kang/learning_curves.png"))
     args = parser.parse_args(argv)
     curves = {}
     for item in args.run:
         label, _, path = item.partition("=")
         curves[label] = read_curve(Path(path))
+    for item in args.saved:
+        label, _, path = item.partition("=")
+        saved = json.loads(Path(path).read_text())
+        if label not in saved:
+            raise SystemExit(f"{path} has no curve {label!r} (it has {', '.join(saved)})")
+        curves[label] = [tuple(point) for point in saved[label]]
     figure, axes = plt.subplots(figsize=(7, 4.2))
+    marked: set[str] = set()
     for label, points in curves.items():
         rounds, means = zip(*points, strict=True)
         line = axes.plot(rounds, means, label=label, linewidth=1.2)[0]
-        if label in SEED_POINTS:
-            x, y = SEED_POINTS[label]
+        seed_label = label.split(" ")[0]  # "hrl 100x" is marked as "hrl", once
+        if seed_label in SEED_POINTS and seed_label not in marked:
+            marked.add(seed_label)
+            x, y = SEED_POINTS[seed_label]
             axes.plot([x], [y], marker="*", markersize=11, color=line.get_color(), linestyle="")
     axes.set_xscale("log")
     axes.set_xlabel("rounds trained (games x 13)")

@@ -14,6 +14,7 @@ from yahtzee_jax.algorithms.maxq import (
     DICE_INDEX,
     KEEP_ALL,
     NUM_MULTISETS,
+    Round,
     Tables,
     _dice_code,
     _multisets,
@@ -94,6 +95,24 @@ def box_mask(*boxes: int) -> np.ndarray:
     return mask
 
 
+def hand_round():
+    """The table and round of `test_three_action_round_by_hand` (its docstring)."""
+    table = table_with({(3, 5): 4.0, (3, 32): 6.0, (3, 45): 1.0, (3, 46): 0.5, (2, 34): 2.0})
+    after = [(reroll_mask(7, 12), box_mask(2)), (reroll_mask(), box_mask(2))]
+    after.append((reroll_mask(5), box_mask(0)))
+    lane = Round(
+        jnp.int32([0, 1, 2]),
+        jnp.int32([3, 7, 32 + 2]),
+        jnp.bool_([True, True, True]),
+        jnp.int32([1, 2, 3]),
+        jnp.asarray(np.stack([a[0] for a in after])),
+        jnp.asarray(np.stack([a[1] for a in after])),
+        jnp.bool_([False, False, False]),
+        jnp.float32(10.0),
+    )
+    return table, lane
+
+
 def test_three_action_round_by_hand():
     """A round s1 -reroll 3-> s2 -reroll 7-> s3 -box 2-> s4 worth r = 10, l = 0.5, d = 0.5;
     rows 0..3 are s1..s4. s4 (the next round's start) has V(keep 5) = 4, V(box 0) = 6,
@@ -105,24 +124,8 @@ def test_three_action_round_by_hand():
     a1 (t=2): V(s1, 3) = 0.5*10*0.25 = 1.25;      s2's root value = max(2.5 + 4.625, 0 + 0)
               = 7.125: C(s1, Re-roll) = 3.5625
     """
-    table = table_with({(3, 5): 4.0, (3, 32): 6.0, (3, 45): 1.0, (3, 46): 0.5, (2, 34): 2.0})
-    s2_legal = (reroll_mask(7, 12), box_mask(2))
-    s3_legal = (reroll_mask(), box_mask(2))
-    s4_legal = (reroll_mask(5), box_mask(0))
-    after = [s2_legal, s3_legal, s4_legal]
-    out = round_update(
-        table,
-        jnp.int32([0, 1, 2]),
-        jnp.int32([3, 7, 32 + 2]),
-        jnp.bool_([True, True, True]),
-        jnp.int32([1, 2, 3]),
-        jnp.asarray(np.stack([a[0] for a in after])),
-        jnp.asarray(np.stack([a[1] for a in after])),
-        jnp.bool_([False, False, False]),
-        jnp.float32(10.0),
-        jnp.float32(0.5),
-        0.5,
-    )
+    table, lane = hand_round()
+    out = round_update(table, lane, jnp.float32(0.5), 0.5)
     want = np.asarray(table).copy()
     want[2, 34], want[2, 46] = 6.0, 3.25
     want[1, 7], want[1, 45] = 2.5, 4.625
@@ -134,19 +137,20 @@ def test_one_action_round_and_the_games_end():
     """Category at the first roll ends the round at once (n = 1, t = 0): V(s1, box) moves to
     r, and C(s1, Category) towards the next state's value, 0 when the game is over."""
     table = table_with({(3, 32): 8.0, (3, 45): 2.0})
-    args = (
-        table,
+    lane = Round(
         jnp.int32([0, 0, 0]),
         jnp.int32([32 + 4, 0, 0]),
         jnp.bool_([True, False, False]),
         jnp.int32([3, 3, 3]),
         jnp.asarray(np.stack([reroll_mask(1)] * 3)),
         jnp.asarray(np.stack([box_mask(0)] * 3)),
+        jnp.bool_([False] * 3),
+        jnp.float32(20.0),
     )
-    going_on = round_update(*args, jnp.bool_([False] * 3), jnp.float32(20.0), 1.0, 0.9)
+    going_on = round_update(table, lane, 1.0, 0.9)
     assert float(going_on[0, 36]) == 20.0 and float(going_on[0, 46]) == 8.0  # max(0+2, 8+0)
     assert int(np.count_nonzero(np.asarray(going_on)[0])) == 2  # the invalid slots wrote nothing
-    over = round_update(*args, jnp.bool_([True] * 3), jnp.float32(20.0), 1.0, 0.9)
+    over = round_update(table, lane._replace(after_terminal=jnp.bool_([True] * 3)), 1.0, 0.9)
     assert float(over[0, 46]) == 0.0
 
 
@@ -238,24 +242,12 @@ def test_parallel_round_of_one_lane_is_the_sequential_rule_and_two_lanes_combine
     sequential table exactly; two lanes playing that round (l = 0.5 each) move V(s3, box 2)
     from 2 as two sequential updates towards 10 would: 2 x 0.25 + 0.75 x 10 = 8, and
     V(s1, keep 3) to 0.75 x 2.5 = 1.875."""
-    table = table_with({(3, 5): 4.0, (3, 32): 6.0, (3, 45): 1.0, (3, 46): 0.5, (2, 34): 2.0})
-    after = [(reroll_mask(7, 12), box_mask(2)), (reroll_mask(), box_mask(2))]
-    after.append((reroll_mask(5), box_mask(0)))
-    lane = (
-        jnp.int32([0, 1, 2]),
-        jnp.int32([3, 7, 32 + 2]),
-        jnp.bool_([True, True, True]),
-        jnp.int32([1, 2, 3]),
-        jnp.asarray(np.stack([a[0] for a in after])),
-        jnp.asarray(np.stack([a[1] for a in after])),
-        jnp.bool_([False, False, False]),
-    )
-    sequential = round_update(table, *lane, jnp.float32(10.0), jnp.float32(0.5), 0.5)
-    lanes = [jnp.stack([part]) for part in lane]
-    one = batch_round_update(table, *lanes, jnp.float32([10]), jnp.float32([0.5]), 0.5)
+    table, lane = hand_round()
+    sequential = round_update(table, lane, jnp.float32(0.5), 0.5)
+    one = batch_round_update(table, jax.tree.map(lambda x: x[None], lane), jnp.float32([0.5]), 0.5)
     np.testing.assert_allclose(np.asarray(one), np.asarray(sequential), atol=1e-6)
-    two = [jnp.stack([part, part]) for part in lane]
-    both = batch_round_update(table, *two, jnp.float32([10, 10]), jnp.float32([0.5, 0.5]), 0.5)
+    two = jax.tree.map(lambda x: jnp.stack([x, x]), lane)
+    both = batch_round_update(table, two, jnp.float32([0.5, 0.5]), 0.5)
     assert float(both[2, 34]) == 8.0 and float(both[0, 3]) == 1.875
 
 

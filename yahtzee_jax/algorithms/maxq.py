@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
@@ -278,27 +278,30 @@ def slot_targets(
     return c_column, value
 
 
-def round_update(
-    params: jax.Array,
-    rows: jax.Array,
-    actions: jax.Array,
-    valid: jax.Array,
-    after_rows: jax.Array,
-    after_reroll: jax.Array,
-    after_box: jax.Array,
-    after_terminal: jax.Array,
-    reward: jax.Array,
-    rate: jax.Array,
-    decay: float,
-) -> jax.Array:
-    """The seed's update after one lane's round, in reverse order over its actions: the table
-    [S, A + 2] (V's A columns, then C(root, s, Re-roll) and C(root, s, Category)) after it.
+class Round(NamedTuple):
+    """One lane's round for the update ([3, ...] per field; a batch adds a leading lane axis).
 
-    rows / actions / valid [3]: the round's states and actions (the valid slots are a prefix,
-    a_1..a_n); after_* [3, ...]: the state each action led to (s_{i+1}: the round's next
-    state, or the next round's first one after a_n), its legal rerolls [3, 32] and boxes, and
-    whether the game was over; `reward` the round's points, `rate` l, `decay` d.
+    rows / actions / valid: the round's states and actions (the valid slots are a prefix,
+    a_1..a_n); after_*: the state each action led to (s_{i+1}: the round's next state, or the
+    next round's first one after a_n), its legal rerolls [3, 32] and boxes, and whether the
+    game was over; reward: the round's points (a scalar per lane).
     """
+
+    rows: jax.Array
+    actions: jax.Array
+    valid: jax.Array
+    after_rows: jax.Array
+    after_reroll: jax.Array
+    after_box: jax.Array
+    after_terminal: jax.Array
+    reward: jax.Array
+
+
+def round_update(params: jax.Array, lane: Round, rate: jax.Array, decay: float) -> jax.Array:
+    """The seed's update after one lane's round, in reverse order over its actions: the table
+    [S, A + 2] (V's A columns, then C(root, s, Re-roll) and C(root, s, Category)) after it;
+    `rate` l, `decay` d."""
+    rows, actions, valid, after_rows, after_reroll, after_box, after_terminal, reward = lane
     count = jnp.sum(valid)
 
     # One slot per loop iteration: every read first, then one write of the slot's whole row.
@@ -322,22 +325,11 @@ def round_update(
     return table
 
 
-def batch_round_update(
-    table: jax.Array,
-    rows: jax.Array,
-    actions: jax.Array,
-    valid: jax.Array,
-    after_rows: jax.Array,
-    after_reroll: jax.Array,
-    after_box: jax.Array,
-    after_terminal: jax.Array,
-    reward: jax.Array,
-    rate: jax.Array,
-    decay: float,
-) -> jax.Array:
-    """`round_update` for B lanes at once (`combine=parallel`): the arguments gain a leading
-    lane axis ([B, 3, ...]; reward and rate [B]); slots in the seed's reverse order, each
-    slot's 2B updates applied together by `combine_set`."""
+def batch_round_update(table: jax.Array, lanes: Round, rate: jax.Array, decay: float) -> jax.Array:
+    """`round_update` for B lanes at once (`combine=parallel`): `lanes` and `rate` gain a
+    leading lane axis; slots in the seed's reverse order, each slot's 2B updates applied
+    together by `combine_set`."""
+    rows, actions, valid, after_rows, after_reroll, after_box, after_terminal, reward = lanes
     count = jnp.sum(valid, axis=1)
     for slot in range(DECISIONS_PER_TURN - 1, -1, -1):
         c_column, value = slot_targets(
@@ -431,17 +423,17 @@ def make_update(explore: Any) -> Any:
             first = rounds_before + turn_index * lanes
 
             rates = algo.alpha / (algo.alpha + (first + jnp.arange(lanes)).astype(jnp.float32))
-            round_data = (rows, actions, valid, after_rows, after_reroll, after_box)
-            round_data += (after_terminal, points)
+            lanes_round = Round(
+                rows, actions, valid, after_rows, after_reroll, after_box, after_terminal, points
+            )
             if algo.combine == "parallel":
-                table = batch_round_update(table, *round_data, rates, algo.decay)
+                table = batch_round_update(table, lanes_round, rates, algo.decay)
             else:
 
                 def lane(table: jax.Array, inputs: tuple) -> tuple[jax.Array, None]:
-                    *lane_data, rate = inputs
-                    return round_update(table, *lane_data, rate, algo.decay), None
+                    return round_update(table, *inputs, algo.decay), None
 
-                table, _ = jax.lax.scan(lane, table, (*round_data, rates))
+                table, _ = jax.lax.scan(lane, table, (lanes_round, rates))
             game = env.end_turn(game, turn_index) if env.others_move else game
             stats = (jnp.stack(env_rewards), jnp.sum(valid, axis=1), points)
             return (game, table), stats
