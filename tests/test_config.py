@@ -94,3 +94,13 @@ def test_paper_preset_differs_from_the_defaults_only_where_the_code_did():
         optim=dataclasses.replace(defaults.optim, min_lr_ratio=0.05),
     )
     assert resolve("paper-a2c") == expected
+
+
+def test_a_prime_evaluation_interval_is_noted():
+    """601 updates between evaluations (a prime) shrink a 25-update chunk to 1: a one-line
+    note names the interval; 600 (divisible by 25) keeps the chunk and gives no note."""
+    prime = from_dict({"train": {"total_games": 601, "games_per_update": 1, "eval_fraction": 1.0}})
+    assert prime.train.chunk_updates == 1
+    assert "601-update evaluation interval" in prime.train.chunk_note()
+    even = from_dict({"train": {"total_games": 600, "games_per_update": 1, "eval_fraction": 1.0}})
+    assert even.train.chunk_updates == 25 and even.train.chunk_note() is None

@@ -271,6 +271,19 @@ class TrainConfig:
         limit = min(self.updates_per_chunk, self.eval_interval)
         return max(d for d in range(1, limit + 1) if self.eval_interval % d == 0)
 
+    def chunk_note(self) -> str | None:
+        """One line when the chunk shrinks below half its size (a prime evaluation interval
+        makes it 1: a compiled call, and a copy of the state, per update); else None."""
+        wanted = min(self.updates_per_chunk, self.eval_interval)
+        if 2 * self.chunk_updates > wanted:
+            return None
+        return (
+            f"note: train.updates_per_chunk={self.updates_per_chunk} shrinks to "
+            f"{self.chunk_updates}, the largest divisor of the {self.eval_interval}-update "
+            f"evaluation interval: choose train.total_games or train.eval_fraction so that it "
+            f"has a divisor near {wanted}"
+        )
+
 
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:

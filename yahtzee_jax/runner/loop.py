@@ -293,6 +293,9 @@ def train_members(
     compiled: dict[int, Callable[[Any], tuple[Any, Any, Any]]] = {}
     compile_seconds = 0.0
     warnings: list[list[str]] = [[] for _ in configs]
+    notes = {config.train.chunk_note() for config in configs} - {None}
+    for note in sorted(notes) if primary else ():
+        bar.write(note, file=sys.stderr)
     started = time.perf_counter()
     stop = StopRequests()
     saved_on_request = False
