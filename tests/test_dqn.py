@@ -48,7 +48,7 @@ def numbered_records(update: int, lanes: int = 2) -> dqn.Record:
     ids = (1000 * update + 100 * lane + t).astype(jnp.int32)
     states = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (T, lanes, *leaf.shape)), State())
     done = jnp.broadcast_to(t == T - 1, (T, lanes))
-    return dqn.Record(states, ids, ids.astype(jnp.float32), done)
+    return dqn.Record(states, ids, ids.astype(jnp.float32), done, jnp.zeros((T, lanes)))
 
 
 def sampled_ids(config, buffer, draws: int = 40) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +101,29 @@ def test_double_dqn_target_by_hand():
     done = jnp.array([False, False, True])
     y = dqn.double_q_target(reward, done, online, target, legal, 0.5)
     np.testing.assert_array_equal(y, [2.0, 3.0, 7.0])
+
+
+def test_returns_to_go_and_the_monte_carlo_mix_by_hand():
+    """Two lanes of three rewards, [1, 2, 3] and [0, 5, 1]: gamma 1 gives G = [6, 5, 3] and
+    [6, 6, 1]; gamma 0.5 gives [2.75, 3.5, 3] and [2.75, 5.5, 1]. With algo.mc_mix = 1 the
+    loss's target is G_t x reward_scale whatever the network says; with 0.25 it is a quarter
+    of the way from the double-DQN target to it."""
+    rewards = jnp.array([[1.0, 0.0], [2.0, 5.0], [3.0, 1.0]])
+    np.testing.assert_array_equal(dqn.returns_to_go(rewards, 1.0), [[6, 6], [5, 6], [3, 1]])
+    half = dqn.returns_to_go(rewards, 0.5)
+    np.testing.assert_array_equal(half, [[2.75, 2.75], [3.5, 5.5], [3, 1]])
+
+    records = numbered_records(0)._replace(return_to_go=jnp.full((T, 2), 150.0))
+    first = jax.tree.map(lambda leaf: leaf[0], records)  # s: the two lanes' first decisions
+    second = jax.tree.map(lambda leaf: leaf[1], records)
+    targets = {}
+    for mix in (0.0, 0.25, 1.0):
+        context = make_context(small_config(f"algo.mc_mix={mix}"))
+        params = init_train_state(context).params
+        _, metrics = dqn.td_loss(params, context, params, first, second)
+        targets[mix] = float(metrics["q/mean_target"])
+    assert targets[1.0] == pytest.approx(150.0, rel=1e-6)
+    assert targets[0.25] == pytest.approx(0.75 * targets[0.0] + 0.25 * 150.0, rel=1e-5)
 
 
 def test_epsilon_schedule_holds_anneals_and_holds():
@@ -171,6 +194,7 @@ def test_greedy_agent_never_takes_an_illegal_action_of_highest_q():
         (["algo.gradient_steps=0"], "algo.gradient_steps=0 must be >= 1"),
         (["algo.reward_scale=0"], "algo.reward_scale=0.0 must be > 0"),
         (["algo.huber_delta=-1"], "algo.huber_delta=-1.0 must be > 0"),
+        (["algo.mc_mix=1.5"], "algo.mc_mix=1.5 must be in [0, 1]"),
         (["algo.epsilon_hold=0.8", "algo.epsilon_anneal=0.5"], "must be <= 1"),
         (["algo.buffer_size=1000"], "algo.buffer_size=1000 must hold one update's transitions"),
         (["algo.batch_size=300000"], "algo.batch_size=300000 must be <= algo.buffer_size"),

@@ -74,6 +74,10 @@ class DQNConfig(AlgoConfig):
     epsilon_hold: float = 0.0  # fraction of the updates at epsilon_start
     epsilon_anneal: float = 0.3  # fraction of the updates over which epsilon falls linearly
     huber_delta: float = 1.0  # in scaled reward units
+    # weight of the Monte-Carlo return-to-go in the target: (1 - m) y_double_dqn + m G_t
+    # (0: one-step double DQN; the bonus at the game's end reaches early decisions only through
+    # 39 bootstraps, where G_t carries it at once, as td-planner's target ablation found)
+    mc_mix: float = 0.0
 
     def __post_init__(self) -> None:
         require(0.0 <= self.gamma <= 1.0, f"algo.gamma={self.gamma} must be in [0, 1]")
@@ -92,6 +96,7 @@ class DQNConfig(AlgoConfig):
             "algo.epsilon_hold + algo.epsilon_anneal must be <= 1",
         )
         require(self.huber_delta > 0, f"algo.huber_delta={self.huber_delta} must be > 0")
+        require(0.0 <= self.mc_mix <= 1.0, f"algo.mc_mix={self.mc_mix} must be in [0, 1]")
 
     def check(self, config: Config) -> None:
         """The buffer must hold one update's games; the network options must mean something."""
@@ -193,6 +198,7 @@ class Record(NamedTuple):
     action: jax.Array  # int32
     reward: jax.Array  # float32, the environment's reward to the learner, unscaled
     done: jax.Array  # bool, the decision ended the episode
+    return_to_go: jax.Array  # float32, sum_k gamma^k r_{t+k} to the episode's end, unscaled
 
 
 @struct.dataclass
@@ -239,7 +245,8 @@ def _from_flashbax(buffer: Any) -> ReplayState:
 
 def empty_record(env: Environment) -> Record:
     """One decision's record with default fields: fixes the buffer's shapes and dtypes."""
-    return Record(env.blank_observation(), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False))
+    blank = env.blank_observation()
+    return Record(blank, jnp.int32(0), jnp.float32(0.0), jnp.bool_(False), jnp.float32(0.0))
 
 
 def buffer_init(config: Config, env: Environment) -> ReplayState:
@@ -297,7 +304,8 @@ def epsilon_greedy_policy(context: Context, params: Any, epsilon: jax.Array) -> 
 def _record(env: Environment) -> Any:
     def record(observation: Any, action: jax.Array, next_observation: Any, extras: dict):
         done = env.card(next_observation).terminated
-        return Record(observation, action, jnp.zeros(action.shape, jnp.float32), done), extras
+        zero = jnp.zeros(action.shape, jnp.float32)
+        return Record(observation, action, zero, done, zero), extras
 
     return record
 
@@ -323,6 +331,9 @@ def td_loss(
         next_legal,
         algo.gamma,
     )
+    if algo.mc_mix > 0:
+        monte_carlo = first.return_to_go * algo.reward_scale
+        target = (1 - algo.mc_mix) * target + algo.mc_mix * monte_carlo
     target = jax.lax.stop_gradient(target)
     error = q_taken - target
     loss = jnp.mean(optax.huber_loss(q_taken, target, delta=algo.huber_delta))
@@ -335,6 +346,17 @@ def td_loss(
     return loss, metrics
 
 
+def returns_to_go(rewards: jax.Array, gamma: float) -> jax.Array:
+    """G_t = r_t + gamma G_{t+1} of whole episodes, time-major [T, B] (each lane one episode)."""
+
+    def back(following: jax.Array, reward: jax.Array) -> tuple[jax.Array, jax.Array]:
+        value = reward + gamma * following
+        return value, value
+
+    _, values = jax.lax.scan(back, jnp.zeros_like(rewards[0]), rewards, reverse=True)
+    return values
+
+
 def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     """One DQN update: play B epsilon-greedy episodes, store them, `gradient_steps` TD steps."""
     config, env = context.config, context.env
@@ -343,7 +365,9 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     policy = epsilon_greedy_policy(context, state.params, epsilon)
     keys = episode_keys(play_key, 0, config.train.episodes_per_update)
     final, (records, extras), rewards = rollout(env, policy, keys, state.task, _record(env))
-    records = records._replace(reward=rewards)
+    records = records._replace(
+        reward=rewards, return_to_go=returns_to_go(rewards, config.algo.gamma)
+    )
     buffer = buffer_add(config, state.extra.buffer, records)
     (params, opt_state, target_params), metrics = learn(context, state, buffer, learn_key)
     metrics |= {
