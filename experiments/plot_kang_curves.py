@@ -8,6 +8,7 @@ Each run's periodic evaluations (`evals.jsonl`: greedy play, the run's own evalu
 plotted against the rounds trained (games x 13), on a log axis; the seed's final figures
 (Table IV) are marked at their budgets. The plotted points are written beside the figure as
 JSON; `--saved LABEL=JSON` plots a curve from such a file (a run whose directory is gone).
+A learner's curves share a colour, the first solid, later ones ("hrl 100x", then "hrl") dashed.
 """
 
 from __future__ import annotations
@@ -58,21 +59,23 @@ def main(argv: list[str]) -> int:
             raise SystemExit(f"{path} has no curve {label!r} (it has {', '.join(saved)})")
         curves[label] = [tuple(point) for point in saved[label]]
     figure, axes = plt.subplots(figsize=(7, 4.2))
-    marked: set[str] = set()
+    colors: dict[str, str] = {}  # one colour per learner ("hrl 100x" and "hrl" share it)
     for label, points in curves.items():
         rounds, means = zip(*points, strict=True)
-        line = axes.plot(rounds, means, label=label, linewidth=1.2)[0]
-        seed_label = label.split(" ")[0]  # "hrl 100x" is marked as "hrl", once
-        if seed_label in SEED_POINTS and seed_label not in marked:
-            marked.add(seed_label)
-            x, y = SEED_POINTS[seed_label]
+        learner = label.split(" ")[0]
+        again = learner in colors  # a learner's second curve is dashed
+        style = {"color": colors[learner], "linestyle": "--"} if again else {}
+        line = axes.plot(rounds, means, label=label, linewidth=1.2, **style)[0]
+        colors.setdefault(learner, line.get_color())
+        if learner in SEED_POINTS and not again:
+            x, y = SEED_POINTS[learner]
             axes.plot([x], [y], marker="*", markersize=11, color=line.get_color(), linestyle="")
     axes.set_xscale("log")
     axes.set_xlabel("rounds trained (games x 13)")
     axes.set_ylabel("mean score (greedy evaluation)")
     axes.set_title("plain rules; stars: Kang & Schroeder's Table IV at their budgets")
     axes.grid(alpha=0.3)
-    axes.legend()
+    axes.legend(loc="upper left", fontsize=8)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     figure.savefig(args.out, dpi=110)
