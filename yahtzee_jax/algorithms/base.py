@@ -120,7 +120,7 @@ class Algorithm:
     # False: the compiled chunk's guard neither checks the parameters nor keeps the last good
     # ones (its metrics still stop the run). For tables of running averages of finite targets
     # (MAXQ-Q), which cannot turn non-finite, and where one pass over the 1.16 GB table and
-    # the copy kept for a rollback cost 8x the update itself
+    # the copy kept for a rollback cost several times the update itself
     guard_params: bool = True
 
 
