@@ -266,3 +266,12 @@ def test_parallel_combine_of_a_single_game_is_the_sequential_learner():
         tables.append(np.asarray(state.params["table"]))
     assert np.count_nonzero(tables[0]) > 13
     np.testing.assert_allclose(tables[1], tables[0], rtol=1e-6, atol=1e-7)
+
+
+def test_an_unknown_combine_is_refused_in_one_line():
+    """`algo.combine` takes only the two rules the learner has."""
+    from yahtzee_jax.errors import ConfigError
+    from yahtzee_jax.runner.configs import resolve
+
+    with pytest.raises(ConfigError, match="algo.combine='both' is not one of: sequential"):
+        resolve("kang-hrl", overrides=["algo.combine=both"])
