@@ -273,5 +273,5 @@ def test_an_unknown_combine_is_refused_in_one_line():
     from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.runner.configs import resolve
 
-    with pytest.raises(ConfigError, match="algo.combine='both' is not one of: sequential"):
+    with pytest.raises(ConfigError, match=r"algo\.combine='both' is not one of: sequential"):
         resolve("kang-hrl", overrides=["algo.combine=both"])
