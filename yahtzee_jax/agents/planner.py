@@ -85,8 +85,9 @@ def box_values(leaf: LeafValue, params: Any, states: State, rules: Rules) -> jax
     return jnp.where(legal, value, -jnp.inf)
 
 
-def _best_keeps(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
-    """Best keep action of each card from its keep values [462, B] and roll index [B]."""
+def best_keep_actions(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
+    """Best keep action of each card from its keep values [462, B] and roll index [B] (the
+    match planners' too)."""
     keeps = jnp.asarray(KEEP_OF_ACTION)[roll]  # [B, 32]
     return jnp.argmax(keep_value[keeps, jnp.arange(roll.shape[0])[:, None]], axis=1)
 
@@ -111,7 +112,7 @@ def plan_keeps(
     else:
         keep_value = jax.lax.cond(first, first_layer, lambda: last)
     turn_value = expected_over_rolls(best_keep_values(keep_value, jnp), jnp)
-    return _best_keeps(keep_value, roll), turn_value
+    return best_keep_actions(keep_value, roll), turn_value
 
 
 def plan_scores(leaf: LeafValue, params: Any, states: State, rules: Rules) -> jax.Array:

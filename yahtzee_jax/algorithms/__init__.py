@@ -26,6 +26,7 @@ _MODULES = {
     "maxq": "yahtzee_jax.algorithms.maxq",
     "maxq-g1": "yahtzee_jax.algorithms.maxq_g1",
     "td-planner": "yahtzee_jax.algorithms.td_planner",
+    "td-win": "yahtzee_jax.algorithms.td_win",
     "distill": "yahtzee_jax.algorithms.distill",
 }
 

@@ -106,7 +106,13 @@ def match_seats(config: Config) -> tuple[Seat, ...]:
     seats = []
     for name in config.env.opponents:
         if name == "self":
-            seats.append(Seat("self", MatchAct(GreedyPolicy(config)), frozen_learner=True))
+            from yahtzee_jax.algorithms import get_algorithm
+
+            own_seat = get_algorithm(config.algo.name).match_seat
+            if own_seat is not None:
+                seats.append(Seat("self", own_seat(config), frozen_learner=True, sees_table=True))
+            else:
+                seats.append(Seat("self", MatchAct(GreedyPolicy(config)), frozen_learner=True))
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
             seats.append(agent_seat(builtin_agent(name, config.train.rules)))

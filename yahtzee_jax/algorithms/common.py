@@ -10,7 +10,9 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
+from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 
@@ -42,6 +44,26 @@ def lambda_returns(
         backward, jnp.zeros_like(reward[0]), (reward, next_value), reverse=True
     )
     return returns
+
+
+def explore(
+    action: jax.Array, keys: jax.Array, legal: jax.Array, epsilon: jax.Array
+) -> tuple[jax.Array, jax.Array]:
+    """(action int32[B], explored bool[B]): with probability `epsilon` each decision plays a
+    uniformly random legal action instead (the planners' exploration; one key per decision)."""
+    key_pairs = jax.vmap(jax.random.split)(keys)
+    explored = jax.vmap(jax.random.uniform)(key_pairs[:, 0]) < epsilon
+    bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
+    random = jax.vmap(uniform_legal_action)(legal, bits)
+    return jnp.where(explored, random, action).astype(jnp.int32), explored
+
+
+def planner_greedy(
+    network: Any, params: Any, x: jax.Array, legal: jax.Array, roll_index: jax.Array
+) -> jax.Array:
+    """`Algorithm.greedy` of the planning learners: none, they act on the cards themselves
+    (their `make_agent`), not on features."""
+    raise ConfigError("a planning learner acts on the cards; it has no feature policy")
 
 
 def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:

@@ -30,20 +30,21 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.agents.base import Agent, uniform_legal_action
+from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.match_planner import MatchPlannerAct
 from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_decision
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
+    explore,
     gradient_steps_per_update,
     lambda_returns,
     learning_rate_at,
     optimizer_step,
+    planner_greedy,
 )
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
-from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_DICE, Rules, get_rules
 from yahtzee_jax.networks import Block
 from yahtzee_jax.solver.states import upper_cap
@@ -206,12 +207,8 @@ def exploring_planner(context: Context, params: Any, epsilon: jax.Array) -> Any:
 
     def policy(states: Any, keys: jax.Array, roll_index: int) -> tuple[jax.Array, dict]:
         action, turn_value = plan_decision(leaf, params, states, rules, roll_index)
-        key_pairs = jax.vmap(jax.random.split)(keys)
-        explore = jax.vmap(jax.random.uniform)(key_pairs[:, 0]) < epsilon
-        bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
-        random = jax.vmap(uniform_legal_action)(env.legal_action_mask(states), bits)
-        action = jnp.where(explore, random, action).astype(jnp.int32)
-        return action, {"turn_value": turn_value, "explore": explore}
+        action, explored = explore(action, keys, env.legal_action_mask(states), epsilon)
+        return action, {"turn_value": turn_value, "explore": explored}
 
     return policy
 
@@ -315,13 +312,6 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     return new_state, metrics
 
 
-def greedy(
-    network: nn.Module, params: Any, x: jax.Array, legal: jax.Array, roll_index: jax.Array
-) -> jax.Array:
-    """Not available: the planner acts on the card itself (`make_agent`), not on features."""
-    raise ConfigError("td-planner acts by planning on the card; it has no feature policy")
-
-
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The planner with the trained value network at its leaves (no exploration); with a
     distribution head it plays matches for the win (`agents.match_planner`)."""
@@ -338,7 +328,7 @@ ALGORITHM = Algorithm(
     name="td-planner",
     config_class=TDPlannerConfig,
     update=update,
-    greedy=greedy,
+    greedy=planner_greedy,
     make_agent=make_agent,
     optimizer_steps_per_update=gradient_steps_per_update,
     make_network=make_network,

@@ -53,6 +53,9 @@ class Seat:
     policy: SeatPolicy
     params: Any = None
     frozen_learner: bool = False  # parameters from the task state, not `params`
+    # The policy reads every other card [b, P-1], in seat order after its own, instead of the
+    # learner's card alone (a win planner's `self` seat: its value reads the whole table)
+    sees_table: bool = False
 
 
 @struct.dataclass
@@ -168,16 +171,24 @@ class Match(Environment):
                 if start == stop or self._seated_before(group, k) != before:
                     continue
                 params = state.opponent_params if seat.frozen_learner else seat.params
+                learner = _take(state.card, start, stop)
                 own = self._opponent_turn(
                     seat,
                     params,
                     _take(others, start, stop, k),
-                    _take(state.card, start, stop),
+                    self._table(others, learner, start, stop, k) if seat.sees_table else learner,
                     state.opponent_keys[start:stop, k],
                     turn,
                 )
                 others = _put(others, own, start, stop, k)
         return state.replace(others=others)
+
+    def _table(self, others: State, learner: State, start: int, stop: int, k: int) -> State:
+        """The other cards [b, P-1] as opponent k sees them: the players after it in seat
+        order (the learner is the player before opponent 0)."""
+        ring = [learner] + [_take(others, start, stop, i) for i in range(self.num_players - 1)]
+        after = [ring[(k + 1 + j) % self.num_players] for j in range(1, self.num_players)]
+        return jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *after)
 
     def _opponent_turn(
         self,

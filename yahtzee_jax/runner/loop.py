@@ -101,12 +101,39 @@ def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) ->
     return play_games(network_agent(config, params), num_games, seed).total
 
 
+def match_evaluation(
+    config: Config, params: Any, num_games: int, seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """The learner's totals in `num_games` matches against its training opponents (the optimal
+    agent for `self`), and their win and draw rates with the wins' Wilson 95 % interval."""
+    from yahtzee_jax.agents import builtin_agent
+    from yahtzee_jax.evaluation.matches import match_totals
+    from yahtzee_jax.evaluation.statistics import wilson_interval
+
+    agent = network_agent(config, params)
+    names = tuple("optimal" if name == "self" else name for name in config.env.opponents)
+    rivals = tuple(builtin_agent(name, agent.rules) for name in names)
+    own, others = match_totals(agent, rivals, agent.rules, num_games, seed)
+    result = np.sign(own - others.max(axis=1))
+    wins = int(np.sum(result > 0))
+    return own, {
+        "opponents": list(names),
+        "win_rate": wins / num_games,
+        "draw_rate": float(np.mean(result == 0)),
+        "win_interval_95": list(wilson_interval(wins, num_games)),
+    }
+
+
 def evaluation_row(config: Config, params: Any, step: int, started: float) -> dict[str, Any]:
-    """Play the periodic evaluation games and describe them as one `evals.jsonl` row."""
+    """Play the periodic evaluation games and describe them as one `evals.jsonl` row (matches
+    against the training opponents, their win rate too, for a learner that asks for them)."""
     eval_start = time.perf_counter()
-    scores = evaluation_scores(
-        config, params, config.train.eval_games, config.train.seed + EVAL_SEED_OFFSET
-    )
+    num_games, seed = config.train.eval_games, config.train.seed + EVAL_SEED_OFFSET
+    matches: dict[str, Any] = {}
+    if config.train.task == "match" and get_algorithm(config.algo.name).evaluates_matches:
+        scores, matches = match_evaluation(config, params, num_games, seed)
+    else:
+        scores = evaluation_scores(config, params, num_games, seed)
     return {
         "update": step,
         "games": step * config.train.games_per_update,
@@ -115,6 +142,7 @@ def evaluation_row(config: Config, params: Any, step: int, started: float) -> di
         "std": float(np.std(scores)),
         "wall_s": time.perf_counter() - started,
         "eval_s": time.perf_counter() - eval_start,
+        **matches,
     }
 
 
@@ -350,6 +378,8 @@ def train_members(
                         row = evaluation_row(config, params, step, started)
                         scalars[member].add("eval/mean_score", row["mean"], row["games"])
                         scalars[member].add("eval/std_score", row["std"], row["games"])
+                        if "win_rate" in row:
+                            scalars[member].add("eval/win_rate", row["win_rate"], row["games"])
                         scalars[member].flush()  # logs first, then the checkpoint
                         evals[member].append(row)
                         if primary:
