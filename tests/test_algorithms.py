@@ -29,14 +29,17 @@ EXTRA = {
     "maxq": ["features.kind=kang", "algo.table_bits=10"],
     "maxq-g1": ["features.kind=kang", "algo.table_bits=10"],
     "distill": ["algo.teacher=tiny-td-planner"],  # read by `tiny_teacher`, not from disk
+    # a match learner; self-play, so that no solver table is solved for the tiny runs
+    "td-win": ["train.task=match", "env.opponent=self"],
 }
 
 
 # The td-planner's turn planner compiles for tens of seconds: its runs of the generic contract
 # (chunks, resume, whole games) are slow tests; its update and acting stay in make test here and
-# in test_td_planner.py.
+# in test_td_planner.py (td-win's: test_td_win.py).
 # distill: its td-planner teacher plans every decision of its update.
-SLOW_LEARNERS = {"td-planner", "maxq-g1", "distill"}  # maxq-g1: maxq's update, another exploration
+# maxq-g1: maxq's update, another exploration; td-win: the win planner of td-planner's cost
+SLOW_LEARNERS = {"td-planner", "td-win", "maxq-g1", "distill"}
 REGISTRY_SLOW_MARKED = [
     pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LEARNERS else name
     for name in algorithm_names()
