@@ -97,18 +97,17 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
 def match_seats(config: Config) -> tuple[Seat, ...]:
     """A match config's opponents, built-in agents or the frozen learner (none alone). The
     frozen learner plays its greedy policy on its own card, reading the learner's card as its
-    opponent's when the input has the opponent groups."""
+    opponent's when the input has the opponent groups, or the learner's own `match_seat`."""
     if config.train.task != "match":
         return ()
     from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.agents.seats import agent_seat
+    from yahtzee_jax.algorithms import get_algorithm  # the registry imports this module
 
+    own_seat = get_algorithm(config.algo.name).match_seat
     seats = []
     for name in config.env.opponents:
         if name == "self":
-            from yahtzee_jax.algorithms import get_algorithm
-
-            own_seat = get_algorithm(config.algo.name).match_seat
             if own_seat is not None:
                 seats.append(Seat("self", own_seat(config), frozen_learner=True, sees_table=True))
             else:
