@@ -476,3 +476,17 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     result = two_player.evaluate_agent_matches(random, "greedy1", 9, seed=0, players=3)
     assert result["games_by_seat"] == [3, 3, 3]
     assert result["wins"] + result["draws"] + result["losses"] == 9
+
+
+def test_tally_counts_a_win_only_over_every_opponent_and_a_tie_with_the_best_as_a_draw():
+    """Three three-player matches by hand: 10 against (9, 3) wins, 5 against (5, 2) ties the
+    best, 7 against (8, 1) loses though it beats one opponent; the rates and the Wilson
+    interval are the shared tally of `match` and the training evaluations."""
+    from yahtzee_jax.evaluation.matches import tally
+    from yahtzee_jax.evaluation.statistics import wilson_interval
+
+    result, counts = tally(np.array([10, 5, 7]), np.array([[9, 3], [5, 2], [8, 1]]))
+    np.testing.assert_array_equal(result, [1, 0, -1])
+    assert (counts["wins"], counts["draws"], counts["losses"]) == (1, 1, 1)
+    assert counts["win_rate"] == counts["draw_rate"] == 1 / 3
+    assert counts["win_interval_95"] == list(wilson_interval(1, 3))

@@ -85,6 +85,24 @@ def match_totals(
     return own, other
 
 
+def tally(own_total: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
+    """Each match's result against the best other total [N, P-1] (1 win: beating every
+    opponent, 0 draw, -1 loss) and their counts, rates and the wins' Wilson 95 % interval."""
+    from yahtzee_jax.evaluation.statistics import wilson_interval
+
+    result = np.sign(own_total - others.max(axis=1))
+    games = len(result)
+    wins, draws, losses = (int(np.sum(result == value)) for value in (1, 0, -1))
+    return result, {
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "win_rate": wins / games,
+        "draw_rate": draws / games,
+        "win_interval_95": list(wilson_interval(wins, games)),
+    }
+
+
 def match_player(
     name: str,
     rules: Rules,
@@ -131,7 +149,6 @@ def evaluate_agent_matches(
     beating every opponent), Wilson 95 % CI, mean scores and margins (against the best);
     `progress`: a bar with the ETA."""
     from yahtzee_jax.agents import builtin_agent
-    from yahtzee_jax.evaluation.statistics import wilson_interval
 
     rules = agent.rules
     rivals = (builtin_agent(opponent, rules),) * (players - 1)
@@ -139,9 +156,7 @@ def evaluate_agent_matches(
     own_total, others = match_totals(agent, rivals, rules, num_games, seed, batch_size, progress)
     other_total = others.max(axis=1)
     seat = np.arange(num_games) % players
-    result = np.sign(own_total - other_total)
-    wins, draws, losses = (int(np.sum(result == value)) for value in (1, 0, -1))
-    low, high = wilson_interval(wins, num_games)
+    result, counts = tally(own_total, others)
     margin = (own_total - other_total).astype(np.float64)
     return {
         "opponent": opponent,
@@ -149,11 +164,7 @@ def evaluate_agent_matches(
         "players": players,
         "seed": seed,
         "games": num_games,
-        "wins": wins,
-        "draws": draws,
-        "losses": losses,
-        "win_rate": wins / num_games,
-        "win_interval_95": [low, high],
+        **{key: counts[key] for key in ("wins", "draws", "losses", "win_rate", "win_interval_95")},
         "wins_by_seat": [int(np.sum((result == 1) & (seat == s))) for s in range(players)],
         "games_by_seat": [int(np.sum(seat == s)) for s in range(players)],
         "mean_score": float(own_total.mean()),

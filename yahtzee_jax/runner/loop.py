@@ -107,21 +107,15 @@ def match_evaluation(
     """The learner's totals in `num_games` matches against its training opponents (the optimal
     agent for `self`), and their win and draw rates with the wins' Wilson 95 % interval."""
     from yahtzee_jax.agents import builtin_agent
-    from yahtzee_jax.evaluation.matches import match_totals
-    from yahtzee_jax.evaluation.statistics import wilson_interval
+    from yahtzee_jax.evaluation.matches import match_totals, tally
 
     agent = network_agent(config, params)
     names = tuple("optimal" if name == "self" else name for name in config.env.opponents)
     rivals = tuple(builtin_agent(name, agent.rules) for name in names)
     own, others = match_totals(agent, rivals, agent.rules, num_games, seed)
-    result = np.sign(own - others.max(axis=1))
-    wins = int(np.sum(result > 0))
-    return own, {
-        "opponents": list(names),
-        "win_rate": wins / num_games,
-        "draw_rate": float(np.mean(result == 0)),
-        "win_interval_95": list(wilson_interval(wins, num_games)),
-    }
+    _, counts = tally(own, others)
+    rates = {key: counts[key] for key in ("win_rate", "draw_rate", "win_interval_95")}
+    return own, {"opponents": list(names), **rates}
 
 
 def evaluation_row(config: Config, params: Any, step: int, started: float) -> dict[str, Any]:
