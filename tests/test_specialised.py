@@ -190,7 +190,7 @@ def test_loss_and_gradients_match_the_reference(algo: str, network: str):
     gamma = 0.97 if algo == "reinforce" else algo_config.gamma
     with_values = update_rollout(context, params, state.key, True)[0]
     without = update_rollout(context, params, state.key, False)[0]
-    rewards = actor_critic.training_rewards(context, with_values, gamma)
+    rewards = actor_critic.training_rewards(context, with_values, gamma, step)
     target = lambda_returns(rewards, with_values.value, gamma, algo_config.gae_lambda)
 
     (ref_total, (ref_metrics, _)), ref_grads = jax.value_and_grad(
@@ -236,7 +236,7 @@ def test_ppo_loss_and_gradients_match_the_reference(network: str):
     state = init_train_state(context)
     _config, algo = context.config, context.config.algo
     trajectory = update_rollout(context, state.params, state.key, True)[0]
-    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma)
+    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, jnp.int32(0))
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
     advantage = target - trajectory.value
     games = jnp.array([2, 0])

@@ -70,6 +70,13 @@ class ActorCriticConfig(AlgoConfig):
     upper_regression_weight: float = dynamic(0.0)  # beta_regression: U regresses U_final / 63 - 1
     shaping_weight: float = dynamic(0.0, branches=True)  # beta_shape
     shaping_discount: bool = False  # gamma Phi(s') as eq. 12 prints it; the paper's code has none
+    # Upper-bonus curriculum (issue 28): the bonus counts `bonus_scale_start` times in the
+    # training reward for the first `bonus_scale_hold` of the updates, then linearly back to its
+    # own value over `bonus_scale_anneal`, so the last policy learns the game's own score. A
+    # bonus the policy rarely reaches early is too weak a signal to be worth chasing.
+    bonus_scale_start: float = dynamic(1.0, branches=True)
+    bonus_scale_hold: float = dynamic(0.3)
+    bonus_scale_anneal: float = dynamic(0.4)
     # policy/kl (how far an update moved the policy) costs a forward pass over the batch: it is
     # measured on the whole batch at the updates that end at an evaluation point, and on the
     # first `kl_sample_games` games (an unbiased sample of the same mean) at the others;
@@ -102,12 +109,17 @@ class ActorCriticConfig(AlgoConfig):
             value = getattr(self, field)
             require(value >= 0, f"{prefix}{field}={value} must be >= 0")
         require(self.kl_sample_games >= 1, f"{prefix}kl_sample_games must be >= 1")
-        for field in ("entropy_hold", "entropy_anneal"):
+        for field in ("entropy_hold", "entropy_anneal", "bonus_scale_hold", "bonus_scale_anneal"):
             value = getattr(self, field)
             require(0.0 <= value <= 1.0, f"{prefix}{field}={value} must be in [0, 1]")
+        for phase in ("entropy", "bonus_scale"):
+            require(
+                getattr(self, f"{phase}_hold") + getattr(self, f"{phase}_anneal") <= 1.0,
+                f"algo.{phase}_hold + algo.{phase}_anneal must be <= 1",
+            )
         require(
-            self.entropy_hold + self.entropy_anneal <= 1.0,
-            "algo.entropy_hold + algo.entropy_anneal must be <= 1",
+            self.bonus_scale_start >= 0,
+            f"algo.bonus_scale_start={self.bonus_scale_start} must be >= 0",
         )
         require(
             0.0 <= self.critic_warmup < 1.0,
@@ -121,10 +133,16 @@ class ActorCriticConfig(AlgoConfig):
         )
 
     def check(self, config: Config) -> None:
-        """The upper head must exist when it is trained or used as a potential."""
+        """The upper head must exist when it is trained or used as a potential; the bonus
+        curriculum scales the score reward, so it needs the solitaire game."""
         require(
             self.upper_regression_weight == 0 or config.network.upper_head,
             "algo.upper_regression_weight > 0 needs network.upper_head=true",
+        )
+        require(
+            self.bonus_scale_start == 1.0 or config.train.task == "game",
+            f"algo.bonus_scale_start={self.bonus_scale_start} needs train.task=game "
+            f"(it scales the score reward's upper bonus), not {config.train.task}",
         )
 
 
@@ -172,21 +190,48 @@ def shaping_rewards(
     return weight * (factor * next_potentials - potentials)
 
 
+def bonus_scale(context: Context, step: jax.Array) -> jax.Array:
+    """How many times the upper bonus counts in the training reward at update `step`."""
+    algo = context.config.algo
+    schedule = hold_anneal_schedule(
+        algo.bonus_scale_start,
+        1.0,
+        algo.bonus_scale_hold,
+        algo.bonus_scale_anneal,
+        context.config.train.total_updates,
+    )
+    return jnp.asarray(schedule(step), jnp.float32)
+
+
+def bonus_crossings(upper_totals: jax.Array, threshold: int) -> jax.Array:
+    """1.0 at the decision whose write lifts the upper total to the bonus threshold, else 0
+    (`upper_totals` [T, B] after each decision of whole games, time axis 0)."""
+    before = jnp.concatenate([jnp.zeros_like(upper_totals[:1]), upper_totals[:-1]], axis=0)
+    return ((upper_totals >= threshold) & (before < threshold)).astype(jnp.float32)
+
+
 def training_rewards(
     context: Context,
     trajectory: Trajectory,
     gamma: float | jax.Array,
+    step: jax.Array,
     upper: jax.Array | None = None,
 ) -> jax.Array:
-    """The rewards the learner optimises: the game's, plus the shaping term when it is on
-    (potentials from `upper`, the upper head's predictions, default the rollout's)."""
-    algo = context.config.algo
+    """The rewards the learner optimises: the game's, with the upper bonus scaled by the
+    curriculum, plus the shaping term when it is on (potentials from `upper`, the upper head's
+    predictions, default the rollout's)."""
+    algo, rules = context.config.algo, context.rules
+    rewards = trajectory.reward
+    if algo.bonus_scale_start != 1.0:
+        extra = (bonus_scale(context, step) - 1.0) * rules.upper_bonus_points
+        crossed = bonus_crossings(trajectory.upper_total, rules.upper_bonus_threshold)
+        rewards = rewards + extra * crossed
     if algo.shaping_weight == 0:
-        return trajectory.reward
+        return rewards
     upper = trajectory.upper if upper is None else upper
     potentials = potential(upper, context.rules)
     shaping = shaping_rewards(potentials, algo.shaping_weight, gamma, algo.shaping_discount)
-    return trajectory.reward + shaping
+    return rewards + shaping
 
 
 def upper_targets(trajectory: Trajectory, rules: Rules = OFFICIAL) -> jax.Array:
@@ -223,6 +268,8 @@ def auxiliary_terms(
         "schedule/entropy_roll": jnp.asarray(beta_roll),
         "schedule/entropy_score": jnp.asarray(beta_score),
     }
+    if context.config.algo.bonus_scale_start != 1.0:
+        metrics["schedule/bonus_scale"] = bonus_scale(context, step)
     return entropy_loss + weight * regression_loss, metrics
 
 
@@ -289,7 +336,7 @@ def loss(
     outputs = evaluate_heads(context.network, params, trajectory)
     acting_value = outputs.value if trajectory.value is None else trajectory.value
     acting_upper = outputs.upper if trajectory.upper is None else trajectory.upper
-    rewards = training_rewards(context, trajectory, gamma, acting_upper)
+    rewards = training_rewards(context, trajectory, gamma, step, acting_upper)
     target = lambda_returns(rewards, acting_value, gamma, gae_lambda)
     taken = taken_log_probs(outputs, trajectory.action)
     algo = context.config.algo

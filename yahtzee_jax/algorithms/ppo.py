@@ -133,7 +133,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     config, algo = context.config, context.config.algo
     state, trajectory, rollout_metrics = actor_critic.collect(context, state)
     key, shuffle_key = jax.random.split(state.key)
-    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma)
+    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, state.step)
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
     advantage = target - trajectory.value
     advantage_stats = {
