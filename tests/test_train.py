@@ -11,7 +11,9 @@ from scripts import load_experiment_script
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.runner.checkpointing import load_checkpoint
 from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.runner.loop import EVAL_SEED_OFFSET, network_agent
 from yahtzee_jax.runner.train import EVALS_FILE, SUMMARY_FILE, train
 
 
@@ -33,6 +35,16 @@ def test_short_run_beats_random_by_a_wide_margin(tmp_path):
     assert trained_mean > 2 * random_mean, (trained_mean, random_mean)
     rows = [json.loads(line) for line in (tmp_path / EVALS_FILE).read_text().splitlines()]
     assert [row["update"] for row in rows] == [75, 150]
+    # the last row's games replayed from the final checkpoint: its mean and upper-bonus rate
+    params, _, step = load_checkpoint(tmp_path)
+    replay = play_games(
+        network_agent(config, params["params"]),
+        rows[-1]["num_games"],
+        config.train.seed + EVAL_SEED_OFFSET,
+    )
+    assert step == 150
+    assert rows[-1]["mean"] == pytest.approx(float(np.mean(replay.total)))
+    assert rows[-1]["upper_bonus_rate"] == pytest.approx(float(np.mean(replay.upper_bonus)))
     assert json.loads((tmp_path / SUMMARY_FILE).read_text())["updates"] == 150
     assert (tmp_path / "config.yaml").exists() and (tmp_path / "learning_curve.png").exists()
     assert list(tmp_path.glob("events.out.tfevents.*"))

@@ -94,11 +94,15 @@ def network_agent(config: Config, params: Any, name: str | None = None) -> Agent
     return algorithm.make_agent(config, params, name or algorithm.name)
 
 
-def evaluation_scores(config: Config, params: Any, num_games: int, seed: int) -> np.ndarray:
-    """Final scores of `num_games` argmax games played by the evaluation harness."""
+def solitaire_evaluation(
+    config: Config, params: Any, num_games: int, seed: int
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Final scores of `num_games` argmax games played by the evaluation harness, and the share
+    of them that earned the upper bonus."""
     from yahtzee_jax.evaluation.records import play_games
 
-    return play_games(network_agent(config, params), num_games, seed).total
+    records = play_games(network_agent(config, params), num_games, seed)
+    return records.total, {"upper_bonus_rate": float(np.mean(records.upper_bonus))}
 
 
 def match_evaluation(
@@ -119,15 +123,15 @@ def match_evaluation(
 
 
 def evaluation_row(config: Config, params: Any, step: int, started: float) -> dict[str, Any]:
-    """Play the periodic evaluation games and describe them as one `evals.jsonl` row (matches
-    against the training opponents, their win rate too, for a learner that asks for them)."""
+    """Play the periodic evaluation games and describe them as one `evals.jsonl` row, with the
+    upper-bonus rate (matches against the training opponents and their win rate instead, for a
+    learner that asks for them)."""
     eval_start = time.perf_counter()
     num_games, seed = config.train.eval_games, config.train.seed + EVAL_SEED_OFFSET
-    matches: dict[str, Any] = {}
     if config.train.task == "match" and get_algorithm(config.algo.name).evaluates_matches:
-        scores, matches = match_evaluation(config, params, num_games, seed)
+        scores, extra = match_evaluation(config, params, num_games, seed)
     else:
-        scores = evaluation_scores(config, params, num_games, seed)
+        scores, extra = solitaire_evaluation(config, params, num_games, seed)
     return {
         "update": step,
         "games": step * config.train.games_per_update,
@@ -136,7 +140,7 @@ def evaluation_row(config: Config, params: Any, step: int, started: float) -> di
         "std": float(np.std(scores)),
         "wall_s": time.perf_counter() - started,
         "eval_s": time.perf_counter() - eval_start,
-        **matches,
+        **extra,
     }
 
 
@@ -372,8 +376,9 @@ def train_members(
                         row = evaluation_row(config, params, step, started)
                         scalars[member].add("eval/mean_score", row["mean"], row["games"])
                         scalars[member].add("eval/std_score", row["std"], row["games"])
-                        if "win_rate" in row:
-                            scalars[member].add("eval/win_rate", row["win_rate"], row["games"])
+                        for rate in ("win_rate", "upper_bonus_rate"):
+                            if rate in row:
+                                scalars[member].add(f"eval/{rate}", row[rate], row["games"])
                         scalars[member].flush()  # logs first, then the checkpoint
                         evals[member].append(row)
                         if primary:
