@@ -50,13 +50,20 @@ def _config(seed: int, **changes: dict) -> object:
     return from_dict(data)
 
 
-# Different seeds, learning rates, entropy coefficients and schedule and GAE lambda.
+# Different seeds, learning rates, entropy coefficients and schedule, GAE lambda and upper-bonus
+# curricula (its start is a branch: both members take the curriculum's path, each its own scale).
 MEMBERS = [
-    _config(0),
+    _config(0, algo={"bonus_scale_start": 2.0}),
     _config(
         1,
         optim={"lr": 3e-3},
-        algo={"entropy_roll_start": 0.1, "entropy_hold": 0.2, "gae_lambda": 0.5},
+        algo={
+            "entropy_roll_start": 0.1,
+            "entropy_hold": 0.2,
+            "gae_lambda": 0.5,
+            "bonus_scale_start": 4.0,
+            "bonus_scale_hold": 0.1,
+        },
     ),
 ]
 
@@ -142,6 +149,8 @@ def test_the_loop_calls_its_hook_at_every_point_in_order(trained) -> None:
 def test_members_may_differ_only_in_seed_and_dynamic_scalars() -> None:
     """A network or algorithm difference is refused naming the field; dynamic ones are traced."""
     assert varying_fields(MEMBERS) == [
+        ("algo", "bonus_scale_hold"),
+        ("algo", "bonus_scale_start"),
         ("algo", "entropy_hold"),
         ("algo", "entropy_roll_start"),
         ("algo", "gae_lambda"),

@@ -193,14 +193,12 @@ def shaping_rewards(
 def bonus_scale(context: Context, step: jax.Array) -> jax.Array:
     """How many times the upper bonus counts in the training reward at update `step`."""
     algo = context.config.algo
-    schedule = hold_anneal_schedule(
-        algo.bonus_scale_start,
-        1.0,
-        algo.bonus_scale_hold,
-        algo.bonus_scale_anneal,
-        context.config.train.total_updates,
-    )
-    return jnp.asarray(schedule(step), jnp.float32)
+    # 1 -> 0 on the hold-anneal schedule, so the start (a population's per-member tracer)
+    # enters only by arithmetic
+    remaining = hold_anneal_schedule(
+        1.0, 0.0, algo.bonus_scale_hold, algo.bonus_scale_anneal, context.config.train.total_updates
+    )(step)
+    return jnp.asarray(1.0 + (algo.bonus_scale_start - 1.0) * remaining, jnp.float32)
 
 
 def bonus_crossings(upper_totals: jax.Array, threshold: int) -> jax.Array:
