@@ -57,7 +57,10 @@ def test_schedule_holds_anneals_and_ends_at_the_games_own_bonus():
         np.testing.assert_allclose(scale, expected, rtol=1e-6, err_msg=f"update {step}")
 
 
-@pytest.mark.parametrize(("rules", "bonus"), [("yacht-clubhouse", 35), ("yatzy", 50)])
+@pytest.mark.parametrize(
+    ("rules", "bonus"),
+    [pytest.param("yacht-clubhouse", 35, marks=pytest.mark.slow), ("yatzy", 50)],
+)
 def test_training_rewards_add_the_scaled_bonus_at_the_crossing(rules: str, bonus: int):
     """In real rollouts with scale 2.5 the training reward exceeds the game's by 1.5 x the
     rules' own bonus (35 in Yacht, 50 in Yatzy) exactly where the upper total first reaches
@@ -82,8 +85,10 @@ def test_training_rewards_add_the_scaled_bonus_at_the_crossing(rules: str, bonus
     np.testing.assert_array_equal(late, trajectory.reward)
 
 
-# PPO slow only: its update is the same call of `training_rewards` with its update counter
-@pytest.mark.parametrize("algo", ["a2c", pytest.param("ppo", marks=pytest.mark.slow)])
+# slow: in `make test` A2C's update with the curriculum runs in tests/test_population.py, whose
+# members' logged schedules must equal those of the runs alone
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
 def test_learners_train_with_the_curriculum(algo: str):
     """Two updates with the curriculum on run and report finite losses."""
     extra = ["algo.games_per_minibatch=2"] if algo == "ppo" else []
