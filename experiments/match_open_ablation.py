@@ -1,12 +1,15 @@
 """How many of its last turns a td-planner with a score distribution should play for the win.
 
 Usage: python experiments/match_open_ablation.py runs/td-planner-match2 --limits 12 5 3 2
-           --games 20000 --seed 2 [--players 2] --out results/td-planner-match/match_open.json
+           --games 20000 --seed 2 [--players 2] [--early solitaire normal]
+           --out results/td-planner-match/match_open.json
 
 For each limit K the run's match planner plays the turns that leave at most K boxes open for the
-win (`algo.match_open`; 12: every turn) and the earlier ones as alone; "none" is the solitaire
-planner throughout (`yahtzee-jax match --solitaire`). Every K plays the same matches (the same
-seed: the same dice and seats) against the optimal-solitaire agent.
+win (`algo.match_open`; 12: every turn) and the earlier ones as `--early` says (`algo.match_early`:
+as alone, or for the win by a normal approximation; named "K+normal"); `--recentre` moves the
+exact sum's distributions to the value network's mean (`algo.match_recentre`); "none" is the
+solitaire planner throughout (`yahtzee-jax match --solitaire`). Every variant plays the same
+matches (the same seed: the same dice and seats) against the optimal-solitaire agent.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from yahtzee_jax.agents.match_planner import MatchPlannerAct
+from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.runner.checkpointing import load_agent_and_step
 
@@ -29,16 +32,27 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--players", type=int, default=2)
+    parser.add_argument("--early", nargs="+", choices=EARLY_PLAY, default=["solitaire"])
+    parser.add_argument("--no-none", action="store_true", help="skip the solitaire planner")
+    parser.add_argument(
+        "--recentre", action="store_true", help="the exact sum's distributions moved to V's mean"
+    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     agent, _ = load_agent_and_step(args.run)
     if not isinstance(agent.match_act, MatchPlannerAct):
         raise SystemExit(f"{args.run}: not a td-planner run with a score distribution")
-    variants = {"none": dataclasses.replace(agent, match_act=None)}
-    for limit in args.limits:
-        match_act = dataclasses.replace(agent.match_act, open_limit=limit)
-        variants[str(limit)] = dataclasses.replace(agent, match_act=match_act)
+    variants = {} if args.no_none else {"none": dataclasses.replace(agent, match_act=None)}
+    for early in args.early:
+        for limit in args.limits:
+            match_act = dataclasses.replace(
+                agent.match_act, open_limit=limit, early=early, recentre=args.recentre
+            )
+            name = str(limit) if early == "solitaire" else f"{limit}+{early}"
+            name += "+recentred" if args.recentre else ""
+            variants[name] = dataclasses.replace(agent, match_act=match_act)
     results = {}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     for name, variant in variants.items():
         result = evaluate_agent_matches(
             variant, "optimal", args.games, args.seed, players=args.players
@@ -50,8 +64,9 @@ def main() -> None:
             f"{100 * high:.2f}], mean {result['mean_score']:.2f}, {result['wall_s']:.0f} s",
             flush=True,
         )
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"run": args.run, "results": results}, indent=2) + "\n")
+        # Written after each variant: an interrupted ablation keeps the variants it finished.
+        text = json.dumps({"run": args.run, "results": results}, indent=2) + "\n"
+        Path(args.out).write_text(text)
 
 
 if __name__ == "__main__":

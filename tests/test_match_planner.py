@@ -3,6 +3,8 @@ choices in hand-made positions, and the td-planner's distribution head that feed
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -12,7 +14,11 @@ from test_td_planner import forbid_solver_tables
 
 from yahtzee_jax.agents.match_planner import (
     MatchPlannerAct,
+    RecentredLeaf,
     box_action,
+    normal_box_action,
+    normal_score_chances,
+    normal_turn_end_chances,
     score_chances,
     turn_end_chances,
 )
@@ -93,6 +99,108 @@ def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
         np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
 
 
+def linear_value(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
+    """A hand-made V, unrelated to `spread_leaf`'s means: 11 per open box + upper / 2 + 3 flag."""
+    open_boxes = OFFICIAL.num_boxes - jax.lax.population_count(mask)
+    return (11 * open_boxes + upper / 2 + 3 * flag).astype(jnp.float32)
+
+
+def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
+    """`early="normal"`: against two opponents, every roll and legal box of a mid-game card is
+    worth prod_i Phi((my total after the engine's step + V(my next card) - their total - V(their
+    card)) / sqrt(var(mine) + var(theirs))), V the value leaf, each variance the distribution
+    leaf's own (a third of the mass at a, a + 5, a + 17: 1374 / 27 by hand); the score decision's
+    shortcut reads the same numbers for the roll in hand."""
+    own = card((1, 1, 1, 1, 1), {Category.ONES: 3, Category.SIXES: 24, Category.FULL_HOUSE: 25})
+    others = jax.tree.map(
+        lambda *leaves: jnp.stack(leaves),
+        card((1, 1, 1, 1, 1), {Category.TWOS: 8, Category.CHANCE: 22}),
+        card((1, 1, 1, 1, 1), {Category.FIVES: 20}),
+    )
+    leaves = (spread_leaf, linear_value)
+    chances = np.asarray(normal_turn_end_chances(leaves, None, own, others, OFFICIAL))
+    variance = np.var([0.0, 5.0, 17.0])  # every position's spread: only its base moves
+    assert variance == pytest.approx(1374 / 27)  # ((22/3)^2 + (7/3)^2 + (29/3)^2) / 3
+
+    def outcome(dice: jax.Array, box: jax.Array) -> tuple:
+        before = own.replace(dice=dice, roll_index=jnp.int32(2))
+        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0), OFFICIAL)
+        context = card_context(after.filled, after.scores, jnp, OFFICIAL)
+        return total_score(after, OFFICIAL), linear_value(None, *context)
+
+    rolls, boxes = jnp.meshgrid(jnp.arange(len(ROLLS)), jnp.arange(OFFICIAL.num_boxes))
+    totals, values = jax.device_get(
+        jax.vmap(outcome)(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
+    )
+    theirs = [
+        (
+            int(total_score(other, OFFICIAL)),
+            float(linear_value(None, *card_context(other.filled, other.scores, jnp, OFFICIAL))),
+        )
+        for other in (jax.tree.map(lambda leaf, i=i: leaf[i], others) for i in range(2))
+    ]
+    for index, (roll, box) in enumerate(zip(rolls.ravel(), boxes.ravel(), strict=True)):
+        if bool(own.filled[box]):
+            assert chances[roll, box] == -np.inf
+            continue
+        expected = 1.0
+        for their_total, their_value in theirs:
+            margin = totals[index] + values[index] - their_total - their_value
+            expected *= 0.5 * (1 + math.erf(margin / math.sqrt(2 * variance) / math.sqrt(2)))
+        assert chances[roll, box] == pytest.approx(expected, abs=1e-5), (roll, box)
+    for dice in [(1, 1, 1, 1, 1), (2, 3, 4, 5, 6), (3, 3, 5, 5, 5), (1, 2, 2, 4, 6)]:
+        in_hand = own.replace(dice=jnp.int32(dice), roll_index=jnp.int32(2))
+        roll = [tuple(r) for r in ROLLS.tolist()].index(dice)
+        shortcut = np.asarray(normal_score_chances(leaves, None, in_hand, others, OFFICIAL))
+        np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
+
+
+def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():
+    """`MatchPlannerAct(early="normal")` at a score decision of a card with 12 open boxes (4-4-4-
+    1-2, the opponent 42 points up): with `open_limit` 3 the turn is early and it plays
+    `normal_box_action` (Fours), with 12 it is late and it plays `box_action`, the exact sum
+    (Three of a kind). The normal rule without a value leaf, or an unknown rule, is refused."""
+    own = card((4, 4, 4, 1, 2), {Category.CHANCE: 20}, roll_index=2)
+    other = card(scores={Category.ONES: 2, Category.LARGE_STRAIGHT: 40})
+    leaves, one = (spread_leaf, linear_value), jax.tree.map(lambda x: x[None], other)
+    normal = int(normal_box_action(leaves, None, own, one, OFFICIAL))
+    exact = int(box_action(spread_leaf, None, own, one, OFFICIAL))
+    assert normal - NUM_KEEP_ACTIONS == Category.FOURS
+    assert exact - NUM_KEEP_ACTIONS == Category.THREE_OF_A_KIND
+
+    def unused(params, states, keys):
+        raise AssertionError("no card here is played as alone")
+
+    batch = [jax.tree.map(lambda x: x[None], tree) for tree in (own, other)]
+    keys = jax.random.split(jax.random.key(0), 1)
+    for limit, expected in ((3, normal), (12, exact)):
+        act = MatchPlannerAct(spread_leaf, OFFICIAL, unused, limit, "normal", linear_value)
+        assert int(act(None, *batch, keys)[0]) == expected, limit
+    with pytest.raises(ValueError, match="need the value leaf"):
+        MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "normal")
+    with pytest.raises(ValueError, match="choose one of solitaire, normal"):
+        MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "bold", linear_value)
+
+
+def test_a_recentred_distribution_keeps_its_shape_at_the_value_networks_mean():
+    """Half the mass at 10 and half at 20 (mean 15) moved to V = 17.5: a quarter at each of 12,
+    13, 22 and 23 (the CDF read between bins), mean 17.5; moved to V = 3 (12 down) the half at
+    10 would fall to -2 and piles up in bin 0: half at 0, half at 8."""
+    mass = jnp.zeros(BINS).at[10].set(0.5).at[20].set(0.5)
+
+    def leaf(params, mask, upper, flag):
+        return jnp.broadcast_to(mass, (*jnp.shape(mask), BINS))
+
+    def value(params, mask, upper, flag):
+        return jnp.where(mask == 0, 17.5, 3.0)
+
+    moved = np.asarray(RecentredLeaf(leaf, value)(None, jnp.array([0, 1]), 0, 0))
+    expected = np.zeros((2, BINS))
+    expected[0, [12, 13, 22, 23]] = 0.25
+    expected[1, [0, 8]] = 0.5
+    np.testing.assert_allclose(moved, expected, atol=1e-6)
+
+
 def two_box_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
     """The last open box's future: the Yahtzee box 50 with 5 %, else 0; Fours 16 / 12 / 8 with
     30 / 40 / 30 %."""
@@ -124,8 +232,8 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     assert int(solitaire[0]) == NUM_KEEP_ACTIONS + Category.FOURS
 
 
-def distribution_config():
-    """A tiny td-planner with a score distribution network."""
+def distribution_config(*extra: str):
+    """A tiny td-planner with a score distribution network (and the `extra` overrides)."""
     overrides = ["network.hidden_size=16", "network.trunk_layers=1", "train.games_per_update=4"]
     return resolve(
         "quick",
@@ -134,6 +242,7 @@ def distribution_config():
             "train.total_games=400",
             "algo.name=td-planner",
             f"algo.score_bins={BINS}",
+            *extra,
         ],
     )
 
@@ -175,11 +284,43 @@ def test_match_agent_plays_early_turns_alone_and_late_ones_for_the_win(monkeypat
     assert bool(jnp.all(legal[jnp.arange(6), actions]))
     alone = agent.batch_act(agent.params, own, keys)
     np.testing.assert_array_equal(actions[:3], alone[:3])
+    config = distribution_config("algo.match_early=normal")
+    normal = context.algorithm.make_agent(config, params, "td-planner").match_act
+    assert (normal.early, normal.value) == ("normal", agent.match_act.value)
 
 
 def test_the_distribution_needs_monte_carlo_targets():
-    """A distribution head on a bootstrapped target is refused in one line."""
+    """A distribution head on a bootstrapped target, or an unknown rule for the turns before
+    the last ones, is refused in one line."""
     from yahtzee_jax.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"needs algo\.target=mc"):
         resolve("quick", overrides=["algo.name=td-planner", "algo.score_bins=8", "algo.target=td"])
+    with pytest.raises(ConfigError, match=r"algo\.match_early='bold' is not one of"):
+        resolve("quick", overrides=["algo.name=td-planner", "algo.match_early=bold"])
+
+
+def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
+    """`match RUN --set algo.match_early=normal --set algo.match_open=2` loads the run's planner
+    with those play settings (its parameters unchanged); a key outside `algo.match_...`, `--set`
+    on a built-in player and the win-seeker's `--before-endgame` on a run are one-line errors."""
+    from yahtzee_jax.commands.match import main
+    from yahtzee_jax.errors import ConfigError, UserError
+    from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_agent_and_step
+
+    config = distribution_config()
+    state = init_train_state(make_context(config))
+    RunCheckpoints(tmp_path, 1).save(5, state.replace(step=jnp.int32(5)), config, None)
+    sets = ("algo.match_early=normal", "algo.match_open=2")
+    agent, step = load_agent_and_step(str(tmp_path), sets)
+    assert step == 5 and (agent.match_act.early, agent.match_act.open_limit) == ("normal", 2)
+    plain, _ = load_agent_and_step(str(tmp_path))
+    assert (plain.match_act.early, plain.match_act.open_limit) == ("solitaire", 3)
+    same = jax.tree.map(np.array_equal, agent.params, plain.params)
+    assert all(jax.tree.leaves(same))
+    with pytest.raises(UserError, match=r"takes only its play settings \(algo\.match_\.\.\.\)"):
+        main([str(tmp_path), "--set", "train.seed=1"])
+    with pytest.raises(ConfigError, match="'win-seeker' is built in"):
+        main(["win-seeker", "--set", "algo.match_open=2"])
+    with pytest.raises(ConfigError, match="--before-endgame is the win-seeker's"):
+        main([str(tmp_path), "--before-endgame", "solitaire"])

@@ -385,3 +385,36 @@ def test_first_players_last_turn_is_exact_against_the_open_chance(cache, dice, r
     action = int(seeker(mine, theirs, None)[0][0])
     kept = tuple(sorted(die for i, die in enumerate(dice) if action >> i & 1))
     assert win_keep(kept, rerolls) == pytest.approx(best, abs=1e-6)
+
+
+def test_before_its_endgame_the_solitaire_rule_plays_the_optimal_agents_moves(cache):
+    """`before_endgame="solitaire"` (the learned match planner's rule, with exact tables): on
+    cards before the endgame, at each kind of decision, against an opponent with 40 in Chance,
+    every action is the optimal agent's; the normal rule keeps otherwise on 3-4-5-6-6 with
+    Fours, Large straight, Yahtzee and Chance open and nothing else scored but 3, 6 and 9 in the
+    first three boxes. An unknown rule is refused."""
+    four_open = (Category.FOURS, Category.LARGE_STRAIGHT, Category.YAHTZEE, Category.CHANCE)
+    late = {box: 0 for box in Category if box not in four_open}
+    late |= {Category.ONES: 3, Category.TWOS: 6, Category.THREES: 9}
+    early = [
+        ((1, 2, 3, 4, 6), 0, {Category.CHANCE: 20}),
+        ((6, 6, 6, 2, 1), 1, {Category.ONES: 2, Category.FULL_HOUSE: 25}),
+        ((5, 5, 5, 5, 3), 2, {Category.SMALL_STRAIGHT: 30}),
+        ((2, 2, 3, 3, 6), 2, {Category.FOURS: 8}),
+        ((1, 1, 4, 5, 6), 1, {}),
+        ((3, 4, 5, 6, 6), 0, late),
+    ]
+    own = jax.tree.map(
+        lambda *leaves: jnp.stack(leaves),
+        *(card(dice, scores, roll_index=roll) for dice, roll, scores in early),
+    )
+    other = card(scores={Category.CHANCE: 40})
+    other = jax.tree.map(lambda leaf: jnp.stack([leaf] * len(early)), other)
+    optimal = make_optimal_agent(RULES, cache_dir=cache)
+    expected = np.asarray(optimal.batch_act(optimal.params, own, None))
+    solitaire = make_win_seeker(RULES, cache, endgame_open=1, before_endgame="solitaire")
+    np.testing.assert_array_equal(np.asarray(solitaire(own, other, None)[0]), expected)
+    normal = np.asarray(make_win_seeker(RULES, cache, endgame_open=1)(own, other, None)[0])
+    assert normal[-1] != expected[-1]
+    with pytest.raises(ValueError, match="before_endgame='bold'"):
+        make_win_seeker(RULES, cache, endgame_open=1, before_endgame="bold")

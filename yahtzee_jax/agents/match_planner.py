@@ -19,6 +19,13 @@ What is assumed: my future and each opponent's are independent and follow the le
 distribution (the learner's own solitaire play, not the opponent's; the optimal-solitaire
 opponent plays within 1 % of it), and the opponents are read at their cards only (the dice
 they hold in a turn are not looked at), as the win-seeker reads them.
+
+Before the last turns (`MatchPlannerAct.early`) the planner plays as alone (`solitaire`) or
+values a turn's end by a normal approximation (`normal`, the win-seeker's rule before its
+endgame): P(win) ~ prod_i Phi((my total + reward + E[my future] - E[Y_i]) / sqrt(Var[my future]
++ Var[Y_i])), every mean and variance the leaf distribution's own. The moments average the
+learned distribution's errors out where its shape misled the exact sum (every turn played by
+the sum won less than solitaire play; `docs/td_planner/README.md`).
 """
 
 from __future__ import annotations
@@ -37,10 +44,14 @@ from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
-from yahtzee_jax.solver.win_seeker import REWARD_BINS, below_or_half
+from yahtzee_jax.solver.win_seeker import REWARD_BINS, below_or_half, win_probability
+
+EARLY_PLAY = ("solitaire", "normal")  # how the turns before the last ones are played
 
 # dist(params, mask, upper, flag) -> probabilities of the score to come, float32[..., bins]
 DistributionLeaf = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
+# value(params, mask, upper, flag) -> the expected score to come, float32[...]
+ValueLeaf = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 def _futures(
@@ -55,6 +66,77 @@ def _futures(
     mass = dist(params, mask, upper, flag)
     nothing = jax.nn.one_hot(0, mass.shape[-1], dtype=mass.dtype)
     return jnp.where(over[..., None], nothing, mass)
+
+
+@dataclasses.dataclass(frozen=True)
+class RecentredLeaf:
+    """A distribution leaf moved along the score axis so that its mean is the value leaf's V
+    (its shape kept; the CDF is read at t - (V - mean), linearly between bins). The value
+    network is the better-trained estimate of the location: as a value, the distribution's own
+    mean played 14 points worse."""
+
+    dist: DistributionLeaf
+    value: ValueLeaf
+
+    def __call__(
+        self, params: Any, mask: jax.Array, upper: jax.Array, flag: jax.Array
+    ) -> jax.Array:
+        """The recentred probabilities of the score to come, float32[..., bins]."""
+        mass = self.dist(params, mask, upper, flag)
+        bins = mass.shape[-1]
+        points = jnp.arange(bins, dtype=mass.dtype)
+        shift = self.value(params, mask, upper, flag) - mass @ points
+        cdf = jnp.cumsum(mass, axis=-1)
+
+        def moved(cdf: jax.Array, shift: jax.Array) -> jax.Array:
+            return jnp.interp(points - shift, points, cdf, left=0.0, right=1.0)
+
+        flat = jax.vmap(moved)(cdf.reshape(-1, bins), shift.reshape(-1)).reshape(cdf.shape)
+        flat = flat.at[..., -1].set(1.0)  # the last bin holds the mass above
+        return jnp.diff(flat, axis=-1, prepend=0.0)
+
+
+def _future_moments(
+    leaves: tuple[DistributionLeaf, ValueLeaf],
+    params: Any,
+    mask: jax.Array,
+    upper: jax.Array,
+    flag: jax.Array,
+    over: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """Mean and variance of the score to come from turn-start positions: the mean is the value
+    network's V (the distribution's own mean played 14 points worse as a value), the variance
+    the distribution's; both 0 where `over`."""
+    dist, value = leaves
+    mass = _futures(dist, params, mask, upper, flag, over)
+    points = jnp.arange(mass.shape[-1], dtype=mass.dtype)
+    spread = mass @ (points * points) - (mass @ points) ** 2
+    mean = jnp.where(over, 0.0, value(params, mask, upper, flag))
+    return mean, jnp.maximum(spread, 0.0)
+
+
+def _normal_chances(
+    leaves: tuple[DistributionLeaf, ValueLeaf],
+    params: Any,
+    own: State,
+    others: State,
+    rules: Rules,
+    reward: jax.Array,
+    future: tuple[jax.Array, jax.Array],
+) -> jax.Array:
+    """prod_i Phi((lead_i + reward + E[my future] - E[Y_i]) / sd) at any shape of `reward`,
+    `future` the mean and variance of my score to come after each (same shape)."""
+    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
+    their_mean, their_variance = _future_moments(
+        leaves,
+        params,
+        *context(others.filled, others.scores, jnp, rules),
+        jnp.all(others.filled, axis=-1),
+    )  # [opponents]
+    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
+    extra = (slice(None),) + (None,) * reward.ndim
+    margin = (lead - their_mean)[extra] + reward + future[0]
+    return jnp.prod(win_probability(margin, future[1] + their_variance[extra]), axis=0)
 
 
 def _win_by_margin(
@@ -116,15 +198,83 @@ def score_chances(
     return jnp.where(legal, chances, -jnp.inf)
 
 
-def keep_action(
-    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+def normal_turn_end_chances(
+    leaves: tuple[DistributionLeaf, ValueLeaf],
+    params: Any,
+    own: State,
+    others: State,
+    rules: Rules,
 ) -> jax.Array:
-    """The keep of one card with the highest expected P(win) at its turn's end."""
-    chances = turn_end_chances(dist, params, own, others, rules)
+    """`turn_end_chances` by the normal approximation of both futures, float32[252, boxes]."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
+    boxes = jnp.arange(rules.num_boxes)[None, :]
+    reward, _, _ = score_transition(boxes, points, upper, flag, jnp, rules)
+    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
+    states = distinct_next_states(mask, upper, flag, jnp, rules)
+    last = jnp.broadcast_to(own.turns_left <= 1, states[0].shape)
+    mean, variance = _future_moments(leaves, params, *states, last)
+    next_state = jnp.asarray(next_state_of_roll(rules))
+    future = (mean[next_state], variance[next_state])
+    chances = _normal_chances(leaves, params, own, others, rules, reward, future)
+    return jnp.where(legal, chances, -jnp.inf)
+
+
+def normal_score_chances(
+    leaves: tuple[DistributionLeaf, ValueLeaf],
+    params: Any,
+    own: State,
+    others: State,
+    rules: Rules,
+) -> jax.Array:
+    """`score_chances` by the normal approximation of both futures, float32[boxes]."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = current_score_options(own, rules)
+    boxes = jnp.arange(rules.num_boxes)
+    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
+    reward = reward + rules.yahtzee_bonus_points * bonus
+    last = jnp.broadcast_to(own.turns_left <= 1, boxes.shape)
+    future = _future_moments(leaves, params, mask | (1 << boxes), next_upper, next_flag, last)
+    chances = _normal_chances(leaves, params, own, others, rules, reward, future)
+    return jnp.where(legal, chances, -jnp.inf)
+
+
+def _best_keep(chances: jax.Array, own: State) -> jax.Array:
+    """The keep with the highest expectation of the turn-end values `chances` [252, boxes]."""
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
     last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
     keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
     return jnp.argmax(keep_action_values(keep_value, roll, jnp)).astype(jnp.int32)
+
+
+def keep_action(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """The keep of one card with the highest expected P(win) at its turn's end."""
+    return _best_keep(turn_end_chances(dist, params, own, others, rules), own)
+
+
+def normal_keep_action(
+    leaves: tuple[DistributionLeaf, ValueLeaf],
+    params: Any,
+    own: State,
+    others: State,
+    rules: Rules,
+) -> jax.Array:
+    """`keep_action` by the normal approximation (`normal_turn_end_chances`)."""
+    return _best_keep(normal_turn_end_chances(leaves, params, own, others, rules), own)
+
+
+def normal_box_action(
+    leaves: tuple[DistributionLeaf, ValueLeaf],
+    params: Any,
+    own: State,
+    others: State,
+    rules: Rules,
+) -> jax.Array:
+    """`box_action` by the normal approximation (`normal_score_chances`)."""
+    chances = normal_score_chances(leaves, params, own, others, rules)
+    return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
 
 
 def box_action(
@@ -150,29 +300,43 @@ def _only_where_needed(chosen: jax.Array, first: Callable, second: Callable) -> 
 @dataclasses.dataclass(frozen=True)
 class MatchPlannerAct:
     """`match_act` of a match planner (own cards [B], opponents' [B] or [B, P-1]): the turns
-    that leave at most `open_limit` boxes open are played for the win, earlier ones by
-    `solitaire` (the planner's batch act on its own card). Equal per (leaf, rules, limit), so
-    `jit` reuses its program."""
+    that leave at most `open_limit` boxes open are played for the win by the exact sum over
+    the leaf's distributions, earlier ones by `early`: `solitaire` (the planner's batch act on
+    its own card) or `normal` (`normal_keep_action`, `normal_box_action`). Equal per (leaf,
+    rules, limit, early), so `jit` reuses its program."""
 
     dist: DistributionLeaf
     rules: Rules
     solitaire: Callable[[Any, State, jax.Array], jax.Array]
     open_limit: int
+    early: str = "solitaire"
+    value: ValueLeaf | None = None  # the mean of the score to come, for `early="normal"`
+    recentre: bool = False  # the exact sum reads `RecentredLeaf(dist, value)`
+
+    def __post_init__(self) -> None:
+        if self.early not in EARLY_PLAY:
+            raise ValueError(f"early={self.early!r}; choose one of {', '.join(EARLY_PLAY)}")
+        if (self.early == "normal" or self.recentre) and self.value is None:
+            raise ValueError('early="normal" and recentre need the value leaf (`value`)')
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
         """The planner's actions for a batch of cards against their opponents."""
         if others.dice.ndim == own.dice.ndim:  # one opponent: give it its own axis
             others = jax.tree.map(lambda leaf: leaf[:, None], others)
-        args = (self.dist, params, own, others, self.rules)
-        keeps, boxes = (
-            jax.vmap(f, in_axes=(None, None, 0, 0, None)) for f in (keep_action, box_action)
-        )
         scoring = own.roll_index == LAST_ROLL
         late = self.rules.num_boxes - jnp.sum(own.filled, axis=-1) - 1 <= self.open_limit
 
-        def for_the_win() -> jax.Array:
-            return _only_where_needed(scoring, lambda: boxes(*args), lambda: keeps(*args))
+        def for_the_win(keep: Callable, box: Callable, leaf: Any) -> Callable[[], jax.Array]:
+            args = (leaf, params, own, others, self.rules)
+            keeps, boxes = (jax.vmap(f, in_axes=(None, None, 0, 0, None)) for f in (keep, box))
+            return lambda: _only_where_needed(scoring, lambda: boxes(*args), lambda: keeps(*args))
 
-        return _only_where_needed(
-            late, for_the_win, lambda: self.solitaire(params, own, keys).astype(jnp.int32)
-        )
+        def as_alone() -> jax.Array:
+            return self.solitaire(params, own, keys).astype(jnp.int32)
+
+        early = as_alone
+        if self.early == "normal":
+            leaves = (self.dist, self.value)
+            early = for_the_win(normal_keep_action, normal_box_action, leaves)
+        dist = RecentredLeaf(self.dist, self.value) if self.recentre else self.dist
+        return _only_where_needed(late, for_the_win(keep_action, box_action, dist), early)

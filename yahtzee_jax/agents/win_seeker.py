@@ -19,13 +19,16 @@ from yahtzee_jax.solver.win_seeker import make_win_seeker
 
 
 def win_seeker_agent(
-    rules: Rules, cache_dir: str | os.PathLike | None = None, endgame_open: int | None = None
+    rules: Rules,
+    cache_dir: str | os.PathLike | None = None,
+    endgame_open: int | None = None,
+    before_endgame: str = "normal",
 ) -> Agent:
     """The win-seeker as an agent: `match_act` plays against the opponent's card, `act` alone
     against an empty one (its tables are computed on first use, then cached on disk)."""
     # Read at the call, not bound at import: the default is the endgame module's setting.
     endgame = endgame_tables.ENDGAME_OPEN if endgame_open is None else endgame_open
-    policy = make_win_seeker(rules, cache_dir, endgame_open=endgame)
+    policy = make_win_seeker(rules, cache_dir, endgame, before_endgame)
 
     def match_act(params: Any, own: Any, other: Any, keys: jax.Array) -> jax.Array:
         return policy(own, other, keys)[0]

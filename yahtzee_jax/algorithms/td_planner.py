@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.match_planner import MatchPlannerAct
+from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_decision
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
@@ -73,9 +73,16 @@ class TDPlannerConfig(AlgoConfig):
     # 6 turns 49.70 %, 4: 49.83 %, 3: 49.94 %, every turn 48.23 %, none 48.63 %
     # (experiments/match_open_ablation.py). 3, as the win-seeker's exact endgame.
     match_open: int = 3
+    # Matches: the turns before those, played as alone ("solitaire") or for the win by a normal
+    # approximation of both futures from the distribution's moments ("normal").
+    match_early: str = "solitaire"
+    # Matches: the exact sum of the last turns reads the distributions moved along the score
+    # axis to the value network's V (`agents.match_planner.RecentredLeaf`).
+    match_recentre: bool = False
 
     def __post_init__(self) -> None:
         check_choice("algo.target", self.target, TARGETS)
+        check_choice("algo.match_early", self.match_early, EARLY_PLAY)
         require(0.0 <= self.td_lambda <= 1.0, f"algo.td_lambda={self.td_lambda} not in [0, 1]")
         require(0.0 <= self.epsilon <= 1.0, f"algo.epsilon={self.epsilon} not in [0, 1]")
         require(self.value_scale > 0, f"algo.value_scale={self.value_scale} must be > 0")
@@ -320,7 +327,16 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
     if config.algo.score_bins == 0:
         return agent
     dist = value_leaf(config, distribution=True)
-    match_act = MatchPlannerAct(dist, rules, agent.batch_act, config.algo.match_open)
+    algo = config.algo
+    match_act = MatchPlannerAct(
+        dist,
+        rules,
+        agent.batch_act,
+        algo.match_open,
+        algo.match_early,
+        value_leaf(config),
+        algo.match_recentre,
+    )
     return dataclasses.replace(agent, match_act=match_act)
 
 

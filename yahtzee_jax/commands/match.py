@@ -12,6 +12,7 @@ from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH, OPPONENTS
 from yahtzee_jax.evaluation.records import check_num_games
+from yahtzee_jax.solver.win_seeker import BEFORE_ENDGAME
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
 
@@ -32,6 +33,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="win-seeker: exact score distributions for the turns leaving at most this many "
         "boxes open (default 3; each more costs about 3x the table's time)",
+    )
+    parser.add_argument(
+        "--before-endgame",
+        choices=BEFORE_ENDGAME,
+        default="normal",
+        help="win-seeker: the turns before its endgame for the win by a normal approximation "
+        "(default) or for points, as the optimal agent (the learned match planner's rule)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="algo.match_KEY=VALUE",
+        help="a match planner run played otherwise than trained, e.g. --set "
+        "algo.match_early=normal (repeatable)",
     )
     parser.add_argument("--out", help="write the result as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -71,20 +88,31 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.no_progress,
     )
-    if args.run in MATCH_PLAYERS:
+    builtin = args.run in MATCH_PLAYERS
+    if builtin and args.overrides:
+        raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
+    if not builtin and args.before_endgame != "normal":
+        raise ConfigError("--before-endgame is the win-seeker's; a run takes --set algo.match_...")
+    if builtin:
         rules = get_rules(args.rules)
         if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
             raise ConfigError(f"--endgame-open={args.endgame_open}; choose 0 to 12")
-        learner = match_player(args.run, rules, args.endgame_open)
+        learner = match_player(
+            args.run, rules, args.endgame_open, before_endgame=args.before_endgame
+        )
         result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
         result |= {"run": args.run}
+        if args.run == "win-seeker":
+            result |= {"before_endgame": args.before_endgame}
         print(format_result(args.run, result))
     else:
-        agent, step = load_agent_and_step(args.run)
+        agent, step = load_agent_and_step(args.run, tuple(args.overrides))
         if args.solitaire:
             agent = dataclasses.replace(agent, match_act=None)
         result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
         result |= {"run": args.run, "update": step}
+        if args.overrides:
+            result |= {"overrides": args.overrides}
         print(format_result(agent.name, result))
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)

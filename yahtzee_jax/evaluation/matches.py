@@ -108,16 +108,18 @@ def match_player(
     rules: Rules,
     endgame_open: int | None = None,
     cache_dir: str | os.PathLike | None = None,
+    before_endgame: str = "normal",
 ) -> Agent:
     """A built-in match player: the solver's `win-seeker` (exact score distributions in the
-    turns that leave at most `endgame_open` boxes open; default `endgame.ENDGAME_OPEN`), or a
-    built-in agent (`optimal`). `cache_dir` is the solver's."""
+    turns that leave at most `endgame_open` boxes open, default `endgame.ENDGAME_OPEN`; the
+    earlier turns as `before_endgame` says), or a built-in agent (`optimal`). `cache_dir` is
+    the solver's."""
     from yahtzee_jax.agents import builtin_agent
 
     if name == "win-seeker":
         from yahtzee_jax.agents.win_seeker import win_seeker_agent
 
-        return win_seeker_agent(rules, cache_dir, endgame_open)
+        return win_seeker_agent(rules, cache_dir, endgame_open, before_endgame)
     return builtin_agent(name, rules, cache_dir)
 
 

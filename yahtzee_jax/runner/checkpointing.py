@@ -39,7 +39,7 @@ from yahtzee_jax.config import Config
 from yahtzee_jax.errors import CheckpointError, DiskFullError, UserError, is_disk_full
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_local
-from yahtzee_jax.runner.configs import from_dict
+from yahtzee_jax.runner.configs import from_dict, merge, parse_override
 
 LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
@@ -332,11 +332,23 @@ def load_agent(path: str) -> Agent:
     return load_agent_and_step(path)[0]
 
 
-def load_agent_and_step(path: str) -> tuple[Agent, int]:
-    """`load_agent`, and the update its checkpoint was saved at."""
+# The settings a trained run's agent may be played with other than it was trained with: how a
+# match planner plays its match (`algo.match_open`, `match_early`, `match_recentre`).
+PLAY_SETTINGS = "algo.match_"
+
+
+def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Agent, int]:
+    """`load_agent`, and the update its checkpoint was saved at; `overrides` (`--set
+    algo.match_...=VALUE`) change how it plays, not what it learned."""
     from yahtzee_jax.algorithms import get_algorithm
 
     state, config, step = load_checkpoint(path)
+    for text in overrides:
+        if not text.strip().startswith(PLAY_SETTINGS):
+            raise UserError(
+                f"--set {text!r}: a trained run takes only its play settings ({PLAY_SETTINGS}...)"
+            )
+        config = from_dict(merge(config.to_dict(), parse_override(text)))
     name = f"{config.algo.name}:{Path(path).name}@{step}"
     return get_algorithm(config.algo.name).make_agent(config, state["params"], name), step
 

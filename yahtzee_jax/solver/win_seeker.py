@@ -19,7 +19,9 @@ from the next state against the opponent's, exact too once its card is in the en
 turn is then valued exactly, whoever plays first. What is left approximate: the normal before
 the endgame, and optimal expected-score play after this turn (each turn improves on it once).
 The opponent is read at its turn start only (its card and total): the dice it will play next
-are not looked at.
+are not looked at. `before_endgame="solitaire"` plays the turns before the endgame as the
+optimal agent does (expected points), the rule of the learned match planner
+(`agents.match_planner`): with exact tables, what that rule would win if it learned perfectly.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
 # Below this variance of the margin nothing is left to chance: only a full card has no spread
 # (V = M = 0 exactly), and every other state's is far above it.
 MIN_VARIANCE = 1e-3
+BEFORE_ENDGAME = ("normal", "solitaire")  # the turns before the endgame: for the win, or points
 # A box's reward with every bonus it pays is at most 165 in Yahtzee (sixes as a Joker: 30 + 35
 # + 100), 80 in Yatzy (sixes and its +50 upper bonus) and 85 in Yacht (its 50 + 35).
 REWARD_BINS = 192
@@ -131,18 +134,22 @@ def turn_end_win_probabilities(
     bonus: jax.Array,
     endgame: bool,
     rules: Rules = OFFICIAL,
+    before_endgame: str = "normal",
 ) -> jax.Array:
     """Estimated P(win) after writing each of the rolls `rolls` in each box ([n, boxes];
     `points`, `legal`, `bonus` from their `score_options`), -inf where illegal.
 
     `endgame` (static): my next states have exact distributions, so the chance is a sum over my
-    future score against the opponent's (`opponent_below`); else normal in both futures.
+    future score against the opponent's (`opponent_below`); else normal in both futures, or
+    with `before_endgame="solitaire"` the expected points (reward + V), the optimal agent's.
     """
     mask, upper_total, flag = card_context(own.filled, own.scores, jnp, rules)
     tables_vm = (tables.value, tables.moment)
     reward, future, future_moment = box_outcomes(
         points, legal, bonus, mask, upper_total, flag, tables_vm, jnp, rules
     )
+    if not endgame and before_endgame == "solitaire":
+        return jnp.where(legal, reward + future, -jnp.inf)
     if not endgame:
         other_mean, other_variance = final_score_moments(tables, other, rules)
         margin = total_score(own, rules) + reward + future - other_mean
@@ -167,24 +174,27 @@ def win_seeking_action(
     rules: Rules,
     scoring: bool,
     endgame: bool,
+    before_endgame: str = "normal",
 ) -> jax.Array:
     """The action of one card (`own`) with the highest expected P(win) at its turn's end.
 
     `scoring` (static): the card is at its score decision (roll index 2), not at a keep;
-    `endgame` (static): its next states are in the endgame tables.
+    `endgame` (static): its next states are in the endgame tables; `before_endgame`: see
+    `turn_end_win_probabilities`.
     """
+    args = (endgame, rules, before_endgame)
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
     if scoring:  # only the roll in hand
         points, legal, bonus = current_score_options(own, rules)
         chances = turn_end_win_probabilities(
-            tables, own, other, roll[None], points[None], legal[None], bonus[None], endgame, rules
+            tables, own, other, roll[None], points[None], legal[None], bonus[None], *args
         )
         return (NUM_KEEP_ACTIONS + jnp.argmax(chances[0])).astype(jnp.int32)
     # A keep: the turn's widget over P(win) at its end instead of points.
     points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
     every_roll = jnp.arange(points.shape[0])
     chances = turn_end_win_probabilities(
-        tables, own, other, every_roll, points, legal, bonus, endgame, rules
+        tables, own, other, every_roll, points, legal, bonus, *args
     )
     last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
     keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
@@ -195,19 +205,24 @@ def make_win_seeker(
     rules: str | Rules = "official",
     cache_dir: str | os.PathLike | None = None,
     endgame_open: int = ENDGAME_OPEN,
+    before_endgame: str = "normal",
 ) -> Any:
     """A two-player learner policy (own cards, other cards, keys) -> (actions, None) [B].
 
     `endgame_open`: the turns that leave at most this many boxes open are valued with exact
     score distributions (`solver.endgame`); 0 keeps only the last turn's exactness.
+    `before_endgame`: the earlier turns for the win by the normal ("normal") or for points
+    ("solitaire", the learned match planner's rule).
     """
     rules = get_rules(rules)
+    if before_endgame not in BEFORE_ENDGAME:
+        raise ValueError(f"before_endgame={before_endgame!r}; choose one of {BEFORE_ENDGAME}")
     with jax.ensure_compile_time_eval():  # concrete tables even when first built in a trace
         tables = win_seeker_tables(rules, cache_dir, endgame_open)
 
     def actions(own: State, other: State, scoring: bool, endgame: bool) -> jax.Array:
-        act = jax.vmap(win_seeking_action, in_axes=(None, 0, 0, None, None, None))
-        return act(tables, own, other, rules, scoring, endgame)
+        act = jax.vmap(win_seeking_action, in_axes=(None, 0, 0, None, None, None, None))
+        return act(tables, own, other, rules, scoring, endgame, before_endgame)
 
     def policy(own: State, other: State, keys: jax.Array) -> tuple[jax.Array, None]:
         # The match loop moves every card in lockstep: one kind of decision (keep or score) and
