@@ -6,10 +6,9 @@ Usage: python experiments/match_open_ablation.py runs/td-planner-match2 --limits
 
 For each limit K the run's match planner plays the turns that leave at most K boxes open for the
 win (`algo.match_open`; 12: every turn) and the earlier ones as `--early` says (`algo.match_early`:
-as alone, or for the win by a normal approximation; named "K+normal"); `--recentre` moves the
-exact sum's distributions to the value network's mean (`algo.match_recentre`); "none" is the
-solitaire planner throughout (`yahtzee-jax match --solitaire`). Every variant plays the same
-matches (the same seed: the same dice and seats) against the optimal-solitaire agent.
+as alone, or for the win by a normal approximation; named "K+normal"); "none" is the solitaire
+planner throughout (`yahtzee-jax match --solitaire`). Every variant plays the same matches (the
+same seed: the same dice and seats) against the optimal-solitaire agent.
 """
 
 from __future__ import annotations
@@ -34,9 +33,6 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=2)
     parser.add_argument("--early", nargs="+", choices=EARLY_PLAY, default=["solitaire"])
     parser.add_argument("--no-none", action="store_true", help="skip the solitaire planner")
-    parser.add_argument(
-        "--recentre", action="store_true", help="the exact sum's distributions moved to V's mean"
-    )
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     agent, _ = load_agent_and_step(args.run)
@@ -45,11 +41,8 @@ def main() -> None:
     variants = {} if args.no_none else {"none": dataclasses.replace(agent, match_act=None)}
     for early in args.early:
         for limit in args.limits:
-            match_act = dataclasses.replace(
-                agent.match_act, open_limit=limit, early=early, recentre=args.recentre
-            )
+            match_act = dataclasses.replace(agent.match_act, open_limit=limit, early=early)
             name = str(limit) if early == "solitaire" else f"{limit}+{early}"
-            name += "+recentred" if args.recentre else ""
             variants[name] = dataclasses.replace(agent, match_act=match_act)
     results = {}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ from test_td_planner import forbid_solver_tables
 
 from yahtzee_jax.agents.match_planner import (
     MatchPlannerAct,
-    RecentredLeaf,
     box_action,
     normal_box_action,
     normal_score_chances,
@@ -176,29 +175,10 @@ def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_su
     for limit, expected in ((3, normal), (12, exact)):
         act = MatchPlannerAct(spread_leaf, OFFICIAL, unused, limit, "normal", linear_value)
         assert int(act(None, *batch, keys)[0]) == expected, limit
-    with pytest.raises(ValueError, match="need the value leaf"):
+    with pytest.raises(ValueError, match="needs the value leaf"):
         MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "normal")
     with pytest.raises(ValueError, match="choose one of solitaire, normal"):
         MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "bold", linear_value)
-
-
-def test_a_recentred_distribution_keeps_its_shape_at_the_value_networks_mean():
-    """Half the mass at 10 and half at 20 (mean 15) moved to V = 17.5: a quarter at each of 12,
-    13, 22 and 23 (the CDF read between bins), mean 17.5; moved to V = 3 (12 down) the half at
-    10 would fall to -2 and piles up in bin 0: half at 0, half at 8."""
-    mass = jnp.zeros(BINS).at[10].set(0.5).at[20].set(0.5)
-
-    def leaf(params, mask, upper, flag):
-        return jnp.broadcast_to(mass, (*jnp.shape(mask), BINS))
-
-    def value(params, mask, upper, flag):
-        return jnp.where(mask == 0, 17.5, 3.0)
-
-    moved = np.asarray(RecentredLeaf(leaf, value)(None, jnp.array([0, 1]), 0, 0))
-    expected = np.zeros((2, BINS))
-    expected[0, [12, 13, 22, 23]] = 0.25
-    expected[1, [0, 8]] = 0.5
-    np.testing.assert_allclose(moved, expected, atol=1e-6)
 
 
 def two_box_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -12,6 +13,7 @@ from yahtzee_jax.commands.cli import main
 from yahtzee_jax.evaluation.tournament import (
     first_agent_seats,
     games_needed,
+    match_pair,
     play_pair,
     round_robin,
     seat_game_indices,
@@ -170,3 +172,35 @@ def test_tournament_bad_input_is_one_line_exit_2(argv, message, tmp_path, capsys
     assert main(["tournament", *argv, "--out", str(tmp_path / "t"), "--no-progress"]) == 2
     error = capsys.readouterr().err.strip()
     assert message in error and "\n" not in error
+
+
+def test_a_pair_with_an_agent_that_reads_its_opponent_is_played_as_real_matches() -> None:
+    """`match_pair` of greedy1 given a `match_act` (it ignores the card it is shown) against
+    greedy2: wins, draws, seats and margin equal `evaluate_agent_matches` on the same seed, and
+    `round_robin` takes that pair as played while scoring another from solitaire games (the
+    tournament command with the win-seeker: `test_win_seeker.py`, slow)."""
+    from yahtzee_jax.agents import builtin_agent
+    from yahtzee_jax.evaluation.matches import evaluate_agent_matches
+    from yahtzee_jax.game.rules import OFFICIAL
+
+    greedy1, greedy2 = (builtin_agent(name, OFFICIAL) for name in ("greedy1", "greedy2"))
+
+    def match_act(params, own, other, keys):
+        return greedy1.batch_act(params, own, keys)
+
+    reader = dataclasses.replace(greedy1, name="reader", match_act=match_act)
+    pair, reader_totals, greedy2_totals = match_pair(reader, greedy2, 12, seed=4, batch_size=12)
+    alone = evaluate_agent_matches(reader, "greedy2", 12, seed=4, batch_size=12)
+    assert (pair.a_wins, pair.draws, pair.b_wins) == (
+        alone["wins"],
+        alone["draws"],
+        alone["losses"],
+    )
+    assert list(pair.a_wins_by_seat) == alone["wins_by_seat"]
+    assert pair.mean_margin == pytest.approx(alone["mean_margin"])
+    totals = {"reader": reader_totals, "greedy2": greedy2_totals, "random": np.arange(24)}
+    matched = {("reader", "greedy2"): pair}
+    tournament = round_robin(totals, "official", 4, "independent", matched)
+    assert tournament.matched == (("reader", "greedy2"),)
+    assert tournament.pairs[("reader", "greedy2")] is pair
+    assert tournament.pairs[("reader", "random")].games == 6  # 12 games deal 6 in two seats

@@ -238,6 +238,7 @@ def test_a_person_plays_the_win_seeker_in_the_terminal(cache, monkeypatch):
     assert re.search(rf"Game over: you {you}; win-seeker {seeker}\. ", text)
 
 
+@pytest.mark.slow  # 46 s; the real-match pairs' fast test: test_tournament.py (greedy reader)
 def test_tournament_plays_the_win_seekers_pairs_as_real_matches(cache, tmp_path, monkeypatch):
     """`tournament win-seeker optimal greedy1`: the win-seeker reads its opponents, so its
     pairs are real matches, the same games as `evaluate_agent_matches` on the seed (it sits

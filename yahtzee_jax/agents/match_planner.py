@@ -68,34 +68,6 @@ def _futures(
     return jnp.where(over[..., None], nothing, mass)
 
 
-@dataclasses.dataclass(frozen=True)
-class RecentredLeaf:
-    """A distribution leaf moved along the score axis so that its mean is the value leaf's V
-    (its shape kept; the CDF is read at t - (V - mean), linearly between bins). The value
-    network is the better-trained estimate of the location: as a value, the distribution's own
-    mean played 14 points worse."""
-
-    dist: DistributionLeaf
-    value: ValueLeaf
-
-    def __call__(
-        self, params: Any, mask: jax.Array, upper: jax.Array, flag: jax.Array
-    ) -> jax.Array:
-        """The recentred probabilities of the score to come, float32[..., bins]."""
-        mass = self.dist(params, mask, upper, flag)
-        bins = mass.shape[-1]
-        points = jnp.arange(bins, dtype=mass.dtype)
-        shift = self.value(params, mask, upper, flag) - mass @ points
-        cdf = jnp.cumsum(mass, axis=-1)
-
-        def moved(cdf: jax.Array, shift: jax.Array) -> jax.Array:
-            return jnp.interp(points - shift, points, cdf, left=0.0, right=1.0)
-
-        flat = jax.vmap(moved)(cdf.reshape(-1, bins), shift.reshape(-1)).reshape(cdf.shape)
-        flat = flat.at[..., -1].set(1.0)  # the last bin holds the mass above
-        return jnp.diff(flat, axis=-1, prepend=0.0)
-
-
 def _future_moments(
     leaves: tuple[DistributionLeaf, ValueLeaf],
     params: Any,
@@ -311,13 +283,12 @@ class MatchPlannerAct:
     open_limit: int
     early: str = "solitaire"
     value: ValueLeaf | None = None  # the mean of the score to come, for `early="normal"`
-    recentre: bool = False  # the exact sum reads `RecentredLeaf(dist, value)`
 
     def __post_init__(self) -> None:
         if self.early not in EARLY_PLAY:
             raise ValueError(f"early={self.early!r}; choose one of {', '.join(EARLY_PLAY)}")
-        if (self.early == "normal" or self.recentre) and self.value is None:
-            raise ValueError('early="normal" and recentre need the value leaf (`value`)')
+        if self.early == "normal" and self.value is None:
+            raise ValueError('early="normal" needs the value leaf (`value`)')
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
         """The planner's actions for a batch of cards against their opponents."""
@@ -338,5 +309,4 @@ class MatchPlannerAct:
         if self.early == "normal":
             leaves = (self.dist, self.value)
             early = for_the_win(normal_keep_action, normal_box_action, leaves)
-        dist = RecentredLeaf(self.dist, self.value) if self.recentre else self.dist
-        return _only_where_needed(late, for_the_win(keep_action, box_action, dist), early)
+        return _only_where_needed(late, for_the_win(keep_action, box_action, self.dist), early)

@@ -76,9 +76,6 @@ class TDPlannerConfig(AlgoConfig):
     # Matches: the turns before those, played as alone ("solitaire") or for the win by a normal
     # approximation of both futures from the distribution's moments ("normal").
     match_early: str = "solitaire"
-    # Matches: the exact sum of the last turns reads the distributions moved along the score
-    # axis to the value network's V (`agents.match_planner.RecentredLeaf`).
-    match_recentre: bool = False
 
     def __post_init__(self) -> None:
         check_choice("algo.target", self.target, TARGETS)
@@ -335,7 +332,6 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
         algo.match_open,
         algo.match_early,
         value_leaf(config),
-        algo.match_recentre,
     )
     return dataclasses.replace(agent, match_act=match_act)
 

@@ -333,7 +333,7 @@ def load_agent(path: str) -> Agent:
 
 
 # The settings a trained run's agent may be played with other than it was trained with: how a
-# match planner plays its match (`algo.match_open`, `match_early`, `match_recentre`).
+# match planner plays its match (`algo.match_open`, `algo.match_early`).
 PLAY_SETTINGS = "algo.match_"
 
 
