@@ -74,7 +74,8 @@ class TDPlannerConfig(AlgoConfig):
     # (experiments/match_open_ablation.py). 3, as the win-seeker's exact endgame.
     match_open: int = 3
     # Matches: the turns before those, played as alone ("solitaire") or for the win by a normal
-    # approximation of both futures from the distribution's moments ("normal").
+    # approximation of both futures ("normal": V's means, the distribution's variances; 50.29 %
+    # against 50.26 % over the same 100,000 matches with td-planner-match-large).
     match_early: str = "solitaire"
 
     def __post_init__(self) -> None:

@@ -107,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
+        if args.overrides and agent.match_act is None:
+            raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
         if args.solitaire:
             agent = dataclasses.replace(agent, match_act=None)
         result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
