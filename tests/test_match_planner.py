@@ -50,6 +50,33 @@ def test_below_or_half_counts_half_of_a_tie():
     np.testing.assert_allclose(got, [0.0, 0.1, 0.35, 0.75, 1.0], atol=1e-7)
 
 
+def engine_outcomes(own, leaf) -> tuple:
+    """Every (roll, box) of `own` written by the engine's own step: the rolls and boxes
+    (flattened [252 x boxes]), the total after the write and `leaf` at the card it leaves."""
+
+    def outcome(dice: jax.Array, box: jax.Array) -> tuple:
+        before = own.replace(dice=dice, roll_index=jnp.int32(2))
+        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0), OFFICIAL)
+        context = card_context(after.filled, after.scores, jnp, OFFICIAL)
+        return total_score(after, OFFICIAL), leaf(None, *context)
+
+    rolls, boxes = jnp.meshgrid(jnp.arange(len(ROLLS)), jnp.arange(OFFICIAL.num_boxes))
+    totals, leaves = jax.device_get(
+        jax.vmap(outcome)(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
+    )
+    return rolls.ravel(), boxes.ravel(), totals, leaves
+
+
+def check_roll_in_hand(in_hand, leaf, own, others, chances: np.ndarray) -> None:
+    """The score decision's chances (`in_hand`) for four rolls in hand equal the rows of the
+    turn-end chances `chances` [252, boxes] at those rolls."""
+    for dice in [(1, 1, 1, 1, 1), (2, 3, 4, 5, 6), (3, 3, 5, 5, 5), (1, 2, 2, 4, 6)]:
+        hand = own.replace(dice=jnp.int32(dice), roll_index=jnp.int32(2))
+        roll = [tuple(r) for r in ROLLS.tolist()].index(dice)
+        shortcut = np.asarray(in_hand(leaf, None, hand, others, OFFICIAL))
+        np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
+
+
 def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
     """Against two opponents, every roll and legal box of a mid-game card: the chance equals a
     direct sum over the engine's own step (points, bonuses, next card) and the leaf's
@@ -62,22 +89,13 @@ def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
     )
     chances = np.asarray(turn_end_chances(spread_leaf, None, own, others, OFFICIAL))
 
-    def outcome(dice: jax.Array, box: jax.Array) -> tuple:
-        before = own.replace(dice=dice, roll_index=jnp.int32(2))
-        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0), OFFICIAL)
-        context = card_context(after.filled, after.scores, jnp, OFFICIAL)
-        return total_score(after, OFFICIAL), spread_leaf(None, *context)
-
-    rolls, boxes = jnp.meshgrid(jnp.arange(len(ROLLS)), jnp.arange(OFFICIAL.num_boxes))
-    totals, mine = jax.device_get(
-        jax.vmap(outcome)(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
-    )
+    rolls, boxes, totals, mine = engine_outcomes(own, spread_leaf)
     theirs = [
         np.asarray(spread_leaf(None, *card_context(o.filled, o.scores, jnp, OFFICIAL)))
         for o in (jax.tree.map(lambda leaf, i=i: leaf[i], others) for i in range(2))
     ]
     their_totals = np.asarray(jax.vmap(total_score, in_axes=(0, None))(others, OFFICIAL))
-    for index, (roll, box) in enumerate(zip(rolls.ravel(), boxes.ravel(), strict=True)):
+    for index, (roll, box) in enumerate(zip(rolls, boxes, strict=True)):
         if bool(own.filled[box]):
             assert chances[roll, box] == -np.inf
             continue
@@ -91,11 +109,7 @@ def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
             expected += chance
         assert chances[roll, box] == pytest.approx(expected, abs=1e-5), (roll, box)
     # The score decision's shortcut reads the same chances for the roll in hand.
-    for dice in [(1, 1, 1, 1, 1), (2, 3, 4, 5, 6), (3, 3, 5, 5, 5), (1, 2, 2, 4, 6)]:
-        in_hand = own.replace(dice=jnp.int32(dice), roll_index=jnp.int32(2))
-        roll = [tuple(r) for r in ROLLS.tolist()].index(dice)
-        shortcut = np.asarray(score_chances(spread_leaf, None, in_hand, others, OFFICIAL))
-        np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
+    check_roll_in_hand(score_chances, spread_leaf, own, others, chances)
 
 
 def linear_value(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
@@ -121,16 +135,7 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
     variance = np.var([0.0, 5.0, 17.0])  # every position's spread: only its base moves
     assert variance == pytest.approx(1374 / 27)  # ((22/3)^2 + (7/3)^2 + (29/3)^2) / 3
 
-    def outcome(dice: jax.Array, box: jax.Array) -> tuple:
-        before = own.replace(dice=dice, roll_index=jnp.int32(2))
-        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0), OFFICIAL)
-        context = card_context(after.filled, after.scores, jnp, OFFICIAL)
-        return total_score(after, OFFICIAL), linear_value(None, *context)
-
-    rolls, boxes = jnp.meshgrid(jnp.arange(len(ROLLS)), jnp.arange(OFFICIAL.num_boxes))
-    totals, values = jax.device_get(
-        jax.vmap(outcome)(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
-    )
+    rolls, boxes, totals, values = engine_outcomes(own, linear_value)
     theirs = [
         (
             int(total_score(other, OFFICIAL)),
@@ -138,7 +143,7 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
         )
         for other in (jax.tree.map(lambda leaf, i=i: leaf[i], others) for i in range(2))
     ]
-    for index, (roll, box) in enumerate(zip(rolls.ravel(), boxes.ravel(), strict=True)):
+    for index, (roll, box) in enumerate(zip(rolls, boxes, strict=True)):
         if bool(own.filled[box]):
             assert chances[roll, box] == -np.inf
             continue
@@ -147,11 +152,7 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
             margin = totals[index] + values[index] - their_total - their_value
             expected *= 0.5 * (1 + math.erf(margin / math.sqrt(2 * variance) / math.sqrt(2)))
         assert chances[roll, box] == pytest.approx(expected, abs=1e-5), (roll, box)
-    for dice in [(1, 1, 1, 1, 1), (2, 3, 4, 5, 6), (3, 3, 5, 5, 5), (1, 2, 2, 4, 6)]:
-        in_hand = own.replace(dice=jnp.int32(dice), roll_index=jnp.int32(2))
-        roll = [tuple(r) for r in ROLLS.tolist()].index(dice)
-        shortcut = np.asarray(normal_score_chances(leaves, None, in_hand, others, OFFICIAL))
-        np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
+    check_roll_in_hand(normal_score_chances, leaves, own, others, chances)
 
 
 def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():

@@ -53,6 +53,7 @@ EARLY_PLAY = ("solitaire", "normal")  # how the turns before the last ones are p
 DistributionLeaf = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
 # value(params, mask, upper, flag) -> the expected score to come, float32[...]
 ValueLeaf = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
+NormalLeaves = tuple[DistributionLeaf, ValueLeaf]  # the normal rule's variances and means
 
 
 def _futures(
@@ -69,8 +70,39 @@ def _futures(
     return jnp.where(over[..., None], nothing, mass)
 
 
+def _opponents(own: State, others: State, rules: Rules) -> tuple[tuple, jax.Array]:
+    """The opponents' turn-start positions (mask, upper, flag, card full) and my lead over each
+    (leading axis: opponents)."""
+    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
+    positions = (*context(others.filled, others.scores, jnp, rules), jnp.all(others.filled, -1))
+    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
+    return positions, lead
+
+
+def _every_roll(own: State, rules: Rules) -> tuple[tuple, jax.Array, jax.Array]:
+    """My card's position, and the reward of each of the 252 rolls in each box with its
+    legality, [252, boxes]."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
+    boxes = jnp.arange(rules.num_boxes)[None, :]
+    reward, _, _ = score_transition(boxes, points, upper, flag, jnp, rules)
+    return (mask, upper, flag), reward + rules.yahtzee_bonus_points * bonus[:, None], legal
+
+
+def _roll_in_hand(own: State, rules: Rules) -> tuple[jax.Array, tuple, jax.Array]:
+    """The roll in hand's reward in each box, the positions it leads to (mask, upper, flag,
+    game over) and its legality, [boxes]."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = current_score_options(own, rules)
+    boxes = jnp.arange(rules.num_boxes)
+    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
+    last = jnp.broadcast_to(own.turns_left <= 1, boxes.shape)
+    positions = (mask | (1 << boxes), next_upper, next_flag, last)
+    return reward + rules.yahtzee_bonus_points * bonus, positions, legal
+
+
 def _future_moments(
-    leaves: tuple[DistributionLeaf, ValueLeaf],
+    leaves: NormalLeaves,
     params: Any,
     mask: jax.Array,
     upper: jax.Array,
@@ -89,7 +121,7 @@ def _future_moments(
 
 
 def _normal_chances(
-    leaves: tuple[DistributionLeaf, ValueLeaf],
+    leaves: NormalLeaves,
     params: Any,
     own: State,
     others: State,
@@ -99,14 +131,8 @@ def _normal_chances(
 ) -> jax.Array:
     """prod_i Phi((lead_i + reward + E[my future] - E[Y_i]) / sd) at any shape of `reward`,
     `future` the mean and variance of my score to come after each (same shape)."""
-    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
-    their_mean, their_variance = _future_moments(
-        leaves,
-        params,
-        *context(others.filled, others.scores, jnp, rules),
-        jnp.all(others.filled, axis=-1),
-    )  # [opponents]
-    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
+    positions, lead = _opponents(own, others, rules)
+    their_mean, their_variance = _future_moments(leaves, params, *positions)  # [opponents]
     extra = (slice(None),) + (None,) * reward.ndim
     margin = (lead - their_mean)[extra] + reward + future[0]
     return jnp.prod(win_probability(margin, future[1] + their_variance[extra]), axis=0)
@@ -117,14 +143,8 @@ def _win_by_margin(
 ) -> jax.Array:
     """P(win) [bins + REWARD_BINS] by what my next turn start plus my future adds to my total
     (t + x), over every opponent: prod_i P(Y_i < mine + t + x) (+ half a tie each)."""
-    context = jax.vmap(card_context, in_axes=(0, 0, None, None))
-    theirs = _futures(
-        dist,
-        params,
-        *context(others.filled, others.scores, jnp, rules),
-        jnp.all(others.filled, axis=-1),
-    )
-    lead = total_score(own, rules) - jax.vmap(total_score, in_axes=(0, None))(others, rules)
+    positions, lead = _opponents(own, others, rules)
+    theirs = _futures(dist, params, *positions)
     added = jnp.arange(bins + REWARD_BINS)
     per_opponent = jax.vmap(below_or_half, in_axes=(0, 0))(theirs, lead[:, None] + added)
     return jnp.prod(per_opponent, axis=0)
@@ -135,13 +155,9 @@ def turn_end_chances(
 ) -> jax.Array:
     """Estimated P(win) after writing each of the 252 rolls in each box, float32[252, boxes],
     -inf where illegal, for one card `own` against the cards `others` (leading axis: opponents)."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
-    boxes = jnp.arange(rules.num_boxes)[None, :]
-    reward, _, _ = score_transition(boxes, points, upper, flag, jnp, rules)
-    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
+    position, reward, legal = _every_roll(own, rules)
     # My future from each of the distinct next positions (44 in Yahtzee), none after the last turn.
-    states = distinct_next_states(mask, upper, flag, jnp, rules)
+    states = distinct_next_states(*position, jnp, rules)
     mine = _futures(dist, params, *states, jnp.broadcast_to(own.turns_left <= 1, states[0].shape))
     bins = mine.shape[-1]
     win = _win_by_margin(dist, params, own, others, rules, bins)
@@ -158,13 +174,9 @@ def score_chances(
 ) -> jax.Array:
     """`turn_end_chances` of the roll in hand only, float32[boxes]: at a score decision the
     leaf is read at the 13 positions this roll leads to, not at every roll's."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, legal, bonus = current_score_options(own, rules)
-    boxes = jnp.arange(rules.num_boxes)
-    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
-    reward = jnp.clip(reward + rules.yahtzee_bonus_points * bonus, 0, REWARD_BINS - 1)
-    last = jnp.broadcast_to(own.turns_left <= 1, boxes.shape)
-    mine = _futures(dist, params, mask | (1 << boxes), next_upper, next_flag, last)
+    reward, positions, legal = _roll_in_hand(own, rules)
+    reward = jnp.clip(reward, 0, REWARD_BINS - 1)
+    mine = _futures(dist, params, *positions)
     bins = mine.shape[-1]
     win = _win_by_margin(dist, params, own, others, rules, bins)
     chances = jnp.sum(mine * win[reward[:, None] + jnp.arange(bins)[None, :]], axis=-1)
@@ -172,19 +184,11 @@ def score_chances(
 
 
 def normal_turn_end_chances(
-    leaves: tuple[DistributionLeaf, ValueLeaf],
-    params: Any,
-    own: State,
-    others: State,
-    rules: Rules,
+    leaves: NormalLeaves, params: Any, own: State, others: State, rules: Rules
 ) -> jax.Array:
     """`turn_end_chances` by the normal approximation of both futures, float32[252, boxes]."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
-    boxes = jnp.arange(rules.num_boxes)[None, :]
-    reward, _, _ = score_transition(boxes, points, upper, flag, jnp, rules)
-    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
-    states = distinct_next_states(mask, upper, flag, jnp, rules)
+    position, reward, legal = _every_roll(own, rules)
+    states = distinct_next_states(*position, jnp, rules)
     last = jnp.broadcast_to(own.turns_left <= 1, states[0].shape)
     mean, variance = _future_moments(leaves, params, *states, last)
     next_state = jnp.asarray(next_state_of_roll(rules))
@@ -194,20 +198,11 @@ def normal_turn_end_chances(
 
 
 def normal_score_chances(
-    leaves: tuple[DistributionLeaf, ValueLeaf],
-    params: Any,
-    own: State,
-    others: State,
-    rules: Rules,
+    leaves: NormalLeaves, params: Any, own: State, others: State, rules: Rules
 ) -> jax.Array:
     """`score_chances` by the normal approximation of both futures, float32[boxes]."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, legal, bonus = current_score_options(own, rules)
-    boxes = jnp.arange(rules.num_boxes)
-    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
-    reward = reward + rules.yahtzee_bonus_points * bonus
-    last = jnp.broadcast_to(own.turns_left <= 1, boxes.shape)
-    future = _future_moments(leaves, params, mask | (1 << boxes), next_upper, next_flag, last)
+    reward, positions, legal = _roll_in_hand(own, rules)
+    future = _future_moments(leaves, params, *positions)
     chances = _normal_chances(leaves, params, own, others, rules, reward, future)
     return jnp.where(legal, chances, -jnp.inf)
 
@@ -220,42 +215,27 @@ def _best_keep(chances: jax.Array, own: State) -> jax.Array:
     return jnp.argmax(keep_action_values(keep_value, roll, jnp)).astype(jnp.int32)
 
 
-def keep_action(
-    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
-) -> jax.Array:
-    """The keep of one card with the highest expected P(win) at its turn's end."""
-    return _best_keep(turn_end_chances(dist, params, own, others, rules), own)
+def _actions(turn_end: Callable, in_hand: Callable) -> tuple[Callable, Callable]:
+    """The (keep, box) action functions of one card for a rule's turn-end chances [252, boxes]
+    (`turn_end`) and the roll in hand's [boxes] (`in_hand`), both (leaf, params, own, others,
+    rules) -> chances."""
+
+    def keep(leaf: Any, params: Any, own: State, others: State, rules: Rules) -> jax.Array:
+        """The keep with the highest expected chance at the turn's end."""
+        return _best_keep(turn_end(leaf, params, own, others, rules), own)
+
+    def box(leaf: Any, params: Any, own: State, others: State, rules: Rules) -> jax.Array:
+        """The box with the highest chance for the roll in hand."""
+        chances = in_hand(leaf, params, own, others, rules)
+        return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
+
+    return keep, box
 
 
-def normal_keep_action(
-    leaves: tuple[DistributionLeaf, ValueLeaf],
-    params: Any,
-    own: State,
-    others: State,
-    rules: Rules,
-) -> jax.Array:
-    """`keep_action` by the normal approximation (`normal_turn_end_chances`)."""
-    return _best_keep(normal_turn_end_chances(leaves, params, own, others, rules), own)
-
-
-def normal_box_action(
-    leaves: tuple[DistributionLeaf, ValueLeaf],
-    params: Any,
-    own: State,
-    others: State,
-    rules: Rules,
-) -> jax.Array:
-    """`box_action` by the normal approximation (`normal_score_chances`)."""
-    chances = normal_score_chances(leaves, params, own, others, rules)
-    return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
-
-
-def box_action(
-    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
-) -> jax.Array:
-    """The box of one card at its score decision with the highest P(win)."""
-    chances = score_chances(dist, params, own, others, rules)
-    return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
+# The exact sum over the leaf's distributions (leaf: a DistributionLeaf), and the normal
+# approximation (leaf: (DistributionLeaf, ValueLeaf)).
+keep_action, box_action = _actions(turn_end_chances, score_chances)
+normal_keep_action, normal_box_action = _actions(normal_turn_end_chances, normal_score_chances)
 
 
 def _only_where_needed(chosen: jax.Array, first: Callable, second: Callable) -> jax.Array:
