@@ -285,7 +285,7 @@ def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
     """`match RUN --set algo.match_early=normal --set algo.match_open=2` loads the run's planner
     with those play settings (its parameters unchanged); a key outside `algo.match_...`, `--set`
     on a built-in player or on a run without match play, and the win-seeker's
-    `--before-endgame` on a run are one-line errors."""
+    `--before-endgame` on another player are one-line errors."""
     from yahtzee_jax.commands.match import main
     from yahtzee_jax.errors import ConfigError, UserError
     from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_agent_and_step
@@ -304,8 +304,9 @@ def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
         main([str(tmp_path), "--set", "train.seed=1"])
     with pytest.raises(ConfigError, match="'win-seeker' is built in"):
         main(["win-seeker", "--set", "algo.match_open=2"])
-    with pytest.raises(ConfigError, match="--before-endgame is the win-seeker's"):
-        main([str(tmp_path), "--before-endgame", "solitaire"])
+    for player in (str(tmp_path), "optimal"):
+        with pytest.raises(ConfigError, match="--before-endgame is the win-seeker's"):
+            main([player, "--before-endgame", "solitaire"])
     solitaire = tmp_path / "solitaire"
     config = resolve("quick", overrides=["algo.name=td-planner", "network.hidden_size=16"])
     state = init_train_state(make_context(config))

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     builtin = args.run in MATCH_PLAYERS
     if builtin and args.overrides:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
-    if not builtin and args.before_endgame != "normal":
+    if args.run != "win-seeker" and args.before_endgame != "normal":
         raise ConfigError("--before-endgame is the win-seeker's; a run takes --set algo.match_...")
     if builtin:
         rules = get_rules(args.rules)
@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         )
         result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
         result |= {"run": args.run}
-        if args.run == "win-seeker":
+        if args.run == "win-seeker":  # the only player that reads it
             result |= {"before_endgame": args.before_endgame}
         print(format_result(args.run, result))
     else:
