@@ -6,7 +6,7 @@ worker to need one loads it instead of compiling it. The directory is made fresh
 session (a run never reads a cache it did not write) and removed at its end. The settings also go
 into JAX's own environment variables, so the `yahtzee-jax` subprocesses that tests start (killed
 and resumed runs, several processes of one distributed run) share the cache too: the five runs of
-the kill test compile their programs once, not five times.
+the kill test compile their programs once, not once a run.
 """
 
 from __future__ import annotations

@@ -156,26 +156,35 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
 
 
 def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():
-    """`MatchPlannerAct(early="normal")` at a score decision of a card with 12 open boxes (4-4-4-
-    1-2, the opponent 42 points up): with `open_limit` 3 the turn is early and it plays
-    `normal_box_action` (Fours), with 12 it is late and it plays `box_action`, the exact sum
-    (Three of a kind). The normal rule without a value leaf, or an unknown rule, is refused."""
-    own = card((4, 4, 4, 1, 2), {Category.CHANCE: 20}, roll_index=2)
+    """`MatchPlannerAct(early="normal")` at score decisions, the opponent 42 points up with 11
+    boxes open: 4-4-4-1-2 on a card with 12 boxes open is early and plays `normal_box_action`
+    (Fours; the exact sum would write Three of a kind); 6-6-6-2-2 with Fours, Yahtzee and Chance
+    open is late and plays `box_action` (Fours; the normal rule would write Chance). The normal
+    rule without a value leaf, or an unknown rule, is refused."""
+    scratched = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
+    del scratched[Category.CHANCE]
+    cards = [
+        card((4, 4, 4, 1, 2), {Category.CHANCE: 20}, roll_index=2),
+        card((6, 6, 6, 2, 2), scratched, roll_index=2),
+    ]
     other = card(scores={Category.ONES: 2, Category.LARGE_STRAIGHT: 40})
     leaves, one = (spread_leaf, linear_value), jax.tree.map(lambda x: x[None], other)
-    normal = int(normal_box_action(leaves, None, own, one, OFFICIAL))
-    exact = int(box_action(spread_leaf, None, own, one, OFFICIAL))
-    assert normal - NUM_KEEP_ACTIONS == Category.FOURS
-    assert exact - NUM_KEEP_ACTIONS == Category.THREE_OF_A_KIND
+    rules = [(normal_box_action, leaves), (box_action, spread_leaf)]
+    chosen = [[int(act(leaf, None, own, one, OFFICIAL)) for act, leaf in rules] for own in cards]
+    boxes = [[action - NUM_KEEP_ACTIONS for action in pair] for pair in chosen]
+    assert boxes == [
+        [Category.FOURS, Category.THREE_OF_A_KIND],
+        [Category.CHANCE, Category.FOURS],
+    ]
 
     def unused(params, states, keys):
         raise AssertionError("no card here is played as alone")
 
-    batch = [jax.tree.map(lambda x: x[None], tree) for tree in (own, other)]
-    keys = jax.random.split(jax.random.key(0), 1)
-    for limit, expected in ((3, normal), (12, exact)):
-        act = MatchPlannerAct(spread_leaf, OFFICIAL, unused, limit, "normal", linear_value)
-        assert int(act(None, *batch, keys)[0]) == expected, limit
+    act = MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "normal", linear_value)
+    own = jax.tree.map(lambda *x: jnp.stack(x), *cards)
+    others = jax.tree.map(lambda x: jnp.stack([x, x]), other)
+    actions = act(None, own, others, jax.random.split(jax.random.key(0), 2))
+    assert np.asarray(actions).tolist() == [chosen[0][0], chosen[1][1]]
     with pytest.raises(ValueError, match="needs the value leaf"):
         MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "normal")
     with pytest.raises(ValueError, match="choose one of solitaire, normal"):
