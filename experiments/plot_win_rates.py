@@ -2,7 +2,8 @@
 
 Usage: python experiments/plot_win_rates.py LABEL=RESULT.json [...] --out OUT.png
 
-Each RESULT.json is what ``yahtzee-jax match RUN_OR_PLAYER --out FILE`` writes.
+Each RESULT.json is what ``yahtzee-jax match RUN_OR_PLAYER --out FILE`` writes; RESULT.json#NAME
+reads the variant NAME of what `experiments/match_open_ablation.py` writes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from plot_two_player_curves import labelled, read_json
 
-from yahtzee_jax.errors import exit_status
+from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.matches import plot_win_rates
 
 
@@ -24,8 +25,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output PNG")
     args = parser.parse_args(argv)
 
+    def result(path: Path) -> dict:
+        file, _, variant = str(path).partition("#")
+        data = read_json(Path(file))
+        if not variant:
+            return data
+        if variant not in data.get("results", {}):
+            raise UserError(f"{file} has no variant {variant!r}")
+        return data["results"][variant]
+
     def plot() -> None:
-        results = {label: read_json(path) for label, path in args.results}
+        results = {label: result(path) for label, path in args.results}
         print(plot_win_rates(results, args.out))
 
     return exit_status(plot)
