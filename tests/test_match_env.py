@@ -384,8 +384,9 @@ def test_training_curves_plot_from_runs_and_saved_curves(tmp_path, capsys):
 
 
 def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
-    """experiments/plot_win_rates.py draws a bar per LABEL=RESULT.json with its interval and
-    answers a result file that cannot be read with exit status 2."""
+    """experiments/plot_win_rates.py draws a bar per LABEL=RESULT.json (or RESULT.json#NAME, an
+    ablation's variant) with its interval and answers a result file that cannot be read, or a
+    variant it lacks, with exit status 2."""
     monkeypatch.syspath_prepend(str(EXPERIMENTS))  # it imports the curves script's helpers
     script = load_experiment_script("plot_win_rates")
     results = []
@@ -399,6 +400,14 @@ def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
     assert out.stat().st_size > 0 and capsys.readouterr().out.strip() == str(out)
     assert script.main([f"gone={tmp_path / 'missing.json'}", "--out", str(out)]) == 2
     assert "cannot read" in capsys.readouterr().err
+    # FILE#NAME: one variant of an ablation's results (experiments/match_open_ablation.py)
+    ablation = tmp_path / "ablation.json"
+    variant = {"win_rate": 0.51, "win_interval_95": [0.5, 0.52], "games": 10}
+    ablation.write_text(json.dumps({"run": "r", "results": {"3+normal": variant}}))
+    assert script.main([f"normal={ablation}#3+normal", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    assert script.main([f"normal={ablation}#9", "--out", str(out)]) == 2
+    assert "has no variant '9'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
