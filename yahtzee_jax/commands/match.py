@@ -12,6 +12,7 @@ from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH, OPPONENTS
 from yahtzee_jax.evaluation.records import check_num_games
+from yahtzee_jax.runner.configs import add_override_argument
 from yahtzee_jax.solver.win_seeker import BEFORE_ENDGAME
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
@@ -41,11 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="win-seeker: the turns before its endgame for the win by a normal approximation "
         "(default) or for points, as the optimal agent (the learned match planner's rule)",
     )
-    parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
+    add_override_argument(
+        parser,
         metavar="algo.match_KEY=VALUE",
         help="a match planner run played otherwise than trained, e.g. --set "
         "algo.match_early=normal (repeatable)",

@@ -39,7 +39,7 @@ from yahtzee_jax.config import Config
 from yahtzee_jax.errors import CheckpointError, DiskFullError, UserError, is_disk_full
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_local
-from yahtzee_jax.runner.configs import from_dict, merge, parse_override
+from yahtzee_jax.runner.configs import apply_overrides, from_dict
 
 LATEST_DIR = "checkpoints"
 BEST_DIR = "best"
@@ -348,7 +348,8 @@ def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Age
             raise UserError(
                 f"--set {text!r}: a trained run takes only its play settings ({PLAY_SETTINGS}...)"
             )
-        config = from_dict(merge(config.to_dict(), parse_override(text)))
+    if overrides:
+        config = from_dict(apply_overrides(config.to_dict(), overrides))
     name = f"{config.algo.name}:{Path(path).name}@{step}"
     return get_algorithm(config.algo.name).make_agent(config, state["params"], name), step
 

@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import importlib.resources
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -180,15 +181,21 @@ def parse_override(text: str) -> dict[str, Any]:
     return {section: {key: value}}
 
 
-def add_override_argument(parser: argparse.ArgumentParser) -> None:
+def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
+    """`data` with each ``section.key=value`` override laid over it, in order."""
+    for text in overrides:
+        data = merge(data, parse_override(text))
+    return data
+
+
+def add_override_argument(
+    parser: argparse.ArgumentParser,
+    metavar: str = "SECTION.KEY=VALUE",
+    help: str = "override one config value, e.g. --set optim.lr=3e-4 (repeatable)",
+) -> None:
     """Add the repeatable `--set SECTION.KEY=VALUE` option (collected in `args.overrides`)."""
     parser.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override one config value, e.g. --set optim.lr=3e-4 (repeatable)",
+        "--set", dest="overrides", action="append", default=[], metavar=metavar, help=help
     )
 
 
@@ -201,9 +208,7 @@ def resolve(
     data = preset_data(preset) if preset is not None else {}
     if config_file is not None:
         data = merge(data, read_yaml(config_file))
-    for text in overrides:
-        data = merge(data, parse_override(text))
-    return from_dict(data)
+    return from_dict(apply_overrides(data, overrides))
 
 
 def save_yaml(config: Config, path: str | Path) -> None:

@@ -19,7 +19,13 @@ from typing import Any
 
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.runner.configs import from_dict, merge, parse_override, read_yaml, save_yaml
+from yahtzee_jax.runner.configs import (
+    apply_overrides,
+    from_dict,
+    merge,
+    read_yaml,
+    save_yaml,
+)
 from yahtzee_jax.runner.loop import Hook, Program, network_agent, train_members
 from yahtzee_jax.runner.runlog import EVALS_FILE, RunLock, read_evals, write_atomic
 
@@ -143,8 +149,7 @@ def resume_config(
     `FIXED_ON_RESUME`."""
     saved = from_dict(saved_config_data(run_dir)).to_dict()
     data = saved if config_file is None else merge(saved, read_yaml(config_file))
-    for text in overrides:
-        data = merge(data, parse_override(text))
+    data = apply_overrides(data, overrides)
     algo = data.get("algo")
     if isinstance(algo, dict) and algo.get("name") != saved["algo"]["name"]:
         # refused before its keys are read (another learner's section has other keys)
