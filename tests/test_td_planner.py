@@ -211,3 +211,28 @@ def test_bad_td_planner_values_are_rejected_in_one_line(overrides, message):
     with pytest.raises(ConfigError) as error:
         resolve("quick", overrides=[*TINY, *overrides])
     assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_warm_start_continues_a_trained_planner_and_refuses_another_shape(tmp_path):
+    """`algo.init_from` on a td-planner run: the new run's first parameters are the source
+    run's saved ones, exactly (no widening, no zeroed output; the source's are a fresh network
+    moved by 0.5, so no initialisation equals them), while its step starts at 0; a source whose
+    network has another shape (a distribution network beside the value, score_bins > 0) is
+    refused in one line."""
+    from yahtzee_jax.runner.checkpointing import RunCheckpoints
+    from yahtzee_jax.runner.warm_start import start_state
+
+    config = resolve("quick", overrides=TINY)
+    trained = init_train_state(make_context(config))
+    trained = trained.replace(params=jax.tree.map(lambda leaf: leaf + 0.5, trained.params))
+    RunCheckpoints(tmp_path, 1).save(7, trained.replace(step=jnp.int32(7)), config, None)
+
+    warm = resolve("quick", overrides=[*TINY, f"algo.init_from={tmp_path}"])
+    state = start_state(make_context(warm))
+    assert int(state.step) == 0
+    jax.tree.map(np.testing.assert_array_equal, state.params, trained.params)
+
+    wider = resolve("quick", overrides=[*TINY, "algo.score_bins=8", f"algo.init_from={tmp_path}"])
+    with pytest.raises(ConfigError, match="network's shapes differ") as error:
+        start_state(make_context(wider))
+    assert "\n" not in str(error.value)

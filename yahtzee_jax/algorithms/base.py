@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import struct
 
@@ -23,8 +24,9 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms.schedules import learning_rate_schedule
 from yahtzee_jax.config import AlgoConfig, Config
 from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import Rules, get_rules
-from yahtzee_jax.networks import YahtzeeNet
+from yahtzee_jax.networks import VALUE_OUTPUT, YahtzeeNet
 
 
 @struct.dataclass
@@ -87,6 +89,39 @@ def fresh_params(context: Context, key: jax.Array) -> Any:
     return context.network.init(key, dummy)["params"]
 
 
+def widen_warm_params(context: Context, source: Any) -> Any:
+    """An actor-critic warm start (the default `Algorithm.warm_params`): the source's weights,
+    zero weights on the inputs it lacks (a match's opponent groups: the same policy at the
+    start) and a zeroed value output (a critic on the new reward's scale)."""
+    params = jax.tree.map(np.asarray, source)
+    first = params["Block_0"]["Dense_0"]["kernel"]
+    extra_rows = context.env.feature_size() - first.shape[0]
+    params["Block_0"]["Dense_0"]["kernel"] = np.concatenate(
+        [first, np.zeros((extra_rows, first.shape[1]), first.dtype)]
+    )
+    value = params[VALUE_OUTPUT]
+    params[VALUE_OUTPUT] = {name: np.zeros_like(leaf) for name, leaf in value.items()}
+    return jax.tree.map(jnp.asarray, params)
+
+
+def same_warm_params(context: Context, source: Any) -> Any:
+    """A warm start that continues the source's network as it is (td-planner's value and
+    distribution networks): every array must have the fresh network's shape."""
+    fresh = jax.eval_shape(
+        lambda key: context.algorithm.init_params(context, key), jax.random.PRNGKey(0)
+    )
+    shapes = jax.tree.map(np.shape, source)
+    same = jax.tree.structure(source) == jax.tree.structure(fresh) and shapes == jax.tree.map(
+        lambda leaf: leaf.shape, fresh
+    )
+    if not same:
+        raise ConfigError(
+            f"algo.init_from={context.config.algo.init_from!r}: its network's shapes differ from "
+            "this run's (the same network section and algo.score_bins are needed)"
+        )
+    return jax.tree.map(jnp.asarray, source)
+
+
 @dataclasses.dataclass(frozen=True)
 class Algorithm:
     """A learner as the rest of the package sees it (one instance per algorithm module)."""
@@ -109,6 +144,9 @@ class Algorithm:
     init_extra: Callable[[Context, Any], Any] = no_extra
     # init_params(context, key) -> the initial `TrainState.params` (a wider input, a warm start)
     init_params: Callable[[Context, jax.Array], Any] = fresh_params
+    # warm_params(context, the `algo.init_from` run's parameters) -> the first parameters of a
+    # warm-started run (for learners whose config has `init_from`)
+    warm_params: Callable[[Context, Any], Any] = widen_warm_params
     # make_optimizer(config, schedule) -> the optimizer of `TrainState.opt_state`; None: Adam
     # (`make_optimizer`). Learners that update their tables or weights by their own rule (the
     # tabular MAXQ-Q, perceptron Q(lambda)) pass one that keeps no state

@@ -33,7 +33,13 @@ import jax.numpy as jnp
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_decision
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
+from yahtzee_jax.algorithms.base import (
+    Algorithm,
+    Context,
+    Metrics,
+    TrainState,
+    same_warm_params,
+)
 from yahtzee_jax.algorithms.common import (
     explained_variance,
     explore,
@@ -77,6 +83,10 @@ class TDPlannerConfig(AlgoConfig):
     # approximation of both futures ("normal": V's means, the distribution's variances; 50.29 %
     # against 50.26 % over the same 100,000 matches with td-planner-match-large).
     match_early: str = "solitaire"
+    # A td-planner run (or checkpoint) of the same network and score_bins to start from: its
+    # networks continue as they are; the optimizer, the step count and the learning-rate
+    # schedule start afresh (a fine-tune, e.g. at a lower optim.lr)
+    init_from: str = ""
 
     def __post_init__(self) -> None:
         check_choice("algo.target", self.target, TARGETS)
@@ -346,4 +356,5 @@ ALGORITHM = Algorithm(
     optimizer_steps_per_update=gradient_steps_per_update,
     make_network=make_network,
     init_params=init_params,
+    warm_params=same_warm_params,
 )
