@@ -196,15 +196,21 @@ def test_config_errors_are_one_line(overrides, message):
 
 
 def test_missing_warm_start_says_how_to_make_it(tmp_path):
-    """a2c-win starts from a run directory that git does not keep: on a fresh machine the
-    error names the command that makes it and the way to start from scratch, in one line."""
-    missing = tmp_path / "no-such-run"
+    """a2c-win starts from a run directory that git does not keep, named after the preset that
+    makes it: on a fresh machine the error names that command and the way to start from
+    scratch, in one line; a missing run of any other name is reported without a command."""
+    missing = tmp_path / "paper-a2c-shaping"
     config = resolve("a2c-win", None, ["network.hidden_size=16", f"algo.init_from={missing}"])
     with pytest.raises(ConfigError, match="does not exist") as error:
         start_state(make_context(config))
     message = str(error.value)
     assert "\n" not in message
-    assert "--preset paper-a2c-shaping" in message and "algo.init_from=" in message
+    assert f"--preset paper-a2c-shaping --out {missing}" in message
+    assert "algo.init_from=''" in message
+    other = resolve("a2c-win", None, [f"algo.init_from={tmp_path / 'no-such-run'}"])
+    with pytest.raises(ConfigError, match="does not exist") as error:
+        start_state(make_context(other))
+    assert "--preset" not in str(error.value)
 
 
 def test_warm_start_widens_a_solitaire_network_to_the_match_inputs(tmp_path):

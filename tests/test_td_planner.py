@@ -216,9 +216,10 @@ def test_bad_td_planner_values_are_rejected_in_one_line(overrides, message):
 def test_warm_start_continues_a_trained_planner_and_refuses_another_shape(tmp_path):
     """`algo.init_from` on a td-planner run: the new run's first parameters are the source
     run's saved ones, exactly (no widening, no zeroed output; the source's are a fresh network
-    moved by 0.5, so no initialisation equals them), while its step starts at 0; a source whose
-    network has another shape (a distribution network beside the value, score_bins > 0) is
-    refused in one line."""
+    moved by 0.5, so no initialisation equals them), while its step starts at 0; a missing
+    source named after a preset names the command that makes it; a source whose network has
+    another shape (a distribution network beside the value, score_bins > 0) is refused in one
+    line."""
     from yahtzee_jax.runner.checkpointing import RunCheckpoints
     from yahtzee_jax.runner.warm_start import start_state
 
@@ -231,6 +232,11 @@ def test_warm_start_continues_a_trained_planner_and_refuses_another_shape(tmp_pa
     state = start_state(make_context(warm))
     assert int(state.step) == 0
     jax.tree.map(np.testing.assert_array_equal, state.params, trained.params)
+
+    missing = tmp_path / "td-planner-match-large"  # a preset's name: its command is named
+    absent = resolve("quick", overrides=[*TINY, f"algo.init_from={missing}"])
+    with pytest.raises(ConfigError, match="--preset td-planner-match-large --out"):
+        start_state(make_context(absent))
 
     wider = resolve("quick", overrides=[*TINY, "algo.score_bins=8", f"algo.init_from={tmp_path}"])
     with pytest.raises(ConfigError, match="network's shapes differ") as error:

@@ -17,6 +17,7 @@ import numpy as np
 from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.checkpointing import load_checkpoint
+from yahtzee_jax.runner.configs import available_presets
 
 
 def start_state(context: Context) -> TrainState:
@@ -30,13 +31,18 @@ def warm_params(context: Context) -> Any:
     config = context.config
     if not getattr(config.algo, "init_from", ""):
         return None
-    if not Path(config.algo.init_from).exists():
-        # The presets' warm start is a run, not a file in the repository: say how to make it.
+    source_path = Path(config.algo.init_from)
+    if not source_path.exists():
+        # The presets' warm starts are runs named after their presets, not files in the
+        # repository: say how to make one.
+        make = (
+            f"yahtzee-jax train --preset {source_path.name} --out {source_path}"
+            if source_path.name in available_presets()
+            else "a run with the same network and features"
+        )
         raise ConfigError(
-            f"algo.init_from={config.algo.init_from!r} does not exist: train a run with the "
-            "same network and features there first (a2c-win's: yahtzee-jax train --preset "
-            "paper-a2c-shaping --out runs/paper-a2c-shaping), or start from scratch with "
-            "--set algo.init_from=''"
+            f"algo.init_from={config.algo.init_from!r} does not exist: train it first ({make}), "
+            "or start from scratch with --set algo.init_from=''"
         )
     state, source, _ = load_checkpoint(config.algo.init_from)
     if source.network != config.network or source.features != config.features:
