@@ -30,7 +30,6 @@ from yahtzee_jax.game.rules import (
 from yahtzee_jax.networks import value_head_modules
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.runner.runlog import training_curve
-from yahtzee_jax.runner.warm_start import start_state
 
 BATCH = 6
 
@@ -193,56 +192,6 @@ def test_config_errors_are_one_line(overrides, message):
     with pytest.raises(ConfigError, match=message) as error:
         resolve("dqn-two-player", None, overrides)
     assert "\n" not in str(error.value)
-
-
-def test_missing_warm_start_says_how_to_make_it(tmp_path):
-    """a2c-win starts from a run directory that git does not keep, named after the preset that
-    makes it: on a fresh machine the error names that command and the way to start from
-    scratch, in one line; a missing run of any other name is reported without a command."""
-    missing = tmp_path / "paper-a2c-shaping"
-    config = resolve("a2c-win", None, ["network.hidden_size=16", f"algo.init_from={missing}"])
-    with pytest.raises(ConfigError, match="does not exist") as error:
-        start_state(make_context(config))
-    message = str(error.value)
-    assert "\n" not in message
-    assert f"--preset paper-a2c-shaping --out {missing}" in message
-    assert "algo.init_from=''" in message
-    other = resolve("a2c-win", None, [f"algo.init_from={tmp_path / 'no-such-run'}"])
-    with pytest.raises(ConfigError, match="does not exist") as error:
-        start_state(make_context(other))
-    assert "--preset" not in str(error.value)
-
-
-def test_warm_start_widens_a_solitaire_network_to_the_match_inputs(tmp_path):
-    """a2c-win from a solitaire A2C run (the source's weights moved by 0.5, so no fresh
-    network equals them): the first layer keeps the source's rows and gains zero rows for the
-    opponents' inputs (the same policy at the start), the value output is zero (a critic on
-    the win's scale) and every other array is the source's."""
-    from yahtzee_jax.networks import VALUE_OUTPUT
-    from yahtzee_jax.runner.checkpointing import RunCheckpoints
-
-    source_config = resolve("paper-a2c-shaping", None, ["network.hidden_size=16"])
-    source = init_train_state(make_context(source_config))
-    source = source.replace(params=jax.tree.map(lambda leaf: leaf + 0.5, source.params))
-    RunCheckpoints(tmp_path, 1).save(3, source, source_config, None)
-    config = resolve("a2c-win", None, ["network.hidden_size=16", f"algo.init_from={tmp_path}"])
-    context = make_context(config)
-    params = start_state(context).params
-
-    first, old = (
-        params["Block_0"]["Dense_0"]["kernel"],
-        source.params["Block_0"]["Dense_0"]["kernel"],
-    )
-    assert first.shape == (context.env.feature_size(), 16) and first.shape[0] > old.shape[0]
-    np.testing.assert_array_equal(first[: old.shape[0]], old)
-    assert not np.any(first[old.shape[0] :])
-    assert all(not np.any(leaf) for leaf in jax.tree.leaves(params[VALUE_OUTPUT]))
-    rest = {key: value for key, value in params.items() if key != VALUE_OUTPUT}
-    rest["Block_0"] = {**rest["Block_0"], "Dense_0": {"bias": params["Block_0"]["Dense_0"]["bias"]}}
-    old_rest = {key: value for key, value in source.params.items() if key != VALUE_OUTPUT}
-    old_block = source.params["Block_0"]
-    old_rest["Block_0"] = {**old_block, "Dense_0": {"bias": old_block["Dense_0"]["bias"]}}
-    jax.tree.map(np.testing.assert_array_equal, rest, old_rest)
 
 
 def _tiny(preset: str, *overrides: str):

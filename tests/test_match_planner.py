@@ -21,7 +21,7 @@ from yahtzee_jax.agents.match_planner import (
     score_chances,
     turn_end_chances,
 )
-from yahtzee_jax.agents.planner import plan_scores
+from yahtzee_jax.agents.planner import LookaheadLeaf, plan_scores
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.game.engine import legal_action_mask, step, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
@@ -305,11 +305,17 @@ def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
     sets = ("algo.match_early=normal", "algo.match_open=2")
     agent, step = load_agent_and_step(str(tmp_path), sets)
     assert step == 5 and (agent.match_act.early, agent.match_act.open_limit) == ("normal", 2)
+    deeper, _ = load_agent_and_step(str(tmp_path), ("algo.lookahead=2",))
+    assert isinstance(deeper.batch_act.leaf, LookaheadLeaf)  # its turns as alone, two deep
+    assert deeper.match_act.solitaire == deeper.batch_act
     plain, _ = load_agent_and_step(str(tmp_path))
+    assert not isinstance(plain.batch_act.leaf, LookaheadLeaf)
     assert (plain.match_act.early, plain.match_act.open_limit) == ("solitaire", 3)
     same = jax.tree.map(np.array_equal, agent.params, plain.params)
     assert all(jax.tree.leaves(same))
-    with pytest.raises(UserError, match=r"takes only its play settings \(algo\.match_\.\.\.\)"):
+    with pytest.raises(
+        UserError, match=r"takes only its play settings \(algo\.match_\.\.\., algo\.lookahead\)"
+    ):
         main([str(tmp_path), "--set", "train.seed=1"])
     with pytest.raises(ConfigError, match="'win-seeker' is built in"):
         main(["win-seeker", "--set", "algo.match_open=2"])

@@ -58,15 +58,57 @@ def _future(leaf: LeafValue, params: Any, weight: jax.Array) -> Callable:
 
 def final_values(leaf: LeafValue, params: Any, states: State, rules: Rules) -> jax.Array:
     """Value of each final roll of each card's turn (its best box), float32[252, B]."""
-    mask, upper, flag = card_positions(states, rules)
-    yahtzee_box = states.scores[:, rules.yahtzee_box]
+    weight = (states.turns_left > 1).astype(jnp.float32)
+    return position_final_values(leaf, params, *card_positions(states, rules), weight, rules)
+
+
+def position_final_values(
+    leaf: LeafValue,
+    params: Any,
+    mask: jax.Array,
+    upper: jax.Array,
+    flag: jax.Array,
+    weight: jax.Array,
+    rules: Rules,
+) -> jax.Array:
+    """`final_values` from turn-start positions int32[N] (the leaf's future times `weight`,
+    0 where the game ends this turn), float32[252, N]."""
+    filled = ((mask[:, None] >> jnp.arange(rules.num_boxes)) & 1).astype(bool)
+    # The Yahtzee box's score matters only through the +100 bonus: 50 exactly where `flag`.
+    yahtzee_box = jnp.where(flag > 0, rules.yahtzee_score, 0)
     points, legal, bonus = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))(
-        states.filled, yahtzee_box, rules
+        filled, yahtzee_box, rules
     )
     options = (points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T)
-    weight = (states.turns_left > 1).astype(jnp.float32)
     future = _future(leaf, params, weight)
     return final_roll_values(mask, upper, flag, base_points(rules), options, future, jnp, rules)
+
+
+@dataclasses.dataclass(frozen=True)
+class LookaheadLeaf:
+    """A leaf one turn deeper: the value of a turn-start position is the exact expectation of
+    the turn played from it with `leaf` at that turn's end (0 for a full card). The planner
+    with it searches two turns (TD-Gammon's two-ply search); with the solved table as `leaf`
+    it returns the table (Bellman's equation)."""
+
+    leaf: LeafValue
+    rules: Rules
+
+    def __call__(
+        self, params: Any, mask: jax.Array, upper: jax.Array, flag: jax.Array
+    ) -> jax.Array:
+        """Turn values of broadcasting positions (mask, upper, flag), float32."""
+        mask, upper, flag = jnp.broadcast_arrays(mask, upper, flag)
+        flat = [array.reshape(-1) for array in (mask, upper, flag)]
+        boxes_open = self.rules.num_boxes - jnp.sum(
+            (flat[0][:, None] >> jnp.arange(self.rules.num_boxes)) & 1, axis=1
+        )
+        weight = (boxes_open > 1).astype(jnp.float32)  # the turn after this one counts
+        final = position_final_values(self.leaf, params, *flat, weight, self.rules)
+        last = keep_values(final, jnp)
+        first = keep_values(best_keep_values(last, jnp), jnp)
+        value = expected_over_rolls(best_keep_values(first, jnp), jnp)
+        return jnp.where(boxes_open > 0, value, 0.0).reshape(mask.shape)
 
 
 def box_values(leaf: LeafValue, params: Any, states: State, rules: Rules) -> jax.Array:

@@ -32,7 +32,12 @@ import jax.numpy as jnp
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
-from yahtzee_jax.agents.planner import card_positions, make_planner_agent, plan_decision
+from yahtzee_jax.agents.planner import (
+    LookaheadLeaf,
+    card_positions,
+    make_planner_agent,
+    plan_decision,
+)
 from yahtzee_jax.algorithms.base import (
     Algorithm,
     Context,
@@ -83,6 +88,12 @@ class TDPlannerConfig(AlgoConfig):
     # approximation of both futures ("normal": V's means, the distribution's variances; 50.29 %
     # against 50.26 % over the same 100,000 matches with td-planner-match-large).
     match_early: str = "solitaire"
+    # Play (not training): 1, the planner searches the turn with V at its end; 2, two turns,
+    # each turn-end position valued by the next turn played exactly with V at its end (about
+    # 40 times the cost). Judged by the exact table on 500 games of td-planner-match-large-ft,
+    # two turns lose 0.27 points a game to optimal play where one loses 0.68
+    # (experiments/planner_regret.py). Set it on a trained run: match RUN --set algo.lookahead=2
+    lookahead: int = 1
     # A td-planner run (or checkpoint) of the same network and score_bins to start from: its
     # networks continue as they are; the optimizer, the step count and the learning-rate
     # schedule start afresh (a fine-tune, e.g. at a lower optim.lr)
@@ -97,6 +108,7 @@ class TDPlannerConfig(AlgoConfig):
         require(self.gradient_steps >= 1, f"algo.gradient_steps={self.gradient_steps} must be >= 1")
         require(self.score_bins >= 0, f"algo.score_bins={self.score_bins} must be >= 0")
         require(self.match_open >= 0, f"algo.match_open={self.match_open} must be >= 0")
+        require(self.lookahead in (1, 2), f"algo.lookahead={self.lookahead}; choose 1 or 2")
         require(
             self.score_bins == 0 or self.target == "mc",
             f"algo.score_bins={self.score_bins} needs algo.target=mc (the distribution is fit to "
@@ -328,10 +340,14 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
 
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The planner with the trained value network at its leaves (no exploration); with a
-    distribution head it plays matches for the win (`agents.match_planner`)."""
+    """The planner with the trained value network at its leaves (no exploration; one turn
+    deeper with `algo.lookahead=2`); with a distribution head it plays matches for the win
+    (`agents.match_planner`), its turns as alone by that planner."""
     rules = get_rules(config.train.rules)
-    agent = make_planner_agent(name, value_leaf(config), params, rules)
+    leaf = value_leaf(config)
+    if config.algo.lookahead == 2:
+        leaf = LookaheadLeaf(leaf, rules)
+    agent = make_planner_agent(name, leaf, params, rules)
     if config.algo.score_bins == 0:
         return agent
     dist = value_leaf(config, distribution=True)

@@ -44,9 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_override_argument(
         parser,
-        metavar="algo.match_KEY=VALUE",
-        help="a match planner run played otherwise than trained, e.g. --set "
-        "algo.match_early=normal (repeatable)",
+        metavar="algo.KEY=VALUE",
+        help="a planner run played otherwise than trained: its match play (algo.match_open, "
+        "algo.match_early, e.g. --set algo.match_early=normal) or its search depth "
+        "(td-planner: --set algo.lookahead=2); repeatable",
     )
     parser.add_argument("--out", help="write the result as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -105,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
-        if args.overrides and agent.match_act is None:
+        match_sets = [text for text in args.overrides if text.strip().startswith("algo.match_")]
+        if match_sets and agent.match_act is None:
             raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
         if args.solitaire:
             agent = dataclasses.replace(agent, match_act=None)

@@ -333,20 +333,22 @@ def load_agent(path: str) -> Agent:
 
 
 # The settings a trained run's agent may be played with other than it was trained with: how a
-# match planner plays its match (`algo.match_open`, `algo.match_early`).
-PLAY_SETTINGS = "algo.match_"
+# match planner plays its match (`algo.match_open`, `algo.match_early`) and how deep the
+# td-planner searches (`algo.lookahead`).
+PLAY_SETTINGS = ("algo.match_", "algo.lookahead")
 
 
 def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Agent, int]:
     """`load_agent`, and the update its checkpoint was saved at; `overrides` (`--set
-    algo.match_...=VALUE`) change how it plays, not what it learned."""
+    algo.match_...=VALUE`, `algo.lookahead=2`) change how it plays, not what it learned."""
     from yahtzee_jax.algorithms import get_algorithm
 
     state, config, step = load_checkpoint(path)
     for text in overrides:
         if not text.strip().startswith(PLAY_SETTINGS):
             raise UserError(
-                f"--set {text!r}: a trained run takes only its play settings ({PLAY_SETTINGS}...)"
+                f"--set {text!r}: a trained run takes only its play settings "
+                "(algo.match_..., algo.lookahead)"
             )
     if overrides:
         config = from_dict(apply_overrides(config.to_dict(), overrides))
