@@ -118,6 +118,8 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
             "algo.match_early=nope",
             "algo.match_open=-1",
             "algo.match_nope=1",
+            "algo.lookahead=2",
+            "algo.lookahead=7",
             *OVERRIDES[:6],
         ],
         "--out": PATHS,
