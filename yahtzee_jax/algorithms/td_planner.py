@@ -90,8 +90,8 @@ class TDPlannerConfig(AlgoConfig):
     match_early: str = "solitaire"
     # Play (not training): 1, the planner searches the turn with V at its end; 2, two turns,
     # each turn-end position valued by the next turn played exactly with V at its end (about
-    # 40 times the cost). Judged by the exact table on 500 games of td-planner-match-large-ft,
-    # two turns lose 0.27 points a game to optimal play where one loses 0.68
+    # 40 times the cost). Judged by the exact table on 1,000 games of td-planner-match-large-ft,
+    # two turns lose 0.32 points a game to optimal play where one loses 0.70
     # (experiments/planner_regret.py). Set it on a trained run: match RUN --set algo.lookahead=2
     lookahead: int = 1
     # A td-planner run (or checkpoint) of the same network and score_bins to start from: its
