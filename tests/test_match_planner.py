@@ -308,6 +308,7 @@ def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
     deeper, _ = load_agent_and_step(str(tmp_path), ("algo.lookahead=2",))
     assert isinstance(deeper.batch_act.leaf, LookaheadLeaf)  # its turns as alone, two deep
     assert deeper.match_act.solitaire == deeper.batch_act
+    assert isinstance(deeper.match_act.value, LookaheadLeaf)  # the normal rule's means too
     plain, _ = load_agent_and_step(str(tmp_path))
     assert not isinstance(plain.batch_act.leaf, LookaheadLeaf)
     assert (plain.match_act.early, plain.match_act.open_limit) == ("solitaire", 3)

@@ -342,7 +342,8 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The planner with the trained value network at its leaves (no exploration; one turn
     deeper with `algo.lookahead=2`); with a distribution head it plays matches for the win
-    (`agents.match_planner`), its turns as alone by that planner."""
+    (`agents.match_planner`): its early turns as alone by that planner or by the normal rule
+    with that leaf's means."""
     rules = get_rules(config.train.rules)
     leaf = value_leaf(config)
     if config.algo.lookahead == 2:
@@ -358,7 +359,7 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
         agent.batch_act,
         algo.match_open,
         algo.match_early,
-        value_leaf(config),
+        leaf,  # the normal rule's means, as deep as the planner's search
     )
     return dataclasses.replace(agent, match_act=match_act)
 
