@@ -36,8 +36,8 @@ from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import DECISIONS_PER_GAME, Rules, get_rules
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.solver.exact import solve
-from yahtzee_jax.solver.tables import KEEP_OF_ACTION, ROLL_OF_CODE, dice_code
-from yahtzee_jax.solver.widget import best_keep_values, keep_values
+from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code
+from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
 
 
 def table_leaf(table: jax.Array, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
@@ -48,12 +48,10 @@ def table_leaf(table: jax.Array, mask: jax.Array, upper: jax.Array, flag: jax.Ar
 def action_values(leaf, params, states: State, rules: Rules) -> jax.Array:
     """The value of each of the 45 actions at each card's decision under `leaf`, [B, 45]
     (-inf where the action is not of this decision's kind or not legal)."""
-    batch = states.roll_index.shape[0]
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
-    last = keep_values(final_values(leaf, params, states, rules), jnp)
-    first = keep_values(best_keep_values(last, jnp), jnp)
+    last, first = turn_keep_values(final_values(leaf, params, states, rules), jnp)
     keep_value = jnp.where(states.roll_index[None, :] == 0, first, last)
-    keep_q = keep_value[jnp.asarray(KEEP_OF_ACTION)[roll], jnp.arange(batch)[:, None]]
+    keep_q = jax.vmap(keep_action_values, in_axes=(1, 0, None))(keep_value, roll, jnp)
     scoring = (states.roll_index == LAST_ROLL)[:, None]
     box_q = box_values(leaf, params, states, rules)
     return jnp.concatenate(

@@ -31,6 +31,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.solver import endgame, exact, moments
 from yahtzee_jax.solver.exact import solve_value_table
+from yahtzee_jax.solver.states import filled_count
 
 TINY = [
     "network.hidden_size=16",
@@ -106,7 +107,7 @@ def test_lookahead_leaf_with_the_solved_table_returns_the_table():
     table at every reachable position with one or two boxes open (500 sampled; the table is
     solved down to those), and 0 at a full card. The leaf is what `algo.lookahead=2` plays."""
     table = solve_value_table(OFFICIAL, down_to_filled=OFFICIAL.num_boxes - 2, workers=1)
-    filled = np.array([bin(mask).count("1") for mask in range(table.shape[0])])
+    filled = filled_count(OFFICIAL)
     reachable = np.argwhere(~np.isnan(table) & (filled >= OFFICIAL.num_boxes - 2)[:, None, None])
     rng = np.random.default_rng(0)
     mask, upper, flag = reachable[rng.choice(len(reachable), 500, replace=False)].T

@@ -27,6 +27,7 @@ from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import final_roll_values, score_transition
 from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.tables import (
     KEEP_OF_ACTION,
     ROLL_OF_CODE,
@@ -34,7 +35,12 @@ from yahtzee_jax.solver.tables import (
     dice_code,
     score_yahtzee_rolls,
 )
-from yahtzee_jax.solver.widget import best_keep_values, expected_over_rolls, keep_values
+from yahtzee_jax.solver.widget import (
+    best_keep_values,
+    expected_over_rolls,
+    keep_values,
+    turn_keep_values,
+)
 
 # leaf(params, mask, upper, flag) -> value of those turn-start positions (broadcast shape)
 LeafValue = Callable[[Any, jax.Array, jax.Array, jax.Array], jax.Array]
@@ -100,13 +106,10 @@ class LookaheadLeaf:
         """Turn values of broadcasting positions (mask, upper, flag), float32."""
         mask, upper, flag = jnp.broadcast_arrays(mask, upper, flag)
         flat = [array.reshape(-1) for array in (mask, upper, flag)]
-        boxes_open = self.rules.num_boxes - jnp.sum(
-            (flat[0][:, None] >> jnp.arange(self.rules.num_boxes)) & 1, axis=1
-        )
+        boxes_open = self.rules.num_boxes - jnp.asarray(filled_count(self.rules))[flat[0]]
         weight = (boxes_open > 1).astype(jnp.float32)  # the turn after this one counts
         final = position_final_values(self.leaf, params, *flat, weight, self.rules)
-        last = keep_values(final, jnp)
-        first = keep_values(best_keep_values(last, jnp), jnp)
+        _, first = turn_keep_values(final, jnp)
         value = expected_over_rolls(best_keep_values(first, jnp), jnp)
         return jnp.where(boxes_open > 0, value, 0.0).reshape(mask.shape)
 

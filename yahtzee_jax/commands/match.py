@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         match_player,
     )
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.runner.checkpointing import load_agent_and_step
+    from yahtzee_jax.runner.checkpointing import MATCH_PLAY, load_agent_and_step
 
     if args.opponent not in OPPONENTS:
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {', '.join(OPPONENTS)}")
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
-        match_sets = [text for text in args.overrides if text.strip().startswith("algo.match_")]
+        match_sets = any(text.strip().startswith(MATCH_PLAY) for text in args.overrides)
         if match_sets and agent.match_act is None:
             raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
         if args.solitaire:

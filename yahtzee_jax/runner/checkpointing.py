@@ -335,7 +335,8 @@ def load_agent(path: str) -> Agent:
 # The settings a trained run's agent may be played with other than it was trained with: how a
 # match planner plays its match (`algo.match_open`, `algo.match_early`) and how deep the
 # td-planner searches (`algo.lookahead`).
-PLAY_SETTINGS = ("algo.match_", "algo.lookahead")
+MATCH_PLAY = "algo.match_"  # the settings that only a run with match play reads
+PLAY_SETTINGS = (MATCH_PLAY, "algo.lookahead")
 
 
 def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Agent, int]:
