@@ -84,6 +84,20 @@ def test_fast_cpu_preset_is_paper_a2c_narrower_faster_and_longer():
     assert fast == expected
 
 
+def test_fast_gpu_preset_is_td_planner_with_a_larger_batch_fewer_games_and_a_higher_lr():
+    """fast-gpu changes td-planner only in games, batch, evaluation spacing and learning rate."""
+    planner, fast = resolve("td-planner"), resolve("fast-gpu")
+    expected = dataclasses.replace(
+        planner,
+        train=dataclasses.replace(
+            planner.train, total_games=153_600, games_per_update=256, eval_fraction=0.1
+        ),
+        optim=dataclasses.replace(planner.optim, lr=2e-3),
+    )
+    assert fast == expected
+    assert fast.train.total_updates == 600
+
+
 def test_paper_preset_differs_from_the_defaults_only_where_the_code_did():
     """The dataclass defaults follow the paper's tables; the paper-a2c preset departs from them
     only in the three values taken from the paper's code (entropy and min LR ratio)."""

@@ -9,6 +9,7 @@ of theirs is made to raise, and one update and a batch of games still run.
 
 from __future__ import annotations
 
+import json
 import sys
 
 import jax
@@ -251,3 +252,47 @@ def test_regret_judge_accounts_for_the_score_missing_from_the_optimum(tmp_path):
     assert loss > 50  # an untrained value plays far from the optimum
     assert abs(result["one_turn_mean_score"] + loss - 254.59) < 4 * 60 / 8
     assert result["two_turn_loss_per_game_on_its_positions"][0] >= 0
+
+
+def test_bench_script_times_each_preset_at_each_batch(tmp_path, capsys, monkeypatch):
+    """experiments/bench_td_planner.py --batches: one row per (preset, games per update), each
+    chunk built at that batch, not the preset's own (quick's is 64; the timing itself is
+    `bench train`'s, tested there, and faked here); a bad list is one line, exit 2."""
+    from scripts import load_experiment_script
+
+    script = load_experiment_script("bench_td_planner")
+    timed = []
+
+    def fake_time_chunk(config, repeats):
+        timed.append((config.algo.name, config.network.hidden_size, repeats))
+        batch = config.train.games_per_update
+        return {
+            "games_per_update": batch,
+            "ms_per_update": 1.0,
+            "games_per_second": batch * 1e3,
+            "compile_seconds": 0.0,
+        }
+
+    monkeypatch.setattr(script, "time_chunk", fake_time_chunk)
+    out = tmp_path / "bench.json"
+    argv = [
+        "--presets",
+        "quick,td-planner",
+        "--batches",
+        "2,3",
+        "--repeats",
+        "1",
+        "--json",
+        str(out),
+    ]
+    assert script.main(argv) == 0
+    rows = json.loads(out.read_text())
+    assert [(row["preset"], row["games_per_update"]) for row in rows] == [
+        ("quick", 2),
+        ("quick", 3),
+        ("td-planner", 2),
+        ("td-planner", 3),
+    ]
+    assert timed == [("a2c", 128, 1)] * 2 + [("td-planner", 128, 1)] * 2
+    assert script.main(["--batches", "2,x"]) == 2
+    assert "--batches '2,x' must be comma-separated positive integers" in capsys.readouterr().err
