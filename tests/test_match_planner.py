@@ -15,13 +15,15 @@ from test_td_planner import forbid_solver_tables
 from yahtzee_jax.agents.match_planner import (
     MatchPlannerAct,
     box_action,
+    keep_action,
     normal_box_action,
+    normal_keep_action,
     normal_score_chances,
     normal_turn_end_chances,
     score_chances,
     turn_end_chances,
 )
-from yahtzee_jax.agents.planner import LookaheadLeaf, plan_scores
+from yahtzee_jax.agents.planner import LookaheadLeaf, plan_actions, plan_scores
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.game.engine import legal_action_mask, step, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
@@ -156,16 +158,18 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
 
 
 def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():
-    """`MatchPlannerAct(early="normal")` at score decisions, the opponent 42 points up with 11
-    boxes open: 4-4-4-1-2 on a card with 12 boxes open is early and plays `normal_box_action`
-    (Fours; the exact sum would write Three of a kind); 6-6-6-2-2 with Fours, Yahtzee and Chance
-    open is late and plays `box_action` (Fours; the normal rule would write Chance). The normal
-    rule without a value leaf, or an unknown rule, is refused."""
-    scratched = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
-    del scratched[Category.CHANCE]
+    """`MatchPlannerAct(early="normal")` at score decisions, the opponent's card 42 points with
+    11 boxes open: 4-4-4-1-2 on a card with 12 boxes open is early and plays
+    `normal_box_action` (Fours; the exact sum would write Three of a kind); 4-4-1-1-3 with
+    Fours, Yahtzee and Chance open, 56 points written, is late and plays `box_action` (Fours,
+    win chance 2/3 against 1/3 for Chance; the normal rule would write Chance). The normal rule
+    without a value leaf, or an unknown rule, is refused."""
+    written = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
+    del written[Category.CHANCE]
+    written |= {Category.THREE_OF_A_KIND: 16, Category.LARGE_STRAIGHT: 40}
     cards = [
         card((4, 4, 4, 1, 2), {Category.CHANCE: 20}, roll_index=2),
-        card((6, 6, 6, 2, 2), scratched, roll_index=2),
+        card((4, 4, 1, 1, 3), written, roll_index=2),
     ]
     other = card(scores={Category.ONES: 2, Category.LARGE_STRAIGHT: 40})
     leaves, one = (spread_leaf, linear_value), jax.tree.map(lambda x: x[None], other)
@@ -193,8 +197,9 @@ def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_su
 
 def two_box_leaf(params: None, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:
     """The last open box's future: the Yahtzee box 50 with 5 %, else 0; Fours 16 / 12 / 8 with
-    30 / 40 / 30 %."""
-    yahtzee_open = (mask >> Category.YAHTZEE) & 1 == 0
+    30 / 40 / 30 %. Broadcast over all three inputs, as the planner's leaves must be."""
+    shape = jnp.broadcast_shapes(jnp.shape(mask), jnp.shape(upper), jnp.shape(flag))
+    yahtzee_open = jnp.broadcast_to((mask >> Category.YAHTZEE) & 1 == 0, shape)
     yahtzee = jnp.zeros(BINS).at[0].set(0.95).at[50].set(0.05)
     fours = jnp.zeros(BINS).at[16].set(0.3).at[12].set(0.4).at[8].set(0.3)
     return jnp.where(yahtzee_open[..., None], yahtzee, fours)
@@ -220,6 +225,30 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     assert int(action) == NUM_KEEP_ACTIONS + Category.YAHTZEE
     solitaire = plan_scores(mean_leaf, None, jax.tree.map(lambda x: x[None], own), OFFICIAL)
     assert int(solitaire[0]) == NUM_KEEP_ACTIONS + Category.FOURS
+
+
+def test_a_decided_match_is_played_for_points():
+    """The opponent's card full at 50 and mine at 200 with Fours and Yahtzee open (I win
+    whatever I write), or the opponent's at 400 (I lose whatever I write): every box has the
+    same win chance, and the planner writes 6-6-6-6-6 in the Yahtzee box (50 + Fours' mean
+    12 to come, against 0 + 2.5 in Fours), by both rules. At the first keep of 4-4-4-4-2, where
+    every keep has the same chance too, it keeps what the solitaire planner on the same means
+    keeps (points then, as a tie-break of equal chances)."""
+    written = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
+    leaves = (two_box_leaf, mean_leaf)
+    for opponent_total in (50, 400):
+        own = card((6, 6, 6, 6, 6), written | {Category.CHANCE: 200}, roll_index=2)
+        full = {box: 0 for box in Category} | {Category.CHANCE: opponent_total}
+        other = jax.tree.map(lambda x: x[None], card(scores=full))
+        chances = np.asarray(score_chances(two_box_leaf, None, own, other, OFFICIAL))
+        legal = chances[[Category.FOURS, Category.YAHTZEE]]
+        assert legal[0] == legal[1] == (1.0 if opponent_total == 50 else 0.0)
+        for act, leaf in ((box_action, two_box_leaf), (normal_box_action, leaves)):
+            assert int(act(leaf, None, own, other, OFFICIAL)) == NUM_KEEP_ACTIONS + Category.YAHTZEE
+        first = own.replace(dice=jnp.array([4, 4, 4, 4, 2]), roll_index=jnp.int32(0))
+        solitaire = plan_actions(mean_leaf, None, jax.tree.map(lambda x: x[None], first), OFFICIAL)
+        for act, leaf in ((keep_action, two_box_leaf), (normal_keep_action, leaves)):
+            assert int(act(leaf, None, first, other, OFFICIAL)) == int(solitaire[0])
 
 
 def distribution_config(*extra: str):

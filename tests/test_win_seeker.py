@@ -36,7 +36,12 @@ from yahtzee_jax.solver.moments import (
     solve_moment_table,
 )
 from yahtzee_jax.solver.tables import base_points, solver_score_tables
-from yahtzee_jax.solver.win_seeker import make_win_seeker, win_probability
+from yahtzee_jax.solver.win_seeker import (
+    TIE,
+    best_by_chance_then_points,
+    make_win_seeker,
+    win_probability,
+)
 
 RULES = get_rules("official")
 FULL_MASK = full_mask(RULES)
@@ -191,6 +196,28 @@ def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_i
     assert keep_chance(action) == pytest.approx(best)
     optimal = match_player("optimal", RULES)
     assert keep_chance(int(optimal.batch_act(optimal.params, mine, None)[0])) < best - 0.01
+
+
+@pytest.mark.parametrize("behind", [0, 31])
+def test_a_decided_last_turn_is_played_for_points(cache, behind):
+    """Only Chance open and 1,2,3,4,6 at the first keep: an opponent who finished level (0)
+    loses whatever I roll, one 31 ahead wins whatever I roll (Chance scores at most 30), so
+    every keep has the same chance and the win-seeker keeps what the optimal agent keeps (the
+    points, as the tie-break), not the first of 32 equal keeps."""
+    mine, theirs = _last_turn((1, 2, 3, 4, 6), 0, behind)
+    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    optimal = match_player("optimal", RULES)
+    expected = int(optimal.batch_act(optimal.params, mine, None)[0])
+    assert expected != 0  # not the keep an argmax over equal values takes
+    assert int(seeker(mine, theirs, None)[0][0]) == expected
+
+
+def test_near_ties_go_to_the_points_and_real_differences_to_the_chance():
+    """`best_by_chance_then_points`: chances within `TIE` of the best are equal (the most points
+    among them wins); a chance 10x `TIE` higher wins over any points; -inf never wins."""
+    chances = jnp.array([0.5, 0.5 - TIE / 2, 0.5 - 10 * TIE, -jnp.inf])
+    assert int(best_by_chance_then_points(chances, jnp.array([1.0, 2.0, 99.0, 999.0]))) == 1
+    assert int(best_by_chance_then_points(chances, jnp.array([3.0, 2.0, 99.0, 999.0]))) == 0
 
 
 def test_win_seeker_plays_whole_matches_and_the_cli_reports_them(cache, capsys, monkeypatch):

@@ -15,6 +15,10 @@ three-way tie is rare). The keeps maximise the expected chance over the turn's r
 the solver's widget, as the win-seeker (`solver.win_seeker`) does with the solver's tables;
 here every number comes from the leaf, so with a learned leaf nothing reads a solver table.
 
+Win chances within `solver.win_seeker.TIE` of the best are equal, and the choice worth more
+points (the turn's points plus the mean score to come) is taken, as the win-seeker takes it: a
+decided match (every chance 1 or 0 in float32) is played for points, not by box order.
+
 What is assumed: my future and each opponent's are independent and follow the leaf's
 distribution (the learner's own solitaire play, not the opponent's; the optimal-solitaire
 opponent plays within 1 % of it), and the opponents are read at their cards only (the dice
@@ -43,9 +47,14 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
-from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
-from yahtzee_jax.solver.win_seeker import REWARD_BINS, below_or_half, win_probability
+from yahtzee_jax.solver.tables import score_all_rolls
+from yahtzee_jax.solver.win_seeker import (
+    REWARD_BINS,
+    below_or_half,
+    best_by_chance_then_points,
+    best_keep,
+    win_probability,
+)
 
 EARLY_PLAY = ("solitaire", "normal")  # how the turns before the last ones are played
 
@@ -155,6 +164,14 @@ def turn_end_chances(
 ) -> jax.Array:
     """Estimated P(win) after writing each of the 252 rolls in each box, float32[252, boxes],
     -inf where illegal, for one card `own` against the cards `others` (leading axis: opponents)."""
+    return _turn_end(dist, params, own, others, rules)[0]
+
+
+def _turn_end(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> tuple[jax.Array, jax.Array]:
+    """`turn_end_chances` and the points each choice is worth, [252, boxes]: its reward plus
+    the mean of my future from the position it leads to."""
     position, reward, legal = _every_roll(own, rules)
     # My future from each of the distinct next positions (44 in Yahtzee), none after the last turn.
     states = distinct_next_states(*position, jnp, rules)
@@ -166,7 +183,8 @@ def turn_end_chances(
     by_state = mine @ win[window]
     next_state = jnp.asarray(next_state_of_roll(rules))
     chances = by_state[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
-    return jnp.where(legal, chances, -jnp.inf)
+    points = reward + (mine @ jnp.arange(bins, dtype=mine.dtype))[next_state]
+    return jnp.where(legal, chances, -jnp.inf), points
 
 
 def score_chances(
@@ -174,19 +192,34 @@ def score_chances(
 ) -> jax.Array:
     """`turn_end_chances` of the roll in hand only, float32[boxes]: at a score decision the
     leaf is read at the 13 positions this roll leads to, not at every roll's."""
+    return _in_hand(dist, params, own, others, rules)[0]
+
+
+def _in_hand(
+    dist: DistributionLeaf, params: Any, own: State, others: State, rules: Rules
+) -> tuple[jax.Array, jax.Array]:
+    """`score_chances` and the points each box is worth (as `_turn_end`'s), [boxes]."""
     reward, positions, legal = _roll_in_hand(own, rules)
-    reward = jnp.clip(reward, 0, REWARD_BINS - 1)
     mine = _futures(dist, params, *positions)
     bins = mine.shape[-1]
     win = _win_by_margin(dist, params, own, others, rules, bins)
-    chances = jnp.sum(mine * win[reward[:, None] + jnp.arange(bins)[None, :]], axis=-1)
-    return jnp.where(legal, chances, -jnp.inf)
+    clipped = jnp.clip(reward, 0, REWARD_BINS - 1)
+    chances = jnp.sum(mine * win[clipped[:, None] + jnp.arange(bins)[None, :]], axis=-1)
+    points = reward + mine @ jnp.arange(bins, dtype=mine.dtype)
+    return jnp.where(legal, chances, -jnp.inf), points
 
 
 def normal_turn_end_chances(
     leaves: NormalLeaves, params: Any, own: State, others: State, rules: Rules
 ) -> jax.Array:
     """`turn_end_chances` by the normal approximation of both futures, float32[252, boxes]."""
+    return _normal_turn_end(leaves, params, own, others, rules)[0]
+
+
+def _normal_turn_end(
+    leaves: NormalLeaves, params: Any, own: State, others: State, rules: Rules
+) -> tuple[jax.Array, jax.Array]:
+    """`normal_turn_end_chances` and the points each choice is worth (reward + mean future)."""
     position, reward, legal = _every_roll(own, rules)
     states = distinct_next_states(*position, jnp, rules)
     last = jnp.broadcast_to(own.turns_left <= 1, states[0].shape)
@@ -194,48 +227,47 @@ def normal_turn_end_chances(
     next_state = jnp.asarray(next_state_of_roll(rules))
     future = (mean[next_state], variance[next_state])
     chances = _normal_chances(leaves, params, own, others, rules, reward, future)
-    return jnp.where(legal, chances, -jnp.inf)
+    return jnp.where(legal, chances, -jnp.inf), reward + future[0]
 
 
 def normal_score_chances(
     leaves: NormalLeaves, params: Any, own: State, others: State, rules: Rules
 ) -> jax.Array:
     """`score_chances` by the normal approximation of both futures, float32[boxes]."""
+    return _normal_in_hand(leaves, params, own, others, rules)[0]
+
+
+def _normal_in_hand(
+    leaves: NormalLeaves, params: Any, own: State, others: State, rules: Rules
+) -> tuple[jax.Array, jax.Array]:
+    """`normal_score_chances` and the points each box is worth (reward + mean future)."""
     reward, positions, legal = _roll_in_hand(own, rules)
     future = _future_moments(leaves, params, *positions)
     chances = _normal_chances(leaves, params, own, others, rules, reward, future)
-    return jnp.where(legal, chances, -jnp.inf)
-
-
-def _best_keep(chances: jax.Array, own: State) -> jax.Array:
-    """The keep with the highest expectation of the turn-end values `chances` [252, boxes]."""
-    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
-    last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
-    keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
-    return jnp.argmax(keep_action_values(keep_value, roll, jnp)).astype(jnp.int32)
+    return jnp.where(legal, chances, -jnp.inf), reward + future[0]
 
 
 def _actions(turn_end: Callable, in_hand: Callable) -> tuple[Callable, Callable]:
-    """The (keep, box) action functions of one card for a rule's turn-end chances [252, boxes]
-    (`turn_end`) and the roll in hand's [boxes] (`in_hand`), both (leaf, params, own, others,
-    rules) -> chances."""
+    """The (keep, box) action functions of one card for a rule's turn-end chances and points
+    [252, boxes] (`turn_end`) and the roll in hand's [boxes] (`in_hand`), both (leaf, params,
+    own, others, rules) -> (chances, points)."""
 
     def keep(leaf: Any, params: Any, own: State, others: State, rules: Rules) -> jax.Array:
         """The keep with the highest expected chance at the turn's end."""
-        return _best_keep(turn_end(leaf, params, own, others, rules), own)
+        return best_keep(*turn_end(leaf, params, own, others, rules), own)
 
     def box(leaf: Any, params: Any, own: State, others: State, rules: Rules) -> jax.Array:
         """The box with the highest chance for the roll in hand."""
-        chances = in_hand(leaf, params, own, others, rules)
-        return (NUM_KEEP_ACTIONS + jnp.argmax(chances)).astype(jnp.int32)
+        chances, points = in_hand(leaf, params, own, others, rules)
+        return (NUM_KEEP_ACTIONS + best_by_chance_then_points(chances, points)).astype(jnp.int32)
 
     return keep, box
 
 
 # The exact sum over the leaf's distributions (leaf: a DistributionLeaf), and the normal
 # approximation (leaf: (DistributionLeaf, ValueLeaf)).
-keep_action, box_action = _actions(turn_end_chances, score_chances)
-normal_keep_action, normal_box_action = _actions(normal_turn_end_chances, normal_score_chances)
+keep_action, box_action = _actions(_turn_end, _in_hand)
+normal_keep_action, normal_box_action = _actions(_normal_turn_end, _normal_in_hand)
 
 
 def _only_where_needed(chosen: jax.Array, first: Callable, second: Callable) -> jax.Array:

@@ -120,6 +120,33 @@ def opponent_below(
     return jnp.where(row >= 0, exact, jax.scipy.stats.norm.cdf((lead - mean) / spread))
 
 
+# Win chances closer than this are equal, and the choice worth more points (the turn's points
+# plus the expected score to come) is taken: in a decided match every box has chance 1 (or 0)
+# in float32, and which of equal maxima `argmax` takes would depend on the device's rounding.
+TIE = 1e-6
+
+
+def best_by_chance_then_points(chances: jax.Array, points: jax.Array) -> jax.Array:
+    """Index of the highest `chances` along the last axis; among those within `TIE` of it,
+    the one with the most `points`."""
+    near = chances >= jnp.max(chances, axis=-1, keepdims=True) - TIE
+    return jnp.argmax(jnp.where(near, points, -jnp.inf), axis=-1)
+
+
+def best_keep(chances: jax.Array, points: jax.Array, own: State) -> jax.Array:
+    """The keep action of `own` with the highest expected turn-end chance (`chances` [252,
+    boxes], -inf where illegal), near ties broken by the expected `points` [252, boxes] of the
+    box each roll would be written in."""
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
+    written = best_by_chance_then_points(chances, points)
+    best_points = jnp.take_along_axis(points, written[:, None], axis=1)[:, 0]
+    final = jnp.stack([chances.max(axis=1), best_points], axis=1)
+    last_keep, first_keep = turn_keep_values(final, jnp)  # [462, 2]: chance, points
+    keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
+    by_action = keep_action_values(keep_value, roll, jnp)  # [32, 2]
+    return best_by_chance_then_points(by_action[:, 0], by_action[:, 1]).astype(jnp.int32)
+
+
 # The margin window of the endgame: my next state's future t plus this turn's reward x.
 _LEADS = np.arange(SCORE_BINS)[:, None] + np.arange(REWARD_BINS)[None, :]  # [t, x]
 
@@ -135,9 +162,10 @@ def turn_end_win_probabilities(
     endgame: bool,
     rules: Rules = OFFICIAL,
     before_endgame: str = "normal",
-) -> jax.Array:
+) -> tuple[jax.Array, jax.Array]:
     """Estimated P(win) after writing each of the rolls `rolls` in each box ([n, boxes];
-    `points`, `legal`, `bonus` from their `score_options`), -inf where illegal.
+    `points`, `legal`, `bonus` from their `score_options`), -inf where illegal, and the points
+    each is worth (reward + V of the state it leads to), the tie-break of equal chances.
 
     `endgame` (static): my next states have exact distributions, so the chance is a sum over my
     future score against the opponent's (`opponent_below`); else normal in both futures, or
@@ -148,13 +176,14 @@ def turn_end_win_probabilities(
     reward, future, future_moment = box_outcomes(
         points, legal, bonus, mask, upper_total, flag, tables_vm, jnp, rules
     )
+    worth = reward + future
     if not endgame and before_endgame == "solitaire":
-        return jnp.where(legal, reward + future, -jnp.inf)
+        return jnp.where(legal, worth, -jnp.inf), worth
     if not endgame:
         other_mean, other_variance = final_score_moments(tables, other, rules)
         margin = total_score(own, rules) + reward + future - other_mean
         variance = jnp.maximum(future_moment - future * future, 0.0) + other_variance
-        return jnp.where(legal, win_probability(margin, variance), -jnp.inf)
+        return jnp.where(legal, win_probability(margin, variance), -jnp.inf), worth
     # W[state, x] = sum_t P(my future = t | state) * P(their future < lead + t + x) over my 44
     # next states (in Yahtzee), then each roll and box reads its state's row at its reward.
     lead = total_score(own, rules) - total_score(other, rules)
@@ -164,7 +193,7 @@ def turn_end_win_probabilities(
     by_state = mass @ chances_by_lead  # [44, x]
     next_state = jnp.asarray(next_state_of_roll(rules))[rolls]  # [n, boxes]
     chances = by_state[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
-    return jnp.where(legal, chances, -jnp.inf)
+    return jnp.where(legal, chances, -jnp.inf), worth
 
 
 def win_seeking_action(
@@ -186,19 +215,19 @@ def win_seeking_action(
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
     if scoring:  # only the roll in hand
         points, legal, bonus = current_score_options(own, rules)
-        chances = turn_end_win_probabilities(
+        chances, worth = turn_end_win_probabilities(
             tables, own, other, roll[None], points[None], legal[None], bonus[None], *args
         )
-        return (NUM_KEEP_ACTIONS + jnp.argmax(chances[0])).astype(jnp.int32)
+        return (NUM_KEEP_ACTIONS + best_by_chance_then_points(chances[0], worth[0])).astype(
+            jnp.int32
+        )
     # A keep: the turn's widget over P(win) at its end instead of points.
     points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
     every_roll = jnp.arange(points.shape[0])
-    chances = turn_end_win_probabilities(
+    chances, worth = turn_end_win_probabilities(
         tables, own, other, every_roll, points, legal, bonus, *args
     )
-    last_keep, first_keep = turn_keep_values(chances.max(axis=1), jnp)
-    keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
-    return jnp.argmax(keep_action_values(keep_value, roll, jnp)).astype(jnp.int32)
+    return best_keep(chances, worth, own)
 
 
 def make_win_seeker(
