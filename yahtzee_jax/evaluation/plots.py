@@ -9,6 +9,7 @@ the same code draws in a terminal, in a notebook and on a headless machine.
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -233,9 +234,20 @@ def _laid_out(figure: Figure) -> Figure:
 
 
 def save_figure(figure: Figure, path: str | Path) -> Path:
-    """Write `figure` to `path` as PNG; returns the path."""
+    """Write `figure` to `path` as a 256-colour PNG; returns the path.
+
+    A plot's flat colours and their anti-aliased edges fit a 256-colour palette with no visible
+    change, at about half the bytes of matplotlib's RGBA PNG: the figures committed beside
+    results stay small.
+    """
+    from PIL import Image  # matplotlib's own dependency
+
     path = Path(path)
-    figure.savefig(path, dpi=DPI)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=DPI, format="png")
+    image = Image.open(buffer).convert("RGB")
+    palette = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    palette.save(path, format="PNG", optimize=True)
     return path
 
 
