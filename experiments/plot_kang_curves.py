@@ -23,6 +23,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from yahtzee_jax.evaluation.plots import save_figure
+
 ROUNDS_PER_GAME = 13
 # seed 001, Table IV (1,000 games) at its training budgets in rounds
 SEED_POINTS = {
@@ -78,7 +80,7 @@ def main(argv: list[str]) -> int:
     axes.legend(loc="upper left", fontsize=8)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(args.out, dpi=110)
+    save_figure(figure, args.out, dpi=110)
     args.out.with_suffix(".json").write_text(json.dumps(curves, indent=1) + "\n")
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
     return 0

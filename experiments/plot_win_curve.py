@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from yahtzee_jax.evaluation.plots import save_figure
 from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
 
 
@@ -57,7 +58,7 @@ def main(argv: list[str]) -> int:
     ax.legend(fontsize=8)
     fig.tight_layout()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=110)
+    save_figure(fig, args.out, dpi=110)
     print(args.out)
     return 0
 
