@@ -38,6 +38,18 @@ def read_json(path: Path) -> dict:
         raise UserError(f"cannot read {path}: {error}") from None
 
 
+def read_result(path: Path) -> dict:
+    """A match result: RESULT.json, or RESULT.json#NAME for the variant NAME of what
+    `experiments/match_open_ablation.py` writes."""
+    file, _, variant = str(path).partition("#")
+    data = read_json(Path(file))
+    if not variant:
+        return data
+    if variant not in data.get("results", {}):
+        raise UserError(f"{file} has no variant {variant!r}")
+    return data["results"][variant]
+
+
 def main(argv: list[str]) -> int:
     """Write the plot (and --json); print the plot's path."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

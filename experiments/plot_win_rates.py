@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from plot_two_player_curves import labelled, read_json
+from plot_two_player_curves import labelled, read_result
 
-from yahtzee_jax.errors import UserError, exit_status
+from yahtzee_jax.errors import exit_status
 from yahtzee_jax.evaluation.matches import plot_win_rates
 
 
@@ -25,17 +25,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output PNG")
     args = parser.parse_args(argv)
 
-    def result(path: Path) -> dict:
-        file, _, variant = str(path).partition("#")
-        data = read_json(Path(file))
-        if not variant:
-            return data
-        if variant not in data.get("results", {}):
-            raise UserError(f"{file} has no variant {variant!r}")
-        return data["results"][variant]
-
     def plot() -> None:
-        results = {label: result(path) for label, path in args.results}
+        results = {label: read_result(path) for label, path in args.results}
         print(plot_win_rates(results, args.out))
 
     return exit_status(plot)
