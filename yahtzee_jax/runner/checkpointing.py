@@ -337,6 +337,8 @@ def load_agent(path: str) -> Agent:
 # td-planner searches (`algo.lookahead`).
 MATCH_PLAY = "algo.match_"  # the settings that only a run with match play reads
 PLAY_SETTINGS = (MATCH_PLAY, "algo.lookahead")
+# As a refusal spells them: a prefix of several settings ends in "...".
+PLAY_SETTINGS_TEXT = ", ".join(f"{s}..." if s.endswith("_") else s for s in PLAY_SETTINGS)
 
 
 def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Agent, int]:
@@ -348,8 +350,7 @@ def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Age
     for text in overrides:
         if not text.strip().startswith(PLAY_SETTINGS):
             raise UserError(
-                f"--set {text!r}: a trained run takes only its play settings "
-                "(algo.match_..., algo.lookahead)"
+                f"--set {text!r}: a trained run takes only its play settings ({PLAY_SETTINGS_TEXT})"
             )
     if overrides:
         config = from_dict(apply_overrides(config.to_dict(), overrides))
