@@ -106,7 +106,7 @@ def test_grouped_leaves_equal_the_naive_evaluation(case):
         )
         others = stack(card(scores={**FULL, Category.CHANCE: 30}), card(scores=FULL))
     table = batch_of_one(standings(others, OFFICIAL))
-    grouped = turn_leaves(made_up_win, None, batch_of_one(own), table, OFFICIAL)[..., 0]
+    grouped = turn_leaves(made_up_win, None, batch_of_one(own), table, OFFICIAL)[0][..., 0]
     np.testing.assert_array_equal(
         np.asarray(grouped), naive_turn_leaves(made_up_win, None, own, others)
     )
@@ -140,7 +140,7 @@ def test_the_last_write_of_the_last_seat_is_the_exact_outcome(deficit, value):
     def constant(params, mine, theirs):
         return jnp.full(mine.mask.shape, 0.3)
 
-    leaves = box_leaves(constant, None, own, standings(others, OFFICIAL), OFFICIAL)[0]
+    leaves = box_leaves(constant, None, own, standings(others, OFFICIAL), OFFICIAL)[0][0]
     assert float(leaves[Category.FOURS]) == value
     assert np.all(np.isneginf(np.delete(np.asarray(leaves), Category.FOURS)))
 
@@ -153,7 +153,7 @@ def test_it_keeps_what_wins_not_what_scores_most():
     own, others = sitting_last((4, 4, 4, 1, 2), 13, 1)
     keep = last_keep_values(made_up_win, None, own, others, OFFICIAL)
     roll = ROLL_OF_CODE[int(dice_code(np.asarray(own.dice[0])))]
-    values = np.asarray(keep_action_values(keep[:, 0], roll, jnp))
+    values = np.asarray(keep_action_values(keep[:, 0, 0], roll, jnp))
     assert values[keep_action(2, 3, 4)] == pytest.approx(11 / 36, abs=1e-6)
     assert int(np.argmax(values)) == keep_action(2, 3, 4)
     own, others = sitting_last((3, 3, 3, 3, 4), 15, 1, Category.CHANCE)
@@ -164,6 +164,34 @@ def test_it_keeps_what_wins_not_what_scores_most():
         return jnp.zeros(mask.shape)
 
     assert int(plan_actions(no_future, None, own, OFFICIAL)[0]) == keep_action(4)
+
+
+def test_a_decided_match_is_played_for_points():
+    """Where every choice wins for sure (W saturated at 1 for every afterstate: the match is
+    decided), the planner takes the choice worth the most points, not the first of equal
+    chances. Fours, Yahtzee and Chance open: 6-6-6-6-6 goes in the Yahtzee box (50; Chance 30,
+    Fours 0). 6-6-6-6-1 with one re-roll: re-rolling the 1 makes 50 with a 6 and 24 + d in
+    Chance otherwise, (50 + 25 + 26 + 27 + 28 + 29) / 6 = 30.83 expected, more than any other
+    keep (keeping all five: 25), so it keeps the four 6s; so it does with two re-rolls too."""
+
+    def decided(params, mine, theirs):
+        return jnp.ones(mine.mask.shape)
+
+    open_boxes = (Category.FOURS, Category.YAHTZEE, Category.CHANCE)
+    scores = {box: 0 for box in Category if box not in open_boxes}
+    opponent = batch_of_one(batch_of_one(card(scores={**FULL})))
+    own = batch_of_one(card((6, 6, 6, 6, 6), scores, LAST_ROLL))
+    action = plan_win_actions(decided, None, own, opponent, OFFICIAL)
+    assert int(action[0]) == NUM_KEEP_ACTIONS + Category.YAHTZEE
+    for roll_index in (0, 1):
+        own = batch_of_one(card((6, 6, 6, 6, 1), scores, roll_index))
+        action = plan_win_actions(decided, None, own, opponent, OFFICIAL)
+        assert int(action[0]) == keep_action(1, 2, 3, 4), roll_index  # sorted: 1-6-6-6-6
+    keep = last_keep_values(decided, None, own, opponent, OFFICIAL)
+    roll = ROLL_OF_CODE[int(dice_code(np.asarray(own.dice[0])))]
+    points = np.asarray(keep_action_values(keep[:, 0, 1], roll, jnp))
+    assert points[keep_action(1, 2, 3, 4)] == pytest.approx(185 / 6, abs=1e-5)
+    assert points[keep_action(0, 1, 2, 3, 4)] == pytest.approx(25.0)
 
 
 def test_win_targets_of_a_three_turn_sequence():

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.planner import best_keep_actions, card_positions
+from yahtzee_jax.agents.planner import card_positions
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import (
     LAST_ROLL,
@@ -51,6 +51,7 @@ from yahtzee_jax.game.engine import (
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.tables import (
+    KEEP_OF_ACTION,
     ROLL_OF_CODE,
     YAHTZEE_ROLLS,
     base_points,
@@ -58,6 +59,7 @@ from yahtzee_jax.solver.tables import (
     score_yahtzee_rolls,
 )
 from yahtzee_jax.solver.widget import best_keep_values, keep_values
+from yahtzee_jax.solver.win_seeker import best_by_chance_then_points
 
 
 class Standing(NamedTuple):
@@ -143,9 +145,10 @@ def _written(
 
 def turn_leaves(
     win: WinValue, params: Any, cards: State, others: Standing, rules: Rules
-) -> jax.Array:
+) -> tuple[jax.Array, jax.Array]:
     """The leaf value of writing each roll in each box, float32[252, boxes, B] (-inf where
-    illegal), for cards [B] against the others' standings [B, P-1]: W at the `leaf_slots` only."""
+    illegal), for cards [B] against the others' standings [B, P-1]: W at the `leaf_slots` only;
+    and the points that write scores this turn (bonuses included), int32[252, boxes, B]."""
     slots = leaf_slots(rules)
     own = standings(cards, rules)
     boxes = jnp.arange(rules.num_boxes)
@@ -176,18 +179,21 @@ def turn_leaves(
             for a, b in zip(plain, fives, strict=True)
         )
     )
-    values = leaf_values(win, params, leaves, others, rules)[jnp.asarray(slots.slot_of)]
+    slot_of = jnp.asarray(slots.slot_of)
+    values = leaf_values(win, params, leaves, others, rules)[slot_of]
+    points = (leaves.total - own.total)[slot_of]
     is_open = ~cards.filled.T  # [boxes, B]: a plain roll may be written in any open box
     legal = jnp.broadcast_to(is_open[None], values.shape)
     legal = legal.at[jnp.asarray(YAHTZEE_ROLLS)].set(fives_legal)
-    return jnp.where(legal, values, -jnp.inf)
+    return jnp.where(legal, values, -jnp.inf), points
 
 
 def box_leaves(
     win: WinValue, params: Any, cards: State, others: Standing, rules: Rules
-) -> jax.Array:
+) -> tuple[jax.Array, jax.Array]:
     """The leaf value of writing the roll in hand in each box, float32[B, boxes] (-inf where
-    illegal): at a score decision only these 13 afterstates are read."""
+    illegal): at a score decision only these 13 afterstates are read; and the points each
+    write scores this turn, int32[B, boxes]."""
     own = standings(cards, rules)
     points, legal, bonus = jax.vmap(current_score_options, in_axes=(0, None))(cards, rules)
     after = _written(
@@ -198,33 +204,43 @@ def box_leaves(
         rules,
     )
     others = jax.tree.map(lambda part: part[:, None], others)  # [B, 1, P-1]
-    return jnp.where(legal, leaf_values(win, params, after, others, rules), -jnp.inf)
+    values = jnp.where(legal, leaf_values(win, params, after, others, rules), -jnp.inf)
+    return values, after.total - own.total[:, None]
 
 
 def last_keep_values(
     win: WinValue, params: Any, cards: State, others: State, rules: Rules
 ) -> jax.Array:
-    """Expected W of each of the 462 keeps with one re-roll to come, [462, B], for cards [B]
+    """Expected W of each of the 462 keeps with one re-roll to come, and the expected points of
+    the box each roll would be written in (the near ties' tie-break), [462, B, 2], for cards [B]
     against the other cards [B, P-1]. Nothing it reads changes within a turn (the own card's
     boxes, the others' cards), so both keep decisions of a turn can share it."""
-    table = standings(others, rules)
-    return keep_values(turn_leaves(win, params, cards, table, rules).max(axis=1), jnp)
+    values, points = turn_leaves(win, params, cards, standings(others, rules), rules)
+    values, points = jnp.moveaxis(values, 1, -1), jnp.moveaxis(points, 1, -1)  # [252, B, boxes]
+    written = best_by_chance_then_points(values, points)
+    best_points = jnp.take_along_axis(points, written[..., None], axis=-1)[..., 0]
+    return keep_values(jnp.stack([values.max(axis=-1), best_points.astype(jnp.float32)], -1), jnp)
 
 
 def keep_actions(last_keep: jax.Array, cards: State, roll_index: int) -> jax.Array:
     """The best keep actions int32[B] at keep decision `roll_index` (static) from the turn's
-    `last_keep_values` (two re-rolls to come: one more layer of the widget)."""
+    `last_keep_values` (two re-rolls to come: one more layer of the widget, each channel's
+    best as the solver's win-seeker takes it): the highest expected W, near ties (a decided
+    match) broken by the expected points."""
     keep_value = last_keep
     if roll_index == 0:
         keep_value = keep_values(best_keep_values(last_keep, jnp), jnp)
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
-    return best_keep_actions(keep_value, roll).astype(jnp.int32)
+    keeps = jnp.asarray(KEEP_OF_ACTION)[roll]  # [B, 32]
+    by_action = keep_value[keeps, jnp.arange(roll.shape[0])[:, None]]  # [B, 32, 2]
+    return best_by_chance_then_points(by_action[..., 0], by_action[..., 1]).astype(jnp.int32)
 
 
 def box_actions(win: WinValue, params: Any, cards: State, others: State, rules: Rules) -> jax.Array:
-    """The best box actions int32[B] at the score decision."""
-    best = jnp.argmax(box_leaves(win, params, cards, standings(others, rules), rules), axis=1)
-    return (NUM_KEEP_ACTIONS + best).astype(jnp.int32)
+    """The best box actions int32[B] at the score decision: the highest W, near ties (a decided
+    match) broken by the points the box scores."""
+    values, points = box_leaves(win, params, cards, standings(others, rules), rules)
+    return (NUM_KEEP_ACTIONS + best_by_chance_then_points(values, points)).astype(jnp.int32)
 
 
 def plan_win_decision(
