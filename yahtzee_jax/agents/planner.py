@@ -130,11 +130,16 @@ def box_values(leaf: LeafValue, params: Any, states: State, rules: Rules) -> jax
     return jnp.where(legal, value, -jnp.inf)
 
 
-def best_keep_actions(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
-    """Best keep action of each card from its keep values [462, B] and roll index [B] (the
-    match planners' too)."""
+def keep_values_by_action(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
+    """Each card's values of its 32 keep actions, [B, 32, ...], from keep values [462, B, ...]
+    and roll index [B] (the win planner's too)."""
     keeps = jnp.asarray(KEEP_OF_ACTION)[roll]  # [B, 32]
-    return jnp.argmax(keep_value[keeps, jnp.arange(roll.shape[0])[:, None]], axis=1)
+    return keep_value[keeps, jnp.arange(roll.shape[0])[:, None]]
+
+
+def best_keep_actions(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
+    """Best keep action of each card from its keep values [462, B] and roll index [B]."""
+    return jnp.argmax(keep_values_by_action(keep_value, roll), axis=1)
 
 
 def plan_keeps(

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.planner import card_positions
+from yahtzee_jax.agents.planner import card_positions, keep_values_by_action
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import (
     LAST_ROLL,
@@ -51,7 +51,6 @@ from yahtzee_jax.game.engine import (
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.tables import (
-    KEEP_OF_ACTION,
     ROLL_OF_CODE,
     YAHTZEE_ROLLS,
     base_points,
@@ -231,8 +230,7 @@ def keep_actions(last_keep: jax.Array, cards: State, roll_index: int) -> jax.Arr
     if roll_index == 0:
         keep_value = keep_values(best_keep_values(last_keep, jnp), jnp)
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
-    keeps = jnp.asarray(KEEP_OF_ACTION)[roll]  # [B, 32]
-    by_action = keep_value[keeps, jnp.arange(roll.shape[0])[:, None]]  # [B, 32, 2]
+    by_action = keep_values_by_action(keep_value, roll)  # [B, 32, 2]
     return best_by_chance_then_points(by_action[..., 0], by_action[..., 1]).astype(jnp.int32)
 
 
