@@ -58,7 +58,7 @@ from yahtzee_jax.solver.tables import (
     score_yahtzee_rolls,
 )
 from yahtzee_jax.solver.widget import best_keep_values, keep_values
-from yahtzee_jax.solver.win_seeker import best_by_chance_then_points
+from yahtzee_jax.solver.win_seeker import best_by_chance_then_points, chance_and_points
 
 
 class Standing(NamedTuple):
@@ -216,9 +216,7 @@ def last_keep_values(
     boxes, the others' cards), so both keep decisions of a turn can share it."""
     values, points = turn_leaves(win, params, cards, standings(others, rules), rules)
     values, points = jnp.moveaxis(values, 1, -1), jnp.moveaxis(points, 1, -1)  # [252, B, boxes]
-    written = best_by_chance_then_points(values, points)
-    best_points = jnp.take_along_axis(points, written[..., None], axis=-1)[..., 0]
-    return keep_values(jnp.stack([values.max(axis=-1), best_points.astype(jnp.float32)], -1), jnp)
+    return keep_values(chance_and_points(values, points), jnp)
 
 
 def keep_actions(last_keep: jax.Array, cards: State, roll_index: int) -> jax.Array:

@@ -133,14 +133,21 @@ def best_by_chance_then_points(chances: jax.Array, points: jax.Array) -> jax.Arr
     return jnp.argmax(jnp.where(near, points, -jnp.inf), axis=-1)
 
 
+def chance_and_points(chances: jax.Array, points: jax.Array) -> jax.Array:
+    """Each roll's best chance over the boxes (last axis) and the points of the box it is
+    written in (near ties by points), stacked on a new last axis: the two channels a keep's
+    expectation carries."""
+    written = best_by_chance_then_points(chances, points)
+    best_points = jnp.take_along_axis(points, written[..., None], axis=-1)[..., 0]
+    return jnp.stack([chances.max(axis=-1), best_points.astype(chances.dtype)], axis=-1)
+
+
 def best_keep(chances: jax.Array, points: jax.Array, own: State) -> jax.Array:
     """The keep action of `own` with the highest expected turn-end chance (`chances` [252,
     boxes], -inf where illegal), near ties broken by the expected `points` [252, boxes] of the
     box each roll would be written in."""
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
-    written = best_by_chance_then_points(chances, points)
-    best_points = jnp.take_along_axis(points, written[:, None], axis=1)[:, 0]
-    final = jnp.stack([chances.max(axis=1), best_points], axis=1)
+    final = chance_and_points(chances, points)
     last_keep, first_keep = turn_keep_values(final, jnp)  # [462, 2]: chance, points
     keep_value = jnp.where(own.roll_index == 0, first_keep, last_keep)
     by_action = keep_action_values(keep_value, roll, jnp)  # [32, 2]
