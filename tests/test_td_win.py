@@ -179,18 +179,22 @@ def test_a_decided_match_is_played_for_points():
 
     open_boxes = (Category.FOURS, Category.YAHTZEE, Category.CHANCE)
     scores = {box: 0 for box in Category if box not in open_boxes}
-    opponent = batch_of_one(batch_of_one(card(scores={**FULL})))
-    own = batch_of_one(card((6, 6, 6, 6, 6), scores, LAST_ROLL))
-    action = plan_win_actions(decided, None, own, opponent, OFFICIAL)
-    assert int(action[0]) == NUM_KEEP_ACTIONS + Category.YAHTZEE
-    for roll_index in (0, 1):
-        own = batch_of_one(card((6, 6, 6, 6, 1), scores, roll_index))
-        action = plan_win_actions(decided, None, own, opponent, OFFICIAL)
-        assert int(action[0]) == keep_action(1, 2, 3, 4), roll_index  # sorted: 1-6-6-6-6
-    keep = last_keep_values(decided, None, own, opponent, OFFICIAL)
+    opponent = batch_of_one(card(scores={**FULL}))
+    own = stack(
+        card((6, 6, 6, 6, 6), scores, LAST_ROLL),
+        card((6, 6, 6, 6, 1), scores, 0),
+        card((6, 6, 6, 6, 1), scores, 1),
+    )
+    action = plan_win_actions(decided, None, own, stack(opponent, opponent, opponent), OFFICIAL)
+    four_sixes = keep_action(1, 2, 3, 4)  # the dice sorted: 1-6-6-6-6
+    np.testing.assert_array_equal(
+        action, [NUM_KEEP_ACTIONS + Category.YAHTZEE, four_sixes, four_sixes]
+    )
+    own = batch_of_one(card((6, 6, 6, 6, 1), scores, 1))
+    keep = last_keep_values(decided, None, own, batch_of_one(opponent), OFFICIAL)
     roll = ROLL_OF_CODE[int(dice_code(np.asarray(own.dice[0])))]
     points = np.asarray(keep_action_values(keep[:, 0, 1], roll, jnp))
-    assert points[keep_action(1, 2, 3, 4)] == pytest.approx(185 / 6, abs=1e-5)
+    assert points[four_sixes] == pytest.approx(185 / 6, abs=1e-5)
     assert points[keep_action(0, 1, 2, 3, 4)] == pytest.approx(25.0)
 
 
