@@ -73,10 +73,18 @@ def weighted_line(loss: np.ndarray, rate: np.ndarray, games: np.ndarray) -> dict
 
 def fit(points: list[dict]) -> dict:
     """The weighted line through the points, its value at loss 0 with a 95 % interval."""
-    column = {key: np.array([p[key] for p in points], float) for key in ("loss", "win_rate")}
-    line = weighted_line(column["loss"], column["win_rate"], np.array([p["games"] for p in points]))
+    loss, rate, games = (
+        np.array([p[key] for p in points], float) for key in ("loss", "win_rate", "games")
+    )
+    line = weighted_line(loss, rate, games)
     half = Z_95 * line["intercept_stderr"]
     return {**line, "at_zero_loss_95": [line["intercept"] - half, line["intercept"] + half]}
+
+
+def interval_error(result: dict) -> list[list[float]]:
+    """A win rate's 95 % interval as matplotlib's asymmetric error bar, in percent."""
+    low, high = result["win_interval_95"]
+    return [[100 * (result["win_rate"] - low)], [100 * (high - result["win_rate"])]]
 
 
 def draw(points: list[dict], exact: dict[str, dict], line: dict, target: float | None, out: Path):
@@ -94,21 +102,25 @@ def draw(points: list[dict], exact: dict[str, dict], line: dict, target: float |
     axes.fill_between(xs, 100 * (centre - spread), 100 * (centre + spread), alpha=0.2, lw=0)
     axes.plot(xs, 100 * centre, lw=1, label="weighted fit, 95 % band")
     for p in points:
-        low, high = p["win_interval_95"]
         axes.errorbar(
             p["loss"],
             100 * p["win_rate"],
             xerr=Z_95 * p["loss_stderr"],
-            yerr=[[100 * (p["win_rate"] - low)], [100 * (high - p["win_rate"])]],
+            yerr=interval_error(p),
             fmt="o",
             capsize=3,
             label=p["label"],
         )
     for label, result in exact.items():
-        low, high = result["win_interval_95"]
-        rate = result["win_rate"]
-        error = [[100 * (rate - low)], [100 * (high - rate)]]
-        axes.errorbar(0, 100 * rate, yerr=error, fmt="*", ms=11, capsize=3, label=label)
+        axes.errorbar(
+            0,
+            100 * result["win_rate"],
+            yerr=interval_error(result),
+            fmt="*",
+            ms=11,
+            capsize=3,
+            label=label,
+        )
     if target is not None:
         axes.axhline(
             100 * target, color="tab:red", ls="--", lw=1, label=f"target {100 * target:g} %"
