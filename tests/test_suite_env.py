@@ -1,0 +1,243 @@
+"""`yahtzee_jax.make` and the pure protocol (`suite.core`): hand-made positions, determinism per
+key, the legal mask under random legal play, and one-line errors for a bad id or params."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import yahtzee_jax
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game import engine, multiplayer
+from yahtzee_jax.game.engine import State
+from yahtzee_jax.game.multiplayer import MatchState
+from yahtzee_jax.suite import ENV_IDS, GAMES, core
+
+CHANCE = 32 + 12  # the score action of Yahtzee's chance box
+KEEP_ALL = 31
+
+
+@functools.cache
+def jitted(env_id: str, **params: object) -> tuple:
+    """(params, jitted init, jitted step) of an id, compiled once per test session."""
+    return yahtzee_jax.make(env_id, **params).default_params, jax.jit(core.init), jax.jit(core.step)
+
+
+def full_card_but(box: int, rules_name: str = "official", **fields: jax.Array) -> State:
+    """A card with every box used (2 points each, no bonus) except `box`, at its score decision."""
+    rules = yahtzee_jax.suite.make_params(_id_of(rules_name)).rules
+    filled = jnp.arange(rules.num_boxes) != box
+    return State.empty(
+        rules,
+        scores=jnp.where(filled, 2, 0).astype(jnp.int32),
+        filled=filled,
+        turns_left=jnp.int32(1),
+        roll_index=jnp.int32(2),
+        **fields,
+    )
+
+
+def same_cards(a: core.EnvState, b: core.EnvState) -> bool:
+    """Every card field equal but `reward` (the last step's, which a refused step zeroes)."""
+    cards = (state.match.cards.replace(reward=jnp.int32(0)) for state in (a, b))
+    return jax.tree.all(jax.tree.map(jnp.array_equal, *cards))
+
+
+def _id_of(rules_name: str) -> str:
+    return next(env_id for env_id, (rules, task) in ENV_IDS.items() if rules == rules_name)
+
+
+def test_every_game_has_a_game_a_single_turn_and_a_match():
+    """21 ids: each of the seven games as a whole game, a single turn and a match."""
+    assert len(GAMES) == 7 and len(ENV_IDS) == 21
+    for game in GAMES:
+        assert {f"{game}-v0", f"{game}SingleTurn-v0", f"{game}Match-v0"} <= set(ENV_IDS)
+
+
+def test_the_last_box_ends_the_game_with_its_points():
+    """Solitaire, one box left (chance), dice 6-6-6-6-5 at the score decision:
+
+        card: 12 boxes hold 2 each, chance open      dice: 5 6 6 6 6     action: score chance
+
+    The step earns 29, terminates the game, and the terminal mask is all true; stepping the
+    terminated state again changes nothing and earns nothing."""
+    params, _, step = jitted("Yahtzee-v0")
+    card = full_card_but(12, dice=jnp.int32([5, 6, 6, 6, 6]))
+    state = core.from_match(multiplayer.init(jax.random.key(0), 1, False, params.rules), params)
+    state = core.from_match(state.match.replace(cards=multiplayer.stack_cards([card])), params)
+    assert state.legal_action_mask.tolist() == [False] * 44 + [True]
+    after = step(state, jnp.int32(CHANCE), jax.random.key(1), params)
+    assert after.rewards.tolist() == [29.0] and bool(after.terminated)
+    assert bool(jnp.all(after.legal_action_mask))
+    again = step(after, jnp.int32(CHANCE), jax.random.key(2), params)
+    assert again.rewards.tolist() == [0.0]
+    assert same_cards(again, after) and bool(again.terminated)
+
+
+def test_an_illegal_action_changes_nothing():
+    """A keep action at a score decision (and an out-of-range action) is a no-op with reward 0,
+    so a policy without a mask cannot corrupt a game."""
+    params, _, step = jitted("Yahtzee-v0")
+    state = core.from_match(
+        multiplayer.MatchState(
+            cards=multiplayer.stack_cards([full_card_but(12)]),
+            rewards=jnp.zeros(1, jnp.int32),
+        ),
+        params,
+    )
+    for action in (KEEP_ALL, 99, 32):  # 32 scores the used ones box: illegal too
+        after = step(state, jnp.int32(action), jax.random.key(0), params)
+        assert after.rewards.tolist() == [0.0] and not bool(after.terminated)
+        assert same_cards(after, state)
+
+
+def test_the_match_result_is_the_reward_of_the_step_that_ends_it():
+    """Two outside seats (opponent=None), seat 1 on turn with its chance box left, dice 1-1-2-2-3:
+
+        seat 0: full, 13 x 2 = 26     seat 1: 12 x 2 = 24 + chance 9 = 33
+
+    Seat 1 wins: rewards [-1, +1] on that step (the "win" reward), none before it."""
+    params, _, step = jitted("YahtzeeMatch-v0", opponent=None)
+    rules = params.rules
+    full = State.empty(
+        rules,
+        scores=jnp.full(rules.num_boxes, 2, jnp.int32),
+        filled=jnp.ones(rules.num_boxes, bool),
+        turns_left=jnp.int32(0),
+        terminated=jnp.bool_(True),
+    )
+    last = full_card_but(12, dice=jnp.int32([1, 1, 2, 2, 3]))
+    match = MatchState(cards=multiplayer.stack_cards([full, last]), current_player=jnp.int32(1))
+    state = core.from_match(match, params)
+    assert int(state.current_player) == 1
+    after = step(state, jnp.int32(CHANCE), jax.random.key(0), params)
+    assert bool(after.terminated) and after.rewards.tolist() == [-1.0, 1.0]
+
+
+def test_the_opponent_plays_its_turn_inside_the_step():
+    """Against greedy1, seat 0 scores its first box: in the same step greedy1 takes its whole
+    turn (keep all, score) on seat 1's card, and seat 0 is on turn again with a fresh roll."""
+    params, init, step = jitted("YahtzeeMatch-v0", opponent="greedy1", reward="score")
+    state = init(jax.random.key(3), params)
+    assert int(state.current_player) == 0
+    for action in (KEEP_ALL, KEEP_ALL):
+        state = step(state, jnp.int32(action), jax.random.key(4), params)
+        assert int(jnp.sum(state.match.cards.filled)) == 0
+    points, legal, _ = engine.current_score_options(multiplayer.card(state.match, 0), params.rules)
+    box = int(jnp.argmax(jnp.where(legal, points, -1)))
+    state = step(state, jnp.int32(32 + box), jax.random.key(5), params)
+    assert jnp.sum(state.match.cards.filled, axis=1).tolist() == [1, 1]
+    assert int(state.current_player) == 0 and int(state.match.cards.roll_index[0]) == 0
+    assert float(state.rewards[0]) == float(points[box])
+
+
+def test_a_later_seat_finds_the_earlier_seats_turns_played():
+    """Seat 1 against greedy1: `init` returns with greedy1's first turn on seat 0's card played
+    (one box used) and seat 1 on turn; the opening points are no one's reward."""
+    params, init, _ = jitted("YahtzeeMatch-v0", seat=1)
+    state = init(jax.random.key(0), params)
+    assert int(state.current_player) == 1
+    assert jnp.sum(state.match.cards.filled, axis=1).tolist() == [1, 0]
+    assert state.rewards.tolist() == [0.0, 0.0]
+
+
+def test_no_seat_sees_another_seats_dice():
+    """Two observations of seat 0 that differ only in seat 1's dice are equal."""
+    params, init, _ = jitted("YahtzeeMatch-v0", opponent=None)
+    state = init(jax.random.key(0), params)
+    dice = state.match.cards.dice.at[1].set(jnp.int32([6, 6, 6, 6, 6]))
+    other = core.from_match(state.match.replace(cards=state.match.cards.replace(dice=dice)), params)
+    assert jnp.array_equal(core.observe(state, params, 0), core.observe(other, params, 0))
+    assert not jnp.array_equal(core.observe(state, params, 1), core.observe(other, params, 1))
+
+
+def play(env_id: str, seed: int, **params: object) -> tuple[list, int]:
+    """Random legal play of one episode from `seed`: (its states, decisions), checking the mask
+    and the observation's bounds at every step."""
+    env = yahtzee_jax.make(env_id, **params)
+    params_, init, step = jitted(env_id, **params)
+    rng = np.random.default_rng(seed)
+    key = jax.random.key(seed)
+    key, init_key = jax.random.split(key)
+    state = init(init_key, params_)
+    states, decisions = [state], 0
+    while not bool(state.terminated):
+        mask = np.asarray(state.legal_action_mask)
+        card = multiplayer.card(state.match, state.current_player)
+        assert mask.tolist() == engine.legal_action_mask(card, params_.rules).tolist()
+        obs = np.asarray(core.observe(state, params_))
+        assert obs.shape == (env.observation_size,) and obs.dtype == np.float32
+        assert obs.min() >= core.OBSERVATION_LOW and obs.max() <= core.OBSERVATION_HIGH
+        illegal = np.flatnonzero(~mask)
+        key, step_key = jax.random.split(key)
+        if illegal.size:  # an illegal action is refused: nothing moves
+            refused = step(state, jnp.int32(rng.choice(illegal)), step_key, params_)
+            assert same_cards(refused, state)
+        state = step(state, jnp.int32(rng.choice(np.flatnonzero(mask))), step_key, params_)
+        states.append(state)
+        decisions += 1
+    assert bool(jnp.all(state.match.cards.turns_left == 0))  # every card played out
+    return states, decisions
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    game=st.sampled_from(sorted(GAMES)),
+    task=st.sampled_from(["-v0", "SingleTurn-v0", "Match-v0"]),
+    seed=st.integers(0, 2**31 - 1),
+)
+def test_random_legal_play_keeps_the_mask_and_the_episode_length(game, task, seed):
+    """Random legal play on any game and task: the mask is the engine's for the seat on turn,
+    illegal actions are refused, observations stay in their bounds, and an episode lasts its
+    decisions (a game's 3 per box, a single turn's 3) before every card is played out."""
+    env_id = f"{game}{task}"
+    _, decisions = play(env_id, seed, **({"opponent": "random"} if "Match" in task else {}))
+    assert decisions == yahtzee_jax.make(env_id).decisions_per_episode
+
+
+def test_a_key_fixes_the_episode():
+    """The same key gives the same episode bit for bit; another key other dice."""
+    first, _ = play("YahtzeeMatch-v0", 7)
+    second, _ = play("YahtzeeMatch-v0", 7)
+    other, _ = play("YahtzeeMatch-v0", 8)
+    for a, b in zip(first, second, strict=True):
+        assert jax.tree.all(jax.tree.map(jnp.array_equal, a, b))
+    assert not jnp.array_equal(first[0].match.cards.dice, other[0].match.cards.dice)
+
+
+def test_vmapped_episodes_match_single_ones():
+    """`vmap` of init and step over keys gives each episode exactly as played alone."""
+    params, init, step = jitted("YachtMatch-v0")
+    keys = jax.random.split(jax.random.key(0), 4)
+    batch = jax.vmap(init, in_axes=(0, None))(keys, params)
+    actions = jnp.int32([3, 31, 0, 17])
+    moved = jax.vmap(step, in_axes=(0, 0, 0, None))(batch, actions, keys, params)
+    for i in range(4):
+        alone = step(init(keys[i], params), actions[i], keys[i], params)
+        one = jax.tree.map(lambda leaf, i=i: leaf[i], moved)
+        assert jax.tree.all(jax.tree.map(jnp.array_equal, one, alone))
+
+
+@pytest.mark.parametrize(
+    ("env_id", "params", "words"),
+    [
+        ("Yahtzee-v1", {}, "unknown env id 'Yahtzee-v1'; choose one of: Yahtzee-v0"),
+        ("Yahtzee-v0", {"players": 2}, "players=2 for Yahtzee-v0: must be 1"),
+        ("Yahtzee-v0", {"reward": "win"}, "reward='win' needs a match"),
+        ("YahtzeeMatch-v0", {"opponent": "win-seeker"}, "opponent='win-seeker' is not one of"),
+        ("YahtzeeMatch-v0", {"reward": "points"}, "reward='points' is not one of: score, win"),
+        ("YahtzeeMatch-v0", {"seat": 2}, "seat=2 must be an integer in 0..1"),
+        ("YahtzeeMatch-v0", {"rules": "yatzy"}, "unknown env params rules; known: players"),
+    ],
+)
+def test_a_bad_id_or_param_is_one_line(env_id, params, words):
+    """A bad id or parameter raises a `UserError` of one line that says what is allowed."""
+    with pytest.raises(UserError) as error:
+        yahtzee_jax.make(env_id, **params)
+    assert words in str(error.value) and "\n" not in str(error.value)

@@ -1,0 +1,157 @@
+"""`make(env_id, **params)`: an environment per game and task, with its params pytree.
+
+Ids: ``{game}-v0`` (a whole solitaire game), ``{game}SingleTurn-v0`` (one turn on a random card)
+and ``{game}Match-v0`` (an N-player match), for each game of `GAMES`: Yahtzee under its four rule
+sets, Yacht (Chang's card), Clubhouse Yacht and Scandinavian Yatzy. A match seats two players by
+default, the outside one first, against greedy1, rewarded by the result; ``opponent=None``
+leaves every seat to the caller (the PettingZoo adapter).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from yahtzee_jax.agents.resolve import builtin_agent
+from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.suite import core
+from yahtzee_jax.suite.core import EnvParams, EnvState
+
+# The id's game name -> the rule set (`game.rules.RULE_VARIANTS`).
+GAMES = {
+    "Yahtzee": "official",
+    "YahtzeeFreeJoker": "free-joker",
+    "YahtzeeNoJoker": "no-joker",
+    "YahtzeePlain": "plain",
+    "Yacht": "yacht",
+    "YachtClubhouse": "yacht-clubhouse",
+    "Yatzy": "yatzy",
+}
+_SUFFIXES = {"game": "", "single-turn": "SingleTurn", "match": "Match"}
+ENV_IDS: dict[str, tuple[str, str]] = {
+    f"{game}{suffix}-v0": (rules, task)
+    for task, suffix in _SUFFIXES.items()
+    for game, rules in GAMES.items()
+}
+# Built-in agents that play from their own card alone (the win-seeker reads the table: no seat).
+OPPONENTS = ("greedy1", "greedy2", "greedy3", "random", "optimal")
+PARAMS = ("players", "opponent", "reward", "seat", "features", "cache_dir")
+_UNSET: Any = object()
+
+
+def _choose(name: str, value: Any, choices: tuple[Any, ...]) -> None:
+    if value not in choices:
+        raise UserError(f"{name}={value!r} is not one of: {', '.join(map(str, choices))}")
+
+
+def make_params(
+    env_id: str,
+    players: int | None = None,
+    opponent: str | None = _UNSET,
+    reward: str | None = None,
+    seat: int = 0,
+    features: FeatureConfig | None = None,
+    cache_dir: str | os.PathLike | None = None,
+) -> EnvParams:
+    """The params of `env_id`, any of them replaced; a one-line `UserError` for a bad one."""
+    if env_id not in ENV_IDS:
+        raise UserError(f"unknown env id {env_id!r}; choose one of: {', '.join(ENV_IDS)}")
+    rules_name, task = ENV_IDS[env_id]
+    rules = get_rules(rules_name)
+    solitaire = task != "match"
+    if players is None:
+        players = 1 if solitaire else 2
+    if not isinstance(players, int) or players < 1 or (solitaire and players != 1):
+        allowed = "1" if solitaire else "an integer >= 1"
+        raise UserError(f"players={players!r} for {env_id}: must be {allowed}")
+    if opponent is _UNSET:
+        opponent = "greedy1" if players > 1 else None
+    if opponent is not None:
+        _choose("opponent", opponent, OPPONENTS)
+        if players == 1:
+            raise UserError("opponent is for a match of 2 or more players (solitaire has none)")
+    reward = reward or ("win" if players > 1 else "score")
+    _choose("reward", reward, core.REWARDS)
+    if reward == "win" and players == 1:
+        raise UserError("reward='win' needs a match of 2 or more players; use reward='score'")
+    if not isinstance(seat, int) or not 0 <= seat < players:
+        raise UserError(f"seat={seat!r} must be an integer in 0..{players - 1}")
+    agent = builtin_agent(opponent, rules, cache_dir) if opponent else None
+    return EnvParams(
+        rules=rules,
+        task=task,
+        players=players,
+        reward=reward,
+        opponent=opponent,
+        opponent_act=agent.act if agent else None,
+        opponent_params=agent.params if agent else None,
+        features=features or FeatureConfig(),
+        seat=jnp.int32(seat),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Env:
+    """An environment: its id and default params; every method takes the params explicitly."""
+
+    env_id: str
+    default_params: EnvParams
+
+    @property
+    def num_players(self) -> int:
+        """Seats at the table."""
+        return self.default_params.players
+
+    @property
+    def num_actions(self) -> int:
+        """Actions: 32 keeps, then one per box."""
+        return core.num_actions(self.default_params)
+
+    @property
+    def observation_size(self) -> int:
+        """Length of an observation."""
+        return core.observation_size(self.default_params)
+
+    @property
+    def decisions_per_episode(self) -> int:
+        """Decisions of the outside seat(s) in one episode (every seat's when all are outside)."""
+        params = self.default_params
+        if params.task == "single-turn":
+            return 3
+        seats = 1 if params.opponent else params.players
+        return params.rules.decisions_per_game * seats
+
+    def init(self, key: jax.Array, params: EnvParams) -> EnvState:
+        """A fresh episode."""
+        return core.init(key, params)
+
+    def step(
+        self, state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams
+    ) -> EnvState:
+        """One decision of the player on turn (then the built-in opponents' turns)."""
+        return core.step(state, action, key, params)
+
+    def observe(
+        self, state: EnvState, params: EnvParams, player: jax.Array | int | None = None
+    ) -> jax.Array:
+        """`player`'s observation (default: the player on turn)."""
+        return core.observe(state, params, player)
+
+    def legal_action_mask(self, state: EnvState, params: EnvParams) -> jax.Array:
+        """Legal actions of the player on turn."""
+        del params  # kept in the state, as in pgx
+        return state.legal_action_mask
+
+
+def make(env_id: str, **params: Any) -> Env:
+    """The environment `env_id` (one of `ENV_IDS`) with `params` (see `make_params`) replaced."""
+    unknown = sorted(set(params) - set(PARAMS))
+    if unknown:
+        raise UserError(f"unknown env params {', '.join(unknown)}; known: {', '.join(PARAMS)}")
+    return Env(env_id, make_params(env_id, **params))
