@@ -1,0 +1,102 @@
+"""The gymnax adapter under gymnax's own wrappers (`LogWrapper`, `FlattenObservationWrapper`):
+jitted and vmapped, auto-reset with the new episode's mask, spaces, no truncation."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import pytest
+from gymnax.wrappers.purerl import FlattenObservationWrapper, LogWrapper
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.suite import core
+from yahtzee_jax.suite.gymnax_env import YahtzeeGymnax
+
+BATCH = 8
+
+
+def masked_random(key: jax.Array, mask: jax.Array) -> jax.Array:
+    """A uniformly random legal action of each row of `mask`."""
+    return jax.random.categorical(key, jnp.where(mask, 0.0, -jnp.inf), axis=-1)
+
+
+def run(env_id: str, steps: int, **params: object) -> dict[str, jax.Array]:
+    """`steps` vmapped, jitted steps of random legal play through gymnax's wrappers."""
+    base = YahtzeeGymnax(env_id, **params)
+    env = LogWrapper(FlattenObservationWrapper(base))
+    env_params = base.default_params
+    keys = jax.random.split(jax.random.key(0), BATCH)
+    obs, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env_params)
+    mask = jax.vmap(base.action_mask)(state.env_state)
+
+    def one(carry: tuple, key: jax.Array) -> tuple:
+        state, mask = carry
+        act_key, step_key = jax.random.split(key)
+        action = masked_random(act_key, mask)
+        step_keys = jax.random.split(step_key, BATCH)
+        obs, state, reward, terminated, truncated, info = jax.vmap(
+            env.step, in_axes=(0, 0, 0, None)
+        )(step_keys, state, action, env_params)
+        mask = info["action_mask"]
+        fresh = jax.vmap(base.action_mask)(state.env_state)
+        out = {
+            "obs": obs,
+            "reward": reward,
+            "terminated": terminated,
+            "truncated": truncated,
+            "returned": info["returned_episode_returns"],
+            "mask_is_fresh": jnp.all(mask == fresh),
+            "legal_taken": jnp.take_along_axis(carry[1], action[:, None], 1)[:, 0],
+            "totals": jax.vmap(core.total_scores, in_axes=(0, None))(
+                state.env_state.env, env_params
+            ),
+        }
+        return (state, mask), out
+
+    _, out = jax.jit(lambda c, k: jax.lax.scan(one, c, jax.random.split(k, steps)))(
+        (state, mask), jax.random.key(1)
+    )
+    out["space"] = base.observation_space(env_params)
+    out["first_obs"] = obs
+    return out
+
+
+def test_a_whole_game_runs_jitted_and_vmapped_and_resets_itself():
+    """Two games' worth of steps of Yahtzee-v0: every episode terminates after exactly 39
+    decisions, its logged return is its final total, the next episode starts on its own
+    (obs and mask those of the fresh card) and nothing is ever truncated."""
+    out = run("Yahtzee-v0", 2 * 39)
+    terminated = out["terminated"]
+    assert terminated[38].all() and terminated[77].all()
+    assert int(terminated.sum()) == 2 * BATCH
+    assert not out["truncated"].any()
+    assert out["mask_is_fresh"].all() and out["legal_taken"].all()
+    returns = jnp.sum(out["reward"][:39], axis=0)
+    assert jnp.array_equal(out["returned"][38], returns)
+    assert jnp.array_equal(returns, out["totals"][37][:, 0] + out["reward"][38])
+    assert bool(jnp.all(returns > 0))
+    space = out["space"]
+    assert all(space.contains(o) for o in out["obs"].reshape(-1, out["obs"].shape[-1])[:200])
+
+
+def test_a_match_against_greedy1_rewards_the_result_once():
+    """YahtzeeMatch-v0 against greedy1: rewards are 0 until the 39th decision, then +1, 0 or -1
+    (the result for the outside seat)."""
+    out = run("YahtzeeMatch-v0", 39)
+    rewards = out["reward"]
+    assert not rewards[:38].any() and out["terminated"][38].all()
+    assert set(rewards[38].tolist()) <= {-1.0, 0.0, 1.0}
+
+
+def test_spaces_and_names():
+    """Discrete(45) actions and a 75-wide Box for Yahtzee; Yatzy's 15 boxes give 47 actions."""
+    env = YahtzeeGymnax("Yahtzee-v0")
+    assert env.action_space().n == env.num_actions == 45 and env.name == "Yahtzee-v0"
+    assert env.observation_space(env.default_params).shape == (75,)
+    assert YahtzeeGymnax("Yatzy-v0").num_actions == 47
+
+
+def test_a_single_agent_adapter_refuses_a_table_without_opponent():
+    """With every seat outside, a single-agent env would not know whose reward to return."""
+    with pytest.raises(UserError, match="PettingZoo"):
+        YahtzeeGymnax("YahtzeeMatch-v0", opponent=None)

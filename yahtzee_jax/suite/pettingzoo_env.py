@@ -1,0 +1,194 @@
+"""The PettingZoo adapter: an N-player match as an AEC env and as a parallel env (`gym` extra).
+
+Agents are ``player_0`` .. ``player_{P-1}`` in seat order. An observation is a dict (PettingZoo's
+classic games' layout): ``"observation"``, the seat's view (`suite.core.observe`: its card, then
+each other card's open boxes, upper total and score difference; never their dice), and
+``"action_mask"`` (int8; all zeros for a seat that is not on turn in the AEC env). The AEC env
+plays the match in turns (keep, keep, score, then the next seat); the parallel env plays each
+round at once (every seat decides on its own card at every step: Yahtzee's cards do not
+interact, so only what a seat sees of the others differs). Rewards: ``reward="win"`` (+1, 0 or
+-1 at the end) or ``"score"`` (each decision's points). An illegal action changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv, ParallelEnv
+
+from yahtzee_jax.game.rules import KEEP_ALL
+from yahtzee_jax.suite import core
+from yahtzee_jax.suite.core import EnvParams, EnvState
+from yahtzee_jax.suite.registry import make
+
+
+@jax.jit
+def _views(state: EnvState, params: EnvParams) -> tuple[jax.Array, jax.Array]:
+    """Every seat's observation [P, F] and own legal actions [P, A]."""
+    seats = jax.numpy.arange(params.players)
+    obs = jax.vmap(lambda seat: core.observe(state, params, seat))(seats)
+    masks = jax.vmap(lambda seat: core.seat_legal_action_mask(state, params, seat))(seats)
+    return obs, masks
+
+
+_init = jax.jit(core.init)
+_step = jax.jit(core.step)
+_step_all = jax.jit(core.step_all)
+
+
+class _Match:
+    """What both envs share: the params, the agents, their spaces and the JAX key."""
+
+    metadata: dict[str, Any] = {"render_modes": [], "is_parallelizable": True}  # noqa: RUF012
+
+    def _setup(self, env_id: str, players: int, reward: str, params: dict[str, Any]) -> None:
+        self.env = make(env_id, players=players, opponent=None, reward=reward, **params)
+        self.params = self.env.default_params
+        self.possible_agents = [f"player_{seat}" for seat in range(players)]
+        size, actions = self.env.observation_size, self.env.num_actions
+        low, high = core.OBSERVATION_LOW, core.OBSERVATION_HIGH
+        self._observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(low, high, (size,), np.float32),
+                "action_mask": spaces.Box(0, 1, (actions,), np.int8),
+            }
+        )
+        self._action_space = spaces.Discrete(actions)
+        self.np_random, _ = seeding.np_random(None)
+        self.state: EnvState | None = None
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        """The dict space of every agent's observation (one object: PettingZoo checks it)."""
+        return self._observation_space
+
+    def action_space(self, agent: str) -> spaces.Discrete:
+        """Discrete(num_actions) for every agent."""
+        return self._action_space
+
+    def _next_key(self) -> jax.Array:
+        return jax.random.key(int(self.np_random.integers(2**32, dtype=np.uint64)))
+
+    def _new_state(self, seed: int | None) -> None:
+        if seed is not None:
+            self.np_random, _ = seeding.np_random(seed)
+        self.state = _init(self._next_key(), self.params)
+        self.agents = self.possible_agents[:]
+        self._refresh()
+
+    def _refresh(self) -> None:
+        obs, masks = _views(self.state, self.params)
+        self._obs, self._masks = np.asarray(obs), np.asarray(masks).astype(np.int8)
+
+    def _reward(self) -> dict[str, float]:
+        rewards = np.asarray(self.state.rewards)
+        return {agent: float(rewards[seat]) for seat, agent in enumerate(self.possible_agents)}
+
+
+class YahtzeeAEC(_Match, AECEnv):
+    """The match in turns: `agent_selection` is the seat on turn, `last()` its view."""
+
+    metadata: dict[str, Any] = {  # noqa: RUF012
+        "name": "yahtzee_jax_match_v0",
+        "render_modes": [],
+        "is_parallelizable": False,
+    }
+
+    def __init__(
+        self, env_id: str = "YahtzeeMatch-v0", players: int = 2, reward: str = "win", **params: Any
+    ) -> None:
+        super().__init__()
+        self._setup(env_id, players, reward, params)
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """A new match; `seed` fixes its dice."""
+        self._new_state(seed)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {agent: {} for agent in self.agents}
+        self.agent_selection = self.possible_agents[int(self.state.current_player)]
+
+    def observe(self, agent: str) -> dict[str, np.ndarray]:
+        """`agent`'s view; its mask is all zeros when it is not on turn."""
+        seat = self.possible_agents.index(agent)
+        on_turn = agent == self.agent_selection and not self.terminations[agent]
+        mask = self._masks[seat] if on_turn else np.zeros_like(self._masks[seat])
+        return {"observation": self._obs[seat].copy(), "action_mask": mask.copy()}
+
+    def step(self, action: Any) -> None:
+        """The seat on turn decides; at the match's end every agent is terminated."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self.state = _step(self.state, np.int32(action), self._next_key(), self.params)
+        self._refresh()
+        self.rewards = self._reward()
+        if bool(self.state.terminated):
+            self.terminations = dict.fromkeys(self.agents, True)
+        self.agent_selection = self.possible_agents[int(self.state.current_player)]
+        self._accumulate_rewards()
+
+
+class YahtzeeParallel(_Match, ParallelEnv):
+    """The match a round at a time: every seat takes one decision on its own card per step."""
+
+    metadata: dict[str, Any] = {  # noqa: RUF012
+        "name": "yahtzee_jax_match_parallel_v0",
+        "render_modes": [],
+    }
+
+    def __init__(
+        self, env_id: str = "YahtzeeMatch-v0", players: int = 2, reward: str = "win", **params: Any
+    ) -> None:
+        self._setup(env_id, players, reward, params)
+
+    def _observations(self) -> dict[str, dict[str, np.ndarray]]:
+        return {
+            agent: {"observation": self._obs[seat].copy(), "action_mask": self._masks[seat].copy()}
+            for seat, agent in enumerate(self.possible_agents)
+            if agent in self.agents
+        }
+
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """A new match: every seat's view and an empty info."""
+        self._new_state(seed)
+        return self._observations(), {agent: {} for agent in self.agents}
+
+    def step(
+        self, actions: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]]:
+        """Every seat's decision at once (a missing one keeps every die, or changes nothing)."""
+        moves = [actions.get(agent, KEEP_ALL) for agent in self.possible_agents]
+        self.state = _step_all(
+            self.state, np.asarray(moves, np.int32), self._next_key(), self.params
+        )
+        self._refresh()
+        live = self.agents
+        rewards = {agent: reward for agent, reward in self._reward().items() if agent in live}
+        over = bool(self.state.terminated)
+        terminations = dict.fromkeys(live, over)
+        truncations = dict.fromkeys(live, False)
+        observations = self._observations()
+        infos = {agent: {} for agent in live}
+        if over:
+            self.agents = []
+        return observations, rewards, terminations, truncations, infos
+
+
+def env(**params: Any) -> YahtzeeAEC:
+    """The AEC match (PettingZoo's module-level constructor name)."""
+    return YahtzeeAEC(**params)
+
+
+def parallel_env(**params: Any) -> YahtzeeParallel:
+    """The parallel match."""
+    return YahtzeeParallel(**params)
