@@ -9,7 +9,7 @@ OUT ?= runs/$(PRESET)
 ARGS ?=
 STAMP := $(VENV)/.installed
 
-.PHONY: setup train test test-slow test-all lint format bench solve clean help
+.PHONY: setup train test test-slow test-all lint format bench solve gpu-figures clean help
 
 help:
 	@echo "make train [PRESET=paper-a2c|quick] [ARGS='--set optim.lr=3e-4']  train (resumes if $(OUT) has checkpoints)"
@@ -18,6 +18,7 @@ help:
 	@echo "make lint | format           ruff check + format check | apply ruff format"
 	@echo "make bench                   engine benchmark (bench env); see README for the others"
 	@echo "make solve RULES=official    exact optimum for a rule variant"
+	@echo "make gpu-figures OUT=DIR     every GPU figure of issue 43 in at most 8 minutes, JSON in DIR"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +57,11 @@ bench: setup
 RULES ?= official
 solve: setup
 	$(BIN)/yahtzee-jax solve --rules $(RULES)
+
+# On a machine with a GPU (after `.venv/bin/pip install -e '.[cuda]'`): the model-free preset's
+# time to quality and the fused step's throughput, as JSON in $(OUT) (experiments/gpu_figures.py).
+gpu-figures: setup
+	$(BIN)/python experiments/gpu_figures.py $(OUT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

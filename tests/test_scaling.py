@@ -80,20 +80,74 @@ def test_bad_arguments_are_one_line_and_exit_2(argv, message, capsys) -> None:
     assert err.count("\n") == 1 and message in err
 
 
-def test_scaling_study_scales_the_learning_rate_with_the_square_root_of_the_batch() -> None:
-    """Three batch sizes, each run's rate 1e-4 x sqrt(B / 20), the same games per run (to
-    within one update) at both scales, each run alone by default."""
+def test_scaling_study_scales_the_learning_rate_with_the_square_root_of_the_minibatch() -> None:
+    """B = 20, 256, 1,024 and 4,096 at widths 128, 256 and 600 on a GPU, width 128 only on the
+    CPU; every run's rate 8e-4 x sqrt(minibatch / 128) to two digits, minibatches of 128
+    games (the whole batch at B = 20), the same games per run, each run alone by default."""
     study = load_study("scaling")
     assert study.population == 1 and study.plot == "curves"
-    for scale in studies.SCALES:
-        configs = [config for _, _, config in check_study(study, scale, study.seeds, ())]
-        assert len(configs) == 3 * study.seeds
-        assert [c.train.games_per_update for c in configs[:: study.seeds]] == [20, 80, 320]
+    assert study.thresholds == (230.0, 241.78, 248.0)
+    for scale, widths in (("paper", [128, 256, 600]), ("cpu", [128])):
+        configs = [config for _, _, config in check_study(study, scale, 1, ())]
+        assert [(c.network.hidden_size, c.train.games_per_update) for c in configs] == [
+            (width, batch) for width in widths for batch in (20, 256, 1024, 4096)
+        ]
         for config in configs:
-            batch = config.train.games_per_update
-            assert config.optim.lr == pytest.approx(1e-4 * math.sqrt(batch / 20))
-            played = config.train.total_updates * batch
-            assert 0 <= played - config.train.total_games < batch
+            minibatch = config.algo.games_per_minibatch
+            assert minibatch == min(config.train.games_per_update, 128)
+            assert config.optim.lr == pytest.approx(8e-4 * math.sqrt(minibatch / 128), rel=0.02)
+            assert config.train.total_updates * config.train.games_per_update == 819_200
+
+
+def test_study_scale_keeps_only_the_runs_it_names(tmp_path, monkeypatch) -> None:
+    """A scale given as {set, only} trains the runs carrying every `only` override; a scale
+    that keeps no run is a one-line spec error."""
+    spec = {
+        "title": "t",
+        "base": "quick",
+        "plot": "curves",
+        "scales": {"paper": [], "cpu": {"set": ["train.total_games=640"], "only": ["optim.lr=1"]}},
+        "runs": {"a": ["optim.lr=1"], "b": ["optim.lr=2"]},
+    }
+    monkeypatch.setattr(studies, "STUDIES", tmp_path)
+    (tmp_path / "t.yaml").write_text(json.dumps(spec))
+    study = load_study("t")
+    assert [run.label for run in study.runs_at("paper")] == ["a", "b"]
+    assert [run.label for run in study.runs_at("cpu")] == ["a"]
+    assert [c.train.total_games for _, _, c in check_study(study, "cpu", 1, ())] == [640]
+    spec["scales"]["cpu"]["only"] = ["optim.lr=3"]
+    (tmp_path / "t.yaml").write_text(json.dumps(spec))
+    with pytest.raises(studies.UserError, match="no run is kept at scale cpu"):
+        load_study("t")
+
+
+def test_report_tabulates_the_games_to_each_threshold(tmp_path) -> None:
+    """Two seeds whose evaluations average 225, 235, 245 at 1,000, 2,000, 3,000 games: 230 is
+    first reached at 2,000 games, 241.78 at 3,000, 248 never; the table and results.json say so,
+    each with the mean of the seeds' wall times."""
+    run = StudyRun("only", "quick", ())
+    study = Study(
+        "s", "S", "Fig. 0", (run,), {"paper": (), "cpu": ()}, 2, "curves",
+        thresholds=(230.0, 241.78, 248.0),
+    )  # fmt: skip
+    for seed, shift in ((0, -5.0), (1, 5.0)):
+        _fake_run(tmp_path, run, seed, 240.0, 0.1)
+        rows = [
+            {"update": k + 1, "games": 1000 * (k + 1), "mean": mean + shift, "std": 30.0}
+            | {"num_games": 20, "wall_s": 60.0 * (k + 1) + seed}
+            for k, mean in enumerate([225.0, 235.0, 245.0])
+        ]
+        evals = tmp_path / "only" / f"seed{seed}" / "evals.jsonl"
+        evals.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    results = write_study_report(study, "cpu", 2, tmp_path)
+    assert results["runs"][0]["first_reached"] == {
+        "230": {"games": 2000, "wall_s": 120.5},
+        "241.78": {"games": 3000, "wall_s": 180.5},
+        "248": None,
+    }
+    markdown = (tmp_path / "s.md").read_text()
+    assert "| run | games to 230 | games to 241.78 | games to 248 |" in markdown
+    assert "| only | 2,000 (2.0 min) | 3,000 (3.0 min) | - |" in markdown
 
 
 def test_study_population_is_the_default_of_the_option(tmp_path, monkeypatch) -> None:

@@ -80,7 +80,7 @@ def run_study(
 def estimated_cpu_seconds(study: Study, scale: str, seeds: int) -> float:
     """Rough training and evaluation time of the study on this project's 2-core CPU."""
     total = 0.0
-    for run in study.runs:
+    for run in study.runs_at(scale):
         config = study.config(run, scale, 0)
         network = config.network
         size = network.hidden_size**2 * (network.trunk_layers + 2) / (600**2 * 4)
@@ -111,7 +111,8 @@ def list_studies() -> str:
         study = load_study(name)
         cpu = estimated_cpu_seconds(study, "cpu", study.seeds)
         paper = estimated_cpu_seconds(study, "paper", study.seeds)
-        runs = f"{len(study.runs)} x {study.seeds}"
+        cpu_runs, paper_runs = len(study.runs_at("cpu")), len(study.runs_at("paper"))
+        runs = f"{cpu_runs}{'' if cpu_runs == paper_runs else f'/{paper_runs}'} x {study.seeds}"
         lines.append(
             f"{name:<20} {runs:>12}  {_duration(cpu):>9}  {_duration(paper):>11}  "
             f"{study.title} ({study.paper})"

@@ -82,6 +82,16 @@ class Study:
     plot: str
     population: int = 0  # the default of `--population` (1: every run alone, its own clock)
     scalars: tuple[str, ...] = ()  # logged training scalars to draw against games
+    # per scale, the overrides a run must carry to be run at it (a CPU scale that keeps the
+    # narrow networks of a grid); a scale absent here runs every run
+    only: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # scores whose first crossing (games and wall time) the report tabulates per run
+    thresholds: tuple[float, ...] = ()
+
+    def runs_at(self, scale: str) -> tuple[StudyRun, ...]:
+        """The runs trained and reported at `scale`."""
+        required = self.only.get(scale, ())
+        return tuple(run for run in self.runs if all(text in run.overrides for text in required))
 
     def config(
         self, run: StudyRun, scale: str, seed: int, overrides: tuple[str, ...] = ()
@@ -115,23 +125,39 @@ def load_study(name: str) -> Study:
         spec["plot"] in PLOT_KINDS, f"{where}: plot must be one of {', '.join(PLOT_KINDS)}"
     )
     require_spec(set(spec["scales"]) == set(SCALES), f"{where}: scales must be {', '.join(SCALES)}")
+    scales, only = {}, {}
+    for scale in SCALES:  # a list of overrides, or {set: [overrides], only: [overrides]}
+        value = spec["scales"][scale]
+        if isinstance(value, dict):
+            require_spec(
+                set(value) <= {"set", "only"}, f"{where}: scale {scale} takes only set and only"
+            )
+            scales[scale] = tuple(value.get("set") or ())
+            only[scale] = tuple(value.get("only") or ())
+        else:
+            scales[scale] = tuple(value or ())
     runs = _runs(spec, where)
     require_spec(bool(runs), f"{where} has no runs")
     labels = [run.label for run in runs]
     require_spec(len(set(labels)) == len(labels), f"{where}: run labels repeat")
     for run in runs:
         require_spec(run.preset in available_presets(), f"{where}: unknown preset {run.preset!r}")
-    return Study(
+    study = Study(
         name=name,
         title=spec["title"],
         paper=spec.get("paper", ""),
         runs=runs,
-        scales={scale: tuple(spec["scales"][scale]) for scale in SCALES},
+        scales=scales,
         seeds=int(spec.get("seeds", 1)),
         plot=spec["plot"],
         population=int(spec.get("population", 0)),
         scalars=tuple(str(tag) for tag in spec.get("scalars") or ()),
+        only=only,
+        thresholds=tuple(float(value) for value in spec.get("thresholds") or ()),
     )
+    for scale in SCALES:
+        require_spec(bool(study.runs_at(scale)), f"{where}: no run is kept at scale {scale}")
+    return study
 
 
 def require_spec(condition: bool, message: str) -> None:
@@ -186,7 +212,7 @@ def check_study(study: Study, scale: str, seeds: int, overrides: tuple[str, ...]
         seeds <= MAX_SEEDS, f"the number of seeds must be at most {MAX_SEEDS} (got {seeds})"
     )
     planned = []
-    for run in study.runs:
+    for run in study.runs_at(scale):
         for seed in range(seeds):
             try:
                 planned.append((run, seed, study.config(run, scale, seed, overrides)))

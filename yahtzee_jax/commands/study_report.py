@@ -38,7 +38,7 @@ def collect_results(
     """Per run: final evaluation mean +- s.e. across seeds, rates, games, wall time, curve."""
     timings = _read_json(out_dir / TIMINGS_FILE)
     results = []
-    for run in study.runs:
+    for run in study.runs_at(scale):
         seeds_done = []
         for seed in range(seeds):
             directory = run_dir(out_dir, run, seed)
@@ -88,6 +88,23 @@ def collect_results(
     return results
 
 
+def first_crossings(
+    curve: list[dict[str, Any]], thresholds: tuple[float, ...]
+) -> dict[str, dict[str, float] | None]:
+    """For each threshold, the games (and wall seconds, where logged) of the first evaluation
+    whose mean is at or above it; None where no evaluation reached it. Keys are the thresholds
+    as text ("241.78")."""
+    crossings: dict[str, dict[str, float] | None] = {}
+    for threshold in thresholds:
+        row = next((row for row in curve if row["mean"] >= threshold), None)
+        crossings[f"{threshold:g}"] = (
+            None
+            if row is None
+            else {"games": row["games"], **({"wall_s": row["wall_s"]} if "wall_s" in row else {})}
+        )
+    return crossings
+
+
 def _mean_of(rows: list[dict[str, Any]], key: str) -> float | None:
     values = [row[key] for row in rows if row[key] is not None]
     return float(np.mean(values)) if values else None
@@ -95,10 +112,10 @@ def _mean_of(rows: list[dict[str, Any]], key: str) -> float | None:
 
 def scale_note(study: Study, scale: str, overrides: tuple[str, ...] = ()) -> str:
     """What the budget is, said in every title: the cpu scale is a reduced one."""
-    games = study.config(study.runs[0], scale, 0, overrides).train.total_games
+    games = study.config(study.runs_at(scale)[0], scale, 0, overrides).train.total_games
     if scale == "paper":
         return f"Paper scale, {games:,} games per run"
-    paper_games = study.config(study.runs[0], "paper", 0).train.total_games
+    paper_games = study.config(study.runs_at("paper")[0], "paper", 0).train.total_games
     return f"CPU scale: {games:,} games per run, reduced from the paper's {paper_games:,}"
 
 
@@ -110,6 +127,9 @@ def write_study_report(
 
     results = collect_results(study, scale, seeds, out_dir, overrides)
     require_spec(bool(results), f"study {study.name!r} has no finished run in {out_dir}")
+    for result in results:  # on the seeds' mean curve: one seed's noise crosses early
+        curve = _seed_mean_curve(result["per_seed"])
+        result["first_reached"] = first_crossings(curve, study.thresholds)
     note = scale_note(study, scale, overrides)
     title = f"{study.title}\n{note}"
     figure_path = plots.save_figure(
@@ -254,6 +274,19 @@ def study_markdown(
             "",
             results_table(results),
             "",
+            *(
+                [
+                    "Games (and wall time) to the first evaluation whose mean over the seeds "
+                    "reached each score (each evaluation: "
+                    f"{results[0]['per_seed'][0]['evals'][0]['num_games']:,} argmax games a "
+                    "seed; -: never reached):",
+                    "",
+                    crossings_table(results, study.thresholds),
+                    "",
+                ]
+                if study.thresholds
+                else []
+            ),
             f"![{study.name}]({figure_name})",
             "",
             *(
@@ -313,4 +346,21 @@ def results_table(results: list[dict[str, Any]]) -> str:
             row.append("-" if percent is None else f"{percent:.1f} %")
         row += [f"{result['games']:,}", wall]
         lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def crossings_table(results: list[dict[str, Any]], thresholds: tuple[float, ...]) -> str:
+    """Markdown table: per run, the games and wall time to each threshold (`first_crossings`)."""
+    header = ["run", *(f"games to {value:g}" for value in thresholds)]
+    lines = ["| " + " | ".join(header) + " |", "|---" + "|---:" * len(thresholds) + "|"]
+    for result in results:
+        cells = [result["label"]]
+        for value in thresholds:
+            reached = result["first_reached"][f"{value:g}"]
+            if reached is None:
+                cells.append("-")
+                continue
+            wall = f" ({reached['wall_s'] / 60:.1f} min)" if "wall_s" in reached else ""
+            cells.append(f"{reached['games']:,}{wall}")
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

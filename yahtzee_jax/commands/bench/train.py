@@ -54,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="comma-separated network.hidden_size values to measure (default: the preset's)",
     )
+    parser.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time the update's parts alone: the env with a random policy, the learner's "
+        "rollout, and the rest (the learning); with each network's parameter count",
+    )
     add_override_argument(parser)
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
@@ -115,8 +121,9 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
     }
 
 
-def measure(config, repeats: int) -> dict:
-    """Time one batch size: seconds per update of the pipeline and of the bare fwd+bwd."""
+def measure(config, repeats: int, breakdown: bool = False) -> dict:
+    """Time one batch size: seconds per update of the pipeline and of the bare fwd+bwd (and,
+    with `breakdown`, of its parts: `bench.breakdown`)."""
     import jax
 
     from yahtzee_jax.algorithms import actor_critic
@@ -155,11 +162,17 @@ def measure(config, repeats: int) -> dict:
 
     bare_compiled = jax.jit(bare).lower(state.params).compile()
     network = _best_time(bare_compiled, state.params, repeats) / updates
-    return row | {
+    row |= {
         "fwd_bwd_ms": 1000 * network,
         "fwd_bwd_transitions_per_second": transitions / network,
         "pipeline_over_fwd_bwd": pipeline / network,
     }
+    if breakdown:
+        from yahtzee_jax.commands.bench.breakdown import time_parts
+
+        parts = time_parts(config, repeats, _best_time)
+        row |= parts | {"learn_ms": row["ms_per_update"] - parts["rollout_ms"]}
+    return row
 
 
 def measure_population(config, size: int, repeats: int) -> dict:
@@ -280,18 +293,29 @@ def run(args: argparse.Namespace) -> int:
     results = []
     for preset, config in configs:
         row = {"preset": preset, "width": config.network.hidden_size} | measure(
-            config, args.repeats
+            config, args.repeats, args.breakdown
         )
         results.append(row)
+        parts = (
+            f" | env {row['env_ms']:.1f} rollout {row['rollout_ms']:.1f} learn "
+            f"{row['learn_ms']:.1f} ms, {row['parameters']:,} parameters"
+            if args.breakdown
+            else ""
+        )
         print(
             f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} "
             f"{row['games_per_update']:>6} {row['ms_per_update']:>10.1f} "
             f"{row['games_per_second']:>9.1f} {row['transitions_per_second']:>10.0f} "
             f"{row['fwd_bwd_ms']:>11.1f} {row['pipeline_over_fwd_bwd']:>6.2f} "
-            f"{row['compile_seconds']:>9.1f}",
+            f"{row['compile_seconds']:>9.1f}{parts}",
             flush=True,
         )
     print("ratio = full update time / bare forward+backward time on the same transitions")
+    if args.breakdown:
+        print(
+            "env = the game with a random legal policy (features computed, no network); "
+            "rollout = the learner's acting; learn = update - rollout"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0

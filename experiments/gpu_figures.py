@@ -1,0 +1,205 @@
+"""Every GPU figure issue 43 asks for, in one command that fits a short device loan.
+
+    python experiments/gpu_figures.py OUT [--budget-s 480] [--tiny]
+    make gpu-figures OUT=OUT
+
+Steps, in order of worth, each a whole `yahtzee-jax` command timed from outside (JAX's start,
+compilation and the final evaluation included), each skipped when the time it is expected to
+take no longer fits in what is left of `--budget-s`:
+
+1. `train_gpu-ppo_seed1.json`: the model-free GPU preset, seed 1 (seed 0 chose its settings),
+   its wall time, final evaluation and the games and seconds at which its evaluations first
+   reached 230, 241.78 and 248;
+2. `bench_train.json`: the fused step's games/s against B at widths 64 (a Yacht-Agent-sized
+   network), 128, 256 and 600, beside the bare forward+backward, with the time split into the
+   env, the acting rollout and the learning (`bench train --breakdown`);
+3. `train_gpu-ppo_seed2.json`: the preset again on seed 2 (not with `--tiny`).
+
+`machine.json` records the device, the CPU and the load before the first step; `manifest.json`
+lists each step with its exit status and wall time. `--tiny` shrinks every budget so the whole
+script runs on a CPU in about a minute (`make test` runs it so): the same code paths, no
+meaningful figures. Run directories go to a temporary folder; only small JSON comes to OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+THRESHOLDS = (230.0, 241.78, 248.0)
+PRESET = "gpu-ppo"
+# (batches, widths) of the throughput grid; B = 20 is the paper's batch, the rest the large ones
+BENCH_BATCHES = "20,1024,4096,8192"
+BENCH_WIDTHS = "64,128,256,600"
+# Expected seconds of each step on one H100 (from the fast-gpu figures: about 10 s of JAX start
+# and compilation per command), used to skip a step that cannot finish in the time left.
+EXPECTED_S = {"train": 75.0, "bench": 200.0}
+TINY_TRAIN = [
+    "--set",
+    "train.total_games=64",
+    "--set",
+    "train.games_per_update=32",
+    "--set",
+    "algo.games_per_minibatch=16",
+    "--set",
+    "network.hidden_size=16",
+    "--set",
+    "train.eval_games=16",
+    "--set",
+    "train.final_eval_games=64",
+]
+TINY_BENCH = [
+    *("--batches", "4,8", "--widths", "8,16", "--repeats", "1"),
+    *("--set", "algo.games_per_minibatch=4"),
+]
+
+
+def machine() -> dict[str, Any]:
+    """The device JAX sees, the CPU, and the load average when the script started."""
+    import jax
+
+    cpu = platform.processor()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        text = cpuinfo.read_text()
+        names = [
+            line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line
+        ]
+        cpu = names[0] if names else cpu
+        flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
+        cpu += ", AVX-512" if "avx512f" in flags else ", AVX2" if "avx2" in flags else ""
+    return {
+        "devices": [device.device_kind for device in jax.devices()],
+        "platform": jax.devices()[0].platform,
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
+        "jax": jax.__version__,
+    }
+
+
+def first_reached(evals: list[dict[str, Any]]) -> dict[str, dict[str, float] | None]:
+    """Games and training seconds of the first evaluation at or above each threshold."""
+    reached: dict[str, dict[str, float] | None] = {}
+    for threshold in THRESHOLDS:
+        row = next((row for row in evals if row["mean"] >= threshold), None)
+        reached[f"{threshold:g}"] = (
+            None if row is None else {"games": row["games"], "wall_s": row.get("wall_s")}
+        )
+    return reached
+
+
+def run_command(argv: list[str]) -> tuple[int, float, str]:
+    """Run one command; (exit status, wall seconds, the last lines of its output)."""
+    start = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-5:])
+    return done.returncode, seconds, tail
+
+
+def train_step(out: Path, work: Path, seed: int, tiny: bool) -> dict[str, Any]:
+    """Train the preset on one seed, timed whole; write its figures to OUT."""
+    run_dir = work / f"{PRESET}-seed{seed}"
+    argv = [
+        *yahtzee_jax_command(),
+        "train",
+        "--preset",
+        PRESET,
+        "--set",
+        f"train.seed={seed}",
+        "--out",
+        str(run_dir),
+        "--no-progress",
+        *(TINY_TRAIN if tiny else []),
+    ]
+    status, seconds, tail = run_command(argv)
+    result: dict[str, Any] = {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds}
+    if status == 0:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        evals = [json.loads(line) for line in (run_dir / "evals.jsonl").read_text().splitlines()]
+        result |= {
+            "final_eval": summary.get("final_eval"),
+            "games": summary.get("games"),
+            "first_reached": first_reached(evals),
+            "evals": evals,
+        }
+    else:
+        result["output_tail"] = tail
+    (out / f"train_{PRESET}_seed{seed}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def bench_step(out: Path, tiny: bool) -> dict[str, Any]:
+    """The throughput grid with its breakdown, written by `bench train --json`."""
+    path = out / "bench_train.json"
+    argv = [
+        *yahtzee_jax_command(),
+        "bench",
+        "train",
+        "--preset",
+        PRESET,
+        "--breakdown",
+        "--json",
+        str(path),
+        *(TINY_BENCH if tiny else ["--batches", BENCH_BATCHES, "--widths", BENCH_WIDTHS]),
+    ]
+    status, seconds, tail = run_command(argv)
+    return {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds, "output_tail": tail}
+
+
+def yahtzee_jax_command() -> list[str]:
+    """The CLI of the Python running this script (its own venv's package)."""
+    return [sys.executable, "-m", "yahtzee_jax.commands.cli"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the steps that fit in the budget; write OUT/manifest.json."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="folder for the JSON artifacts")
+    parser.add_argument("--budget-s", type=float, default=480.0, help="seconds for every step")
+    parser.add_argument("--tiny", action="store_true", help="tiny budgets: a CPU smoke run")
+    args = parser.parse_args(argv)
+    if args.budget_s <= 0:
+        parser.error(f"--budget-s {args.budget_s:g} must be > 0")
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "machine.json").write_text(json.dumps(machine(), indent=2) + "\n")
+    started = time.perf_counter()
+    steps = [
+        ("train seed 1", "train", lambda work: train_step(out, work, 1, args.tiny)),
+        ("bench train", "bench", lambda work: bench_step(out, args.tiny)),
+    ]
+    if not args.tiny:  # the same code path as seed 1: a smoke run needs it once
+        steps.append(("train seed 2", "train", lambda work: train_step(out, work, 2, args.tiny)))
+    manifest = []
+    work = Path(tempfile.mkdtemp(prefix="gpu-figures-"))
+    try:
+        for name, kind, step in steps:
+            left = args.budget_s - (time.perf_counter() - started)
+            if not args.tiny and EXPECTED_S[kind] > left:
+                manifest.append({"step": name, "skipped": f"{left:.0f} s left"})
+                continue
+            result = step(work)
+            entry = {"step": name, "status": result["status"], "wall_s": result["wall_s"]}
+            if result["status"] != 0:
+                entry["output_tail"] = result.get("output_tail", "")
+            manifest.append(entry)
+            print(f"{name}: exit {result['status']} in {result['wall_s']:.1f} s", flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return 0 if all(step.get("status", 0) == 0 for step in manifest) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""The GPU figures script (`make gpu-figures`), end to end on the CPU at tiny budgets: every
+step it runs on a GPU runs here, and each artifact has the fields the closing notes read."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "gpu_figures.py"
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("gpu_figures", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
+    """--tiny trains the GPU preset once and runs its throughput grid with the breakdown: the
+    manifest lists both with exit 0, the train artifact has its final evaluation and the
+    threshold crossings (none at 64 games), the bench rows split the update into its parts."""
+    gpu_figures = _load_script()
+    assert gpu_figures.main([str(tmp_path), "--tiny"]) == 0
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert [(step["step"], step["status"]) for step in manifest] == [
+        ("train seed 1", 0),
+        ("bench train", 0),
+    ]
+    train = json.loads((tmp_path / "train_gpu-ppo_seed1.json").read_text())
+    assert train["games"] == 64 and train["final_eval"]["games"] == 64
+    assert train["first_reached"] == {"230": None, "241.78": None, "248": None}
+    rows = json.loads((tmp_path / "bench_train.json").read_text())
+    assert [(row["width"], row["games_per_update"]) for row in rows] == [
+        (8, 4),
+        (8, 8),
+        (16, 4),
+        (16, 8),
+    ]
+    for row in rows:
+        assert row["env_ms"] > 0 and row["rollout_ms"] > 0 and row["parameters"] > 0
+        assert row["learn_ms"] == pytest.approx(row["ms_per_update"] - row["rollout_ms"])
+    machine = json.loads((tmp_path / "machine.json").read_text())
+    assert machine["platform"] == "cpu" and len(machine["load_average"]) == 3
+
+
+def test_first_reached_takes_the_first_evaluation_at_or_above_each_score() -> None:
+    """Evaluations 200, 241.78 (exactly the paper's score), 240, 249: 230 and 241.78 are first
+    reached at the second, 248 at the fourth; a score never reached is None."""
+    gpu_figures = _load_script()
+    evals = [
+        {"games": 1000 * (k + 1), "mean": mean, "wall_s": 10.0 * (k + 1)}
+        for k, mean in enumerate([200.0, 241.78, 240.0, 249.0])
+    ]
+    assert gpu_figures.first_reached(evals) == {
+        "230": {"games": 2000, "wall_s": 20.0},
+        "241.78": {"games": 2000, "wall_s": 20.0},
+        "248": {"games": 4000, "wall_s": 40.0},
+    }
+    assert gpu_figures.first_reached(evals[:1])["230"] is None
+
+
+def test_budget_must_be_positive(capsys) -> None:
+    """A budget of 0 seconds is a one-line usage error (exit 2), before anything runs."""
+    gpu_figures = _load_script()
+    with pytest.raises(SystemExit) as exit_info:
+        gpu_figures.main(["/nonexistent/out", "--budget-s", "0"])
+    assert exit_info.value.code == 2
+    assert "--budget-s 0 must be > 0" in capsys.readouterr().err
