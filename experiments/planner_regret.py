@@ -33,7 +33,7 @@ from yahtzee_jax.agents.planner import (
 from yahtzee_jax.algorithms.td_planner import value_leaf
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
-from yahtzee_jax.game.rules import DECISIONS_PER_GAME, Rules, get_rules
+from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code
@@ -83,7 +83,7 @@ def regrets(run: str, games: int, seed: int) -> dict:
     states = jax.vmap(lambda key: engine.init(key, rules))(keys)
     losses = np.zeros((2, games))
     start = time.perf_counter()
-    for _ in range(DECISIONS_PER_GAME):
+    for _ in range(rules.decisions_per_game):  # the game's own length (boxes x 3)
         action, *lost = decide(states)
         losses += np.asarray(lost)
         keys = jax.vmap(lambda key: jax.random.split(key)[0])(keys)

@@ -60,7 +60,7 @@ def random_positions(seed: int, roll_index: int | None) -> State:
     filled = rng.random((count, NUM_BOXES)) < rng.random((count, 1))
     filled[filled.all(axis=1), rng.integers(NUM_BOXES)] = False
     card_rolls = rng.integers(len(ROLLS), size=(count, NUM_BOXES))
-    scores = base_points()[card_rolls, np.arange(NUM_BOXES)]
+    scores = base_points(OFFICIAL)[card_rolls, np.arange(NUM_BOXES)]
     scores[:, Category.YAHTZEE] = np.where(rng.random(count) < 0.5, OFFICIAL.yahtzee_score, 0)
     scores = np.where(filled, scores, 0)
     dice = np.sort(rng.integers(1, NUM_FACES + 1, size=(count, NUM_DICE)), axis=1)
@@ -98,13 +98,13 @@ def test_final_roll_values_equal_the_per_box_maximum(variant, with_table):
     def both(table, states):
         def per_card(state: State) -> jax.Array:
             options = score_all_rolls(state.filled, state.scores[Category.YAHTZEE], rules)
-            mask, upper, flag = card_context(state.filled, state.scores, jnp)
+            mask, upper, flag = card_context(state.filled, state.scores, jnp, rules)
             weight = (state.turns_left > 1).astype(jnp.float32)
-            values = category_values(*options, mask, upper, flag, table, weight, jnp)
+            values = category_values(*options, mask, upper, flag, table, weight, jnp, rules)
             return values.max(axis=1)
 
-        mask, upper, flag = jax.vmap(card_context, in_axes=(0, 0, None))(
-            states.filled, states.scores, jnp
+        mask, upper, flag = jax.vmap(card_context, in_axes=(0, 0, None, None))(
+            states.filled, states.scores, jnp, rules
         )
         points, legal, bonus = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))(
             states.filled, states.scores[:, Category.YAHTZEE], rules
@@ -118,7 +118,8 @@ def test_final_roll_values_equal_the_per_box_maximum(variant, with_table):
             return weight * table[next_mask, next_upper, next_flag]
 
         yahtzee_options = (points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T)
-        fast = final_roll_values(mask, upper, flag, base_points(), yahtzee_options, future, jnp)
+        points = base_points(rules)
+        fast = final_roll_values(mask, upper, flag, points, yahtzee_options, future, jnp, rules)
         return fast, jax.vmap(per_card)(states).T, yahtzee_options, (mask, upper, flag)
 
     fast, reference, yahtzee_options, context = both(table, states)
@@ -135,11 +136,11 @@ def test_final_roll_values_equal_the_per_box_maximum(variant, with_table):
 
     context = tuple(np.asarray(part, np.int64) for part in context)
     numpy_options = tuple(np.asarray(part) for part in yahtzee_options)
-    fast64 = final_roll_values(*context, base_points(), numpy_options, future64)
+    fast64 = final_roll_values(*context, base_points(rules), numpy_options, future64, np, rules)
     np.testing.assert_allclose(fast64, np.asarray(reference, np.float64), rtol=0, atol=1e-4)
 
     # The solver's hot loop: the same numbers to the last bit, rolls in `WIDGET_ORDER[5]`.
-    plan = final_roll_plan(base_points())
+    plan = final_roll_plan(base_points(rules), rules)
     solver64 = solver_final_roll_values(*context, plan, numpy_options, future64)
     np.testing.assert_array_equal(solver64, fast64[WIDGET_ORDER[NUM_DICE]])
 
@@ -149,7 +150,7 @@ def test_solver_final_roll_values_hold_for_any_points():
     them: random lower-box points (most of them 0, scattered over the roll order) give the
     generic path's values bit for bit too."""
     rng = np.random.default_rng(3)
-    points = base_points().copy()
+    points = base_points(OFFICIAL).copy()
     lower = [box for box in range(6, NUM_BOXES) if box != Category.YAHTZEE]
     points[:, lower] = rng.integers(1, 40, size=(len(ROLLS), len(lower)))
     points[:, lower] *= rng.random((len(ROLLS), len(lower))) < 0.3
@@ -167,8 +168,8 @@ def test_solver_final_roll_values_hold_for_any_points():
     def future(next_mask, next_upper, next_flag):
         return table[next_mask, next_upper, next_flag]
 
-    generic = final_roll_values(mask, upper, flag, points, options, future)
-    plan = final_roll_plan(points)
+    generic = final_roll_values(mask, upper, flag, points, options, future, np, OFFICIAL)
+    plan = final_roll_plan(points, OFFICIAL)
     fast = solver_final_roll_values(mask, upper, flag, plan, options, future)
     np.testing.assert_array_equal(fast, generic[WIDGET_ORDER[NUM_DICE]])
 

@@ -15,12 +15,12 @@ from yahtzee_jax.algorithms.acting import make_agent
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
-from yahtzee_jax.game import DECISIONS_PER_GAME, State
+from yahtzee_jax.game import OFFICIAL, State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.runner.train import train
 
-T = DECISIONS_PER_GAME
+T = OFFICIAL.decisions_per_game  # the quick preset plays official Yahtzee
 
 
 def small_config(*more: str):
@@ -229,5 +229,5 @@ def test_short_dqn_run_beats_random(tmp_path):
         ],
     )
     summary = train(config, tmp_path, progress=False)
-    random_mean = float(np.mean(play_games(make_random_agent(), 500, seed=1).total))
+    random_mean = float(np.mean(play_games(make_random_agent("official"), 500, seed=1).total))
     assert summary["last_eval"]["mean"] > 1.5 * random_mean, (summary["last_eval"], random_mean)

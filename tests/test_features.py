@@ -18,7 +18,7 @@ ALL = FeatureConfig()
 def split(vector: np.ndarray, config: FeatureConfig = ALL) -> dict[str, np.ndarray]:
     """Cut a feature vector into its named groups."""
     parts, start = {}, 0
-    for name, size in feature_groups(config):
+    for name, size in feature_groups(config, OFFICIAL):
         parts[name] = np.asarray(vector[start : start + size])
         start += size
     assert start == len(vector)
@@ -37,15 +37,18 @@ def card(filled: dict[Category, int]) -> dict:
 
 def test_default_layout_has_75_inputs():
     """All groups on with combined dice: 30 + 6 + 13 + 1 + 3 + 1 + 1 + 1 + 6 + 13."""
-    assert feature_size(ALL) == 75
-    assert [name for name, _ in feature_groups(ALL)][:2] == ["dice_onehot", "dice_counts"]
+    assert feature_size(ALL, OFFICIAL) == 75
+    assert [name for name, _ in feature_groups(ALL, OFFICIAL)][:2] == ["dice_onehot", "dice_counts"]
 
 
 def test_groups_switch_off():
     """Each switch removes exactly its group."""
-    assert feature_size(FeatureConfig(dice="onehot")) == 75 - 6
-    assert feature_size(FeatureConfig(dice="counts")) == 75 - 30
-    assert feature_size(dataclasses.replace(ALL, lock_in=False, potential_scores=False)) == 75 - 19
+    assert feature_size(FeatureConfig(dice="onehot"), OFFICIAL) == 75 - 6
+    assert feature_size(FeatureConfig(dice="counts"), OFFICIAL) == 75 - 30
+    assert (
+        feature_size(dataclasses.replace(ALL, lock_in=False, potential_scores=False), OFFICIAL)
+        == 75 - 19
+    )
 
 
 def test_values_of_a_mid_game_position():

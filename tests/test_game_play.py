@@ -110,10 +110,12 @@ def test_every_box_filled_once_and_mask_never_empty(played) -> None:
 def test_rewards_sum_to_final_total(played) -> None:
     """Sum of rewards = final total = box sum + upper bonus + 100 x Yahtzee bonuses."""
     final, _, _, _, rewards = played
-    totals = np.asarray(total_score(final))
+    totals = np.asarray(total_score(final, OFFICIAL))
     assert (rewards.sum(axis=1) == totals).all()
     recomputed = (
-        final.scores.sum(1) + np.asarray(upper_bonus(final)) + 100 * final.yahtzee_bonus_count
+        final.scores.sum(1)
+        + np.asarray(upper_bonus(final, OFFICIAL))
+        + 100 * final.yahtzee_bonus_count
     )
     assert (recomputed == totals).all()
     assert (rewards >= 0).all()
@@ -140,7 +142,7 @@ def test_dtypes_and_sorted_dice(played) -> None:
 
 def test_random_mean_is_plausible(played) -> None:
     """Random legal play scores about 46 on average (seed 001 reports 45.6 over 1,000 games)."""
-    assert 40 < float(np.asarray(total_score(played[0])).mean()) < 52
+    assert 40 < float(np.asarray(total_score(played[0], OFFICIAL)).mean()) < 52
 
 
 def tree_equal(a, b) -> bool:
@@ -161,7 +163,7 @@ def test_an_episode_is_the_same_game_alone_or_anywhere_in_a_batch() -> None:
     alone_records = jax.tree.map(
         lambda *leaves: np.concatenate(leaves, axis=1), *[r for _, r in alone]
     )
-    assert np.array_equal(total_score(alone_final), total_score(batch_final))
+    assert np.array_equal(total_score(alone_final, OFFICIAL), total_score(batch_final, OFFICIAL))
     assert tree_equal(alone_final, batch_final)
     assert tree_equal(alone_records, batch_records)
     assert len({tuple(d) for d in batch_records.state.dice[0]}) > 1  # the 8 games differ
@@ -177,7 +179,9 @@ def test_same_key_same_game_and_different_keys_differ() -> None:
         first.scores, second.scores
     )
     assert not np.array_equal(records_a.state.dice, records_c.state.dice)
-    dice = np.asarray(jax.vmap(lambda k: init(k).dice)(jax.random.split(jax.random.key(0), 64)))
+    dice = np.asarray(
+        jax.vmap(lambda k: init(k, OFFICIAL).dice)(jax.random.split(jax.random.key(0), 64))
+    )
     assert len({tuple(d) for d in dice}) > 30
 
 
@@ -210,7 +214,9 @@ def test_trajectory_parity_with_reference_game(seed: int, variant: str) -> None:
         assert legal == game.legal_actions()
         assert int(records.reward[t, 0]) == game.step(int(records.action[t, 0]))
     assert bool(final.terminated[0]) and game.over
-    assert int(total_score(final)[0]) == reference.final_score(game.card, game.yahtzee_bonuses)
+    assert int(total_score(final, OFFICIAL)[0]) == reference.final_score(
+        game.card, game.yahtzee_bonuses
+    )
 
 
 @pytest.mark.parametrize("random_context", [False, True])
@@ -218,7 +224,7 @@ def test_single_turn_starts_with_one_turn_left(random_context: bool) -> None:
     """A single turn starts with one turn left, on an empty card or a random context whose
     number of used boxes spreads over 0..12 and whose open boxes hold nothing."""
     keys = jax.random.split(jax.random.key(5), 256)
-    states = jax.vmap(lambda k: init_single_turn(k, random_context))(keys)
+    states = jax.vmap(lambda k: init_single_turn(k, random_context, OFFICIAL))(keys)
     assert (states.turns_left == 1).all()
     filled_counts = np.asarray(states.filled.sum(1))
     if random_context:

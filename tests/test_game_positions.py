@@ -150,7 +150,7 @@ def test_bonus_not_counted_twice_above_63() -> None:
     card = {Category.SIXES: 30, Category.FIVES: 25, Category.FOURS: 15}
     after = score(position([1, 1, 2, 3, 4], scores=card), Category.ONES)
     assert int(after.reward) == 2
-    assert int(total_score(after)) == 30 + 25 + 15 + 2 + 35
+    assert int(total_score(after, OFFICIAL)) == 30 + 25 + 15 + 2 + 35
 
 
 def test_yahtzee_bonus_not_toward_upper_63() -> None:
@@ -163,7 +163,7 @@ def test_yahtzee_bonus_not_toward_upper_63() -> None:
 def test_keep_all_keeps_dice_and_advances_roll() -> None:
     """Keeping all five dice (action 31) is legal and leaves the dice as they are."""
     state = position([1, 2, 3, 4, 6], roll_index=0)
-    after = step_checked(state, KEEP_ALL, KEY)
+    after = step_checked(state, KEEP_ALL, KEY, OFFICIAL)
     assert after.dice.tolist() == [1, 2, 3, 4, 6]
     assert int(after.roll_index) == 1 and int(after.reward) == 0
 
@@ -172,7 +172,7 @@ def test_keep_mask_bits_follow_sorted_positions() -> None:
     """Bit i keeps sorted die i: keeping bits 0 and 4 of 1-2-3-4-6 keeps the 1 and the 6."""
     state = position([6, 1, 4, 3, 2], roll_index=1)
     for seed in range(20):
-        after = step(state, jnp.int32(0b10001), jax.random.key(seed))
+        after = step(state, jnp.int32(0b10001), jax.random.key(seed), OFFICIAL)
         dice = after.dice.tolist()
         assert dice == sorted(dice)
         assert 1 in dice and 6 in dice
@@ -199,7 +199,7 @@ def test_illegal_actions_leave_state_unchanged() -> None:
         (score_phase, -1),
     ]
     for state, action in cases:
-        after = step(state, jnp.int32(action), KEY)
+        after = step(state, jnp.int32(action), KEY, OFFICIAL)
         assert int(after.reward) == 0
         for field in ("dice", "roll_index", "scores", "filled", "turns_left", "terminated"):
             assert np.array_equal(getattr(after, field), getattr(state, field)), (action, field)
@@ -209,12 +209,12 @@ def test_checked_step_names_the_problem() -> None:
     """`step_checked` raises with the action, the phase and the legal choices."""
     state = position([1, 1, 2, 5, 6], scores={Category.CHANCE: 20})
     with pytest.raises(IllegalActionError, match=r"score chance.*score decision"):
-        step_checked(state, NUM_KEEP_ACTIONS + int(Category.CHANCE), KEY)
+        step_checked(state, NUM_KEEP_ACTIONS + int(Category.CHANCE), KEY, OFFICIAL)
     with pytest.raises(IllegalActionError, match="out-of-range"):
-        step_checked(state, 99, KEY)
+        step_checked(state, 99, KEY, OFFICIAL)
     over = state.replace(terminated=jnp.bool_(True))
     with pytest.raises(IllegalActionError, match="game is over"):
-        step_checked(over, 0, KEY)
+        step_checked(over, 0, KEY, OFFICIAL)
 
 
 def test_terminated_state_steps_to_itself() -> None:
@@ -223,6 +223,6 @@ def test_terminated_state_steps_to_itself() -> None:
     state = position([6, 6, 6, 5, 5], scores=card, turns_left=jnp.int32(1))
     final = score(state, Category.CHANCE)
     assert bool(final.terminated) and int(final.reward) == 28
-    assert bool(legal_action_mask(final).all())
-    again = step(final, jnp.int32(0), KEY)
+    assert bool(legal_action_mask(final, OFFICIAL).all())
+    again = step(final, jnp.int32(0), KEY, OFFICIAL)
     assert int(again.reward) == 0 and np.array_equal(again.dice, final.dice)

@@ -20,13 +20,13 @@ from yahtzee_jax.solver import make_position
 @pytest.fixture(scope="module")
 def greedy_acts():
     """Jitted act of each level (compiled once per module)."""
-    return {level: jax.jit(make_greedy_agent(level).act) for level in (1, 2, 3)}
+    return {level: jax.jit(make_greedy_agent(level, OFFICIAL).act) for level in (1, 2, 3)}
 
 
 def act(greedy_acts, level: int, dice, roll_index: int, open_boxes=None) -> int:
     """Action of a greedy agent; `open_boxes` None means an empty card, else the rest score 0."""
     card = {} if open_boxes is None else {b: 0 for b in OFFICIAL.box_names if b not in open_boxes}
-    state = make_position(dice, roll_index, card)
+    state = make_position(dice, roll_index, card, rules=OFFICIAL)
     return int(greedy_acts[level](None, state, jax.random.key(0)))
 
 
@@ -72,7 +72,9 @@ def test_level3_keeps_the_obvious_dice(greedy_acts):
 def test_greedy_ignores_the_future(greedy_acts):
     """Empty card, 6 6 6 6 5 at the score decision: greedy takes a 29-point box, not sixes (24)."""
     action = act(greedy_acts, 1, [5, 6, 6, 6, 6], 2)
-    points, _, _ = current_score_options(make_position([5, 6, 6, 6, 6], 2))
+    points, _, _ = current_score_options(
+        make_position([5, 6, 6, 6, 6], 2, rules=OFFICIAL), OFFICIAL
+    )
     assert points[action - NUM_KEEP_ACTIONS] == np.max(points) == 29
 
 
@@ -80,4 +82,4 @@ def test_greedy_ignores_the_future(greedy_acts):
 def test_bad_level(level):
     """Only levels 1, 2 and 3 exist."""
     with pytest.raises(UserError, match="greedy level"):
-        make_greedy_agent(level)
+        make_greedy_agent(level, OFFICIAL)

@@ -15,7 +15,7 @@ from yahtzee_jax.algorithms.common import lambda_returns
 from yahtzee_jax.algorithms.rollout import evaluate_trajectory, update_rollout
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule, learning_rate_schedule
 from yahtzee_jax.config import OptimConfig
-from yahtzee_jax.game import DECISIONS_PER_GAME
+from yahtzee_jax.game import OFFICIAL, get_rules
 from yahtzee_jax.runner.configs import resolve
 
 # One episode of three decisions: rewards 0, 0, 10; the critic said 1, 2, 3.
@@ -133,7 +133,7 @@ def test_shaping_rewards_of_a_game_sum_to_minus_the_first_potential():
     """gamma 1 and a fixed potential: the shaping terms telescope to Phi(s_T) - Phi(s_0) with
     Phi = 0 after the last decision, i.e. -Phi(s_0), for every game of a batch."""
     prediction = jax.random.uniform(jax.random.PRNGKey(3), (39, 5), minval=-1.5, maxval=0.5)
-    potentials = actor_critic.potential(prediction)
+    potentials = actor_critic.potential(prediction, OFFICIAL)
     shaping = actor_critic.shaping_rewards(potentials, 1.0, 1.0, discount=True)
     np.testing.assert_allclose(shaping.sum(0), -potentials[0], rtol=1e-5, atol=1e-4)
     undiscounted = actor_critic.shaping_rewards(potentials, 2.0, 0.9, discount=False)
@@ -142,7 +142,7 @@ def test_shaping_rewards_of_a_game_sum_to_minus_the_first_potential():
 
 def test_potential_is_the_bonus_share_of_the_predicted_upper_total():
     """U = 0 (final upper total 63) -> 35; U = -1 (total 0) -> 0; U = -0.5 -> 17.5; clamped."""
-    values = actor_critic.potential(jnp.array([0.0, -1.0, -0.5, 1.0, -3.0]))
+    values = actor_critic.potential(jnp.array([0.0, -1.0, -0.5, 1.0, -3.0]), OFFICIAL)
     np.testing.assert_allclose(values, [35.0, 0.0, 17.5, 35.0, 0.0], rtol=1e-6)
 
 
@@ -156,7 +156,8 @@ def test_rollout_is_reproduced_by_the_loss_forward_pass():
     trajectory = jax.jit(lambda params, key: update_rollout(context, params, key)[0])(
         state.params, state.key
     )
-    assert trajectory.action.shape == (DECISIONS_PER_GAME, config.train.games_per_update)
+    decisions = get_rules(config.train.rules).decisions_per_game
+    assert trajectory.action.shape == (decisions, config.train.games_per_update)
     log_probs, output = evaluate_trajectory(context.network, state.params, trajectory)
     taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
     np.testing.assert_allclose(output.value, trajectory.value, rtol=1e-5, atol=1e-5)

@@ -21,9 +21,7 @@ from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation import matches as two_player
 from yahtzee_jax.game.engine import State, legal_action_mask, total_score
 from yahtzee_jax.game.rules import (
-    DECISIONS_PER_GAME,
     NUM_KEEP_ACTIONS,
-    NUM_TURNS,
     OFFICIAL,
     Category,
 )
@@ -65,11 +63,11 @@ def test_learner_takes_39_decisions_and_both_cards_finish(match):
     """The learner's episode is its 39 decisions, keep, keep, score in every turn; both cards
     are full at the end and the learner's last decision ends its game."""
     learner, opponent, (own, _, action, moved) = match
-    assert action.shape == (DECISIONS_PER_GAME, BATCH)
+    assert action.shape == (OFFICIAL.decisions_per_game, BATCH)
     assert np.all(learner.terminated) and np.all(opponent.terminated)
     assert np.all(learner.filled) and np.all(opponent.filled)
     np.testing.assert_array_equal(
-        own.roll_index, np.tile([0, 1, 2], NUM_TURNS)[:, None] + 0 * action
+        own.roll_index, np.tile([0, 1, 2], OFFICIAL.num_turns)[:, None] + 0 * action
     )
     assert np.all(moved.terminated[-1]) and not np.any(moved.terminated[:-1])
 
@@ -80,11 +78,13 @@ def test_opponent_moves_only_on_its_turns_and_never_touches_the_learner(match):
     _, _, (own, other, _, moved) = match
     for field in ("dice", "scores", "filled", "turns_left", "roll_index"):
         np.testing.assert_array_equal(getattr(own, field)[1:], getattr(moved, field)[:-1])
-    other_dice = other.dice.reshape(NUM_TURNS, 3, BATCH, -1)
+    other_dice = other.dice.reshape(OFFICIAL.num_turns, 3, BATCH, -1)
     assert np.all(other_dice[:, 1:] == other_dice[:, :1])
-    turns_played = NUM_TURNS - other.turns_left.reshape(NUM_TURNS, 3, BATCH)[:, 0]
+    turns_played = OFFICIAL.num_turns - other.turns_left.reshape(OFFICIAL.num_turns, 3, BATCH)[:, 0]
     seats = (np.arange(BATCH) >= (BATCH + 1) // 2).astype(int)  # learner first, then second
-    np.testing.assert_array_equal(turns_played, np.arange(NUM_TURNS)[:, None] + seats[None])
+    np.testing.assert_array_equal(
+        turns_played, np.arange(OFFICIAL.num_turns)[:, None] + seats[None]
+    )
     assert np.all(other.roll_index == 0)  # the learner only ever sees the opponent between turns
 
 
@@ -448,11 +448,12 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     from yahtzee_jax.agents.seats import agent_seat, learner_policy
     from yahtzee_jax.runner.checkpointing import resolve_agent
 
-    random, greedy1, optimal = (resolve_agent(name) for name in ("random", "greedy1", "optimal"))
+    names = ("random", "greedy1", "optimal")
+    random, greedy1, optimal = (resolve_agent(name, OFFICIAL) for name in names)
     env = Match(OFFICIAL, FeatureConfig(), (agent_seat(greedy1), agent_seat(optimal)), 3, "win")
 
     def first_look(view, action, moved, extras):
-        return NUM_TURNS - view.others.turns_left  # turns each opponent has played
+        return OFFICIAL.num_turns - view.others.turns_left  # turns each opponent has played
 
     keys = two_player.game_keys(0, 0, 30, players=3)
     final, played, rewards = jax.jit(
@@ -466,8 +467,8 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     np.testing.assert_array_equal(before[10:20], [[0, 1]] * 10)
     np.testing.assert_array_equal(before[20:], 1)
     assert set(np.unique(np.asarray(rewards[-1]))) <= {-1.0, 0.0, 1.0}
-    own = np.asarray(total_score(final.card))
-    others = np.asarray(jax.vmap(jax.vmap(total_score))(final.others))
+    own = np.asarray(total_score(final.card, OFFICIAL))
+    others = np.asarray(total_score(final.others, OFFICIAL))
     assert own.mean() < others[:, 0].mean() < others[:, 1].mean()
     result = two_player.evaluate_agent_matches(random, "greedy1", 9, seed=0, players=3)
     assert result["games_by_seat"] == [3, 3, 3]

@@ -218,7 +218,7 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     written = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
     own = card((4, 4, 4, 1, 2), {**written, Category.CHANCE: 20}, roll_index=2)
     opponent = card(scores={box: 0 for box in Category} | {Category.CHANCE: 33})
-    assert int(total_score(opponent)) - int(total_score(own)) == 13
+    assert int(total_score(opponent, OFFICIAL)) - int(total_score(own, OFFICIAL)) == 13
     action = box_action(
         two_box_leaf, None, own, jax.tree.map(lambda x: x[None], opponent), OFFICIAL
     )
@@ -299,7 +299,7 @@ def test_match_agent_plays_early_turns_alone_and_late_ones_for_the_win(monkeypat
     keys = jax.random.split(jax.random.key(1), 6)
     others = own if opponents == 1 else jax.tree.map(lambda x: jnp.stack([x, x], 1), own)
     actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
-    legal = jax.vmap(legal_action_mask)(own)
+    legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(6), actions]))
     alone = agent.batch_act(agent.params, own, keys)
     np.testing.assert_array_equal(actions[:3], alone[:3])

@@ -48,9 +48,9 @@ def match(*cards: State, current_player: int = 0) -> mp.MatchState:
 
 def score_first_legal_box(state: mp.MatchState, key: jax.Array) -> mp.MatchState:
     """Keep everything at keep decisions; score the first legal box at the scoring decision."""
-    mask = mp.legal_action_mask(state)
+    mask = mp.legal_action_mask(state, OFFICIAL)
     first_box = NUM_KEEP_ACTIONS + jnp.argmax(mask[NUM_KEEP_ACTIONS:])
-    return mp.step(state, jnp.where(mask[0], KEEP_ALL, first_box), key)
+    return mp.step(state, jnp.where(mask[0], KEEP_ALL, first_box), key, OFFICIAL)
 
 
 def same_tree(a, b) -> bool:
@@ -66,7 +66,7 @@ def test_turn_order_and_end_after_13_turns_each(num_players: int) -> None:
     after it with every card full, and then a further step changes nothing but the rewards (0).
     """
     step = jax.jit(score_first_legal_box)
-    state = mp.init(KEY, num_players)
+    state = mp.init(KEY, num_players, False, OFFICIAL)
     total_decisions = OFFICIAL.decisions_per_game * num_players
     for decision in range(total_decisions):
         assert not bool(state.terminated)
@@ -105,15 +105,15 @@ def test_joker_on_opponents_turn_does_not_touch_my_card() -> None:
 def test_legal_mask_is_the_current_players() -> None:
     """Seat 0 at a scoring decision, seat 1 (on turn) at a keep decision: keeps are legal."""
     state = match(card(roll_index=2), card(roll_index=0), current_player=1)
-    mask = np.asarray(mp.legal_action_mask(state))
+    mask = np.asarray(mp.legal_action_mask(state, OFFICIAL))
     assert mask[:NUM_KEEP_ACTIONS].all() and not mask[NUM_KEEP_ACTIONS:].any()
-    assert np.array_equal(mask, np.asarray(legal_action_mask(mp.card(state, 1))))
+    assert np.array_equal(mask, np.asarray(legal_action_mask(mp.card(state, 1), OFFICIAL)))
 
 
 def test_illegal_action_leaves_the_match_unchanged() -> None:
     """A score action at seat 0's keep decision is a no-op: same cards, same seat, zero rewards."""
-    state = mp.init(KEY)
-    after = mp.step(state, jnp.int32(NUM_KEEP_ACTIONS), KEY)
+    state = mp.init(KEY, 2, False, OFFICIAL)
+    after = mp.step(state, jnp.int32(NUM_KEEP_ACTIONS), KEY, OFFICIAL)
     assert same_tree(after.cards, state.cards)
     assert int(after.current_player) == 0
     assert np.asarray(after.rewards).tolist() == [0, 0]
@@ -137,13 +137,15 @@ def test_outcome_win_loss_draw_and_margins() -> None:
 
     A Yahtzee bonus counts: 20 + one bonus (120) beats 25 by 95.
     """
-    result = mp.outcome(match(full_card(25), full_card(20)))
+    result = mp.outcome(match(full_card(25), full_card(20)), OFFICIAL)
     assert np.asarray(result.results).tolist() == [mp.WIN, mp.LOSS]
     assert np.asarray(result.margins).tolist() == [5, -5]
-    three = mp.outcome(match(full_card(25), full_card(25), full_card(20)))
+    three = mp.outcome(match(full_card(25), full_card(25), full_card(20)), OFFICIAL)
     assert np.asarray(three.results).tolist() == [mp.DRAW, mp.DRAW, mp.LOSS]
     assert np.asarray(three.margins).tolist() == [0, 0, -5]
-    bonus = mp.outcome(match(full_card(25), full_card(20, yahtzee_bonus_count=jnp.int32(1))))
+    bonus = mp.outcome(
+        match(full_card(25), full_card(20, yahtzee_bonus_count=jnp.int32(1))), OFFICIAL
+    )
     assert np.asarray(bonus.results).tolist() == [mp.LOSS, mp.WIN]
     assert np.asarray(bonus.margins).tolist() == [-95, 95]
 
@@ -154,11 +156,13 @@ def random_match(key: jax.Array) -> mp.MatchState:
 
     def decide(state: mp.MatchState, decision: jax.Array) -> tuple[mp.MatchState, None]:
         policy_key, dice_key = jax.random.split(jax.random.fold_in(play_key, decision))
-        mask = mp.legal_action_mask(state)
+        mask = mp.legal_action_mask(state, OFFICIAL)
         action = jax.random.categorical(policy_key, jnp.where(mask, 0.0, -jnp.inf))
-        return mp.step(state, action, dice_key), None
+        return mp.step(state, action, dice_key, OFFICIAL), None
 
-    final, _ = jax.lax.scan(decide, mp.init(init_key), jnp.arange(2 * OFFICIAL.decisions_per_game))
+    final, _ = jax.lax.scan(
+        decide, mp.init(init_key, 2, False, OFFICIAL), jnp.arange(2 * OFFICIAL.decisions_per_game)
+    )
     return final
 
 
@@ -180,35 +184,35 @@ def test_deterministic_per_key_and_vmap_jit_agree_with_single_games() -> None:
 
 def test_dtypes_and_shapes() -> None:
     """int32 counters and scores, bool flags, a player axis of P on every card field."""
-    state = mp.step(mp.init(KEY, 3), jnp.int32(KEEP_ALL), KEY)
+    state = mp.step(mp.init(KEY, 3, False, OFFICIAL), jnp.int32(KEEP_ALL), KEY, OFFICIAL)
     assert state.current_player.dtype == jnp.int32 and state.current_player.shape == ()
     assert state.rewards.dtype == jnp.int32 and state.rewards.shape == (3,)
     assert state.terminated.dtype == jnp.bool_
     assert state.cards.dice.shape == (3, 5) and state.cards.dice.dtype == jnp.int32
     assert state.cards.filled.dtype == jnp.bool_ and state.cards.scores.shape == (3, 13)
-    result = mp.outcome(state)
+    result = mp.outcome(state, OFFICIAL)
     assert result.results.dtype == jnp.int32 and result.margins.dtype == jnp.int32
 
 
 def test_init_common_dice_and_separate_dice() -> None:
     """Common dice: every card opens with the same roll; otherwise seat p's from fold_in(key, p)."""
-    common = mp.init(KEY, 3, common_dice=True)
+    common = mp.init(KEY, 3, True, OFFICIAL)
     assert (np.asarray(common.cards.dice) == np.asarray(common.cards.dice[0])).all()
-    separate = mp.init(KEY, 2)
+    separate = mp.init(KEY, 2, False, OFFICIAL)
     for seat in range(2):
-        expected = init(jax.random.fold_in(KEY, seat)).dice
+        expected = init(jax.random.fold_in(KEY, seat), OFFICIAL).dice
         assert np.array_equal(np.asarray(separate.cards.dice[seat]), np.asarray(expected))
 
 
 def keep_all_first_box(params: None, state: State, key: jax.Array) -> jax.Array:
     """A deterministic one-card agent: never re-roll, score the first legal box."""
-    mask = legal_action_mask(state)
+    mask = legal_action_mask(state, OFFICIAL)
     return jnp.where(mask[0], KEEP_ALL, NUM_KEEP_ACTIONS + jnp.argmax(mask[NUM_KEEP_ACTIONS:]))
 
 
 def chase_sixes_best_box(params: None, state: State, key: jax.Array) -> jax.Array:
     """Another: keep the sixes, score the legal box worth most now (first of the ties)."""
-    points, legal, _ = current_score_options(state)
+    points, legal, _ = current_score_options(state, OFFICIAL)
     keep_sixes = jnp.sum(jnp.where(state.dice == 6, 1 << jnp.arange(5), 0))
     best_box = NUM_KEEP_ACTIONS + jnp.argmax(jnp.where(legal, points, -1))
     return jnp.where(state.roll_index < 2, keep_sixes, best_box).astype(jnp.int32)
@@ -233,7 +237,7 @@ def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> Non
     @jax.jit
     def solitaire_totals(keys: jax.Array) -> dict[str, jax.Array]:
         return {
-            name: total_score(play(per_state_policy(act, None), keys, OFFICIAL)[0])
+            name: total_score(play(per_state_policy(act, None), keys, OFFICIAL)[0], OFFICIAL)
             for name, act in agents.items()
         }
 
@@ -242,12 +246,12 @@ def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> Non
     seats = ("first", "sixes", "first")  # the learner's, then the next two players'
     opponents = tuple(Seat(name, seat_policy(agents[name])) for name in seats[1:])
     env = Match(OFFICIAL, FeatureConfig(), opponents, 3, "score", common_dice=True)
-    learner = learner_policy(Agent(seats[0], agents[seats[0]]))
+    learner = learner_policy(Agent(seats[0], agents[seats[0]], None, OFFICIAL))
     final, _, _ = jax.jit(lambda keys: rollout(env, learner, keys))(keys)
     assert np.asarray(final.card.terminated).all() and np.asarray(final.others.terminated).all()
-    assert np.array_equal(total_score(final.card), solo[seats[0]])
+    assert np.array_equal(total_score(final.card, OFFICIAL), solo[seats[0]])
     for k, name in enumerate(seats[1:]):
-        others = jax.vmap(jax.vmap(total_score))(final.others)
+        others = total_score(final.others, OFFICIAL)  # sums each card's own boxes
         assert np.array_equal(others[:, k], solo[name])
 
 
@@ -260,14 +264,14 @@ def test_opponent_features_by_hand() -> None:
     mine = card(scores={Category.CHANCE: 20})
     theirs = card(scores={Category.SIXES: 30, Category.FIVES: 25, Category.CHANCE: 10})
     state = match(mine, theirs)
-    from_me = np.asarray(opponent_features(state, 0))
-    assert from_me.shape == (features_per_opponent(),) and from_me.dtype == np.float32
+    from_me = np.asarray(opponent_features(state, 0, OFFICIAL))
+    assert from_me.shape == (features_per_opponent(OFFICIAL),) and from_me.dtype == np.float32
     expected_open = np.ones(13)
     expected_open[[Category.FIVES, Category.SIXES, Category.CHANCE]] = 0
     assert np.array_equal(from_me[:13], expected_open)
     assert from_me[13] == pytest.approx(55 / 63)
     assert from_me[14] == pytest.approx(-45 / 375)
-    from_them = np.asarray(opponent_features(state, 1))
+    from_them = np.asarray(opponent_features(state, 1, OFFICIAL))
     assert from_them[:13].sum() == 12 and from_them[13] == 0.0
     assert from_them[14] == pytest.approx(45 / 375)
 
@@ -276,7 +280,9 @@ def test_opponent_features_clip_and_order_with_three_players() -> None:
     """Three seats; seat 2's opponents come in the order 0 then 1. A 500-point lead clips to 1."""
     rich = card(scores={Category.CHANCE: 30}, yahtzee_bonus_count=jnp.int32(5))  # 530
     state = match(card(scores={Category.ONES: 3}), card(), rich)
-    seen = np.asarray(opponent_features(state, 2)).reshape(2, features_per_opponent())
+    seen = np.asarray(opponent_features(state, 2, OFFICIAL)).reshape(
+        2, features_per_opponent(OFFICIAL)
+    )
     assert seen[0, Category.ONES] == 0.0 and seen[1, :13].all()  # seat 0 first, then seat 1
     assert seen[0, 14] == 1.0 and seen[1, 14] == 1.0
 
@@ -284,11 +290,11 @@ def test_opponent_features_clip_and_order_with_three_players() -> None:
 def test_match_features_are_solitaire_features_then_opponents() -> None:
     """The switch: own card's solitaire vector unchanged, opponent groups appended only when on."""
     config = FeatureConfig()
-    state = mp.init(KEY)
+    state = mp.init(KEY, 2, False, OFFICIAL)
     own = np.asarray(features(mp.card(state, 1), config, OFFICIAL))
     with_opponents = np.asarray(match_features(state, 1, config, OFFICIAL))
-    assert with_opponents.shape == (match_feature_size(config, 2),)
-    assert np.array_equal(with_opponents[: feature_size(config)], own)
+    assert with_opponents.shape == (match_feature_size(config, 2, True, OFFICIAL),)
+    assert np.array_equal(with_opponents[: feature_size(config, OFFICIAL)], own)
     without = np.asarray(match_features(state, 1, config, OFFICIAL, opponents=False))
     assert np.array_equal(without, own)
-    assert match_feature_size(config, 2, opponents=False) == feature_size(config)
+    assert match_feature_size(config, 2, False, OFFICIAL) == feature_size(config, OFFICIAL)

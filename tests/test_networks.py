@@ -29,7 +29,7 @@ SMALL = NetworkConfig(hidden_size=16, upper_head=True)
 @pytest.fixture(scope="module")
 def params() -> dict:
     """Small network weights shared by the tests."""
-    return init_params(SMALL, FEATURES, jax.random.PRNGKey(0))
+    return init_params(SMALL, FEATURES, jax.random.PRNGKey(0), OFFICIAL)
 
 
 def joker_state(filled: list[Category]) -> State:
@@ -46,10 +46,10 @@ def test_output_shapes_and_normalised_roll_head(roll_head):
     """Batch of 7: roll log-probs [7, 32] summing to 1 (also for 5 Bernoulli dice), score
     logits [7, 13], value / upper [7]; the value head's ELU keeps values above -1."""
     config = NetworkConfig(hidden_size=16, roll_head=roll_head, upper_head=True)
-    weights = init_params(config, FEATURES, jax.random.PRNGKey(1))
-    x = jax.random.normal(jax.random.PRNGKey(2), (7, feature_size(FEATURES)))
+    weights = init_params(config, FEATURES, jax.random.PRNGKey(1), OFFICIAL)
+    x = jax.random.normal(jax.random.PRNGKey(2), (7, feature_size(FEATURES, OFFICIAL)))
     seeds = jnp.arange(7, dtype=jnp.uint32)
-    output = YahtzeeNet(config).apply({"params": weights}, x, seeds)
+    output = YahtzeeNet(config, OFFICIAL.num_boxes).apply({"params": weights}, x, seeds)
     assert output.roll_log_probs.shape == (7, 32)
     assert output.score_logits.shape == (7, 13)
     assert output.value.shape == output.upper.shape == (7,)
@@ -75,7 +75,7 @@ def test_illegal_category_never_sampled_under_joker(params, filled, legal_boxes)
     legal = legal_action_mask(state, OFFICIAL)
     x = features(state, FEATURES, OFFICIAL)
     for weights in (params, biased):
-        output = YahtzeeNet(SMALL).apply({"params": weights}, x)
+        output = YahtzeeNet(SMALL, OFFICIAL.num_boxes).apply({"params": weights}, x)
         log_probs = policy_log_probs(output, legal, state.roll_index)
         samples = jax.random.categorical(jax.random.PRNGKey(4), log_probs, shape=(4000,))
         assert set(np.unique(samples - 32).tolist()) <= set(int(c) for c in legal_boxes)
@@ -87,7 +87,9 @@ def test_illegal_category_never_sampled_under_joker(params, filled, legal_boxes)
 def test_keep_decisions_only_use_keep_actions(params):
     """At a keep decision the policy puts all mass on the 32 keep patterns; entropies finite."""
     state = State(dice=jnp.int32([1, 2, 3, 4, 6]))
-    output = YahtzeeNet(SMALL).apply({"params": params}, features(state, FEATURES, OFFICIAL))
+    output = YahtzeeNet(SMALL, OFFICIAL.num_boxes).apply(
+        {"params": params}, features(state, FEATURES, OFFICIAL)
+    )
     log_probs = policy_log_probs(output, legal_action_mask(state, OFFICIAL), state.roll_index)
     assert log_probs.shape == (OFFICIAL.num_actions,)
     assert bool(jnp.all(jnp.isneginf(log_probs[32:])))
@@ -102,7 +104,7 @@ def test_gradient_through_masked_policy_is_finite(params):
     legal = legal_action_mask(state, OFFICIAL)
 
     def objective(weights: dict) -> jax.Array:
-        output = YahtzeeNet(SMALL).apply({"params": weights}, x)
+        output = YahtzeeNet(SMALL, OFFICIAL.num_boxes).apply({"params": weights}, x)
         log_probs = policy_log_probs(output, legal, state.roll_index)
         return log_probs[32 + Category.CHANCE] + entropy(log_probs)
 
@@ -129,9 +131,9 @@ def test_dropout_on_only_with_seeds_and_rescaled():
     """Without seeds the network is deterministic (evaluation); with seeds the outputs change,
     and the same seeds give the same outputs."""
     config = NetworkConfig(hidden_size=32, dropout=0.5)
-    weights = init_params(config, FEATURES, jax.random.PRNGKey(1))
-    x = jax.random.normal(jax.random.PRNGKey(2), (5, feature_size(FEATURES)))
-    net = YahtzeeNet(config)
+    weights = init_params(config, FEATURES, jax.random.PRNGKey(1), OFFICIAL)
+    x = jax.random.normal(jax.random.PRNGKey(2), (5, feature_size(FEATURES, OFFICIAL)))
+    net = YahtzeeNet(config, OFFICIAL.num_boxes)
     plain = net.apply({"params": weights}, x)
     seeds = jnp.arange(5, dtype=jnp.uint32)
     dropped = net.apply({"params": weights}, x, seeds)

@@ -51,10 +51,10 @@ def test_committed_notebooks_have_no_outputs(name: str) -> None:
 
 
 def test_quickstart_trains_evaluates_plots_and_advises(tmp_path, monkeypatch) -> None:
-    """Tiny quick run into runs/quickstart; the three report figures inline as PNG; a markdown
-    table; the advisor's answer for the position it asks about."""
+    """Tiny quick run (the CPU's preset) into runs/quickstart-quick; the three report figures
+    inline as PNG; a markdown table; the advisor's answer for the position it asks about."""
     notebook = _execute("quickstart.ipynb", tmp_path, monkeypatch)
-    assert (tmp_path / "runs" / "quickstart" / "config.yaml").is_file()
+    assert (tmp_path / "runs" / "quickstart-quick" / "config.yaml").is_file()
     images = [output for output in _outputs(notebook) if "image/png" in output.get("data", {})]
     assert len(images) == 3
     assert any("text/markdown" in output.get("data", {}) for output in _outputs(notebook))

@@ -11,7 +11,7 @@ import numpy as np
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.game import NUM_KEEP_ACTIONS, Category, State, legal_action_mask
+from yahtzee_jax.game import NUM_KEEP_ACTIONS, OFFICIAL, Category, State, legal_action_mask
 
 
 def test_uniform_legal_action_is_exactly_uniform_over_a_bit_cycle() -> None:
@@ -20,7 +20,7 @@ def test_uniform_legal_action_is_exactly_uniform_over_a_bit_cycle() -> None:
         roll_index=jnp.int32(2),
         filled=jnp.zeros(13, bool).at[jnp.array([0, 3, 8, 12])].set(True),
     )
-    mask = legal_action_mask(state)
+    mask = legal_action_mask(state, OFFICIAL)
     bits = jnp.arange(9 * 7 * 32, dtype=jnp.uint32)  # a multiple of the 9 legal boxes
     actions = np.asarray(jax.vmap(lambda b: uniform_legal_action(mask, b))(bits))
     counts = np.bincount(actions, minlength=45)
@@ -31,7 +31,7 @@ def test_uniform_legal_action_is_exactly_uniform_over_a_bit_cycle() -> None:
 
 def test_uniform_legal_action_covers_all_keeps() -> None:
     """At a keep decision the 32 keep actions are drawn uniformly and no box is."""
-    mask = legal_action_mask(State())
+    mask = legal_action_mask(State(), OFFICIAL)
     actions = np.asarray(
         jax.vmap(lambda b: uniform_legal_action(mask, b))(jnp.arange(320, dtype=jnp.uint32))
     )

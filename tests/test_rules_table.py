@@ -171,7 +171,7 @@ def test_a_game_of_the_table_runs_to_its_end_in_36_decisions() -> None:
 def test_features_and_network_are_sized_by_the_table() -> None:
     """Open boxes and potential scores have 12 entries; the score head has 12 logits."""
     config = FeatureConfig()
-    assert feature_size(config) == 75 and feature_size(config, YACHT) == 73
+    assert feature_size(config, OFFICIAL) == 75 and feature_size(config, YACHT) == 73
     state = card((6, 6, 6, 6, 6), roll_index=2, rules=YACHT)
     x = features(state, config, YACHT)
     assert x.shape == (73,) and float(x[-1]) == 1.0  # the yacht box: 50 of 50

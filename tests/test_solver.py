@@ -261,7 +261,7 @@ def test_official_optimum_and_cache(official, solver_cache):
     masks = np.arange(1 << 13)
     for upper_mask in range(64):
         table = official.value_table[masks[masks % 64 == upper_mask]]
-        assert np.isfinite(table[:, reachable_upper_totals(upper_mask)]).all()
+        assert np.isfinite(table[:, reachable_upper_totals(upper_mask, OFFICIAL)]).all()
 
 
 def test_cache_holds_the_solved_states_only(official, tmp_path):
@@ -292,7 +292,10 @@ def test_published_optimum(variant, tmp_path):
 
 def test_advisor_first_rolls_average_to_the_optimum(official):
     """Averaging the advisor's value over the first roll of a game gives the solved optimum."""
-    values = [advise(make_position(dice), solution=official).value for dice in ROLLS]
+    values = [
+        advise(make_position(dice, rules=OFFICIAL), OFFICIAL, solution=official).value
+        for dice in ROLLS
+    ]
     assert np.dot(ROLL_PROBABILITIES, values) == pytest.approx(official.expected_score, abs=1e-9)
 
 
@@ -302,8 +305,10 @@ def test_advisor_score_decision(official):
     Scoring the large straight is worth 25 (so far) + 40 + the value of the card that follows;
     it is the best action.
     """
-    state = make_position([2, 3, 4, 5, 6], roll_index=2, card={"ones": 3, "chance": 22})
-    result = advise(state, solution=official)
+    state = make_position(
+        [2, 3, 4, 5, 6], roll_index=2, card={"ones": 3, "chance": 22}, rules=OFFICIAL
+    )
+    result = advise(state, OFFICIAL, solution=official)
     after = {"ones": 3, "chance": 22, "large_straight": 40}
     expected = solver_value(official.value_table, after)
     action = NUM_KEEP_ACTIONS + Category.LARGE_STRAIGHT
@@ -315,11 +320,15 @@ def test_advisor_score_decision(official):
 
 def test_advisor_keep_decision_is_mean_over_rerolls(official):
     """At the last keep, keeping 6 6 6 6 is worth the mean of the six score decisions."""
-    state = make_position([1, 6, 6, 6, 6], roll_index=1)
-    result = advise(state, solution=official)
+    state = make_position([1, 6, 6, 6, 6], roll_index=1, rules=OFFICIAL)
+    result = advise(state, OFFICIAL, solution=official)
     keep_sixes = 0b11110  # sorted dice: the 1 is at position 0
     finals = [
-        advise(make_position([face, 6, 6, 6, 6], roll_index=2), solution=official).value
+        advise(
+            make_position([face, 6, 6, 6, 6], roll_index=2, rules=OFFICIAL),
+            OFFICIAL,
+            solution=official,
+        ).value
         for face in range(1, 7)
     ]
     assert result.action_values[keep_sixes] == pytest.approx(np.mean(finals), abs=1e-9)
@@ -339,7 +348,8 @@ def test_advisor_rejects_impossible_positions(official, card, bonuses, message):
     """Impossible cards get a clear UserError instead of a number."""
     with pytest.raises(UserError, match=message):
         advise(
-            make_position([1, 1, 2, 3, 4], card=card, yahtzee_bonus_count=bonuses),
+            make_position([1, 1, 2, 3, 4], card=card, yahtzee_bonus_count=bonuses, rules=OFFICIAL),
+            OFFICIAL,
             solution=official,
         )
 
@@ -389,12 +399,14 @@ def optimal_agent(solver_cache):
 
 
 AGENT_POSITIONS = {
-    "first keep": make_position([1, 2, 3, 3, 5], 0),
-    "second keep": make_position([1, 6, 6, 6, 6], 1, {"yahtzee": 0}),
-    "score": make_position([2, 3, 4, 5, 6], 2, {"ones": 3, "chance": 22}),
-    "score, upper bonus": make_position([5, 6, 6, 6, 6], 2),
+    "first keep": make_position([1, 2, 3, 3, 5], 0, rules=OFFICIAL),
+    "second keep": make_position([1, 6, 6, 6, 6], 1, {"yahtzee": 0}, rules=OFFICIAL),
+    "score": make_position([2, 3, 4, 5, 6], 2, {"ones": 3, "chance": 22}, rules=OFFICIAL),
+    "score, upper bonus": make_position([5, 6, 6, 6, 6], 2, rules=OFFICIAL),
     # The same dice on the last turn of a single-turn episode: only this turn's points count.
-    "score, last turn": make_position([5, 6, 6, 6, 6], 2).replace(turns_left=jnp.int32(1)),
+    "score, last turn": make_position([5, 6, 6, 6, 6], 2, rules=OFFICIAL).replace(
+        turns_left=jnp.int32(1)
+    ),
 }
 
 
@@ -403,10 +415,14 @@ def test_optimal_agent_follows_the_advisor(optimal_agent, official):
     act = jax.jit(optimal_agent.act)
     for name, state in AGENT_POSITIONS.items():
         action = int(act(optimal_agent.params, state, jax.random.key(0)))
-        assert action == advise(state, solution=official).best_action, name
+        assert action == advise(state, OFFICIAL, solution=official).best_action, name
     # Sanity of the last two: sixes for the bonus in a game, a 29-point box on the last turn.
-    assert advise(AGENT_POSITIONS["score, upper bonus"], solution=official).best_action == 37
-    assert advise(AGENT_POSITIONS["score, last turn"], solution=official).best_action == 38
+    assert (
+        advise(AGENT_POSITIONS["score, upper bonus"], OFFICIAL, solution=official).best_action == 37
+    )
+    assert (
+        advise(AGENT_POSITIONS["score, last turn"], OFFICIAL, solution=official).best_action == 38
+    )
 
 
 def test_optimal_agent_scores_the_solved_expectation(optimal_agent, official):

@@ -211,7 +211,7 @@ def test_training_and_play_read_no_solver_table(monkeypatch):
     agent = context.algorithm.make_agent(config, new_state.params, "td-planner")
     states = stack([card(roll_index=0), card(roll_index=1), card(roll_index=2)])
     actions = jax.jit(agent.batch_act)(agent.params, states, jax.random.split(state.key, 3))
-    legal = jax.vmap(legal_action_mask)(states)
+    legal = jax.vmap(legal_action_mask, in_axes=(0, None))(states, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(3), actions]))
     with pytest.raises(AssertionError, match="a solver table was asked for"):
         make_optimal_agent("official")

@@ -66,8 +66,8 @@ def naive_turn_leaves(win, params, one_card, others_cards) -> np.ndarray:
 
     def one(dice, box):
         before = one_card.replace(dice=dice, roll_index=jnp.int32(LAST_ROLL))
-        legal = legal_action_mask(before)[NUM_KEEP_ACTIONS + box]
-        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0))
+        legal = legal_action_mask(before, OFFICIAL)[NUM_KEEP_ACTIONS + box]
+        after = step(before, NUM_KEEP_ACTIONS + box, jax.random.key(0), OFFICIAL)
         mine = standings(batch_of_one(after), OFFICIAL)
         value = leaf_values(win, params, mine, batch_of_one(others), OFFICIAL)[0]
         return jnp.where(legal, value, -jnp.inf)
@@ -254,7 +254,7 @@ def test_self_play_training_and_play_read_no_solver_table(monkeypatch):
     others = jax.tree.map(lambda leaf: jnp.stack([leaf, leaf], axis=1), own)
     keys = jax.random.split(jax.random.key(0), 3)
     actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
-    legal = jax.vmap(legal_action_mask)(own)
+    legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(3), actions]))
     with pytest.raises(ConfigError, match="trained for 3-player matches"):
         agent.match_act(agent.params, own, own, keys)

@@ -91,9 +91,13 @@ def test_lines_at_the_scoring_decision() -> None:
 def test_box_names() -> None:
     """Names, labels, short names and numbers all reach the same box; unknown words do not."""
     for text in ("full_house", "Full house", "fh", "9", "FULL-HOUSE"):
-        assert parse_box(text) == Category.FULL_HOUSE
-    assert parse_box("ls") == parse_box("large straight") == Category.LARGE_STRAIGHT
-    assert parse_box("9", numbers=False) is None and parse_box("fullhose") is None
+        assert parse_box(text, True, OFFICIAL) == Category.FULL_HOUSE
+    assert (
+        parse_box("ls", True, OFFICIAL)
+        == parse_box("large straight", True, OFFICIAL)
+        == Category.LARGE_STRAIGHT
+    )
+    assert parse_box("9", False, OFFICIAL) is None and parse_box("fullhose", True, OFFICIAL) is None
 
 
 class ScriptedConsole:
@@ -254,7 +258,7 @@ def test_an_agent_that_reads_its_opponent_sees_the_persons_card_as_it_is() -> No
     after the turn."""
 
     def read_one(own, other):
-        odd = total_score(other) % 2 == 1
+        odd = total_score(other, OFFICIAL) % 2 == 1
         lowest_legal_box = jnp.argmax(legal_action_mask(own, OFFICIAL)[NUM_KEEP_ACTIONS:])
         keep = jnp.where(odd, KEEP_ALL, 0)
         return jnp.where(own.roll_index == LAST_ROLL, NUM_KEEP_ACTIONS + lowest_legal_box, keep)
@@ -265,7 +269,7 @@ def test_an_agent_that_reads_its_opponent_sees_the_persons_card_as_it_is() -> No
     def never_alone(params, state, key):
         raise AssertionError("a match asked the one-card act")
 
-    reader = Agent("reader", never_alone, rules=OFFICIAL, match_act=read_opponent)
+    reader = Agent("reader", never_alone, None, OFFICIAL, match_act=read_opponent)
     console = ScriptedConsole(box_order_player(errors_on_turn=0))
     seats = [terminal.Seat(terminal.PERSON), terminal.Seat("reader", reader)]
     terminal.TerminalGame(console, seats, OFFICIAL, seed=6).run()

@@ -30,7 +30,7 @@ def test_short_run_beats_random_by_a_wide_margin(tmp_path):
         ],
     )
     summary = train(config, tmp_path, progress=False)
-    random_mean = float(np.mean(play_games(make_random_agent(), 500, seed=1).total))
+    random_mean = float(np.mean(play_games(make_random_agent("official"), 500, seed=1).total))
     trained_mean = summary["last_eval"]["mean"]
     assert trained_mean > 2 * random_mean, (trained_mean, random_mean)
     rows = [json.loads(line) for line in (tmp_path / EVALS_FILE).read_text().splitlines()]
@@ -64,7 +64,7 @@ def test_short_run_of_each_learner_beats_random(name, games, tmp_path):
     overrides = [f"algo.name={name}", f"train.total_games={games}", "train.eval_fraction=1.0"]
     config = resolve("quick", overrides=[*overrides, "train.final_eval_games=0"])
     summary = train(config, tmp_path, progress=False)
-    random_mean = float(np.mean(play_games(make_random_agent(), 500, seed=1).total))
+    random_mean = float(np.mean(play_games(make_random_agent("official"), 500, seed=1).total))
     assert summary["last_eval"]["mean"] > 2 * random_mean, (summary["last_eval"], random_mean)
 
 

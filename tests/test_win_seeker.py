@@ -337,13 +337,13 @@ def test_roll_futures_read_the_table_as_a_gather_per_roll_and_box():
     rng = np.random.default_rng(0)
     mask = rng.integers(0, FULL_MASK, 16)
     upper, flag = rng.integers(0, 64, 16), rng.integers(0, 2, 16)
-    points = base_points()[:, :, None]
+    points = base_points(RULES)[:, :, None]
     categories = np.arange(13)[None, :, None]
-    _, next_upper, next_flag = score_transition(categories, points, upper, flag)
+    _, next_upper, next_flag = score_transition(categories, points, upper, flag, np, RULES)
     next_flag = np.where(categories == Category.YAHTZEE, points == 50, flag)
     direct = value_table[mask | (1 << categories), next_upper, next_flag.astype(int)]
-    np.testing.assert_array_equal(roll_futures(value_table, mask, upper, flag), direct)
-    one = roll_futures(jnp.asarray(value_table), jnp.int32(mask[0]), upper[0], flag[0], jnp)
+    np.testing.assert_array_equal(roll_futures(value_table, mask, upper, flag, np, RULES), direct)
+    one = roll_futures(jnp.asarray(value_table), jnp.int32(mask[0]), upper[0], flag[0], jnp, RULES)
     np.testing.assert_allclose(one, direct[:, :, 0], rtol=1e-6)
 
 

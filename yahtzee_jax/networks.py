@@ -27,7 +27,7 @@ import numpy as np
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.envs.features import batch_features, feature_size
 from yahtzee_jax.game.engine import LAST_ROLL, State, legal_action_mask
-from yahtzee_jax.game.rules import NUM_DICE, NUM_KEEP_ACTIONS, OFFICIAL, Rules
+from yahtzee_jax.game.rules import NUM_DICE, NUM_KEEP_ACTIONS, Rules
 
 ACTIVATIONS = {"swish": nn.swish, "relu": nn.relu}
 # KEEP_BITS[a, i] = 1 if keep pattern a keeps sorted die i.
@@ -109,7 +109,7 @@ class YahtzeeNet(nn.Module):
     """
 
     config: NetworkConfig
-    num_boxes: int = OFFICIAL.num_boxes  # the score head's width: the rules' boxes
+    num_boxes: int  # the score head's width: the rules' boxes
 
     def _block(self, salt: int, dropout: bool = True) -> Block:
         config = self.config
@@ -181,7 +181,7 @@ class YahtzeeNet(nn.Module):
 
 
 def init_params(
-    config: NetworkConfig, features_config: FeatureConfig, key: jax.Array, rules: Rules = OFFICIAL
+    config: NetworkConfig, features_config: FeatureConfig, key: jax.Array, rules: Rules
 ) -> dict:
     """Fresh network parameters for the rules' card."""
     dummy = jnp.zeros((1, feature_size(features_config, rules)), jnp.float32)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
-from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
+from yahtzee_jax.game.rules import Rules, get_rules
 
 # act(params, state, key) -> int32 action, for ONE unbatched state; pure and jittable.
 Policy = Callable[[Any, State, jax.Array], jax.Array]
@@ -41,8 +41,8 @@ class Agent:
 
     name: str
     act: Policy
-    params: Any = None
-    rules: Rules = OFFICIAL
+    params: Any
+    rules: Rules
     batch_act: BatchAct | None = None
     match_act: MatchAct | None = None
 
@@ -82,7 +82,7 @@ class RandomAct:
         return uniform_legal_action(legal, jax.random.bits(key, (), jnp.uint32))
 
 
-def make_random_agent(rules: str | Rules = OFFICIAL) -> Agent:
+def make_random_agent(rules: str | Rules) -> Agent:
     """Uniformly random legal actions."""
     rules = get_rules(rules)
     return Agent(name="random", act=RandomAct(rules), params=None, rules=rules)

@@ -12,7 +12,7 @@ import re
 
 from yahtzee_jax.agents.base import Agent, make_random_agent
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
+from yahtzee_jax.game.rules import Rules, get_rules
 
 BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
 # The solver's match player: it reads the opponent's card (`two_player.win_seeker_agent`).
@@ -21,25 +21,25 @@ AGENT_NAMES = (*BUILTIN_AGENTS, WIN_SEEKER)
 
 
 def builtin_agent(
-    spec: str, rules: str | Rules | None = None, cache_dir: str | os.PathLike | None = None
+    spec: str, rules: str | Rules, cache_dir: str | os.PathLike | None = None
 ) -> Agent:
     """The built-in agent named by `spec` (optimal, greedy1-3, random, win-seeker), playing
-    `rules` (official when None); `cache_dir` is the solver's."""
-    chosen = get_rules(rules) if rules is not None else None
+    `rules`; `cache_dir` is the solver's."""
+    rules = get_rules(rules)
     if spec == "random":
-        return make_random_agent(chosen or OFFICIAL)
+        return make_random_agent(rules)
     if spec == "optimal":
         from yahtzee_jax.agents.solver import make_optimal_agent
 
-        return make_optimal_agent(chosen or OFFICIAL, cache_dir=cache_dir)
+        return make_optimal_agent(rules, cache_dir=cache_dir)
     if spec == WIN_SEEKER:
         from yahtzee_jax.agents.win_seeker import win_seeker_agent
 
-        return win_seeker_agent(chosen or OFFICIAL, cache_dir)
+        return win_seeker_agent(rules, cache_dir)
     if re.fullmatch(r"greedy[123]", spec):
         from yahtzee_jax.agents.solver import make_greedy_agent
 
-        return make_greedy_agent(int(spec[-1]), chosen or OFFICIAL)
+        return make_greedy_agent(int(spec[-1]), rules)
     raise UserError(
         f"unknown agent {spec!r}; choose one of: {', '.join(AGENT_NAMES)}, or a checkpoint path"
     )

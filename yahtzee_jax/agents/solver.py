@@ -196,9 +196,7 @@ def _widget_act(rules: Rules, max_rerolls: int, with_future: bool) -> tuple[Poli
     )
 
 
-def make_optimal_agent(
-    rules: str | Rules = "official", cache_dir: str | os.PathLike | None = None
-) -> Agent:
+def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> Agent:
     """The exact optimum: plays by the solved value table (solved or loaded from the cache)."""
     rules = get_rules(rules)
     table = solve(rules, cache_dir=cache_dir).value_table
@@ -208,7 +206,7 @@ def make_optimal_agent(
     return Agent(name="optimal", act=act, params=params, rules=rules, batch_act=batch_act)
 
 
-def make_greedy_agent(level: int, rules: str | Rules = "official") -> Agent:
+def make_greedy_agent(level: int, rules: str | Rules) -> Agent:
     """Kang & Schroeder's greedy level-`level` baseline: best this-turn score, <= level-1 re-rolls.
 
     Level 1 never re-rolls and scores the box worth most now; levels 2 and 3 re-roll at most once
@@ -219,4 +217,4 @@ def make_greedy_agent(level: int, rules: str | Rules = "official") -> Agent:
         raise UserError(f"greedy level must be one of {GREEDY_LEVELS}, got {level!r}")
     rules = get_rules(rules)
     act, batch_act = _widget_act(rules, level - 1, False)
-    return Agent(name=f"greedy{level}", act=act, rules=rules, batch_act=batch_act)
+    return Agent(name=f"greedy{level}", act=act, params=None, rules=rules, batch_act=batch_act)

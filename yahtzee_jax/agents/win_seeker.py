@@ -39,4 +39,4 @@ def win_seeker_agent(
     def act(params: Any, state: Any, key: jax.Array) -> jax.Array:
         return batch_alone(params, batch_of_one(state), batch_of_one(key))[0]
 
-    return Agent("win-seeker", act, rules=rules, batch_act=batch_alone, match_act=match_act)
+    return Agent("win-seeker", act, None, rules, batch_act=batch_alone, match_act=match_act)

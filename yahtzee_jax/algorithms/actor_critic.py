@@ -46,7 +46,7 @@ from yahtzee_jax.algorithms.rollout import (
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import OFFICIAL, Rules
+from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.networks import entropy, policy_log_probs, value_head_modules
 
 
@@ -171,7 +171,7 @@ def entropy_coefficients(context: Context, step: jax.Array) -> tuple[jax.Array, 
     return roll(step), score(step)
 
 
-def potential(upper_prediction: jax.Array, rules: Rules = OFFICIAL) -> jax.Array:
+def potential(upper_prediction: jax.Array, rules: Rules) -> jax.Array:
     """Phi = 35 * clamp(63 (U + 1), 0, 63) / 63: the bonus share the predicted upper total earns
     (the game's own bonus and threshold: +50 at 63 in Yatzy)."""
     threshold = rules.upper_bonus_threshold
@@ -232,7 +232,7 @@ def training_rewards(
     return rewards + shaping
 
 
-def upper_targets(trajectory: Trajectory, rules: Rules = OFFICIAL) -> jax.Array:
+def upper_targets(trajectory: Trajectory, rules: Rules) -> jax.Array:
     """The upper head's regression target U_final / 63 - 1 at every decision of each episode."""
     final = trajectory.upper_total[-1].astype(jnp.float32)
     target = final / rules.upper_bonus_threshold - 1.0

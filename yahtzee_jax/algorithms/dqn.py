@@ -130,7 +130,7 @@ class QNetwork(nn.Module):
     output per action: 32 keeps + the rules' boxes, 45 for Yahtzee)."""
 
     config: NetworkConfig
-    num_actions: int = 45
+    num_actions: int  # 32 keeps + the rules' boxes
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:

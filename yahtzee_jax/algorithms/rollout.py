@@ -152,7 +152,7 @@ def trajectory_recorder(env: Environment) -> Any:
             upper=extras["upper"],
             log_prob=extras["log_prob"],
             dropout_seed=extras["dropout_seed"],
-            upper_total=upper_total(env.card(next_observation)),
+            upper_total=upper_total(env.card(next_observation), env.rules),
         )
 
     return record

@@ -108,7 +108,11 @@ def run_advise(args: argparse.Namespace) -> int:
     from yahtzee_jax.solver.advise import advise, make_position
 
     state = make_position(
-        parse_dice(args.dice), args.roll, parse_card(args.card), args.yahtzee_bonuses, args.rules
+        parse_dice(args.dice),
+        args.roll,
+        parse_card(args.card),
+        args.yahtzee_bonuses,
+        rules=args.rules,
     )
     result = advise(state, args.rules, cache_dir=args.cache_dir)
     print(result.describe(top=args.top or None))

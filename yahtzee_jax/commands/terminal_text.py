@@ -16,7 +16,7 @@ import numpy as np
 
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
-from yahtzee_jax.game.rules import KEEP_ALL, NUM_DICE, NUM_KEEP_ACTIONS, OFFICIAL, Rules
+from yahtzee_jax.game.rules import KEEP_ALL, NUM_DICE, NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.advise import action_text
 
 # The printed labels of Yahtzee's boxes; any other box is labelled from its table name.
@@ -36,7 +36,7 @@ _SHORT_NAMES = {
 KEEP_NOTHING = 0
 
 
-def help_text(rules: Rules = OFFICIAL) -> str:
+def help_text(rules: Rules) -> str:
     """The commands, for `help`."""
     return f"""\
 At a roll with re-rolls left:
@@ -65,7 +65,7 @@ def _normalized(text: str) -> str:
     return re.sub(r"[\s_\-]+", "", text.lower())
 
 
-def box_labels(rules: Rules = OFFICIAL) -> tuple[str, ...]:
+def box_labels(rules: Rules) -> tuple[str, ...]:
     """The boxes' printed labels ("Ones", "3 of a kind", "Full house", ...), in card order."""
     return tuple(_LABELS.get(name, name.replace("_", " ").capitalize()) for name in rules.box_names)
 
@@ -80,7 +80,7 @@ def _boxes_by_name(rules: Rules) -> dict[str, int]:
     }
 
 
-def parse_box(text: str, numbers: bool = True, rules: Rules = OFFICIAL) -> int | None:
+def parse_box(text: str, numbers: bool, rules: Rules) -> int | None:
     """The box named by `text` (name, label, short name, or its number 1..boxes when `numbers`)."""
     key = _normalized(text)
     if numbers and key.isdigit() and 1 <= int(key) <= rules.num_boxes:
@@ -128,7 +128,7 @@ def parse_line(line: str, card: State, rules: Rules) -> Command:
     if score_words:
         return _score_command(score_words.group(1), card, rules, rolls_left)
     if rolls_left == 0:
-        box = parse_box(text, rules=rules)
+        box = parse_box(text, True, rules)
         if box is None:
             raise InputError(
                 f"no re-rolls left: choose a box (name or 1-{rules.num_boxes}), "
@@ -145,7 +145,7 @@ def parse_line(line: str, card: State, rules: Rules) -> Command:
         if len(faces) > NUM_DICE:
             raise InputError(f"there are only {NUM_DICE} dice: {dice_text(dice)}")
         return Command(actions=(keep_action(faces, dice),))
-    if parse_box(text, numbers=False, rules=rules) is not None:
+    if parse_box(text, False, rules) is not None:
         return _score_command(text, card, rules, rolls_left)
     if re.fullmatch(r"(?:keep|k)?[\s\d,]+", text):
         raise InputError(f"dice show 1 to 6; the dice are {dice_text(dice)}")
@@ -153,7 +153,7 @@ def parse_line(line: str, card: State, rules: Rules) -> Command:
 
 
 def _score_command(text: str, card: State, rules: Rules, rolls_left: int) -> Command:
-    box = parse_box(text, rules=rules)
+    box = parse_box(text, True, rules)
     labels = box_labels(rules)
     if box is None:
         raise InputError(
@@ -180,12 +180,12 @@ def dice_text(dice) -> str:
     return " ".join(str(int(die)) for die in dice)
 
 
-def choice_text(action: int, dice: tuple[int, ...], rules: Rules = OFFICIAL) -> str:
+def choice_text(action: int, dice: tuple[int, ...], rules: Rules) -> str:
     """A decision in words with the card's box labels: 'keep 4 4', 're-roll all', 'score Fours'."""
     return action_text(action, dice, box_labels(rules))
 
 
-def card_text(cards: list[State], names: list[str], rules: Rules = OFFICIAL) -> str:
+def card_text(cards: list[State], names: list[str], rules: Rules) -> str:
     """The score cards side by side: boxes, upper total and bonus, Yahtzee bonus, total."""
     width = max(8, *(len(name) for name in names))
     labels = box_labels(rules)

@@ -39,7 +39,6 @@ from yahtzee_jax.game.rules import (
     DECISIONS_PER_TURN,
     NUM_DICE,
     NUM_FACES,
-    OFFICIAL,
     Joker,
     Rules,
     face_counts,
@@ -47,7 +46,7 @@ from yahtzee_jax.game.rules import (
 )
 
 
-def feature_groups(config: FeatureConfig, rules: Rules = OFFICIAL) -> list[tuple[str, int]]:
+def feature_groups(config: FeatureConfig, rules: Rules) -> list[tuple[str, int]]:
     """The (name, size) of each group in the vector, in order."""
     if config.kind == "kang":
         return atomic_groups(rules)
@@ -70,7 +69,7 @@ def feature_groups(config: FeatureConfig, rules: Rules = OFFICIAL) -> list[tuple
     return groups
 
 
-def feature_size(config: FeatureConfig, rules: Rules = OFFICIAL) -> int:
+def feature_size(config: FeatureConfig, rules: Rules) -> int:
     """Length of the feature vector for a card of `rules`."""
     return sum(size for _, size in feature_groups(config, rules))
 

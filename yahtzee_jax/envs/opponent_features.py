@@ -31,22 +31,20 @@ from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.multiplayer import MatchState, card, total_scores
-from yahtzee_jax.game.rules import OFFICIAL, Rules
+from yahtzee_jax.game.rules import Rules
 
 
-def opponent_groups(rules: Rules = OFFICIAL) -> tuple[tuple[str, int], ...]:
+def opponent_groups(rules: Rules) -> tuple[tuple[str, int], ...]:
     """The (name, size) of each group of one opponent, in order."""
     return (("opponent_open", rules.num_boxes), ("opponent_upper", 1), ("score_difference", 1))
 
 
-def features_per_opponent(rules: Rules = OFFICIAL) -> int:
+def features_per_opponent(rules: Rules) -> int:
     """Features of one opponent (15 in Yahtzee)."""
     return sum(size for _, size in opponent_groups(rules))
 
 
-def opponent_features(
-    state: MatchState, seat: jax.Array | int, rules: Rules = OFFICIAL
-) -> jax.Array:
+def opponent_features(state: MatchState, seat: jax.Array | int, rules: Rules) -> jax.Array:
     """float32[(P - 1) * 15]: the groups above for each opponent of `seat` (one unbatched match)."""
     totals = total_scores(state, rules)
     # The highest total without Yahtzee bonuses: 5+10+...+30 + 35 + 30+30+25+30+40+50+30 = 375.
@@ -67,7 +65,7 @@ def opponent_features(
 
 
 def match_feature_size(
-    config: FeatureConfig, num_players: int, opponents: bool = True, rules: Rules = OFFICIAL
+    config: FeatureConfig, num_players: int, opponents: bool, rules: Rules
 ) -> int:
     """Length of `match_features` for a match of `num_players`."""
     extra = (num_players - 1) * features_per_opponent(rules) if opponents else 0

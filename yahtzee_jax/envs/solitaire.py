@@ -62,4 +62,4 @@ class SingleTurn(Game):
 
     def first_card(self, key: jax.Array) -> State:
         """A random card with the turn's first roll dealt."""
-        return engine.init_single_turn(key, random_context=True)
+        return engine.init_single_turn(key, True, self.rules)

@@ -23,6 +23,7 @@ from yahtzee_jax.config import Config, FeatureConfig
 from yahtzee_jax.envs.match import Match
 from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.game import engine
+from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
 OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random")
@@ -59,8 +60,13 @@ def match_totals(
 
     def totals_of(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
         final, _, _ = rollout(env, policy, keys)
-        others = jax.vmap(jax.vmap(engine.total_score))(final.others)
-        return engine.total_score(final.card), others
+
+        # Each card totalled under the match's rules (its own upper bonus, e.g. Yatzy's +50).
+        def total(card: State) -> jax.Array:
+            return engine.total_score(card, rules)
+
+        others = jax.vmap(jax.vmap(total))(final.others)
+        return total(final.card), others
 
     run = jax.jit(totals_of)
     own = np.zeros(num_games, np.int64)

@@ -18,7 +18,6 @@ from yahtzee_jax.game.engine import (
     upper_total,
 )
 from yahtzee_jax.game.rules import (
-    DECISIONS_PER_GAME,  # TODO(issue 27): remove once envs/algorithms read rules
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
     OFFICIAL,
@@ -36,7 +35,6 @@ from yahtzee_jax.game.rules import (
 )
 
 __all__ = [
-    "DECISIONS_PER_GAME",
     "KEEP_ALL",
     "NUM_KEEP_ACTIONS",
     "OFFICIAL",

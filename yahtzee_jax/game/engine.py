@@ -69,7 +69,7 @@ class State:
     terminated: jax.Array = struct.field(default_factory=lambda: jnp.bool_(False))
 
     @classmethod
-    def empty(cls, rules: Rules = OFFICIAL, **fields: jax.Array) -> State:
+    def empty(cls, rules: Rules, **fields: jax.Array) -> State:
         """The empty card of `rules` (every box open, a whole game to play), `fields` replaced."""
         card = {
             "scores": jnp.zeros(rules.num_boxes, jnp.int32),
@@ -98,7 +98,7 @@ def roll_dice(key: jax.Array) -> jax.Array:
     return _sorted_dice(face_counts(_random_faces(key)))
 
 
-def init(key: jax.Array, rules: Rules = OFFICIAL) -> State:
+def init(key: jax.Array, rules: Rules) -> State:
     """Start a full game of `rules`: empty score card, first roll of the first turn."""
     return State.empty(rules, dice=roll_dice(key))
 
@@ -108,24 +108,24 @@ def batch_of_one(tree: State | jax.Array) -> State | jax.Array:
     return jax.tree.map(lambda leaf: leaf[None], tree)
 
 
-def empty_cards(batch_shape: tuple[int, ...], rules: Rules = OFFICIAL) -> State:
+def empty_cards(batch_shape: tuple[int, ...], rules: Rules) -> State:
     """Empty cards of a batch shape: a match's blank opponents, an agent that reads them alone."""
     blank = State.empty(rules)
     return jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, batch_shape + leaf.shape), blank)
 
 
-def upper_total(state: State, rules: Rules = OFFICIAL) -> jax.Array:
+def upper_total(state: State, rules: Rules) -> jax.Array:
     """Sum of the upper boxes (uncapped)."""
     return jnp.sum(state.scores[..., : rules.num_upper], axis=-1)
 
 
-def upper_bonus(state: State, rules: Rules = OFFICIAL) -> jax.Array:
+def upper_bonus(state: State, rules: Rules) -> jax.Array:
     """The upper bonus (35 in Yahtzee) if the upper boxes reach its threshold (63), else 0."""
     reached = upper_total(state, rules) >= rules.upper_bonus_threshold
     return jnp.where(reached, rules.upper_bonus_points, 0).astype(jnp.int32)
 
 
-def total_score(state: State, rules: Rules = OFFICIAL) -> jax.Array:
+def total_score(state: State, rules: Rules) -> jax.Array:
     """Total score so far: boxes + upper bonus + Yahtzee bonuses."""
     boxes = jnp.sum(state.scores, axis=-1)
     bonuses = rules.yahtzee_bonus_points * state.yahtzee_bonus_count
@@ -137,15 +137,13 @@ def turn_index(state: State) -> jax.Array:
     return jnp.sum(state.filled, axis=-1, dtype=jnp.int32)
 
 
-def current_score_options(
-    state: State, rules: Rules = OFFICIAL
-) -> tuple[jax.Array, jax.Array, jax.Array]:
+def current_score_options(state: State, rules: Rules) -> tuple[jax.Array, jax.Array, jax.Array]:
     """`score_options` for the state's dice and card: (points[boxes], legal[boxes], bonus)."""
     yahtzee_box = state.scores[rules.yahtzee_box]
     return score_options(face_counts(state.dice), state.filled, yahtzee_box, rules)
 
 
-def legal_action_mask(state: State, rules: Rules = OFFICIAL) -> jax.Array:
+def legal_action_mask(state: State, rules: Rules) -> jax.Array:
     """Legal actions, bool[num_actions]; all true once terminated (a policy never divides by 0)."""
     _, legal_boxes, _ = current_score_options(state, rules)
     keeping = state.roll_index < LAST_ROLL
@@ -177,7 +175,7 @@ def _score(
     return scored.replace(reward=reward.astype(jnp.int32))
 
 
-def step(state: State, action: jax.Array, key: jax.Array, rules: Rules = OFFICIAL) -> State:
+def step(state: State, action: jax.Array, key: jax.Array, rules: Rules) -> State:
     """Apply one decision; the key supplies the re-rolled (or next turn's) dice."""
     action = jnp.asarray(action, jnp.int32)
     fresh = _random_faces(key)
@@ -195,9 +193,7 @@ def step(state: State, action: jax.Array, key: jax.Array, rules: Rules = OFFICIA
     return jax.tree.map(lambda a, b: jnp.where(is_legal, a, b), moved, unchanged)
 
 
-def init_single_turn(
-    key: jax.Array, random_context: bool = False, rules: Rules = OFFICIAL
-) -> State:
+def init_single_turn(key: jax.Array, random_context: bool, rules: Rules) -> State:
     """The paper's single-turn task (section 3.3): one turn of 3 decisions on the same engine.
 
     With ``random_context`` a uniformly random number (0..boxes-1) of random boxes is already
@@ -221,7 +217,7 @@ class IllegalActionError(UserError):
     """Raised by :func:`step_checked` for an action that is not legal in the state."""
 
 
-def describe_action(action: int, rules: Rules = OFFICIAL) -> str:
+def describe_action(action: int, rules: Rules) -> str:
     """Human-readable action: 'keep [..]' or 'score <box>'."""
     action = int(action)
     if 0 <= action < NUM_KEEP_ACTIONS:
@@ -232,7 +228,7 @@ def describe_action(action: int, rules: Rules = OFFICIAL) -> str:
     return f"out-of-range action {action} (valid: 0..{rules.num_actions - 1})"
 
 
-def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules = OFFICIAL) -> State:
+def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules) -> State:
     """`step` for one concrete (unbatched) state; raises `IllegalActionError` on a bad action."""
     rules = get_rules(rules)
     if bool(state.terminated):
@@ -254,7 +250,7 @@ def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules =
 class Yahtzee:
     """The engine bound to a rule variant (static), pgx-style: `env.init`, `env.step`, ..."""
 
-    rules: Rules = struct.field(pytree_node=False, default=OFFICIAL)
+    rules: Rules = struct.field(pytree_node=False)
 
     def init(self, key: jax.Array) -> State:
         """Start a full game."""

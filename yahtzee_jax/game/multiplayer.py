@@ -31,7 +31,7 @@ from flax import struct
 
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import OFFICIAL, Rules
+from yahtzee_jax.game.rules import Rules
 
 WIN, DRAW, LOSS = 1, 0, -1
 
@@ -86,9 +86,7 @@ def current_card(state: MatchState) -> State:
     return card(state, state.current_player)
 
 
-def init(
-    key: jax.Array, num_players: int = 2, common_dice: bool = False, rules: Rules = OFFICIAL
-) -> MatchState:
+def init(key: jax.Array, num_players: int, common_dice: bool, rules: Rules) -> MatchState:
     """Start a match: empty cards, seat 0 on turn; every card shows its first roll.
 
     With `common_dice` every card opens with the same roll (from `key`); otherwise seat p's
@@ -105,14 +103,12 @@ def init(
     )
 
 
-def legal_action_mask(state: MatchState, rules: Rules = OFFICIAL) -> jax.Array:
+def legal_action_mask(state: MatchState, rules: Rules) -> jax.Array:
     """Legal actions of the player on turn, bool[num_actions] (all true once terminated)."""
     return engine.legal_action_mask(current_card(state), rules) | state.terminated
 
 
-def step(
-    state: MatchState, action: jax.Array, key: jax.Array, rules: Rules = OFFICIAL
-) -> MatchState:
+def step(state: MatchState, action: jax.Array, key: jax.Array, rules: Rules) -> MatchState:
     """The player on turn takes one decision on their own card; the key supplies the dice."""
     player = state.current_player
     before = current_card(state)
@@ -139,12 +135,12 @@ def step(
     )
 
 
-def total_scores(state: MatchState, rules: Rules = OFFICIAL) -> jax.Array:
+def total_scores(state: MatchState, rules: Rules) -> jax.Array:
     """Each player's total score so far, bonuses included (int32[P])."""
     return engine.total_score(state.cards, rules)
 
 
-def outcome(state: MatchState, rules: Rules = OFFICIAL) -> Outcome:
+def outcome(state: MatchState, rules: Rules) -> Outcome:
     """Win/draw/loss and margin of every player, from the totals as they stand (P >= 2)."""
     if state.num_players < 2:
         raise ValueError("a match outcome needs at least two players")

@@ -319,12 +319,6 @@ YAHTZEE_VARIANTS = tuple(
     name for name, rules in RULE_VARIANTS.items() if rules.boxes == YAHTZEE_BOXES
 )
 
-# TODO(issue 27): remove once the tests read rules. The official card's numbers, still imported
-# by tests/test_match_env.py, test_learners.py and test_dqn.py (DECISIONS_PER_GAME also through
-# yahtzee_jax.game). The learners read the bonus from their run's rules (issue 28).
-NUM_TURNS = OFFICIAL.num_turns
-DECISIONS_PER_GAME = OFFICIAL.decisions_per_game
-
 
 def get_rules(rules: str | Rules) -> Rules:
     """Return the `Rules` for a variant name (or pass a `Rules` through); clear error if unknown."""
@@ -398,7 +392,7 @@ class _Roll:
         return jnp.where(self.qualifies(box), self.worth(box), 0)
 
 
-def base_scores(counts: jax.Array, rules: Rules = OFFICIAL) -> jax.Array:
+def base_scores(counts: jax.Array, rules: Rules) -> jax.Array:
     """Score of a roll (given by its face counts, int32[6]) in each box, without any Joker."""
     roll = _Roll(counts)
     # The upper boxes are faces 1..k in order: one vector product, no gather.

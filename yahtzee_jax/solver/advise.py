@@ -20,7 +20,6 @@ from yahtzee_jax.game.rules import (
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
-    OFFICIAL,
     Rules,
     get_rules,
 )
@@ -73,9 +72,7 @@ class ActionValues:
         return "\n".join(lines)
 
 
-def action_text(
-    action: int, dice: tuple[int, ...], box_names: tuple[str, ...] = OFFICIAL.box_names
-) -> str:
+def action_text(action: int, dice: tuple[int, ...], box_names: tuple[str, ...]) -> str:
     """A decision in words: 'keep 4 4', 'keep all', 're-roll all' or 'score <box name>'."""
     if action >= NUM_KEEP_ACTIONS:
         return f"score {box_names[action - NUM_KEEP_ACTIONS]}"
@@ -86,7 +83,7 @@ def action_text(
 
 
 @functools.cache
-def possible_box_points(rules: Rules = OFFICIAL) -> tuple[frozenset[int], ...]:
+def possible_box_points(rules: Rules) -> tuple[frozenset[int], ...]:
     """Points each box can hold: what some roll scores there, or 0 (scratched)."""
     table = base_points(rules)
     return tuple(frozenset({0, *table[:, box].tolist()}) for box in range(rules.num_boxes))
@@ -143,7 +140,8 @@ def make_position(
     roll_index: int = 0,
     card: dict[str, int] | None = None,
     yahtzee_bonus_count: int = 0,
-    rules: str | Rules = OFFICIAL,
+    *,
+    rules: str | Rules,
 ) -> State:
     """A full-game `State` of `rules` from readable parts; `card` maps box names to the points
     written."""
@@ -182,7 +180,7 @@ def make_position(
 
 def advise(
     state: State,
-    rules: str | Rules = "official",
+    rules: str | Rules,
     cache_dir: str | os.PathLike | None = None,
     solution: SolveResult | None = None,
 ) -> ActionValues:
@@ -203,7 +201,9 @@ def advise(
     options = tuple(np.asarray(part[0]) for part in options)
     last_turn = int(state.turns_left) == 1
     value_table = None if last_turn else solution.value_table
-    values, last_keep, first_keep = turn_values(options, filled, scores, value_table, rules=rules)
+    values, last_keep, first_keep = turn_values(
+        options, filled, scores, value_table, 1.0, np, rules
+    )
     dice = tuple(int(die) for die in np.asarray(state.dice))
     roll = roll_index_of(dice)
     roll_index = int(state.roll_index)

@@ -33,7 +33,7 @@ CHUNK = 64  # states per chunk: [462, 64, 256] float32 arrays
 
 @functools.lru_cache(maxsize=4)
 def endgame_distributions(
-    rules: str | Rules = "official",
+    rules: str | Rules,
     open_boxes: int = ENDGAME_OPEN,
     cache_dir: str | os.PathLike | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -240,7 +240,7 @@ def save_table(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
 
 
 def solve(
-    rules: str | Rules = "official",
+    rules: str | Rules,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
     use_cache: bool = True,
@@ -271,6 +271,6 @@ def solve(
     )
 
 
-def optimal_expected_score(rules: str | Rules = "official", cache_dir=None) -> float:
+def optimal_expected_score(rules: str | Rules, cache_dir=None) -> float:
     """Optimal expected final score of a game under `rules` (cached solve)."""
     return solve(rules, cache_dir=cache_dir).expected_score

@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, OFFICIAL, Rules
+from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.states import upper_cap
 from yahtzee_jax.solver.tables import ROLL_COUNTS, WIDGET_ORDER, WIDGET_POSITION, YAHTZEE_ROLLS
 
@@ -30,8 +30,8 @@ def score_transition(
     points: Array,
     upper_total: Array,
     flag: Array,
-    xp: ModuleType = np,
-    rules: Rules = OFFICIAL,
+    xp: ModuleType,
+    rules: Rules,
 ) -> tuple[Array, Array, Array]:
     """What writing `points` in `category` does to a turn-start state (arguments broadcast).
 
@@ -56,9 +56,9 @@ def category_values(
     upper_total: Array,
     flag: Array,
     value_table: Array | None,
-    future_weight: Array = 1.0,
-    xp: ModuleType = np,
-    rules: Rules = OFFICIAL,
+    future_weight: Array,
+    xp: ModuleType,
+    rules: Rules,
 ) -> Array:
     """Value of writing each roll in each box for one card: reward + weighted future value.
 
@@ -84,8 +84,8 @@ def final_roll_values(
     points: np.ndarray,
     yahtzee_options: tuple[Array, Array, Array],
     future: Callable[[Array, Array, Array], Array],
-    xp: ModuleType = np,
-    rules: Rules = OFFICIAL,
+    xp: ModuleType,
+    rules: Rules,
 ) -> Array:
     """Value of each final roll at the score decision (its best box) for n cards: [252, n].
 
@@ -219,7 +219,7 @@ class FinalRollPlan:
     yahtzee_positions: np.ndarray  # where the five-of-a-kinds are
 
 
-def final_roll_plan(points: np.ndarray, rules: Rules = OFFICIAL) -> FinalRollPlan:
+def final_roll_plan(points: np.ndarray, rules: Rules) -> FinalRollPlan:
     """The `FinalRollPlan` of base points int[252, boxes] (`tables.base_points(rules)`)."""
     lower_boxes = list(range(rules.num_upper, rules.num_boxes))
     yahtzee = rules.yahtzee_box

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.game.rules import NUM_DICE, OFFICIAL, Rules, get_rules
+from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.solver.exact import cache_file, load_table, save_table, solve
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.states import (
@@ -41,7 +41,7 @@ def _lower_boxes(rules: Rules) -> list[int]:
 
 
 def distinct_next_states(
-    mask: Array, upper_total: Array, flag: Array, xp: Any = np, rules: Rules = OFFICIAL
+    mask: Array, upper_total: Array, flag: Array, xp: Any, rules: Rules
 ) -> tuple[Array, Array, Array]:
     """The turn-start states that writing a roll in a box can lead to (44 in Yahtzee): (mask,
     upper, flag), each [44, ...] for a card with trailing batch axes.
@@ -71,7 +71,7 @@ def distinct_next_states(
 
 
 @functools.cache
-def next_state_of_roll(rules: Rules = OFFICIAL) -> np.ndarray:
+def next_state_of_roll(rules: Rules) -> np.ndarray:
     """int32[252, boxes]: the index among `distinct_next_states` each roll and box leads to."""
     five_of_a_kind = ROLL_COUNTS.max(axis=1) == NUM_DICE
     num_upper, lower = rules.num_upper, _lower_boxes(rules)
@@ -89,8 +89,8 @@ def roll_futures(
     mask: Array,
     upper_total: Array,
     flag: Array,
-    xp: Any = np,
-    rules: Rules = OFFICIAL,
+    xp: Any,
+    rules: Rules,
 ) -> Array:
     """`table` at the state after writing each of the 252 rolls in each box, [252, boxes, ...].
 
@@ -109,8 +109,8 @@ def box_outcomes(
     upper_total: Array,
     flag: Array,
     tables: tuple[Array, Array],
-    xp: Any = np,
-    rules: Rules = OFFICIAL,
+    xp: Any,
+    rules: Rules,
 ) -> tuple[Array, Array, Array]:
     """Reward and the next state's V and M of writing each roll in each box (arguments broadcast).
 
@@ -221,7 +221,7 @@ def solve_moment_table(
 
 
 def score_moments(
-    rules: str | Rules = "official", cache_dir: str | os.PathLike | None = None
+    rules: str | Rules, cache_dir: str | os.PathLike | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """(value table, second-moment table) of a rule variant, both cached on disk after a solve."""
     rules = get_rules(rules)

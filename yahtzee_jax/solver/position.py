@@ -11,9 +11,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
-from yahtzee_jax.game.rules import OFFICIAL, Rules
+from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.final_rolls import category_values
 from yahtzee_jax.solver.states import upper_cap
 from yahtzee_jax.solver.widget import turn_keep_values
@@ -22,7 +20,7 @@ Array = Any  # numpy.ndarray or jax.Array
 
 
 def card_context(
-    filled: Array, scores: Array, xp: ModuleType = np, rules: Rules = OFFICIAL
+    filled: Array, scores: Array, xp: ModuleType, rules: Rules
 ) -> tuple[Array, Array, Array]:
     """Turn-start state of a card: (filled mask, upper total capped at the bonus threshold,
     Yahtzee box holds 50)."""
@@ -38,9 +36,9 @@ def turn_values(
     filled: Array,
     scores: Array,
     value_table: Array | None,
-    future_weight: Array = 1.0,
-    xp: ModuleType = np,
-    rules: Rules = OFFICIAL,
+    future_weight: Array,
+    xp: ModuleType,
+    rules: Rules,
 ) -> tuple[Array, Array, Array]:
     """Values of the decisions of this turn, as expected score from the turn's start onwards.
 

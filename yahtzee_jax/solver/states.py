@@ -13,7 +13,7 @@ import functools
 
 import numpy as np
 
-from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, OFFICIAL, Rules
+from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.tables import NUM_FLAGS, num_masks
 
 # States per solver task: a chunk's [462, n] float64 widget arrays stay in the cache. A one-process
@@ -29,12 +29,12 @@ def upper_cap(rules: Rules) -> int:
     return rules.upper_bonus_threshold if rules.upper_bonus_points else 0
 
 
-def num_upper_totals(rules: Rules = OFFICIAL) -> int:
+def num_upper_totals(rules: Rules) -> int:
     """Capped upper totals of a state: 0..cap, the cap meaning "the cap or more" (64 in Yahtzee)."""
     return upper_cap(rules) + 1
 
 
-def full_mask(rules: Rules = OFFICIAL) -> int:
+def full_mask(rules: Rules) -> int:
     """The mask of the full card."""
     return num_masks(rules) - 1
 
@@ -49,7 +49,7 @@ def table_shape(rules: Rules) -> tuple[int, int, int]:
     return num_masks(rules), num_upper_totals(rules), NUM_FLAGS
 
 
-def reachable_upper_totals(upper_mask: int, rules: Rules = OFFICIAL) -> np.ndarray:
+def reachable_upper_totals(upper_mask: int, rules: Rules) -> np.ndarray:
     """Capped upper totals that the filled upper boxes of `upper_mask` can sum to (sorted)."""
     totals = {0}
     for box in range(rules.num_upper):
@@ -64,7 +64,7 @@ def reachable_upper_totals(upper_mask: int, rules: Rules = OFFICIAL) -> np.ndarr
 
 
 @functools.cache
-def representative_totals(rules: Rules = OFFICIAL) -> np.ndarray:
+def representative_totals(rules: Rules) -> np.ndarray:
     """int[upper masks, upper totals]: the capped upper total whose value a total shares; -1 if
     the filled upper boxes cannot sum to it.
 
@@ -93,12 +93,12 @@ def _mask_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return masks, representative, filled_count, yahtzee_filled
 
 
-def all_masks(rules: Rules = OFFICIAL) -> np.ndarray:
+def all_masks(rules: Rules) -> np.ndarray:
     """Every filled-box mask, 0 .. full_mask(rules)."""
     return _mask_tables(rules)[0]
 
 
-def filled_count(rules: Rules = OFFICIAL) -> np.ndarray:
+def filled_count(rules: Rules) -> np.ndarray:
     """Boxes filled in each mask, int[masks]."""
     return _mask_tables(rules)[2]
 

@@ -23,7 +23,6 @@ from yahtzee_jax.game.rules import (
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
-    OFFICIAL,
     Box,
     Joker,
     Rules,
@@ -153,7 +152,7 @@ DISTINCT_FACES = tuple(
 )
 
 
-def mask_to_filled(masks: np.ndarray, rules: Rules = OFFICIAL) -> np.ndarray:
+def mask_to_filled(masks: np.ndarray, rules: Rules) -> np.ndarray:
     """Filled-box masks (int[...]) -> bool[..., boxes]; bit c is box c."""
     return (np.asarray(masks)[..., None] >> np.arange(rules.num_boxes)) & 1 == 1
 
@@ -187,7 +186,7 @@ def _base_points(rules: Rules) -> jax.Array:
     return score_all_rolls(jnp.zeros(rules.num_boxes, bool), jnp.int32(0), rules)[0]
 
 
-def base_points(rules: Rules = OFFICIAL) -> np.ndarray:
+def base_points(rules: Rules) -> np.ndarray:
     """Points of every roll in every box without any Joker, int64[252, boxes] (`base_scores`)."""
     return _base_points_of_boxes(rules.boxes)  # the bonus and Joker rules do not change them
 

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
-from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Rules, get_rules
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
 from yahtzee_jax.solver.endgame import ENDGAME_OPEN, SCORE_BINS, endgame_distributions
 from yahtzee_jax.solver.moments import (
     box_outcomes,
@@ -66,7 +66,7 @@ class WinSeekerTables(NamedTuple):
 
 
 def win_seeker_tables(
-    rules: str | Rules = "official",
+    rules: str | Rules,
     cache_dir: str | os.PathLike | None = None,
     endgame_open: int = ENDGAME_OPEN,
 ) -> WinSeekerTables:
@@ -81,7 +81,7 @@ def win_seeker_tables(
 
 
 def final_score_moments(
-    tables: WinSeekerTables, card: State, rules: Rules = OFFICIAL
+    tables: WinSeekerTables, card: State, rules: Rules
 ) -> tuple[jax.Array, jax.Array]:
     """Mean and variance of a card's final score under optimal play from its turn start."""
     context = card_context(card.filled, card.scores, jnp, rules)
@@ -108,7 +108,7 @@ def below_or_half(mass: jax.Array, lead: jax.Array) -> jax.Array:
 
 
 def opponent_below(
-    tables: WinSeekerTables, other: State, lead: jax.Array, rules: Rules = OFFICIAL
+    tables: WinSeekerTables, other: State, lead: jax.Array, rules: Rules
 ) -> jax.Array:
     """P(the other card's score still to come < lead) + P(= lead) / 2, for leads (any shape):
     exact from its endgame distribution when it has one, else normal."""
@@ -167,7 +167,7 @@ def turn_end_win_probabilities(
     legal: jax.Array,
     bonus: jax.Array,
     endgame: bool,
-    rules: Rules = OFFICIAL,
+    rules: Rules,
     before_endgame: str = "normal",
 ) -> tuple[jax.Array, jax.Array]:
     """Estimated P(win) after writing each of the rolls `rolls` in each box ([n, boxes];
@@ -238,7 +238,7 @@ def win_seeking_action(
 
 
 def make_win_seeker(
-    rules: str | Rules = "official",
+    rules: str | Rules,
     cache_dir: str | os.PathLike | None = None,
     endgame_open: int = ENDGAME_OPEN,
     before_endgame: str = "normal",
