@@ -136,9 +136,13 @@ def read_yaml(path: str | Path | Traversable) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"config file not found: {path}")
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
         raise ConfigError(f"cannot parse {path}: {str(error).splitlines()[0]}") from None
+    except UnicodeDecodeError as error:  # a binary file given as a config
+        raise ConfigError(f"cannot read {path}: not UTF-8 text ({error.reason})") from None
+    except OSError as error:  # unreadable, or vanished since the check above
+        raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
     require(isinstance(data, dict), f"{path} must hold a mapping of config sections")
     return data
 
