@@ -59,9 +59,9 @@ solve: setup
 	$(BIN)/yahtzee-jax solve --rules $(RULES)
 
 # On a machine with a GPU (after `.venv/bin/pip install -e '.[cuda]'`): the model-free preset's
-# time to quality and the fused step's throughput, as JSON in $(OUT) (experiments/gpu_figures.py).
+# time to quality and the fused step's throughput, as JSON in OUT (default runs/gpu-figures).
 gpu-figures: setup
-	$(BIN)/python experiments/gpu_figures.py $(OUT)
+	$(BIN)/python experiments/gpu_figures.py $(if $(filter command line,$(origin OUT)),$(OUT),runs/gpu-figures)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -54,6 +54,14 @@ def test_bench_train_rejects_bad_batches(capsys) -> None:
     assert "--batches" in capsys.readouterr().err
 
 
+def test_bench_train_minibatches_must_divide_every_batch(capsys) -> None:
+    """--minibatches 3 cannot cut B = 20 or 30 into whole games: one line, exit 2, nothing
+    compiled."""
+    assert main(["bench", "train", "--batches", "20,30", "--minibatches", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--minibatches 3 must be a positive divisor" in err
+
+
 def test_bench_solve_rejects_bad_counts(capsys) -> None:
     """A solve needs at least one process and one repeat: said in one line, before any solve."""
     assert main(["bench", "solve", "--workers", "0"]) == 2

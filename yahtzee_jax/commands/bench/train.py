@@ -55,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated network.hidden_size values to measure (default: the preset's)",
     )
     parser.add_argument(
+        "--minibatches",
+        type=int,
+        default=0,
+        metavar="N",
+        help="PPO: cut each cell's batch into N minibatches (algo.games_per_minibatch = B / N), "
+        "so every B runs the same optimizer steps an update (default: the preset's minibatch)",
+    )
+    parser.add_argument(
         "--breakdown",
         action="store_true",
         help="also time the update's parts alone: the env with a random policy, the learner's "
@@ -263,6 +271,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--widths {args.widths!r} must be comma-separated integers") from None
     if args.population < 0:
         raise UserError(f"--population {args.population} must be >= 1")
+    if args.minibatches < 0 or any(
+        args.minibatches and games % args.minibatches for games in batches
+    ):
+        raise UserError(f"--minibatches {args.minibatches} must be a positive divisor of every batch")
     configs = [  # all validated before any compile
         (
             preset,
@@ -272,6 +284,11 @@ def run(args: argparse.Namespace) -> int:
                     *args.overrides,
                     f"train.games_per_update={games}",
                     *([f"network.hidden_size={width}"] if width else []),
+                    *(
+                        [f"algo.games_per_minibatch={games // args.minibatches}"]
+                        if args.minibatches
+                        else []
+                    ),
                 ],
             ),
         )
