@@ -274,7 +274,9 @@ def run(args: argparse.Namespace) -> int:
     if args.minibatches < 0 or any(
         args.minibatches and games % args.minibatches for games in batches
     ):
-        raise UserError(f"--minibatches {args.minibatches} must be a positive divisor of every batch")
+        raise UserError(
+            f"--minibatches {args.minibatches} must be a positive divisor of every batch"
+        )
     configs = [  # all validated before any compile
         (
             preset,
