@@ -155,9 +155,13 @@ class NetworkConfig:
     dropout: float = 0.1  # p_d
     roll_head: str = "categorical"  # "categorical" over the 32 keep patterns, or 5 "bernoulli"
     upper_head: bool = False  # predicts the final upper total (for reward shaping)
+    # The hidden blocks' arithmetic: "bfloat16" halves their memory traffic on a GPU's tensor
+    # cores; the parameters, the optimizer and the heads' outputs stay float32.
+    compute_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         require(self.hidden_size >= 1, f"network.hidden_size={self.hidden_size} must be >= 1")
+        check_choice("network.compute_dtype", self.compute_dtype, ("float32", "bfloat16"))
         require(self.trunk_layers >= 0, f"network.trunk_layers={self.trunk_layers} must be >= 0")
         check_choice("network.activation", self.activation, ("swish", "relu"))
         require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")

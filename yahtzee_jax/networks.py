@@ -76,13 +76,14 @@ class Block(nn.Module):
     layer_norm: bool
     dropout: float
     salt: int = 0  # distinguishes the blocks' dropout masks
+    dtype: str = "float32"  # the arithmetic's dtype (parameters stay float32)
 
     @nn.compact
     def __call__(self, x: jax.Array, dropout_seed: jax.Array | None) -> jax.Array:
         """Apply the block; dropout is on when a per-example `dropout_seed` (uint32) is given."""
-        x = ACTIVATIONS[self.activation](nn.Dense(self.width)(x))
+        x = ACTIVATIONS[self.activation](nn.Dense(self.width, dtype=self.dtype)(x))
         if self.layer_norm:
-            x = nn.LayerNorm()(x)
+            x = nn.LayerNorm(dtype=self.dtype)(x)
         if self.dropout > 0 and dropout_seed is not None:
             keep = dropout_keep_mask(dropout_seed, self.salt, self.width, self.dropout)
             x = jnp.where(keep, x / (1.0 - self.dropout), 0.0)
@@ -120,6 +121,7 @@ class YahtzeeNet(nn.Module):
             config.layer_norm,
             rate,
             salt,
+            config.compute_dtype,
             name=f"Block_{salt}",
         )
 
@@ -147,17 +149,21 @@ class YahtzeeNet(nn.Module):
             index = rows.get(head, ())
             return x[index], None if dropout_seed is None else dropout_seed[index]
 
+        def out(hidden: jax.Array) -> jax.Array:
+            # the output layers, softmaxes and losses in float32 whatever the blocks computed in
+            return hidden.astype(jnp.float32)
+
         roll_log_probs = score_logits = value = upper = None
         if "roll" in heads:
             roll_hidden = self._block(trunk)(*head_input("roll"))
             if self.config.roll_head == "categorical":
                 roll_logits = nn.Dense(NUM_KEEP_ACTIONS, kernel_init=_small_init, name="Dense_0")(
-                    roll_hidden
+                    out(roll_hidden)
                 )
                 roll_log_probs = jax.nn.log_softmax(roll_logits)
             else:
                 keep_logits = nn.Dense(NUM_DICE, kernel_init=_small_init, name="Dense_0")(
-                    roll_hidden
+                    out(roll_hidden)
                 )
                 log_keep = jax.nn.log_sigmoid(keep_logits)
                 log_reroll = jax.nn.log_sigmoid(-keep_logits)
@@ -165,18 +171,19 @@ class YahtzeeNet(nn.Module):
         if "score" in heads:
             score_hidden = self._block(trunk + 1)(*head_input("score"))
             score_logits = nn.Dense(self.num_boxes, kernel_init=_small_init, name="Dense_1")(
-                score_hidden
+                out(score_hidden)
             )
         if "value" in heads:
             value_hidden = self._block(trunk + 2, dropout=False)(head_input("value")[0], None)
-            value = nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(value_hidden))[..., 0]
+            value = nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(out(value_hidden)))[..., 0]
         if "upper" in heads:
             upper_input, upper_seed = head_input("upper")
             if self.config.upper_head:
-                upper = nn.Dense(1, name="Dense_3")(self._block(trunk + 3)(upper_input, upper_seed))
+                upper_hidden = self._block(trunk + 3)(upper_input, upper_seed)
+                upper = nn.Dense(1, name="Dense_3")(out(upper_hidden))
                 upper = upper[..., 0]
             else:
-                upper = jnp.zeros(upper_input.shape[:-1], upper_input.dtype)
+                upper = jnp.zeros(upper_input.shape[:-1], jnp.float32)
         return NetworkOutput(roll_log_probs, score_logits, value, upper)
 
 
