@@ -32,7 +32,7 @@ CONFIG = {
     "LR": 3e-4,
     "NUM_ENVS": 256,
     "NUM_STEPS": 39,  # one whole game per env per update: every episode is 39 decisions
-    "TOTAL_TIMESTEPS": 6_000_000,
+    "TOTAL_TIMESTEPS": 2_000_000,
     "UPDATE_EPOCHS": 4,
     "NUM_MINIBATCHES": 4,
     "GAMMA": 1.0,  # the score is the undiscounted sum of the rewards
@@ -137,11 +137,12 @@ def make_train(config: dict[str, Any]) -> Any:
                 logits, value = network.apply(params, mb.obs, mb.mask)
                 log_probs = jax.nn.log_softmax(logits)
                 log_prob = jnp.take_along_axis(log_probs, mb.action[:, None], 1)[:, 0]
-                clipped = mb.value + (value - mb.value).clip(-config["CLIP_EPS"], config["CLIP_EPS"])
-                value_loss = 0.5 * jnp.maximum((value - target) ** 2, (clipped - target) ** 2).mean()
+                eps = config["CLIP_EPS"]
+                clipped = mb.value + (value - mb.value).clip(-eps, eps)
+                value_loss = 0.5 * jnp.maximum((value - target) ** 2, (clipped - target) ** 2)
+                value_loss = value_loss.mean()
                 ratio = jnp.exp(log_prob - mb.log_prob)
                 adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-                eps = config["CLIP_EPS"]
                 actor_loss = -jnp.minimum(ratio * adv, ratio.clip(1 - eps, 1 + eps) * adv).mean()
                 # Entropy over the legal actions only (masked logits carry no probability).
                 probs = jnp.exp(log_probs)
@@ -169,9 +170,7 @@ def make_train(config: dict[str, Any]) -> Any:
                 state, losses = jax.lax.scan(minibatch_step, state, shards)
                 return (state, key), losses
 
-            (state, key), losses = jax.lax.scan(
-                epoch, (state, key), None, config["UPDATE_EPOCHS"]
-            )
+            (state, key), losses = jax.lax.scan(epoch, (state, key), None, config["UPDATE_EPOCHS"])
             info = batch.info
             # Reduce inside the scan (purejaxrl's users ran out of memory returning every step).
             ended = info["returned_episode"]
