@@ -44,10 +44,10 @@ def _reset(key: jax.Array, params: EnvParams, batch: int) -> tuple[EnvState, jax
 @jax.jit
 def _step(
     state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams
-) -> tuple[EnvState, jax.Array, jax.Array, jax.Array, jax.Array]:
-    """A batch's step, each finished episode started again: (state, obs, final obs, reward,
-    terminated)."""
-    step_key, reset_key = jax.random.split(key)
+) -> tuple[EnvState, jax.Array, dict[str, jax.Array]]:
+    """A batch's step, each finished episode started again: (state, next key, what the host
+    reads, in one transfer)."""
+    key, step_key, reset_key = jax.random.split(key, 3)
     batch = action.shape[0]
     moved = jax.vmap(core.step, in_axes=(0, 0, 0, None))(
         state, action, jax.random.split(step_key, batch), params
@@ -60,16 +60,29 @@ def _step(
         return jax.numpy.where(done.reshape(done.shape + (1,) * (new.ndim - 1)), new, old)
 
     state = jax.tree.map(pick, fresh, moved)
-    obs = jax.vmap(core.observe, in_axes=(0, None))(state, params)
-    return state, obs, final_obs, jax.vmap(_reward, in_axes=(0, None))(moved, params), done
+    host = {
+        "obs": jax.vmap(core.observe, in_axes=(0, None))(state, params),
+        "final_obs": final_obs,
+        "reward": jax.vmap(_reward, in_axes=(0, None))(moved, params),
+        "terminated": done,
+        "mask": state.legal_action_mask,
+    }
+    return state, key, host
 
 
 @jax.jit
 def _step_one(
     state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams
-) -> tuple[EnvState, jax.Array, jax.Array]:
-    moved = core.step(state, action, key, params)
-    return moved, core.observe(moved, params), _reward(moved, params)
+) -> tuple[EnvState, jax.Array, dict[str, jax.Array]]:
+    key, step_key = jax.random.split(key)
+    moved = core.step(state, action, step_key, params)
+    host = {
+        "obs": core.observe(moved, params),
+        "reward": _reward(moved, params),
+        "terminated": moved.terminated,
+        "mask": moved.legal_action_mask,
+    }
+    return moved, key, host
 
 
 def _spaces(params: EnvParams) -> tuple[spaces.Box, spaces.Discrete]:
@@ -90,14 +103,15 @@ class YahtzeeEnv(gymnasium.Env):
         self.observation_space, self.action_space = _spaces(self.params)
         self._state: EnvState | None = None
         self._key: jax.Array | None = None
+        self._mask: np.ndarray | None = None
 
     def _info(self) -> dict[str, Any]:
         return {"action_mask": self.action_masks().astype(np.int8)}
 
     def action_masks(self) -> np.ndarray:
         """bool[num_actions]: the legal actions now."""
-        assert self._state is not None, "call reset() first"
-        return np.asarray(self._state.legal_action_mask)
+        assert self._mask is not None, "call reset() first"
+        return self._mask
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -109,15 +123,18 @@ class YahtzeeEnv(gymnasium.Env):
         self._key, key = jax.random.split(self._key)
         state, obs = _reset(key, self.params, 1)
         self._state = jax.tree.map(lambda leaf: leaf[0], state)
+        self._mask = np.asarray(self._state.legal_action_mask)
         return np.asarray(obs[0]), self._info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """One decision (then the opponents' turns); an illegal action changes nothing."""
         assert self._state is not None and self._key is not None, "call reset() first"
-        self._key, key = jax.random.split(self._key)
-        self._state, obs, reward = _step_one(self._state, np.int32(action), key, self.params)
-        terminated = bool(self._state.terminated)
-        return np.asarray(obs), float(reward), terminated, False, self._info()
+        self._state, self._key, views = _step_one(
+            self._state, np.int32(action), self._key, self.params
+        )
+        host = jax.device_get(views)
+        self._mask = host["mask"]
+        return host["obs"], float(host["reward"]), bool(host["terminated"]), False, self._info()
 
 
 class YahtzeeVectorEnv(VectorEnv):
@@ -162,17 +179,17 @@ class YahtzeeVectorEnv(VectorEnv):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One decision in every episode; finished ones start again in the same call."""
         assert self._state is not None and self._key is not None, "call reset() first"
-        self._key, key = jax.random.split(self._key)
         actions = np.asarray(actions, np.int32).reshape(self.num_envs)
-        self._state, obs, final_obs, reward, done = _step(self._state, actions, key, self.params)
-        terminated = np.asarray(done)
+        self._state, self._key, views = _step(self._state, actions, self._key, self.params)
+        host = jax.device_get(views)
+        terminated = host["terminated"]
         info = {
-            "action_mask": self.action_masks().astype(np.int8),
-            "final_obs": np.asarray(final_obs),
+            "action_mask": host["mask"].astype(np.int8),
+            "final_obs": host["final_obs"],
             "_final_obs": terminated,
         }
         truncated = np.zeros(self.num_envs, bool)
-        return np.asarray(obs), np.asarray(reward, np.float32), terminated, truncated, info
+        return host["obs"], host["reward"].astype(np.float32), terminated, truncated, info
 
 
 def register() -> None:

@@ -12,6 +12,7 @@ interact, so only what a seat sees of the others differs). Rewards: ``reward="wi
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -26,18 +27,35 @@ from yahtzee_jax.suite.core import EnvParams, EnvState
 from yahtzee_jax.suite.registry import make
 
 
-@jax.jit
-def _views(state: EnvState, params: EnvParams) -> tuple[jax.Array, jax.Array]:
-    """Every seat's observation [P, F] and own legal actions [P, A]."""
+def _views(state: EnvState, params: EnvParams) -> dict[str, jax.Array]:
+    """What the host reads after a step, fetched in one transfer: every seat's observation
+    [P, F] and own legal actions [P, A], the rewards, who is on turn, the end."""
     seats = jax.numpy.arange(params.players)
-    obs = jax.vmap(lambda seat: core.observe(state, params, seat))(seats)
-    masks = jax.vmap(lambda seat: core.seat_legal_action_mask(state, params, seat))(seats)
-    return obs, masks
+    return {
+        "obs": jax.vmap(lambda seat: core.observe(state, params, seat))(seats),
+        "masks": jax.vmap(lambda seat: core.seat_legal_action_mask(state, params, seat))(seats),
+        "rewards": state.rewards,
+        "current_player": state.current_player,
+        "terminated": state.terminated,
+    }
 
 
-_init = jax.jit(core.init)
-_step = jax.jit(core.step)
-_step_all = jax.jit(core.step_all)
+@jax.jit
+def _start(key: jax.Array, params: EnvParams) -> tuple[EnvState, jax.Array, dict[str, jax.Array]]:
+    key, init_key = jax.random.split(key)
+    state = core.init(init_key, params)
+    return state, key, _views(state, params)
+
+
+@functools.partial(jax.jit, static_argnames="every_seat")
+def _advance(
+    state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams, every_seat: bool
+) -> tuple[EnvState, jax.Array, dict[str, jax.Array]]:
+    """One step (the seat on turn's, or `every_seat`'s at once), the key carried on device."""
+    key, step_key = jax.random.split(key)
+    step = core.step_all if every_seat else core.step
+    state = step(state, action, step_key, params)
+    return state, key, _views(state, params)
 
 
 class _Match:
@@ -69,23 +87,28 @@ class _Match:
         """Discrete(num_actions) for every agent."""
         return self._action_space
 
-    def _next_key(self) -> jax.Array:
-        return jax.random.key(int(self.np_random.integers(2**32, dtype=np.uint64)))
-
     def _new_state(self, seed: int | None) -> None:
         if seed is not None:
             self.np_random, _ = seeding.np_random(seed)
-        self.state = _init(self._next_key(), self.params)
+        # The JAX key comes from the generator: one seed fixes every later match.
+        key = jax.random.key(int(self.np_random.integers(2**32, dtype=np.uint64)))
+        self.state, self._key, views = _start(key, self.params)
         self.agents = self.possible_agents[:]
-        self._refresh()
+        self._read(views)
 
-    def _refresh(self) -> None:
-        obs, masks = _views(self.state, self.params)
-        self._obs, self._masks = np.asarray(obs), np.asarray(masks).astype(np.int8)
+    def _advance(self, action: np.ndarray, every_seat: bool) -> None:
+        self.state, self._key, views = _advance(
+            self.state, action, self._key, self.params, every_seat
+        )
+        self._read(views)
 
-    def _reward(self) -> dict[str, float]:
-        rewards = np.asarray(self.state.rewards)
-        return {agent: float(rewards[seat]) for seat, agent in enumerate(self.possible_agents)}
+    def _read(self, views: dict[str, jax.Array]) -> None:
+        host = jax.device_get(views)
+        self._obs, self._masks = host["obs"], host["masks"].astype(np.int8)
+        self._on_turn, self._over = int(host["current_player"]), bool(host["terminated"])
+        self._rewards = {
+            agent: float(host["rewards"][seat]) for seat, agent in enumerate(self.possible_agents)
+        }
 
 
 class YahtzeeAEC(_Match, AECEnv):
@@ -111,7 +134,7 @@ class YahtzeeAEC(_Match, AECEnv):
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
         self.infos = {agent: {} for agent in self.agents}
-        self.agent_selection = self.possible_agents[int(self.state.current_player)]
+        self.agent_selection = self.possible_agents[self._on_turn]
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """`agent`'s view; its mask is all zeros when it is not on turn."""
@@ -127,12 +150,11 @@ class YahtzeeAEC(_Match, AECEnv):
             self._was_dead_step(action)
             return
         self._cumulative_rewards[agent] = 0.0
-        self.state = _step(self.state, np.int32(action), self._next_key(), self.params)
-        self._refresh()
-        self.rewards = self._reward()
-        if bool(self.state.terminated):
+        self._advance(np.int32(action), every_seat=False)
+        self.rewards = dict(self._rewards)
+        if self._over:
             self.terminations = dict.fromkeys(self.agents, True)
-        self.agent_selection = self.possible_agents[int(self.state.current_player)]
+        self.agent_selection = self.possible_agents[self._on_turn]
         self._accumulate_rewards()
 
 
@@ -168,13 +190,10 @@ class YahtzeeParallel(_Match, ParallelEnv):
     ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]]:
         """Every seat's decision at once (a missing one keeps every die, or changes nothing)."""
         moves = [actions.get(agent, KEEP_ALL) for agent in self.possible_agents]
-        self.state = _step_all(
-            self.state, np.asarray(moves, np.int32), self._next_key(), self.params
-        )
-        self._refresh()
+        self._advance(np.asarray(moves, np.int32), every_seat=True)
         live = self.agents
-        rewards = {agent: reward for agent, reward in self._reward().items() if agent in live}
-        over = bool(self.state.terminated)
+        rewards = {agent: reward for agent, reward in self._rewards.items() if agent in live}
+        over = self._over
         terminations = dict.fromkeys(live, over)
         truncations = dict.fromkeys(live, False)
         observations = self._observations()
