@@ -47,6 +47,7 @@ lint: setup
 	$(BIN)/ruff check yahtzee_jax tests experiments
 	$(BIN)/ruff format --check yahtzee_jax tests experiments
 	$(BIN)/lint-imports
+	$(BIN)/python experiments/check_readme_figures.py
 
 format: setup
 	$(BIN)/ruff format yahtzee_jax tests experiments
