@@ -4,7 +4,7 @@ the round-at-a-time match, and what a whole match pays each seat."""
 from __future__ import annotations
 
 import numpy as np
-from pettingzoo.test import api_test, parallel_api_test
+from pettingzoo.test import api_test, parallel_api_test, render_test
 
 from yahtzee_jax.suite import core
 from yahtzee_jax.suite.pettingzoo_env import YahtzeeAEC, YahtzeeParallel, env, parallel_env
@@ -14,6 +14,11 @@ def test_pettingzoo_api_test_passes_on_the_aec_match():
     """PettingZoo's own acceptance test, on two-seat Yahtzee (win) and three-seat Yatzy (score)."""
     api_test(env(), num_cycles=100)
     api_test(YahtzeeAEC("YatzyMatch-v0", players=3, reward="score"), num_cycles=100)
+
+
+def test_pettingzoo_render_test_passes():
+    """PettingZoo's render test on the "ansi" mode: a line of each seat's total."""
+    render_test(env, custom_tests={"ansi": lambda text: text.startswith("player_0: ")})
 
 
 def test_pettingzoo_parallel_api_test_passes():

@@ -61,9 +61,10 @@ def _advance(
 class _Match:
     """What both envs share: the params, the agents, their spaces and the JAX key."""
 
-    metadata: dict[str, Any] = {"render_modes": [], "is_parallelizable": True}  # noqa: RUF012
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "is_parallelizable": True}  # noqa: RUF012
 
     def _setup(self, env_id: str, players: int, reward: str, params: dict[str, Any]) -> None:
+        self.render_mode = params.pop("render_mode", None)
         self.env = make(env_id, players=players, opponent=None, reward=reward, **params)
         self.params = self.env.default_params
         self.possible_agents = [f"player_{seat}" for seat in range(players)]
@@ -78,6 +79,18 @@ class _Match:
         self._action_space = spaces.Discrete(actions)
         self.np_random, _ = seeding.np_random(None)
         self.state: EnvState | None = None
+
+    def render(self) -> str | None:
+        """With ``render_mode="ansi"``: each seat's total and boxes used, one line."""
+        if getattr(self, "render_mode", None) != "ansi" or self.state is None:
+            return None
+        totals = jax.device_get(core.total_scores(self.state, self.params))
+        used = jax.device_get(self.state.match.cards.filled.sum(axis=-1))
+        seats = zip(self.possible_agents, totals, used, strict=True)
+        return "  ".join(f"{agent}: {total} ({boxes} boxes)" for agent, total, boxes in seats)
+
+    def close(self) -> None:
+        """Nothing to release (no window)."""
 
     def observation_space(self, agent: str) -> spaces.Dict:
         """The dict space of every agent's observation (one object: PettingZoo checks it)."""
@@ -116,7 +129,7 @@ class YahtzeeAEC(_Match, AECEnv):
 
     metadata: dict[str, Any] = {  # noqa: RUF012
         "name": "yahtzee_jax_match_v0",
-        "render_modes": [],
+        "render_modes": ["ansi"],
         "is_parallelizable": False,
     }
 
@@ -163,7 +176,7 @@ class YahtzeeParallel(_Match, ParallelEnv):
 
     metadata: dict[str, Any] = {  # noqa: RUF012
         "name": "yahtzee_jax_match_parallel_v0",
-        "render_modes": [],
+        "render_modes": ["ansi"],
     }
 
     def __init__(
