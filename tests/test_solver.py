@@ -28,6 +28,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.solver import advise, make_position, optimal_expected_score, solve
 from yahtzee_jax.solver.exact import (
     load_table,
+    most_points,
     reachable_upper_totals,
     solve_value_table,
     solved_states,
@@ -270,12 +271,12 @@ def test_cache_holds_the_solved_states_only(official, tmp_path):
     states = solved_states(official.rules)
     assert states.sum() == 359_616
     assert official.cache_path.stat().st_size < 2.5e6
-    loaded = load_table(official.cache_path, official.rules)
+    loaded = load_table(official.cache_path, official.rules, most_points(official.rules))
     np.testing.assert_array_equal(loaded, official.value_table)
     damaged = tmp_path / "damaged.npz"
     for content in (official.cache_path.read_bytes()[:1000], b"not a table"):
         damaged.write_bytes(content)
-        assert load_table(damaged, official.rules) is None
+        assert load_table(damaged, official.rules, most_points(official.rules)) is None
 
 
 @pytest.mark.parametrize("variant", ["free-joker", "no-joker", "plain"])

@@ -199,8 +199,17 @@ def _card(rules: Rules) -> tuple:
 _NAMED_FIELDS = ("name", "yahtzee_bonus", "joker")
 
 
-def load_table(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
-    """The dense table from the cached values of the solved states, or None if unusable."""
+def most_points(rules: Rules) -> float:
+    """An upper bound on any score to come: every box at its maximum, the upper bonus, and a
+    Yahtzee bonus in every turn where the game has them."""
+    bonus = rules.yahtzee_bonus_points * rules.num_boxes if rules.yahtzee_bonus else 0
+    return float(rules.max_total_without_bonuses + bonus)
+
+
+def load_table(path: pathlib.Path, rules: Rules, most: float) -> np.ndarray | None:
+    """The dense table from the cached values of the solved states, or None if unusable: not
+    an archive of float64 values of the right count, or a value that is not finite or lies
+    outside [0, most] (a well-formed file with NaN or 1e300 in it would be played from)."""
     states = solved_states(rules)
     try:
         with np.load(path, allow_pickle=False) as data:
@@ -209,6 +218,8 @@ def load_table(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
         return None  # missing or damaged: solve again
     if values.shape != (int(states.sum()),) or values.dtype != np.float64:
         return None
+    if not (np.all(np.isfinite(values)) and values.min() >= 0.0 and values.max() <= most):
+        return None  # out of range: not this solver's output, solve again
     table = np.full(states.shape, np.nan)
     table[states] = values
     fill_copies(table, rules)
@@ -255,7 +266,7 @@ def solve(
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
     start = time.perf_counter()
-    table = load_table(path, rules) if use_cache and not force else None
+    table = load_table(path, rules, most_points(rules)) if use_cache and not force else None
     from_cache = table is not None
     if table is None:
         table = solve_value_table(rules, progress=progress, workers=workers)

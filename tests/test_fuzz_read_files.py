@@ -1,0 +1,220 @@
+"""Fuzzing the files the CLI reads besides a run's own (tests/test_fuzz_run_dir.py) and a config
+(tests/test_fuzz_config_file.py): the solver's cached tables, a checkpoint given to `match`,
+`tournament`, `play` and a warm start, and a preset named by a path or a config's `inherit:`.
+
+Arbitrary bytes, truncations at any byte, flipped bytes and well-formed archives of hostile
+arrays (NaN, inf, negative, 1e300, the wrong dtype, shape or key). The property: the command
+works (a damaged cache is solved again and rewritten) or refuses in one line with exit 2, and
+nothing is lost (a run given to a command that only reads it is unchanged, byte for byte).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fuzzing import check_one_line, invoke, make_finished_run, stop_long_work
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_fuzz_run_dir import MUTATIONS, _files, _mutate
+
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.solver import exact
+
+RULES = get_rules("yacht")  # the smallest game: a solve takes about 2 s
+YACHT_OPTIMUM = 180.4161173148  # docs/games.md, checked there against an independent solve
+FUZZ = dict(
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, np.ndarray]:
+    """(cache directory, the good cache file's bytes, the dense table) of Yacht."""
+    directory = tmp_path_factory.mktemp("cache")
+    result = exact.solve(RULES, cache_dir=directory)
+    assert result.expected_score == pytest.approx(YACHT_OPTIMUM, abs=1e-9)
+    return directory, result.cache_path.read_bytes(), result.value_table
+
+
+def archive(values: object, key: str = "values") -> bytes:
+    """An .npz archive holding `values` under `key` (object arrays pickled)."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{key: np.asarray(values)})
+    return buffer.getvalue()
+
+
+def hostile_archives(count: int) -> dict[str, bytes]:
+    """Well-formed archives whose array a loader must refuse, by name."""
+    good = np.full(count, 10.0)
+    return {
+        "nan": archive(np.where(np.arange(count) == 7, np.nan, good)),
+        "inf": archive(np.where(np.arange(count) == 7, np.inf, good)),
+        "negative": archive(-good),
+        "huge": archive(np.full(count, 1e300)),
+        "above the game's most": archive(np.full(count, exact.most_points(RULES) + 1)),
+        "int64": archive(good.astype(np.int64)),
+        "float32": archive(good.astype(np.float32)),
+        "2-D": archive(good.reshape(1, -1)),
+        "one short": archive(good[:-1]),
+        "other key": archive(good, "other"),
+        "object": archive(np.array([{"a": 1}, None], dtype=object)),
+        "empty archive": archive(np.zeros(0)),
+    }
+
+
+def test_hostile_arrays_in_a_value_cache_are_not_played(solved, tmp_path):
+    """Each well-formed archive of a hostile array loads as None (the solver solves again). A
+    NaN, inf, negative or 1e300 table of the right count and dtype was loaded and played from
+    before `load_table` checked the range."""
+    _, good, table = solved
+    path = tmp_path / "values.npz"
+    for name, content in hostile_archives(int(exact.solved_states(RULES).sum())).items():
+        path.write_bytes(content)
+        assert exact.load_table(path, RULES, exact.most_points(RULES)) is None, name
+    path.write_bytes(good)
+    np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
+
+
+@settings(max_examples=150, **FUZZ)
+@given(
+    kind=st.sampled_from(("bytes", "truncated", "flipped")),
+    data=st.binary(max_size=4096),
+    at=st.floats(0, 1, exclude_max=True),
+)
+def test_any_damaged_value_cache_loads_as_none_or_the_table(solved, tmp_path, kind, data, at):
+    """Random bytes, the good file cut at any byte, or noise written over it anywhere: the
+    loader returns None or exactly the solved table, never raises."""
+    _, good, table = solved
+    offset = int(at * len(good))
+    content = {
+        "bytes": data,
+        "truncated": good[:offset],
+        "flipped": good[:offset] + data[:16] + good[offset + len(data[:16]) :],
+    }[kind]
+    path = tmp_path / "values.npz"
+    path.write_bytes(content)
+    loaded = exact.load_table(path, RULES, exact.most_points(RULES))
+    assert loaded is None or np.array_equal(loaded, table, equal_nan=True)
+
+
+CLI_CASES = ("nan", "bytes", "truncated", "empty", "directory")
+
+
+@pytest.mark.parametrize("case", CLI_CASES)
+def test_solve_repairs_a_damaged_cache(case, solved, tmp_path):
+    """`solve --rules yacht --cache-dir D` over a damaged cache: solved again and the cache
+    rewritten (a directory in the file's place: refused in one line, the directory kept)."""
+    directory, good, table = solved
+    cache = tmp_path / "cache"
+    shutil.copytree(directory, cache)
+    path = exact.cache_file(RULES, cache)
+    count = int(exact.solved_states(RULES).sum())
+    if case == "directory":
+        path.unlink()
+        path.mkdir()
+        (path / "kept").write_text("mine\n")
+    else:
+        content = {
+            "nan": archive(np.full(count, np.nan)),
+            "bytes": bytes(range(256)) * 8,
+            "truncated": good[: len(good) // 2],
+            "empty": b"",
+        }[case]
+        path.write_bytes(content)
+    status, stderr = invoke(["solve", "--rules", "yacht", "--cache-dir", str(cache)])
+    if case == "directory":  # the solve ran (its progress bar), then one line and exit 2
+        check_one_line(status, stderr.rpartition("\r")[2].split("\n", 1)[-1], allowed=(2,))
+        assert "cannot write the value-table cache" in stderr
+        assert (path / "kept").read_text() == "mine\n"
+        return
+    assert status == 0 and "Traceback" not in stderr, stderr  # stderr: the solve's progress bar
+    np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
+
+
+def _hashes(run_dir: Path) -> dict[str, str]:
+    """SHA-256 of every file of a directory, by relative path."""
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+PROGRESS_OFF = ["--games", "2", "--no-progress"]
+READERS = {
+    "match": lambda run, out: ["match", run, "--opponent", "greedy1", *PROGRESS_OFF],
+    "tournament": lambda run, out: ["tournament", run, "greedy1", "--out", out, *PROGRESS_OFF],
+    "play": lambda run, out: ["play", "--against", run],
+    "warm start": lambda run, out: (
+        ["train", "--preset", "quick", "--out", out, "--set", f"algo.init_from={run}"]
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One finished tiny run, copied for each case."""
+    return make_finished_run(tmp_path_factory.mktemp("source") / "run")
+
+
+@settings(max_examples=16, **FUZZ)  # about 2 s each
+@given(
+    reader=st.sampled_from(sorted(READERS)),
+    mutation=st.sampled_from(MUTATIONS),
+    data=st.data(),
+)
+def test_a_damaged_checkpoint_given_to_a_reader(
+    finished_run, tmp_path, monkeypatch, reader, mutation, data
+):
+    """A copy of a finished run with one file damaged, given to `match`, `tournament`,
+    `play --against` or `train --set algo.init_from=RUN`: it starts or refuses in one line, and
+    the run is left exactly as the damage left it (these commands only read it)."""
+    stop_long_work(monkeypatch)
+    case = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+    run_dir = shutil.copytree(finished_run, case / "run")
+    target = data.draw(st.sampled_from(_files(run_dir)))
+    _mutate(run_dir / target, mutation, data)
+    before = _hashes(run_dir)
+    status, stderr = invoke(READERS[reader](str(run_dir), str(case / "out")))
+    check_one_line(status, stderr)
+    assert _hashes(run_dir) == before
+
+
+@pytest.mark.parametrize(
+    ("preset", "content"),
+    [
+        ("../../../../../../{tmp}/bytes", b"\xff\xfe\x00\x80binary"),
+        ("../../../../../../{tmp}/list", b"- a\n- b\n"),
+        ("../../../../../../{tmp}/missing", None),
+    ],
+    ids=["bytes", "list", "missing"],
+)
+def test_a_preset_named_by_a_path(preset, content, tmp_path, monkeypatch):
+    """`--preset` is a name, but a name with `..` reaches a file by path: arbitrary bytes, a
+    list or no file there are refused in one line."""
+    stop_long_work(monkeypatch)
+    name = preset.format(tmp=str(tmp_path).lstrip("/"))
+    if content is not None:
+        Path("/" + name.split("../")[-1] + ".yaml").write_bytes(content)
+    status, stderr = invoke(["train", "--preset", name, "--out", str(tmp_path / "out")])
+    check_one_line(status, stderr, allowed=(2,))
+
+
+@pytest.mark.parametrize(
+    "inherit", ["[1, 2]", "{a: 1}", "nothing-here", "'../../../../etc/hostname'", "1e999", "~"]
+)
+def test_a_hostile_inherit_in_a_config_file(inherit, tmp_path, monkeypatch):
+    """A config file's `inherit:` set to a list, a mapping, an unknown name, a path, a number
+    or null: the work starts or is refused in one line."""
+    stop_long_work(monkeypatch)
+    config = tmp_path / "config.yaml"
+    config.write_text(f"inherit: {inherit}\ntrain:\n  total_games: 80\n")
+    status, stderr = invoke(["train", "--config", str(config), "--out", str(tmp_path / "out")])
+    check_one_line(status, stderr)
