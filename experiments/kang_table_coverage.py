@@ -22,16 +22,17 @@ import jax
 import numpy as np
 
 from yahtzee_jax.algorithms import get_algorithm
-from yahtzee_jax.algorithms.maxq import _HASH, Tables, card_slot
+from yahtzee_jax.algorithms.maxq import card_slot
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game
 from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.networks.tables import SLOT_HASH, Tables
 from yahtzee_jax.runner.checkpointing import load_checkpoint
 
 
 def collision_share(states: np.ndarray, bits: int) -> float:
     """Share of `states` (exact indices) whose hashed row holds another of them."""
-    rows = ((states.astype(np.uint64) * np.uint64(_HASH)) % np.uint64(2**32)) >> np.uint64(
+    rows = ((states.astype(np.uint64) * np.uint64(SLOT_HASH)) % np.uint64(2**32)) >> np.uint64(
         32 - bits
     )
     _, inverse, counts = np.unique(rows, return_inverse=True, return_counts=True)

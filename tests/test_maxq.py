@@ -11,13 +11,8 @@ from positions import card
 
 from yahtzee_jax.algorithms.maxq import (
     CANONICAL,
-    DICE_INDEX,
     KEEP_ALL,
-    NUM_MULTISETS,
     Round,
-    Tables,
-    _dice_code,
-    _multisets,
     batch_round_update,
     explore_greedy_guide,
     explore_uniform,
@@ -28,6 +23,7 @@ from yahtzee_jax.algorithms.table_updates import combine_set
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import batch_features
 from yahtzee_jax.game import Category, get_rules
+from yahtzee_jax.networks.tables import DICE_INDEX, NUM_MULTISETS, Tables, dice_code, multisets
 
 PLAIN = get_rules("plain")
 KANG = FeatureConfig(kind="kang")
@@ -45,7 +41,7 @@ def test_exact_index_is_a_bijection_onto_6193152_rows():
     tables = Tables(13, 0)
     assert tables.num_slots == 6_193_152
     free = (np.arange(2**13)[:, None] >> np.arange(13)) & 1 == 1
-    dice = _multisets()
+    dice = multisets()
     rows = tables.slot(
         jnp.asarray(free)[:, None, None, :],
         jnp.asarray(dice)[None, :, None, :],
@@ -61,13 +57,13 @@ def test_dice_multisets_and_reroll_actions():
     3 3 3 5 6, and 461 over all rolls (the seed's count)."""
     assert sorted(DICE_INDEX[DICE_INDEX >= 0]) == list(range(NUM_MULTISETS))
     count = {
-        dice: int(CANONICAL[DICE_INDEX[_dice_code(np.array(dice))]].sum())
+        dice: int(CANONICAL[DICE_INDEX[dice_code(np.array(dice))]].sum())
         for dice in [(1, 2, 3, 4, 5), (6, 6, 6, 6, 6), (3, 3, 3, 5, 6)]
     }
     assert count == {(1, 2, 3, 4, 5): 31, (6, 6, 6, 6, 6): 5, (3, 3, 3, 5, 6): 15}
     assert not CANONICAL[:, KEEP_ALL].any()  # "keep all" rolls nothing: not a reroll
     kept = set()
-    for index, dice in enumerate(_multisets()):
+    for index, dice in enumerate(multisets()):
         for mask in np.flatnonzero(CANONICAL[index]):
             kept.add(tuple(d for i, d in enumerate(dice) if (mask >> i) & 1 == 0))
     assert len(kept) == 461  # distinct multisets rolled again, over all rolls
@@ -188,7 +184,7 @@ def test_greedy_guide_scores_the_best_box_after_random_rerolls():
     lanes = stack([first] * 15)
     actions = np.asarray(guide(lanes, jnp.arange(15, dtype=jnp.uint32)))
     assert sorted(actions) == sorted(
-        np.flatnonzero(CANONICAL[DICE_INDEX[_dice_code(np.array((3, 3, 3, 5, 6)))]])
+        np.flatnonzero(CANONICAL[DICE_INDEX[dice_code(np.array((3, 3, 3, 5, 6)))]])
     )
 
 

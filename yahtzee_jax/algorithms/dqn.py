@@ -50,11 +50,11 @@ from yahtzee_jax.algorithms.common import (
     optimizer_step,
 )
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
-from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, require
+from yahtzee_jax.config import AlgoConfig, Config, require
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.networks import Block
+from yahtzee_jax.networks.q_network import QNetwork
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,22 +123,6 @@ class DQNConfig(AlgoConfig):
 # --------------------------------------------------------------------------------------------
 # Network, target, schedule
 # --------------------------------------------------------------------------------------------
-
-
-class QNetwork(nn.Module):
-    """The actor-critic network's trunk blocks, one hidden block and a linear Q head (one
-    output per action: 32 keeps + the rules' boxes, 45 for Yahtzee)."""
-
-    config: NetworkConfig
-    num_actions: int  # 32 keeps + the rules' boxes
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        """Map features[..., F] to Q-values[..., 45] (scaled reward units, no legality mask)."""
-        config = self.config
-        for layer in range(config.trunk_layers + 1):
-            x = Block(config.hidden_size, config.activation, config.layer_norm, 0.0, layer)(x, None)
-        return nn.Dense(self.num_actions)(x)
 
 
 def make_network(config: Config) -> QNetwork:

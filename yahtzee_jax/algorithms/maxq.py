@@ -45,10 +45,8 @@ sequential rule.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from typing import Any, NamedTuple
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -67,29 +65,17 @@ from yahtzee_jax.game.rules import (
     NUM_KEEP_ACTIONS,
     get_rules,
 )
+from yahtzee_jax.networks.tables import (
+    DICE_INDEX,
+    NUM_MULTISETS,
+    Tables,
+    dice_code,
+    multisets,
+)
 
 KEEP_ALL = NUM_KEEP_ACTIONS - 1  # 31: no die rolled again (not a reroll action of the seed)
 REROLL, CATEGORY = 0, 1  # the root task's two subtasks (columns of C)
 COMBINES = ("sequential", "parallel")  # how a batch's rounds update the table (module doc)
-NUM_MULTISETS = 252  # C(10, 5) unordered rolls of five dice
-_HASH = np.uint32(2654435761)  # Knuth's multiplicative (Fibonacci) hashing constant
-
-
-def _multisets() -> np.ndarray:
-    """The 252 sorted rolls, int[252, 5], in lexicographic order."""
-    return np.array(list(itertools.combinations_with_replacement(range(1, 7), NUM_DICE)))
-
-
-def _dice_code(dice: np.ndarray | jax.Array) -> Any:
-    """Base-6 code of sorted dice (faces 1..6), 0..7775."""
-    return sum((dice[..., i] - 1) * NUM_FACES**i for i in range(NUM_DICE))
-
-
-def dice_index_table() -> np.ndarray:
-    """int32[7776]: the multiset index (0..251) of each sorted roll's base-6 code."""
-    table = np.full(NUM_FACES**NUM_DICE, -1, np.int32)
-    table[_dice_code(_multisets())] = np.arange(NUM_MULTISETS)
-    return table
 
 
 def canonical_keeps() -> np.ndarray:
@@ -97,7 +83,7 @@ def canonical_keeps() -> np.ndarray:
     each face are the leftmost of that face's run (one pattern per kept multiset) and at least
     one die is rolled again."""
     table = np.zeros((NUM_MULTISETS, NUM_KEEP_ACTIONS), bool)
-    for index, dice in enumerate(_multisets()):
+    for index, dice in enumerate(multisets()):
         for mask in range(KEEP_ALL):
             kept = [(mask >> i) & 1 for i in range(NUM_DICE)]
             # within a run of equal faces, a kept die may not follow a rerolled one
@@ -108,7 +94,6 @@ def canonical_keeps() -> np.ndarray:
     return table
 
 
-DICE_INDEX = dice_index_table()
 CANONICAL = canonical_keeps()
 
 
@@ -136,37 +121,6 @@ class MaxQConfig(AlgoConfig):
         )
 
 
-class Tables(nn.Module):
-    """Static description of the tables (no weights): the box count and the table layout."""
-
-    num_boxes: int
-    table_bits: int
-
-    @property
-    def exact_states(self) -> int:
-        """2^boxes x 252 x 3."""
-        return 2**self.num_boxes * NUM_MULTISETS * DECISIONS_PER_TURN
-
-    @property
-    def num_slots(self) -> int:
-        """Rows of V and C."""
-        return self.exact_states if self.table_bits == 0 else 2**self.table_bits
-
-    def slot(self, free: jax.Array, dice: jax.Array, rerolls: jax.Array) -> jax.Array:
-        """Row of a state: free bool[..., boxes], sorted dice [..., 5], rerolls left [...]."""
-        bits = jnp.sum(free.astype(jnp.int32) << jnp.arange(self.num_boxes), axis=-1)
-        multiset = jnp.asarray(DICE_INDEX)[_dice_code(dice)]
-        exact = (bits * NUM_MULTISETS + multiset) * DECISIONS_PER_TURN + rerolls
-        if self.table_bits == 0:
-            return exact
-        hashed = exact.astype(jnp.uint32) * _HASH  # wraps modulo 2^32
-        return (hashed >> (32 - self.table_bits)).astype(jnp.int32)
-
-    def __call__(self, x: jax.Array) -> jax.Array:
-        """Unused (the tables are read by `greedy`); present so the module can be built."""
-        return x
-
-
 def make_network(config: Config) -> Tables:
     """The table layout of a config."""
     return Tables(get_rules(config.train.rules).num_boxes, config.algo.table_bits)
@@ -188,7 +142,7 @@ def subtask_values(v_row: jax.Array, reroll_ok: jax.Array, box_ok: jax.Array) ->
 
 def reroll_actions(dice: jax.Array, rerolls: jax.Array) -> jax.Array:
     """bool[..., 32]: the reroll actions of sorted dice (none without a reroll left)."""
-    canonical = jnp.asarray(CANONICAL)[jnp.asarray(DICE_INDEX)[_dice_code(dice)]]
+    canonical = jnp.asarray(CANONICAL)[jnp.asarray(DICE_INDEX)[dice_code(dice)]]
     return canonical & (rerolls > 0)[..., None]
 
 

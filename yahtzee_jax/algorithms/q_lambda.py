@@ -47,6 +47,7 @@ from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys
 from yahtzee_jax.game.engine import LAST_ROLL, total_score
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, get_rules
+from yahtzee_jax.networks.linear_q import LinearQ
 
 KEEP, ROUND_END, GAME_END = 0, 1, 2  # which trace a decision's delta goes to
 
@@ -76,18 +77,6 @@ class QLambdaConfig(AlgoConfig):
         for field in ("round_reward", "game_reward"):
             value = getattr(self, field)
             require(value >= 0, f"algo.{field}={value} must be >= 0")
-
-
-class LinearQ(nn.Module):
-    """Q(s, .) = beta(s) theta: one weight vector per action, no bias, zero at the start."""
-
-    num_actions: int
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        """Map features[..., F] to Q-values[..., A] (reward units)."""
-        dense = nn.Dense(self.num_actions, use_bias=False, kernel_init=nn.initializers.zeros)
-        return dense(x)
 
 
 def make_network(config: Config) -> LinearQ:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
@@ -57,7 +56,7 @@ from yahtzee_jax.algorithms.common import (
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_DICE, Rules, get_rules
-from yahtzee_jax.networks import Block
+from yahtzee_jax.networks.value import ValueNet
 from yahtzee_jax.solver.states import upper_cap
 
 TARGETS = ("mc", "td", "expected")
@@ -157,27 +156,6 @@ def position_features(
         jnp.mean(filled, axis=-1),
     ]
     return jnp.concatenate([1 - filled, jnp.stack(scalars, axis=-1)], axis=-1)
-
-
-class ValueNet(nn.Module):
-    """Blocks (Dense -> activation -> LayerNorm) and a linear output: V x value_scale; with
-    `score_bins`, a second such network (its own trunk: the two targets do not share features,
-    and the value's accuracy is what solitaire play needs) gives the logits of the score to come."""
-
-    config: NetworkConfig
-    score_bins: int = 0
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        """Map position features [..., F] to [..., 1 + score_bins]: scaled value, logits."""
-        config = self.config
-        outputs = []
-        for size in [1] + ([self.score_bins] if self.score_bins else []):
-            h = x
-            for _ in range(config.trunk_layers + 1):
-                h = Block(config.hidden_size, config.activation, config.layer_norm, 0.0)(h, None)
-            outputs.append(nn.Dense(size)(h))
-        return jnp.concatenate(outputs, axis=-1)
 
 
 @dataclasses.dataclass(frozen=True)
