@@ -218,3 +218,72 @@ def test_a_hostile_inherit_in_a_config_file(inherit, tmp_path, monkeypatch):
     config.write_text(f"inherit: {inherit}\ntrain:\n  total_games: 80\n")
     status, stderr = invoke(["train", "--config", str(config), "--out", str(tmp_path / "out")])
     check_one_line(status, stderr)
+
+
+@pytest.fixture(scope="module")
+def endgame(solved) -> tuple[Path, bytes, tuple[np.ndarray, np.ndarray]]:
+    """(cache file, its bytes, (rows, distributions)) of Yacht's one-open-box endgame."""
+    from yahtzee_jax.solver.endgame import endgame_distributions
+
+    directory = solved[0]
+    tables = endgame_distributions(RULES, 1, directory)
+    path = exact.cache_file(RULES, directory, table="endgame1")
+    return path, path.read_bytes(), tables
+
+
+def endgame_archive(rows: np.ndarray, distributions: np.ndarray) -> bytes:
+    """An endgame .npz archive of the two arrays."""
+    buffer = io.BytesIO()
+    np.savez(buffer, rows=rows, distributions=distributions)
+    return buffer.getvalue()
+
+
+def test_hostile_arrays_in_an_endgame_cache_are_not_played(endgame, tmp_path):
+    """Well-formed endgame archives with a row below -1 (it would index from the end), a row
+    past the distributions, float rows, NaN or negative chances, the wrong bin count: None.
+    Before `load_endgame` only the rows' shape and largest row were checked."""
+    from yahtzee_jax.solver.endgame import load_endgame
+
+    _, good, (rows, dists) = endgame
+    below = rows.copy()
+    below[below == -1] = -2
+    with_nan = dists.copy()
+    with_nan[0, 3] = np.nan
+    hostile = {
+        "row below -1": (below, dists),
+        "row past the end": (np.where(rows == 0, len(dists), rows).astype(np.int32), dists),
+        "float rows": (rows.astype(np.float32), dists),
+        "nan chance": (rows, with_nan),
+        "negative chance": (rows, -dists),
+        "wrong bins": (rows, dists[:, :-1]),
+    }
+    path = tmp_path / "endgame.npz"
+    for name, (r, d) in hostile.items():
+        path.write_bytes(endgame_archive(r, d))
+        assert load_endgame(path, RULES) is None, name
+    path.write_bytes(good)
+    loaded = load_endgame(path, RULES)
+    assert loaded is not None and all(map(np.array_equal, loaded, (rows, dists)))
+
+
+@settings(max_examples=60, **FUZZ)
+@given(
+    kind=st.sampled_from(("bytes", "truncated", "flipped")),
+    data=st.binary(max_size=2048),
+    at=st.floats(0, 1, exclude_max=True),
+)
+def test_any_damaged_endgame_cache_loads_as_none_or_the_tables(endgame, tmp_path, kind, data, at):
+    """Random bytes, the good file cut anywhere, or noise over it: None or the exact tables."""
+    from yahtzee_jax.solver.endgame import load_endgame
+
+    _, good, tables = endgame
+    offset = int(at * len(good))
+    content = {
+        "bytes": data,
+        "truncated": good[:offset],
+        "flipped": good[:offset] + data[:16] + good[offset + len(data[:16]) :],
+    }[kind]
+    path = tmp_path / "endgame.npz"
+    path.write_bytes(content)
+    loaded = load_endgame(path, RULES)
+    assert loaded is None or all(map(np.array_equal, loaded, tables))

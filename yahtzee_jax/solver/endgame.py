@@ -44,13 +44,9 @@ def endgame_distributions(
     """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir, table=f"endgame{open_boxes}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            rows, distributions = data["rows"], data["distributions"]
-        if rows.shape == table_shape(rules) and rows.max() < len(distributions):
-            return rows, distributions
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
-        pass  # missing or damaged: solve again
+    loaded = load_endgame(path, rules)
+    if loaded is not None:
+        return loaded
     rows, distributions = solve_endgame(rules, open_boxes, solve(rules, cache_dir).value_table)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -59,6 +55,27 @@ def endgame_distributions(
         os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
     except OSError as error:
         raise UserError(f"cannot write the endgame cache {path}: {error}") from error
+    return rows, distributions
+
+
+def load_endgame(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cached (rows, distributions), or None if missing or not this solver's output: rows
+    int32 of the table's shape in [-1, len(distributions)), distributions float32 [n, SCORE_BINS]
+    of finite chances in [0, 1] (a negative row would index from the end, silently)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            rows, distributions = data["rows"], data["distributions"]
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+        return None  # missing or damaged: solve again
+    if rows.dtype != np.int32 or rows.shape != table_shape(rules) or distributions.ndim != 2:
+        return None
+    if distributions.dtype != np.float32 or distributions.shape[1] != SCORE_BINS:
+        return None
+    if rows.size == 0 or rows.min() < -1 or rows.max() >= len(distributions):
+        return None
+    finite = np.all(np.isfinite(distributions))
+    if not (finite and distributions.min() >= 0.0 and distributions.max() <= 1.0 + 1e-5):
+        return None
     return rows, distributions
 
 
