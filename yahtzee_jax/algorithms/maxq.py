@@ -56,7 +56,7 @@ from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState,
 from yahtzee_jax.algorithms.table_updates import combine_set
 from yahtzee_jax.config import AlgoConfig, Config, check_choice, require
 from yahtzee_jax.envs.atomic_features import atomic_groups
-from yahtzee_jax.envs.rollout import episode_keys
+from yahtzee_jax.envs.rollout import episode_keys, learning_rollout
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import (
     DECISIONS_PER_TURN,
@@ -320,6 +320,22 @@ def _legal(network: Tables, card: State, rules: Any) -> tuple[jax.Array, ...]:
     return card_slot(network, card), reroll_actions(card.dice, LAST_ROLL - card.roll_index), box_ok
 
 
+class Turn(NamedTuple):
+    """What MAXQ-Q carries through a turn's decisions: the table [S, A + 2], the box chosen
+    before the last roll (-1: none yet) and the score before the turn [B], and the decisions
+    seen: rows, legal rerolls and boxes, choices and whether each was fresh ([B, 3, ...])."""
+
+    table: jax.Array
+    committed: jax.Array
+    before: jax.Array
+    seen: tuple
+
+
+def _see(seen: tuple, roll: int, parts: tuple) -> tuple:
+    """The decisions seen with decision `roll` of the turn written in."""
+    return tuple(whole.at[:, roll].set(part) for whole, part in zip(seen, parts, strict=True))
+
+
 def make_update(explore: Any) -> Any:
     """The update of a MAXQ-Q learner exploring with `explore(cards, context, bits)`."""
 
@@ -328,38 +344,35 @@ def make_update(explore: Any) -> Any:
         config, env, network = context.config, context.env, context.network
         algo, lanes = config.algo, config.train.episodes_per_update
         key, play_key = jax.random.split(state.key)
-        game, play_keys = env.init(episode_keys(play_key, 0, lanes), state.task)
         turns = env.episode_length // DECISIONS_PER_TURN
         rounds_before = state.step * turns * lanes
 
-        def turn(carry: tuple, turn_index: jax.Array) -> tuple[tuple, tuple]:
-            game, table = carry
-            game = env.start_turn(game, turn_index) if env.others_move else game
-            before = total_score(env.card(env.observation(game)), context.rules)
-            committed = jnp.full(lanes, -1, jnp.int32)  # box chosen before the last roll
-            seen, env_rewards = [], []
-            for roll in range(DECISIONS_PER_TURN):
-                decision = turn_index * DECISIONS_PER_TURN + roll
-                step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
-                split = jax.vmap(jax.random.split)(step_keys)
-                card = env.card(env.observation(game))
-                bits = jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(split[:, 0])
-                choice = explore(card, context, bits)
-                fresh = committed < 0
-                if roll < LAST_ROLL:
-                    scores_now = fresh & (choice >= NUM_KEEP_ACTIONS)
-                    committed = jnp.where(scores_now, choice - NUM_KEEP_ACTIONS, committed)
-                    action = jnp.where(fresh & ~scores_now, choice, KEEP_ALL)
-                else:
-                    action = jnp.where(fresh, choice, NUM_KEEP_ACTIONS + committed)
-                seen.append((*_legal(network, card, context.rules), choice, fresh))
-                game, env_reward = env.step(game, action, split[:, 1], decision)
-                env_rewards.append(env_reward)
-            after_card = env.card(env.observation(game))
+        def policy(observation: Any, keys: jax.Array, carry: Turn, roll_index: int) -> Any:
+            card = env.card(observation)
+            bits = jax.vmap(lambda k: jax.random.bits(k, (), jnp.uint32))(keys)
+            choice = explore(card, context, bits)
+            committed = jnp.full(lanes, -1, jnp.int32) if roll_index == 0 else carry.committed
+            fresh = committed < 0
+            if roll_index < LAST_ROLL:
+                scores_now = fresh & (choice >= NUM_KEEP_ACTIONS)
+                committed = jnp.where(scores_now, choice - NUM_KEEP_ACTIONS, committed)
+                action = jnp.where(fresh & ~scores_now, choice, KEEP_ALL)
+            else:
+                action = jnp.where(fresh, choice, NUM_KEEP_ACTIONS + committed)
+            return action, (choice, fresh, committed)
+
+        def learn(carry: Turn, observation: Any, action: jax.Array, *rest: Any, **turn: int) -> Any:
+            following, (choice, fresh, committed), decision = rest
+            roll = turn["roll_index"]
+            card = env.card(observation)
+            before = total_score(card, context.rules) if roll == 0 else carry.before
+            seen = _see(carry.seen, roll, (*_legal(network, card, context.rules), choice, fresh))
+            carry = Turn(carry.table, committed, before, seen)
+            if roll < LAST_ROLL:
+                return carry, (jnp.zeros(lanes, jnp.int32), jnp.zeros(lanes, jnp.float32))
+            after_card = env.card(following)
             points = (total_score(after_card, context.rules) - before).astype(jnp.float32)
-            rows, reroll_ok, box_ok, actions, valid = (
-                jnp.stack(parts, axis=1) for parts in zip(*seen, strict=True)
-            )  # [B, 3, ...]
+            rows, reroll_ok, box_ok, actions, valid = seen  # [B, 3, ...]
             next_row, next_reroll, next_box = _legal(network, after_card, context.rules)
             # s_{i+1}: the round's next state while it has one, else the next round's first
             follows = jnp.concatenate([valid[:, 1:], jnp.zeros((lanes, 1), bool)], axis=1)
@@ -373,12 +386,13 @@ def make_update(explore: Any) -> Any:
             after_reroll = after(reroll_ok, next_reroll)
             after_box = after(box_ok, next_box)
             after_terminal = ~follows & after_card.terminated[:, None]
-            first = rounds_before + turn_index * lanes
+            first = rounds_before + decision // DECISIONS_PER_TURN * lanes
 
             rates = algo.alpha / (algo.alpha + (first + jnp.arange(lanes)).astype(jnp.float32))
             lanes_round = Round(
                 rows, actions, valid, after_rows, after_reroll, after_box, after_terminal, points
             )
+            table = carry.table
             if algo.combine == "parallel":
                 table = batch_round_update(table, lanes_round, rates, algo.decay)
             else:
@@ -387,15 +401,30 @@ def make_update(explore: Any) -> Any:
                     return round_update(table, *inputs, algo.decay), None
 
                 table, _ = jax.lax.scan(lane, table, (lanes_round, rates))
-            game = env.end_turn(game, turn_index) if env.others_move else game
-            stats = (jnp.stack(env_rewards), jnp.sum(valid, axis=1), points)
-            return (game, table), stats
+            return carry._replace(table=table), (jnp.sum(valid, axis=1), points)
 
-        (final, table), (rewards, actions_per_round, points) = jax.lax.scan(
-            turn, (game, state.params["table"]), jnp.arange(turns)
+        boxes = context.rules.num_boxes
+        seen = tuple(
+            jnp.zeros((lanes, DECISIONS_PER_TURN, *shape), dtype)
+            for shape, dtype in (
+                ((), jnp.int32),
+                ((NUM_KEEP_ACTIONS,), bool),
+                ((boxes,), bool),
+                ((), jnp.int32),
+                ((), bool),
+            )
         )
-        rewards = env.finish(final, rewards.reshape(turns * DECISIONS_PER_TURN, lanes))
+        no_box = jnp.full(lanes, -1, jnp.int32)
+        start = Turn(state.params["table"], no_box, jnp.zeros(lanes, jnp.int32), seen)
+        keys = episode_keys(play_key, 0, lanes)
+        carry, final, (per_round, points), rewards = learning_rollout(
+            env, policy, learn, start, keys, state.task, by_turn=True
+        )
         last_rate = algo.alpha / (algo.alpha + (rounds_before + turns * lanes).astype(jnp.float32))
+        actions_per_round, points = (
+            leaf.reshape(turns, DECISIONS_PER_TURN, lanes)[:, LAST_ROLL]
+            for leaf in (per_round, points)
+        )
         metrics = {
             **env.episode_metrics(final, rewards),
             "schedule/learning_rate": last_rate,
@@ -403,7 +432,7 @@ def make_update(explore: Any) -> Any:
             "explore/zero_point_rounds": jnp.mean((points == 0).astype(jnp.float32)),
         }
         return state.replace(
-            params={"table": table},
+            params={"table": carry.table},
             key=key,
             step=state.step + 1,
             task=env.end_task_batch(state.task, final),

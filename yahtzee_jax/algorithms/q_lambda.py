@@ -44,7 +44,7 @@ from yahtzee_jax.algorithms import acting
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState, no_optimizer
 from yahtzee_jax.algorithms.dqn import masked_argmax
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
-from yahtzee_jax.envs.rollout import episode_keys
+from yahtzee_jax.envs.rollout import episode_keys, learning_rollout
 from yahtzee_jax.game.engine import LAST_ROLL, total_score
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, get_rules
 from yahtzee_jax.networks.linear_q import LinearQ
@@ -157,21 +157,18 @@ def play_and_learn(
     config, env, rules = context.config, context.env, context.rules
     algo = config.algo
     lanes = config.train.episodes_per_update
-    state, play_keys = env.init(episode_keys(key, 0, lanes), task)
-    size, actions = theta.shape
-    zeros = jnp.zeros((lanes, size, actions), jnp.float32)
     length = env.episode_length
 
-    def decide(carry: tuple, decision: jax.Array, roll: jax.Array) -> tuple[tuple, tuple]:
-        state, theta, traces = carry
-        step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
-        split = jax.vmap(jax.random.split)(step_keys)
-        observation = env.observation(state)
+    def policy(observation: Any, keys: jax.Array, carry: tuple) -> tuple[jax.Array, tuple]:
         x, legal = env.features(observation), env.legal_action_mask(observation)
-        action, q_max = _explore(theta, x, legal, split[:, 0], algo.epsilon)
+        action, q_max = _explore(carry[0], x, legal, keys, algo.epsilon)
+        return action, (x, q_max)
+
+    def learn(carry: tuple, observation: Any, action: jax.Array, following: Any, *rest: Any) -> Any:
+        (x, q_max), decision = rest
+        theta, traces = carry
+        roll = decision % DECISIONS_PER_TURN
         before = total_score(env.card(observation), rules)
-        state, env_reward = env.step(state, action, split[:, 1], decision)
-        following = env.observation(state)
         after_card = env.card(following)
         after = total_score(after_card, rules)
         last = decision == length - 1
@@ -195,27 +192,17 @@ def play_and_learn(
             algo.trace_lambda,
             algo.normalize,
         )
-        return (state, theta, traces), (env_reward, jnp.abs(delta), q_max)
+        return (theta, traces), (jnp.abs(delta), q_max)
 
-    def turn(carry: tuple, turn_index: jax.Array) -> tuple[tuple, tuple]:
-        state, theta, traces = carry
-        carry = (env.start_turn(state, turn_index) if env.others_move else state, theta, traces)
-        # One compiled decision body, the roll a traced value (the 3 decisions are not unrolled)
-        carry, outs = jax.lax.scan(
-            lambda carry, roll: decide(carry, turn_index * DECISIONS_PER_TURN + roll, roll),
-            carry,
-            jnp.arange(DECISIONS_PER_TURN),
-        )
-        state, theta, traces = carry
-        state = env.end_turn(state, turn_index) if env.others_move else state
-        return (state, theta, traces), outs
-
-    turns = length // DECISIONS_PER_TURN
-    (state, theta, _), (rewards, abs_delta, q_max) = jax.lax.scan(
-        turn, (state, theta, Traces(zeros, zeros)), jnp.arange(turns)
+    zeros = jnp.zeros((lanes, *theta.shape), jnp.float32)
+    keys = episode_keys(key, 0, lanes)
+    (theta, _), state, (abs_delta, q_max), rewards = learning_rollout(
+        env, policy, learn, (theta, Traces(zeros, zeros)), keys, task
     )
-    rewards = env.finish(state, rewards.reshape(length, lanes))
-    metrics = {"td/abs_delta": jnp.mean(abs_delta), "q/start_value": jnp.mean(q_max[0, 0])}
+    # the mean over [turns, 3, B] as before the shared rollout: XLA would fold a bare reshape
+    # into the reduction, which then sums the same numbers in another order
+    by_turn = jax.lax.optimization_barrier(abs_delta.reshape(-1, DECISIONS_PER_TURN, lanes))
+    metrics = {"td/abs_delta": jnp.mean(by_turn), "q/start_value": jnp.mean(q_max[0])}
     return theta, state, rewards, metrics
 
 
