@@ -28,6 +28,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     solve_parser.add_argument(
         "--force", action="store_true", help="solve again even if the value table is cached"
     )
+    solve_parser.add_argument(
+        "--targets",
+        action="store_true",
+        help="solve (or load) the target-score tables instead: the best chance of at least d "
+        "more points from every turn start (about 500x the value table's time)",
+    )
     solve_parser.set_defaults(func=run_solve)
 
     advise_parser = subparsers.add_parser(
@@ -60,12 +66,31 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def run_solve(args: argparse.Namespace) -> int:
     """Solve (or load) the value table and print the optimal expected score and the time."""
+    if args.targets:
+        return _run_targets(args)
     from yahtzee_jax.solver.exact import solve
 
     result = solve(args.rules, cache_dir=args.cache_dir, progress=True, force=args.force)
     how = "loaded from cache" if result.from_cache else "solved"
     print(f"optimal expected score ({result.rules.name}): {result.expected_score:.10f}")
     print(f"{how} in {result.seconds:.2f} s; value table: {result.cache_path}")
+    return 0
+
+
+TARGET_SCORES = (150, 200, 250, 300, 400, 500)  # final scores whose best chances `--targets` prints
+
+
+def _run_targets(args: argparse.Namespace) -> int:
+    """Solve (or load) the target tables; print the best chance of each `TARGET_SCORES`."""
+    from yahtzee_jax.solver.targets import target_tables
+
+    result = target_tables(args.rules, cache_dir=args.cache_dir, force=args.force)
+    start = result.chances((0, 0, 0))  # the empty card: every point is still to come
+    for score in TARGET_SCORES:
+        chance = start[score] if score < len(start) else 0.0
+        print(f"best chance of a final score >= {score} ({result.rules.name}): {chance:.10f}")
+    how = "loaded from cache" if result.from_cache else "solved"
+    print(f"{how} in {result.seconds:.2f} s; target tables: {result.cache_path}")
     return 0
 
 
