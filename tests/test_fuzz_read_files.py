@@ -82,7 +82,7 @@ def test_hostile_arrays_in_a_value_cache_are_not_played(solved, tmp_path):
     np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
 
 
-@settings(max_examples=150, **FUZZ)
+@settings(max_examples=80, **FUZZ)
 @given(
     kind=st.sampled_from(("bytes", "truncated", "flipped")),
     data=st.binary(max_size=4096),
@@ -164,7 +164,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_finished_run(tmp_path_factory.mktemp("source") / "run")
 
 
-@settings(max_examples=16, **FUZZ)  # about 2 s each
+@settings(max_examples=8, **FUZZ)  # about 2 s each
 @given(
     reader=st.sampled_from(sorted(READERS)),
     mutation=st.sampled_from(MUTATIONS),
