@@ -58,8 +58,11 @@ TINY_TRAIN = [
     "train.eval_games=16",
     "--set",
     "train.final_eval_games=64",
+    "--set",
+    "train.eval_fraction=0.5",
 ]
-TINY_BENCH = ["--batches", "4,8", "--widths", "8,16", "--repeats", "1", "--minibatches", "2"]
+# one cell: each costs four compilations (the chunk, the bare fwd+bwd, the env, the rollout)
+TINY_BENCH = ["--batches", "4", "--widths", "8", "--repeats", "1", "--minibatches", "2"]
 
 
 def machine() -> dict[str, Any]:

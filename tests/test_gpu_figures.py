@@ -34,12 +34,7 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     assert train["games"] == 64 and train["final_eval"]["games"] == 64
     assert train["first_reached"] == {"230": None, "241.78": None, "248": None}
     rows = json.loads((tmp_path / "bench_train.json").read_text())
-    assert [(row["width"], row["games_per_update"]) for row in rows] == [
-        (8, 4),
-        (8, 8),
-        (16, 4),
-        (16, 8),
-    ]
+    assert [(row["width"], row["games_per_update"]) for row in rows] == [(8, 4)]
     for row in rows:
         assert row["env_ms"] > 0 and row["rollout_ms"] > 0 and row["parameters"] > 0
         assert row["learn_ms"] == pytest.approx(row["ms_per_update"] - row["rollout_ms"])
