@@ -17,6 +17,8 @@ from yahtzee_jax.runner.loop import EVAL_SEED_OFFSET, network_agent
 from yahtzee_jax.runner.train import EVALS_FILE, SUMMARY_FILE, train
 
 
+# make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC
+@pytest.mark.slow
 def test_short_run_beats_random_by_a_wide_margin(tmp_path):
     """9,600 games (150 updates of 64) with the quick preset's 128-wide network: the argmax
     policy's mean over 500 games is more than twice the random agent's (about 46), and the run
@@ -68,6 +70,8 @@ def test_short_run_of_each_learner_beats_random(name, games, tmp_path):
     assert summary["last_eval"]["mean"] > 2 * random_mean, (summary["last_eval"], random_mean)
 
 
+# make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC
+@pytest.mark.slow
 def test_short_single_turn_run_learns_the_turn(tmp_path):
     """Single-turn REINFORCE, 6,400 games' worth of turns (100 updates of 832 turns): the final
     report scores 2,000 single turns at more than 3x the random agent's share of the optimum
