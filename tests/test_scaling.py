@@ -150,6 +150,13 @@ def test_report_tabulates_the_games_to_each_threshold(tmp_path) -> None:
     assert "| only | 2,000 (2.0 min) | 3,000 (3.0 min) | - |" in markdown
 
 
+def test_a_cpu_scale_that_keeps_the_games_says_it_cuts_the_runs() -> None:
+    """The scaling study trains the paper scale's 819,200 games on the CPU, on width 128 only:
+    its note says so (4 of the 12 runs) instead of calling the budget reduced."""
+    note = study_report.scale_note(load_study("scaling"), "cpu")
+    assert note == "CPU scale: 819,200 games per run as at paper scale, 4 of its 12 runs"
+
+
 def test_study_population_is_the_default_of_the_option(tmp_path, monkeypatch) -> None:
     """`experiment scaling` trains each run alone (the spec's population: 1) unless
     --population says otherwise."""

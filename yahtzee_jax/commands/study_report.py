@@ -116,6 +116,10 @@ def scale_note(study: Study, scale: str, overrides: tuple[str, ...] = ()) -> str
     if scale == "paper":
         return f"Paper scale, {games:,} games per run"
     paper_games = study.config(study.runs_at("paper")[0], "paper", 0).train.total_games
+    if games >= paper_games:  # the budget kept, the runs cut (a scale's `only:`)
+        runs, paper_runs = len(study.runs_at(scale)), len(study.runs_at("paper"))
+        kept = f"{runs} of its {paper_runs} runs"
+        return f"CPU scale: {games:,} games per run as at paper scale, {kept}"
     return f"CPU scale: {games:,} games per run, reduced from the paper's {paper_games:,}"
 
 
