@@ -24,3 +24,36 @@ def card(
         turns_left=jnp.int32(rules.num_turns - used.sum()),
         **fields,
     )
+
+
+# A finished official card (the solver's and the target tables' hand-made end games open boxes
+# of it): every box written, the upper section at 62, no Yahtzee.
+FULL_CARD = {
+    "ones": 2,
+    "twos": 6,
+    "threes": 9,
+    "fours": 12,
+    "fives": 15,
+    "sixes": 18,
+    "three_of_a_kind": 20,
+    "four_of_a_kind": 0,
+    "full_house": 25,
+    "small_straight": 30,
+    "large_straight": 40,
+    "yahtzee": 0,
+    "chance": 22,
+}
+
+
+def card_without(*open_boxes: str, **changes: int) -> dict[str, int]:
+    """`FULL_CARD` with some boxes open and some points changed."""
+    card = {**FULL_CARD, **changes}
+    return {box: points for box, points in card.items() if box not in open_boxes}
+
+
+def card_state(card: dict[str, int]) -> tuple[int, int, int]:
+    """The turn-start state (mask, capped upper total, flag) of a Yahtzee card {box: points}."""
+    names = OFFICIAL.box_names
+    mask = sum(1 << names.index(box) for box in card)
+    upper = min(sum(points for box, points in card.items() if box in names[:6]), 63)
+    return mask, upper, int(card.get("yahtzee") == 50)

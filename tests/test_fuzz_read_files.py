@@ -82,9 +82,23 @@ def test_hostile_arrays_in_a_value_cache_are_not_played(solved, tmp_path):
     np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
 
 
+DAMAGE_KINDS = ("bytes", "truncated", "flipped")
+
+
+def damaged(good: bytes, kind: str, data: bytes, at: float) -> bytes:
+    """A cache file's bytes damaged one way: replaced by `data`, cut at the fraction `at`, or
+    overwritten there by up to 16 bytes of `data`."""
+    offset = int(at * len(good))
+    return {
+        "bytes": data,
+        "truncated": good[:offset],
+        "flipped": good[:offset] + data[:16] + good[offset + len(data[:16]) :],
+    }[kind]
+
+
 @settings(max_examples=80, **FUZZ)
 @given(
-    kind=st.sampled_from(("bytes", "truncated", "flipped")),
+    kind=st.sampled_from(DAMAGE_KINDS),
     data=st.binary(max_size=4096),
     at=st.floats(0, 1, exclude_max=True),
 )
@@ -92,12 +106,7 @@ def test_any_damaged_value_cache_loads_as_none_or_the_table(solved, tmp_path, ki
     """Random bytes, the good file cut at any byte, or noise written over it anywhere: the
     loader returns None or exactly the solved table, never raises."""
     _, good, table = solved
-    offset = int(at * len(good))
-    content = {
-        "bytes": data,
-        "truncated": good[:offset],
-        "flipped": good[:offset] + data[:16] + good[offset + len(data[:16]) :],
-    }[kind]
+    content = damaged(good, kind, data, at)
     path = tmp_path / "values.npz"
     path.write_bytes(content)
     loaded = exact.load_table(path, RULES, exact.most_points(RULES))
@@ -268,7 +277,7 @@ def test_hostile_arrays_in_an_endgame_cache_are_not_played(endgame, tmp_path):
 
 @settings(max_examples=60, **FUZZ)
 @given(
-    kind=st.sampled_from(("bytes", "truncated", "flipped")),
+    kind=st.sampled_from(DAMAGE_KINDS),
     data=st.binary(max_size=2048),
     at=st.floats(0, 1, exclude_max=True),
 )
@@ -277,12 +286,7 @@ def test_any_damaged_endgame_cache_loads_as_none_or_the_tables(endgame, tmp_path
     from yahtzee_jax.solver.endgame import load_endgame
 
     _, good, tables = endgame
-    offset = int(at * len(good))
-    content = {
-        "bytes": data,
-        "truncated": good[:offset],
-        "flipped": good[:offset] + data[:16] + good[offset + len(data[:16]) :],
-    }[kind]
+    content = damaged(good, kind, data, at)
     path = tmp_path / "endgame.npz"
     path.write_bytes(content)
     loaded = load_endgame(path, RULES)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from positions import card_state, card_without
 
 from yahtzee_jax.agents.solver import make_optimal_agent
 from yahtzee_jax.commands.cli import main
@@ -168,33 +169,7 @@ def brute_force_value(card: dict[str, int], variant: str) -> float:
 
 def solver_value(table: np.ndarray, card: dict[str, int]) -> float:
     """Expected final score of a card at a turn start from the solver's value table."""
-    mask = sum(1 << OFFICIAL.box_names.index(box) for box in card)
-    upper = min(sum(points for box, points in card.items() if box in OFFICIAL.box_names[:6]), 63)
-    flag = int(card.get("yahtzee") == 50)
-    return reference.final_score(card, 0) + table[mask, upper, flag]
-
-
-FULL_CARD = {
-    "ones": 2,
-    "twos": 6,
-    "threes": 9,
-    "fours": 12,
-    "fives": 15,
-    "sixes": 18,
-    "three_of_a_kind": 20,
-    "four_of_a_kind": 0,
-    "full_house": 25,
-    "small_straight": 30,
-    "large_straight": 40,
-    "yahtzee": 0,
-    "chance": 22,
-}
-
-
-def card_without(*open_boxes: str, **changes: int) -> dict[str, int]:
-    """`FULL_CARD` with some boxes open and some points changed."""
-    card = {**FULL_CARD, **changes}
-    return {box: points for box, points in card.items() if box not in open_boxes}
+    return reference.final_score(card, 0) + table[card_state(card)]
 
 
 END_GAMES = {

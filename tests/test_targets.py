@@ -13,6 +13,7 @@ import itertools
 
 import numpy as np
 import pytest
+from positions import card_state, card_without
 
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
@@ -29,37 +30,8 @@ from yahtzee_jax.solver.targets import (
     target_tables,
 )
 
-FULL_CARD = {
-    "ones": 2,
-    "twos": 6,
-    "threes": 9,
-    "fours": 12,
-    "fives": 15,
-    "sixes": 18,
-    "three_of_a_kind": 20,
-    "four_of_a_kind": 0,
-    "full_house": 25,
-    "small_straight": 30,
-    "large_straight": 40,
-    "yahtzee": 0,
-    "chance": 22,
-}
 P_YAHTZEE = 2_783_176 / 6**10  # a five of a kind within three rolls, chasing the commonest face
 P_FIVE_SIXES = (1 - (5 / 6) ** 3) ** 5  # five sixes: each die has three tries
-
-
-def card_without(*open_boxes: str, **changes: int) -> dict[str, int]:
-    """`FULL_CARD` with some boxes open and some points changed."""
-    card = {**FULL_CARD, **changes}
-    return {box: points for box, points in card.items() if box not in open_boxes}
-
-
-def state_of(card: dict[str, int]) -> tuple[int, int, int]:
-    """The turn-start state (mask, capped upper total, flag) of a Yahtzee card."""
-    names = get_rules("official").box_names
-    mask = sum(1 << names.index(box) for box in card)
-    upper = min(sum(points for box, points in card.items() if box in names[:6]), 63)
-    return mask, upper, int(card.get("yahtzee") == 50)
 
 
 def brute_force_chances(card: dict[str, int], variant: str, most: int) -> np.ndarray:
@@ -117,7 +89,7 @@ def partial(variant: str, down_to_filled: int) -> tuple[np.ndarray, np.ndarray, 
 def chances(variant: str, card: dict[str, int], down_to_filled: int = 11) -> np.ndarray:
     """The solver's chances from the start of the next turn of `card`."""
     best = partial(variant, down_to_filled)[1]
-    return state_chances(best, target_layout(get_rules(variant)), state_of(card))
+    return state_chances(best, target_layout(get_rules(variant)), card_state(card))
 
 
 # ------------------------------------------------------------------------------------------
