@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from yahtzee_jax.commands.bench.machine import cpu_model
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.solitaire import Game
 from yahtzee_jax.game.rules import get_rules
@@ -207,9 +207,7 @@ def main() -> None:
     row("pettingzoo AEC", match, 1, bench_pettingzoo(2, args.python_steps, parallel=False))
     row("pettingzoo parallel", match, 1, bench_pettingzoo(2, args.python_steps, parallel=True))
     if args.json:
-        with open("/proc/cpuinfo") as file:
-            names = [line.split(":", 1)[1].strip() for line in file if "model name" in line]
-        cpu = names[0] if names else platform.processor()
+        cpu = cpu_model()
         result = {
             "what": "decisions per second of random legal play (compile excluded)",
             "machine": {

@@ -17,11 +17,12 @@ import argparse
 import json
 import math
 import os
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
+
+from yahtzee_jax.commands.bench.machine import cpu_model
 
 QUANTILES = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 BIN = 10  # points per histogram bin
@@ -29,14 +30,7 @@ BIN = 10  # points per histogram bin
 
 def machine() -> str:
     """The CPU this ran on, in a few words."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-        model = next(
-            line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line
-        )
-    except (OSError, StopIteration):
-        model = platform.processor() or platform.machine()
-    return f"{model}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the start"
+    return f"{cpu_model()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f} at the start"
 
 
 def game_record(rules_name: str, games: int, seed: int) -> dict:

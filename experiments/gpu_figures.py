@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -34,6 +33,9 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from yahtzee_jax.commands.bench.machine import cpu_model, vector_level
+from yahtzee_jax.commands.study_report import first_crossings
 
 THRESHOLDS = (230.0, 241.78, 248.0)
 PRESET = "gpu-ppo"
@@ -69,16 +71,8 @@ def machine() -> dict[str, Any]:
     """The device JAX sees, the CPU, and the load average when the script started."""
     import jax
 
-    cpu = platform.processor()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.is_file():
-        text = cpuinfo.read_text()
-        names = [
-            line.split(":", 1)[1].strip() for line in text.splitlines() if "model name" in line
-        ]
-        cpu = names[0] if names else cpu
-        flags = next((line for line in text.splitlines() if line.startswith("flags")), "")
-        cpu += ", AVX-512" if "avx512f" in flags else ", AVX2" if "avx2" in flags else ""
+    level = vector_level()
+    cpu = f"{cpu_model()}, {level}" if level else cpu_model()
     return {
         "devices": [device.device_kind for device in jax.devices()],
         "platform": jax.devices()[0].platform,
@@ -91,13 +85,7 @@ def machine() -> dict[str, Any]:
 
 def first_reached(evals: list[dict[str, Any]]) -> dict[str, dict[str, float] | None]:
     """Games and training seconds of the first evaluation at or above each threshold."""
-    reached: dict[str, dict[str, float] | None] = {}
-    for threshold in THRESHOLDS:
-        row = next((row for row in evals if row["mean"] >= threshold), None)
-        reached[f"{threshold:g}"] = (
-            None if row is None else {"games": row["games"], "wall_s": row.get("wall_s")}
-        )
-    return reached
+    return first_crossings(evals, THRESHOLDS)
 
 
 def run_command(argv: list[str]) -> tuple[int, float, str]:

@@ -78,3 +78,20 @@ def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     assert result["batch_size"] == 32
     assert [row["agent"] for row in result["agents"]] == ["random", "greedy1"]
     assert all(row["games_per_second"] > 0 for row in result["agents"])
+
+
+def test_machine_reads_the_cpu_model_and_its_vector_level(tmp_path, monkeypatch) -> None:
+    """A cpuinfo with a model name and avx512f flags reads as that model with AVX-512; with avx2
+    only, AVX2; with neither (or no file) the level is empty and the model falls back."""
+    from yahtzee_jax.commands.bench import machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    monkeypatch.setattr(machine, "CPUINFO", cpuinfo)
+    cpuinfo.write_text("model name\t: AMD EPYC 9R14\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n")
+    assert (machine.cpu_model(), machine.vector_level()) == ("AMD EPYC 9R14", "AVX-512")
+    cpuinfo.write_text("model name\t: Intel Xeon\nflags\t\t: fpu sse2 avx avx2\n")
+    assert (machine.cpu_model(), machine.vector_level()) == ("Intel Xeon", "AVX2")
+    cpuinfo.write_text("flags\t\t: fpu sse2\n")
+    assert machine.vector_level() == "" and machine.cpu_model()
+    cpuinfo.unlink()
+    assert machine.vector_level() == "" and machine.cpu_model()
