@@ -131,16 +131,15 @@ def write_study_report(
 
     results = collect_results(study, scale, seeds, out_dir, overrides)
     require_spec(bool(results), f"study {study.name!r} has no finished run in {out_dir}")
+    curves = {result["label"]: _seed_mean_curve(result["per_seed"]) for result in results}
     for result in results:  # on the seeds' mean curve: one seed's noise crosses early
-        curve = _seed_mean_curve(result["per_seed"])
-        result["first_reached"] = first_crossings(curve, study.thresholds)
+        result["first_reached"] = first_crossings(curves[result["label"]], study.thresholds)
     note = scale_note(study, scale, overrides)
     title = f"{study.title}\n{note}"
     figure_path = plots.save_figure(
         study_figure(study, results, title), out_dir / f"{study.name}.png"
     )
     wall_path = None
-    curves = {result["label"]: _seed_mean_curve(result["per_seed"]) for result in results}
     if all(rows and "wall_s" in rows[0] for rows in curves.values()):
         wall_path = plots.save_figure(
             plots.learning_curves_figure(curves, title, x_axis="wall"),
