@@ -20,8 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from yahtzee_jax.config import Config
-
 
 def parameter_count(params: Any) -> int:
     """Number of scalars in a parameter pytree."""
@@ -46,18 +44,17 @@ def _random_legal_policy(env: Any) -> Any:
     return policy
 
 
-def time_parts(config: Config, repeats: int, best_time: Any) -> dict:
-    """ms per update of the env alone and of the learner's rollout, and the parameter count."""
+def time_parts(context: Any, state: Any, repeats: int, best_time: Any) -> dict:
+    """ms per update of the env alone and of the learner's rollout, and the parameter count, for
+    the run `context` (`algorithms.base.Context`) from its train `state`."""
     import jax
 
     from yahtzee_jax.algorithms import ppo
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.algorithms.rollout import update_rollout
     from yahtzee_jax.envs.rollout import episode_keys
     from yahtzee_jax.envs.rollout import rollout as play
 
-    context = make_context(config)
-    state = init_train_state(context)
+    config = context.config
     episodes = config.train.episodes_per_update
     env = context.env
     policy = _random_legal_policy(env)

@@ -178,7 +178,7 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     if breakdown:
         from yahtzee_jax.commands.bench.breakdown import time_parts
 
-        parts = time_parts(config, repeats, _best_time)
+        parts = time_parts(context, state, repeats, _best_time)
         row |= parts | {"learn_ms": row["ms_per_update"] - parts["rollout_ms"]}
     return row
 
