@@ -47,22 +47,16 @@ BENCH_GRID = ["--batches", "1024,8192", "--widths", "64,128,256,600", "--minibat
 # Expected seconds of each step on one H100 (from the fast-gpu figures: about 10 s of JAX start
 # and compilation per command), used to skip a step that cannot finish in the time left.
 EXPECTED_S = {"train": 75.0, "bench": 200.0}
-TINY_TRAIN = [
-    "--set",
+TINY_TRAIN_SETTINGS = (
     "train.total_games=64",
-    "--set",
     "train.games_per_update=32",
-    "--set",
     "algo.games_per_minibatch=16",
-    "--set",
     "network.hidden_size=16",
-    "--set",
     "train.eval_games=16",
-    "--set",
     "train.final_eval_games=64",
-    "--set",
     "train.eval_fraction=0.5",
-]
+)
+TINY_TRAIN = [arg for setting in TINY_TRAIN_SETTINGS for arg in ("--set", setting)]
 # one cell: each costs four compilations (the chunk, the bare fwd+bwd, the env, the rollout)
 TINY_BENCH = ["--batches", "4", "--widths", "8", "--repeats", "1", "--minibatches", "2"]
 
