@@ -20,7 +20,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import reference
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver import targets
-from yahtzee_jax.solver.exact import solve_value_table
+from yahtzee_jax.solver.exact import solve, solve_value_table
 from yahtzee_jax.solver.states import filled_count, solved_states
 from yahtzee_jax.solver.targets import (
     most_to_come,
@@ -216,8 +216,10 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     """`solve --targets` solves (here Yacht's last layer, the rest 0: the smallest table) and
     caches; the second call loads the same chances; a damaged cache file is solved again."""
 
-    def last_layer(rules, workers=None):
-        return np.nan_to_num(solve_target_table(rules, down_to_filled=11, workers=1))
+    def last_layer(rules, policy="target", value_table=None, workers=None):
+        return np.nan_to_num(
+            solve_target_table(rules, policy, value_table, down_to_filled=11, workers=1)
+        )
 
     monkeypatch.setattr(targets, "solve_target_table", last_layer)
     args = ["solve", "--rules", "yacht", "--targets", "--cache-dir", str(tmp_path)]
@@ -233,3 +235,28 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     assert result.chances(state)[1] > 0
     result.cache_path.write_bytes(b"not an archive")
     assert not target_tables("yacht", cache_dir=tmp_path).from_cache
+
+
+def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):
+    """`solve --targets --policy expected` caches the value-maximiser's chances beside (not over)
+    the target table; its chances at the last box sum to the value table's (the test above's tie);
+    `--policy` without `--targets` is a one-line error."""
+
+    def last_layer(rules, policy="target", value_table=None, workers=None):
+        return np.nan_to_num(
+            solve_target_table(rules, policy, value_table, down_to_filled=11, workers=1)
+        )
+
+    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    base = ["solve", "--rules", "yacht", "--targets", "--cache-dir", str(tmp_path)]
+    assert main([*base, "--policy", "expected"]) == 0
+    assert "the optimal agent's chance" in capsys.readouterr().out
+    expected = target_tables("yacht", cache_dir=tmp_path, policy="expected")
+    assert expected.from_cache and "targets_expected" in expected.cache_path.name
+    assert not target_tables("yacht", cache_dir=tmp_path).from_cache  # its own file
+    values = solve("yacht", cache_dir=tmp_path).value_table
+    for upper in (0, 5):
+        state = ((1 << 12) - 1 - 1, upper, 0)  # only Ones open (the upper bonus out of reach)
+        chances = expected.chances(state)
+        assert chances[1:].sum() == pytest.approx(values[state], abs=1e-9)
+    assert main(["solve", "--rules", "yacht", "--policy", "expected"]) == 2

@@ -34,6 +34,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         help="solve (or load) the target-score tables instead: the best chance of at least d "
         "more points from every turn start (about 500x the value table's time)",
     )
+    solve_parser.add_argument(
+        "--policy",
+        choices=("target", "expected"),
+        default="target",
+        help="with --targets: 'target' (default) the best chance of each d; 'expected' the "
+        "chances of the expected-score maximiser (the optimal agent's score distribution)",
+    )
     solve_parser.set_defaults(func=run_solve)
 
     advise_parser = subparsers.add_parser(
@@ -66,6 +73,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def run_solve(args: argparse.Namespace) -> int:
     """Solve (or load) the value table and print the optimal expected score and the time."""
+    if args.policy != "target" and not args.targets:
+        raise UserError("--policy goes with --targets")
     if args.targets:
         return _run_targets(args)
     from yahtzee_jax.solver.exact import solve
@@ -84,11 +93,14 @@ def _run_targets(args: argparse.Namespace) -> int:
     """Solve (or load) the target tables; print the best chance of each `TARGET_SCORES`."""
     from yahtzee_jax.solver.targets import target_tables
 
-    result = target_tables(args.rules, cache_dir=args.cache_dir, force=args.force)
+    result = target_tables(
+        args.rules, cache_dir=args.cache_dir, force=args.force, policy=args.policy
+    )
     start = result.chances((0, 0, 0))  # the empty card: every point is still to come
+    whose = "best chance" if args.policy == "target" else "the optimal agent's chance"
     for score in TARGET_SCORES:
         chance = start[score] if score < len(start) else 0.0
-        print(f"best chance of a final score >= {score} ({result.rules.name}): {chance:.10f}")
+        print(f"{whose} of a final score >= {score} ({result.rules.name}): {chance:.10f}")
     how = "loaded from cache" if result.from_cache else "solved"
     print(f"{how} in {result.seconds:.2f} s; target tables: {result.cache_path}")
     return 0

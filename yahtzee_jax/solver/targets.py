@@ -372,15 +372,28 @@ def target_tables(
     cache_dir: str | os.PathLike | None = None,
     force: bool = False,
     workers: int | None = None,
+    policy: str = "target",
 ) -> TargetResult:
-    """The target tables of `rules`, from the disk cache or solved (and cached) when missing."""
+    """The target tables of `rules`, from the disk cache or solved (and cached) when missing.
+
+    `policy` "expected" gives the value-maximising player's chances (its value table solved or
+    loaded from the same cache): the optimal-solitaire agent's exact score distribution.
+    """
     rules = get_rules(rules)
-    path = cache_file(rules, cache_dir, table="targets")
+    if policy not in POLICIES:
+        raise UserError(f"unknown target policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+    table = "targets" if policy == "target" else f"targets_{policy}"
+    path = cache_file(rules, cache_dir, table=table)
     start = time.perf_counter()
     flat = None if force else load_targets(path, rules)
     from_cache = flat is not None
     if flat is None:
-        flat = solve_target_table(rules, workers=workers)
+        values = None
+        if policy == "expected":
+            from yahtzee_jax.solver.exact import solve
+
+            values = solve(rules, cache_dir=cache_dir).value_table
+        flat = solve_target_table(rules, policy, values, workers=workers)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}.tmp.npz")
