@@ -18,6 +18,8 @@ BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
 # The solver's match player: it reads the opponent's card (`two_player.win_seeker_agent`).
 WIN_SEEKER = "win-seeker"
 AGENT_NAMES = (*BUILTIN_AGENTS, WIN_SEEKER)
+# The target agent plays for a final score X it is given (`agents.target`): not built by name.
+TARGET = "target"
 
 
 def builtin_agent(
@@ -36,6 +38,8 @@ def builtin_agent(
         from yahtzee_jax.agents.win_seeker import win_seeker_agent
 
         return win_seeker_agent(rules, cache_dir)
+    if spec == TARGET:
+        raise UserError("the target agent plays for a score X: evaluate target --target X")
     if re.fullmatch(r"greedy[123]", spec):
         from yahtzee_jax.agents.solver import make_greedy_agent
 

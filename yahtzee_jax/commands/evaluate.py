@@ -12,8 +12,10 @@ import re
 from pathlib import Path
 
 from yahtzee_jax.agents import AGENT_NAMES
+from yahtzee_jax.agents.resolve import TARGET
 from yahtzee_jax.config import seed_argument
 from yahtzee_jax.envs.play import SOLITAIRE
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
 from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables, write_json
 from yahtzee_jax.game.rules import get_rules
@@ -28,7 +30,16 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         description="Play N games of AGENT on device and report the paper's statistics.",
     )
     parser.add_argument(
-        "agent", metavar="AGENT", help=f"one of {', '.join(AGENT_NAMES)}, or a checkpoint path"
+        "agent",
+        metavar="AGENT",
+        help=f"one of {', '.join(AGENT_NAMES)}, target (with --target X), or a checkpoint path",
+    )
+    parser.add_argument(
+        "--target",
+        type=int,
+        default=None,
+        help="the target agent's final score X: it plays for P(final >= X) by the exact target "
+        "tables (solve --targets) and reports how often it got there beside the exact chance",
     )
     parser.add_argument("--games", type=int, default=10_000, help="games to play (default 10000)")
     parser.add_argument("--seed", type=seed_argument, default=0, help="evaluation seed (default 0)")
@@ -67,9 +78,40 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def _run_target(args: argparse.Namespace) -> int:
+    """`evaluate target --target X`: the share of games reaching X beside the exact chance."""
+    from yahtzee_jax.evaluation.targets import evaluate_target
+
+    if args.target < 0:
+        raise UserError(f"--target must be >= 0, got {args.target}")
+    rules = get_rules(args.rules or "official")
+    result = evaluate_target(
+        rules,
+        args.target,
+        args.games,
+        args.seed,
+        cache_dir=args.cache_dir,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+    )
+    if args.json_path is not None:
+        write_json(result, Path(args.json_path))
+    low, high = result["reach_interval_95"]
+    print(
+        f"target agent, {rules.name} rules, X = {args.target}, {args.games} games, seed "
+        f"{args.seed}: P(final >= X) {result['reach_rate']:.4f} [{low:.4f}, {high:.4f}], exact "
+        f"{result['exact']:.6f} ({result['z']:+.2f} s.e.); mean score {result['mean_score']:.2f}"
+    )
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Run `yahtzee-jax evaluate`."""
     check_num_games(args.games)
+    if (args.agent == TARGET) != (args.target is not None):
+        raise UserError("--target X goes with the target agent, and the target agent needs it")
+    if args.agent == TARGET:
+        return _run_target(args)
     rules = get_rules(args.rules) if args.rules is not None else None
     agent = resolve_agent(args.agent, rules, cache_dir=args.cache_dir)
     if args.task == "single-turn":

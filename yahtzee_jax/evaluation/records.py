@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -156,6 +157,8 @@ def play_games(
     seed: int,
     batch_size: int | None = None,
     progress: bool = False,
+    batch_params: Callable[[int, int], Any] | None = None,
+    first_game: int = 0,
 ) -> GameRecords:
     """Play `num_games` games of `agent` under `agent.rules`, batched on device.
 
@@ -163,8 +166,13 @@ def play_games(
     game i uses a key derived from (seed, i) only. The agent's `batch_act` plays when it has one
     (the same actions as `act`). The compiled program is cached per `agent.act` and `batch_act`
     object (and batch size), so a new set of `agent.params` does not recompile.
+    `first_game` plays games first_game .. first_game + num_games - 1 of the seed (dice apart
+    from games 0 .. first_game - 1). `batch_params(first, count)`, when given, are the params of
+    the call's games first .. first + count - 1 (0 is its first game) in place of
+    `agent.params`: per-game parameters, the target agent's goals.
     """
     check_num_games(num_games)
+    check_num_games(first_game + num_games)  # the last game's index is an int32 too
     batch_size = default_batch_size() if batch_size is None else batch_size
     if batch_size < 1:
         raise UserError(f"the batch size must be at least 1 (got {batch_size})")
@@ -180,19 +188,19 @@ def play_games(
             bar.update(kept)
 
         pending = None
-        for first_game in range(0, num_games, batch_size):
+        for first in range(0, num_games, batch_size):
             out = _play_batch(
                 agent.act,
                 agent.batch_act,
                 agent.rules,
-                agent.params,
+                agent.params if batch_params is None else batch_params(first, batch_size),
                 base_key,
-                jnp.int32(first_game),
+                jnp.int32(first_game + first),
                 batch_size,
             )
             if pending is not None:  # copy the previous batch while this one runs
                 collect(*pending)
-            pending = (out, min(batch_size, num_games - first_game))  # the last one is padded
+            pending = (out, min(batch_size, num_games - first))  # the last one is padded
         collect(*pending)
     arrays = {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
     unfinished = int(np.sum(~arrays.pop("terminated")))

@@ -1,0 +1,118 @@
+"""The target agent (`agents.target`): its games reach X as often as the tables say.
+
+Games are played by the engine from hand-made cards with two boxes open, each game with its
+own goal; the tables are the last layers' (partial solves, `test_targets.partial`), whose
+chances `test_targets` checks against plain enumeration. What is independent here is the play:
+sampled dice through `engine.step`, the agent's keeps and boxes, the final totals counted.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from positions import card_state, card_without
+from test_targets import partial
+
+from yahtzee_jax.agents.target import device_tables, target_agent
+from yahtzee_jax.game import engine
+from yahtzee_jax.game.reference import final_score
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.solver.targets import state_chances, target_layout
+
+
+def start_cards(card: dict[str, int], games: int, key: jax.Array, rules) -> engine.State:
+    """`games` copies of a Yahtzee card {box: points} at the first roll of its next turn."""
+    names = rules.box_names
+    filled = np.array([name in card for name in names])
+    scores = np.array([card.get(name, 0) for name in names], np.int32)
+    dice = jax.vmap(engine.roll_dice)(jax.random.split(key, games))
+    return engine.State(
+        dice=dice,
+        roll_index=jnp.zeros(games, jnp.int32),
+        scores=jnp.broadcast_to(jnp.asarray(scores), (games, len(names))),
+        filled=jnp.broadcast_to(jnp.asarray(filled), (games, len(names))),
+        yahtzee_bonus_count=jnp.zeros(games, jnp.int32),
+        turns_left=jnp.full(games, int((~filled).sum()), jnp.int32),
+        reward=jnp.zeros(games, jnp.int32),
+        terminated=jnp.zeros(games, bool),
+    )
+
+
+def play_out(agent, cards: engine.State, key: jax.Array) -> np.ndarray:
+    """Final totals of the cards played to the end by the agent (its params' goals)."""
+    rules = agent.rules
+    decisions = 3 * int(cards.turns_left[0])
+
+    @jax.jit
+    def run(params, cards, key):
+        def decide(cards, key):
+            actions = agent.batch_act(params, cards, None)
+            keys = jax.random.split(key, len(actions))
+            moved = jax.vmap(lambda c, a, k: engine.step(c, a, k, rules))(cards, actions, keys)
+            return moved, None
+
+        final, _ = jax.lax.scan(decide, cards, jax.random.split(key, decisions))
+        return engine.total_score(final, rules), final.terminated
+
+    totals, done = run(agent.params, cards, key)
+    assert bool(np.all(done))
+    return np.asarray(totals)
+
+
+STRAIGHTS = card_without("small_straight", "large_straight")  # the goal-seeking case
+FOURS = card_without("fours", "full_house", ones=3, sixes=24)  # played with its goal reached
+MORE = np.array([20, 35, 60, 0, 71])  # straights' goals; 0: surely reached; 71: out of reach
+GAMES = 2_000  # per goal
+
+
+@pytest.fixture(scope="module")
+def played() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(straights' games reaching each goal in `MORE` [goals, GAMES], the fours card's totals
+    with its goal reached [GAMES], the plain rules' partial value table): one batch, one compile."""
+    rules = get_rules("plain")
+    values, best, _ = partial("plain", 11)
+    goals = np.concatenate([np.repeat(final_score(STRAIGHTS, 0) + MORE, GAMES), np.zeros(GAMES)])
+    agent = target_agent(rules, device_tables(best, target_layout(rules), values), goals)
+    keys = jax.random.split(jax.random.key(7), 2)
+    cards = jax.tree.map(
+        lambda *parts: jnp.concatenate(parts),
+        start_cards(STRAIGHTS, len(MORE) * GAMES, keys[0], rules),
+        start_cards(FOURS, GAMES, keys[1], rules),
+    )
+    totals = play_out(agent, cards, jax.random.key(8))
+    reached = (totals >= goals)[: len(MORE) * GAMES].reshape(len(MORE), GAMES)
+    return reached, totals[len(MORE) * GAMES :], values
+
+
+def test_agent_reaches_each_goal_as_often_as_the_table_says(played):
+    """Straights open (plain): for targets d of 20, 35 and 60 more points, the share of 2,000
+    games per d that reach them is T_s(d) within 4 standard errors; at d = 35 (a large
+    straight needed, or both) the target player's 0.454 is far above the value-maximiser's
+    0.336 (its table's chance), so the agent plays for the goal, not for points."""
+    rules = get_rules("plain")
+    _, best, follow = partial("plain", 11)
+    layout, state = target_layout(rules), card_state(STRAIGHTS)
+    row, theirs = state_chances(best, layout, state), state_chances(follow, layout, state)
+    assert len(row) == MORE[-1]  # 71 is one past the most (40 + 30)
+    reached = played[0].mean(axis=1)
+    for d, share in zip(MORE[:3], reached[:3], strict=True):
+        stderr = math.sqrt(row[d] * (1 - row[d]) / GAMES)
+        assert abs(share - row[d]) < 4 * stderr, (d, share, row[d])
+    assert reached[3] == 1.0 and reached[4] == 0.0
+    stderr = math.sqrt(theirs[35] * (1 - theirs[35]) / GAMES)
+    assert row[35] - theirs[35] > 0.1 and reached[1] > theirs[35] + 8 * stderr
+
+
+def test_reached_goals_play_for_points(played):
+    """A goal already reached leaves every chance equal: the agent then plays the
+    value-maximiser's keeps and boxes (the tie-break), so its mean over 2,000 games is the
+    value table's V(s) within 4 standard errors."""
+    totals, values = played[1], played[2]
+    start = final_score(FOURS, 0)
+    stderr = totals.std(ddof=1) / math.sqrt(GAMES)
+    assert totals.mean() - start == pytest.approx(values[card_state(FOURS)], abs=4 * stderr)
+    assert totals.min() >= start

@@ -1,0 +1,200 @@
+"""The target agent: plays to maximise P(final score >= X) by the exact target tables.
+
+Inside a turn it is the solver's widget over probabilities: writing a roll in a box worth r
+points (bonuses included) that leads to the turn-start state s' is worth T_{s'}(X - total - r),
+the best chance of the points still needed from s' (`solver.targets`; 1 once X is reached, 0
+past the most s' can still score), and a keep is worth the mean over its re-rolls of the best
+of what follows. Its chance of reaching X from the empty card is then exactly T_start(X). Equal
+chances (a goal reached or out of reach) are broken by expected points, as the win-seeker does.
+
+`params` carries the goal: one X for every game, or one per game of a batch (the ceiling's
+oracle, told each opponent's final score S, plays for X = S + 1).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.resolve import TARGET
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.engine import (
+    LAST_ROLL,
+    State,
+    batch_of_one,
+    current_score_options,
+    total_score,
+)
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.solver.exact import solve
+from yahtzee_jax.solver.final_rolls import score_transition
+from yahtzee_jax.solver.moments import roll_futures
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.tables import NUM_ROLLS, score_all_rolls
+from yahtzee_jax.solver.targets import TargetLayout, target_tables
+from yahtzee_jax.solver.win_seeker import best_by_chance_then_points, best_keep
+
+
+class TargetTables(NamedTuple):
+    """What the target agent plays by, on the device (unreachable states: row -1, length 0)."""
+
+    chances: jax.Array  # float32[size]: the flat target table (`solver.targets`)
+    rows: jax.Array  # int32[masks, totals, 2]: where each state's row starts
+    lengths: jax.Array  # int32[masks, totals, 2]: its length, the most points to come + 1
+    value: jax.Array  # float32[masks, totals, 2]: expected score to come (the tie-break)
+
+
+class TargetParams(NamedTuple):
+    """The agent's params: its tables and the final score to reach (>=), [] or one per game."""
+
+    tables: TargetTables
+    goal: jax.Array
+
+
+def device_tables(flat: np.ndarray, layout: TargetLayout, value_table: np.ndarray) -> TargetTables:
+    """`TargetTables` from a flat table, its layout and the value table (NaN read as 0)."""
+    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official);
+    # NaN (a partial solve's unsolved layers) is never read in play from the solved ones.
+    return TargetTables(
+        chances=jnp.asarray(np.nan_to_num(flat), jnp.float32),
+        rows=jnp.asarray(layout.rows, jnp.int32),  # offsets below 2^31 (official: 2.1e8)
+        lengths=jnp.asarray(layout.lengths, jnp.int32),
+        value=jnp.asarray(np.nan_to_num(value_table), jnp.float32),
+    )
+
+
+def reach_chance(
+    chances: jax.Array, row: jax.Array, length: jax.Array, need: jax.Array
+) -> jax.Array:
+    """T_s(need) read from rows (`row`, `length`) of the flat table: 1 for need <= 0 (reached
+    already), 0 from `length` on (more than the state can still score)."""
+    index = jnp.maximum(row, 0) + jnp.clip(need, 0, jnp.maximum(length - 1, 0))
+    return jnp.where(need <= 0, 1.0, jnp.where(need < length, chances[index], 0.0))
+
+
+def turn_end_chances(
+    tables: TargetTables,
+    card: State,
+    goal: jax.Array,
+    options: tuple[jax.Array, jax.Array, jax.Array],
+    rules: Rules,
+) -> tuple[jax.Array, jax.Array]:
+    """P(final >= goal) after writing each roll of `options` (points, legal [n, boxes], bonus
+    [n]: every roll, or the one in hand) in each box, -inf where illegal, and the expected
+    points of each (reward + V of the next state), the tie-break."""
+    points, legal, bonus = options
+    mask, upper, flag = card_context(card.filled, card.scores, jnp, rules)
+    categories = jnp.arange(rules.num_boxes)
+    reward, next_upper, next_flag = score_transition(categories, points, upper, flag, jnp, rules)
+    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
+    state_tables = (tables.rows, tables.lengths, tables.value)
+    if points.shape[0] == NUM_ROLLS:  # every roll: read once per distinct next state
+        row, length, future = (roll_futures(t, mask, upper, flag, jnp, rules) for t in state_tables)
+    else:
+        after = (mask | (1 << categories), next_upper, next_flag)
+        row, length, future = (table[after] for table in state_tables)
+    need = goal - total_score(card, rules) - reward
+    chances = reach_chance(tables.chances, row, length, need)
+    return jnp.where(legal, chances, -jnp.inf), reward + jnp.where(legal, future, 0.0)
+
+
+def target_action(
+    tables: TargetTables, card: State, goal: jax.Array, rules: Rules, scoring: bool
+) -> jax.Array:
+    """The action of one card with the highest chance of a final score >= `goal`.
+
+    `scoring` (static): the card is at its score decision (only the roll in hand is valued);
+    else a keep, by the widget over the chances of every final roll.
+    """
+    if scoring:
+        points, legal, bonus = current_score_options(card, rules)
+        options = (points[None], legal[None], bonus[None])
+        chances, worth = turn_end_chances(tables, card, goal, options, rules)
+        box = best_by_chance_then_points(chances[0], worth[0])
+        return (NUM_KEEP_ACTIONS + box).astype(jnp.int32)
+    options = score_all_rolls(card.filled, card.scores[rules.yahtzee_box], rules)
+    chances, worth = turn_end_chances(tables, card, goal, options, rules)
+    return best_keep(chances, worth, card)
+
+
+def target_batch_actions(params: TargetParams, cards: State, rules: Rules) -> jax.Array:
+    """`target_action` of a batch of cards [B], each with its goal (a shared one broadcast)."""
+    goals = jnp.broadcast_to(params.goal, cards.roll_index.shape)
+
+    def actions(scoring: bool) -> jax.Array:
+        act = jax.vmap(target_action, in_axes=(None, 0, 0, None, None))
+        return act(params.tables, cards, goals, rules, scoring)
+
+    # The lockstep play loop has one kind of decision at a time: one branch runs.
+    scoring = cards.roll_index == LAST_ROLL
+    return jax.lax.cond(
+        jnp.all(scoring),
+        lambda: actions(True),
+        lambda: jax.lax.cond(
+            jnp.any(scoring),
+            lambda: jnp.where(scoring, actions(True), actions(False)),
+            lambda: actions(False),
+        ),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetBatchAct:
+    """`batch_act` of a target agent; equal per rules, so new goals reuse the compiled program."""
+
+    rules: Rules
+
+    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
+        """The target agent's actions for a batch of states."""
+        return target_batch_actions(params, states, self.rules)
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetAct:
+    """`act` of a target agent: one state, as a batch of one (the goal must be one number)."""
+
+    rules: Rules
+
+    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
+        """The target agent's action for one state."""
+        return target_batch_actions(params, batch_of_one(state), self.rules)[0]
+
+
+def target_agent(rules: Rules, tables: TargetTables, goal: int | np.ndarray) -> Agent:
+    """The target agent of `rules` on device `tables`, playing for a final score >= `goal`
+    (one number, or one per game of each batch it is given)."""
+    goal = jnp.asarray(goal, jnp.int32)
+    params = TargetParams(tables, goal)
+    act, batch_act = TargetAct(rules), TargetBatchAct(rules)
+    return Agent(name=TARGET, act=act, params=params, rules=rules, batch_act=batch_act)
+
+
+@functools.lru_cache(maxsize=2)
+def load_target_tables(
+    rules: str | Rules, cache_dir: str | os.PathLike | None = None
+) -> tuple[TargetTables, np.ndarray]:
+    """The device `TargetTables` of `rules` from the caches (solved when missing: slow), and
+    the empty card's float64 row T_start(d), d = 0 .. the most points of a game."""
+    rules = get_rules(rules)
+    result = target_tables(rules, cache_dir=cache_dir)
+    value_table = solve(rules, cache_dir=cache_dir).value_table
+    start = result.chances((0, 0, 0)).copy()  # the table itself is dropped once on the device
+    return device_tables(result.flat, result.layout, value_table), start
+
+
+def make_target_agent(
+    rules: str | Rules, goal: int, cache_dir: str | os.PathLike | None = None
+) -> Agent:
+    """The target agent of `rules` playing for a final score >= `goal`, its tables from the
+    cache (`solve --rules R --targets` solves them once)."""
+    if goal < 0:
+        raise UserError(f"the target score must be >= 0, got {goal}")
+    rules = get_rules(rules)
+    return target_agent(rules, load_target_tables(rules, cache_dir)[0], goal)

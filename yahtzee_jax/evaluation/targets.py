@@ -1,0 +1,133 @@
+"""The target agent measured: its share of games reaching X, and the ceiling's oracle in matches.
+
+`evaluate_target` plays the target agent for one X and sets the share of its games with a final
+score >= X beside the table's exact T_start(X). `ceiling_matches` measures the ceiling of
+`solver.ceiling` by simulation: the opponents' final scores S are the optimal agent's games
+0 .. k N - 1 of the seed (its cached evaluation games, `evaluate optimal --seed S` for one
+opponent), and the oracle plays games k N .. (k + 1) N - 1 of the same seed, on its own dice,
+each for X = S + 1 (the best opponent's). Against opponents that do not react, that is a match:
+the win, draw and loss are counted as `evaluation.matches.tally` counts them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.agents.target import load_target_tables, target_agent
+from yahtzee_jax.evaluation.matches import tally
+from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.evaluation.reports import optimal_reference
+from yahtzee_jax.evaluation.statistics import wilson_interval
+from yahtzee_jax.game.rules import Rules
+
+
+def reached(totals: np.ndarray, goals: np.ndarray | int, exact: float) -> dict[str, Any]:
+    """The share of `totals` >= their `goals`, its Wilson 95 % interval, and the `exact`
+    chance with the share's distance from it in standard errors."""
+    hits = int(np.sum(totals >= goals))
+    games = len(totals)
+    stderr = math.sqrt(max(exact * (1 - exact), 1e-300) / games)
+    return {
+        "reached": hits,
+        "reach_rate": hits / games,
+        "reach_interval_95": list(wilson_interval(hits, games)),
+        "exact": exact,
+        "z": (hits / games - exact) / stderr,
+    }
+
+
+def evaluate_target(
+    rules: Rules,
+    goal: int,
+    num_games: int,
+    seed: int,
+    cache_dir: str | os.PathLike | None = None,
+    batch_size: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The target agent playing for a final score >= `goal`: how often it gets there over
+    `num_games` games of the seed, beside the exact T_start(goal) (tables from the cache)."""
+    tables, start = load_target_tables(rules, cache_dir)
+    agent = target_agent(rules, tables, goal)
+    started = time.perf_counter()
+    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    seconds = time.perf_counter() - started
+    exact = float(start[goal]) if goal < len(start) else 0.0
+    totals = records.total
+    return {
+        "agent": agent.name,
+        "rules": rules.name,
+        "goal": goal,
+        "games": num_games,
+        "seed": seed,
+        **reached(totals, goal, exact),
+        "mean_score": float(totals.mean()),
+        "score_stderr": float(totals.std(ddof=1) / math.sqrt(num_games)),
+        "seconds": seconds,
+    }
+
+
+def ceiling_matches(
+    rules: Rules,
+    num_games: int,
+    seed: int,
+    players: int,
+    exact: float | None,
+    cache_dir: str | os.PathLike | None = None,
+    batch_size: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """The oracle (the target agent told the best opponent's final score S, playing for S + 1)
+    in `num_games` matches against `players - 1` optimal agents: wins, draws and losses as the
+    project counts them, beside the `exact` ceiling (`solver.ceiling`) when given."""
+    opponents = players - 1
+    reference = optimal_reference(rules, opponents * num_games, seed, cache_dir, batch_size)
+    others = reference.total.reshape(opponents, num_games).T  # [N, P - 1]
+    goals = others.max(axis=1) + 1
+    tables, _ = load_target_tables(rules, cache_dir)
+    oracle = target_agent(rules, tables, 0)
+
+    def batch_params(first: int, count: int) -> Any:
+        """The oracle's params for games first .. first + count - 1 (past N: padding)."""
+        part = np.zeros(count, np.int32)
+        chunk = goals[first : first + count]
+        part[: len(chunk)] = chunk
+        return oracle.params._replace(goal=jnp.asarray(part))
+
+    started = time.perf_counter()
+    records = play_games(
+        oracle,
+        num_games,
+        seed,
+        batch_size=batch_size,
+        progress=progress,
+        batch_params=batch_params,
+        first_game=opponents * num_games,
+    )
+    own = records.total
+    _, counts = tally(own, others)
+    win_rate = counts["win_rate"]
+    summary: dict[str, Any] = {
+        "player": "ceiling",
+        "opponent": "optimal",
+        "rules": rules.name,
+        "players": players,
+        "seed": seed,
+        "games": num_games,
+        **counts,
+        "mean_score": float(own.mean()),
+        "score_stderr": float(own.std(ddof=1) / math.sqrt(num_games)),
+        "opponent_mean_score": float(others.max(axis=1).mean()),
+        "mean_margin": float((own - others.max(axis=1)).mean()),
+        "exact_win_rate": exact,
+        "wall_s": time.perf_counter() - started,
+    }
+    if exact is not None:  # the simulation's distance from the exact figure, in standard errors
+        summary["z"] = (win_rate - exact) / math.sqrt(exact * (1 - exact) / num_games)
+    return summary
