@@ -16,12 +16,17 @@ from yahtzee_jax.runner.configs import add_override_argument
 from yahtzee_jax.solver.win_seeker import BEFORE_ENDGAME
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
+# The oracle told the opponents' final scores (`evaluation.targets.ceiling_matches`): it plays
+# against the optimal agent's games, for measurement only.
+CEILING = "ceiling"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The match command's options."""
     parser.add_argument(
-        "run", help=f"run or checkpoint directory, or a built-in player: {', '.join(MATCH_PLAYERS)}"
+        "run",
+        help=f"run or checkpoint directory, a built-in player: {', '.join(MATCH_PLAYERS)}, or "
+        f"{CEILING} (the oracle told the opponents' final score, against optimal only)",
     )
     parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)}")
     parser.add_argument("--games", type=int, default=100_000)
@@ -87,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.no_progress,
     )
+    if args.run == CEILING:
+        return _run_ceiling(args, matches)
     builtin = args.run in MATCH_PLAYERS
     if builtin and args.overrides:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
@@ -116,6 +123,29 @@ def run(args: argparse.Namespace) -> int:
         if args.overrides:
             result |= {"overrides": args.overrides}
         print(format_result(agent.name, result))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
+    """The ceiling's oracle against the optimal agent's games, beside the exact figure when
+    both target tables are cached."""
+    from yahtzee_jax.evaluation.matches import format_result
+    from yahtzee_jax.evaluation.targets import ceiling_matches
+    from yahtzee_jax.game.rules import get_rules
+    from yahtzee_jax.solver.ceiling import rules_ceiling
+
+    if args.opponent != "optimal" or args.overrides or args.solitaire:
+        raise ConfigError("ceiling plays against optimal only, without --set or --solitaire")
+    if args.endgame_open is not None or args.before_endgame != "normal":
+        raise ConfigError("--endgame-open and --before-endgame are the win-seeker's")
+    rules = get_rules(args.rules)
+    exact = rules_ceiling(rules, args.players)
+    result = ceiling_matches(rules, players=args.players, exact=exact["win_rate"], **matches)
+    result |= {"exact": exact}
+    print(format_result(CEILING, result) + f"; exact {100 * exact['win_rate']:.2f} %")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

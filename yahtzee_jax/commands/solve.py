@@ -41,6 +41,16 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         help="with --targets: 'target' (default) the best chance of each d; 'expected' the "
         "chances of the expected-score maximiser (the optimal agent's score distribution)",
     )
+    solve_parser.add_argument(
+        "--ceiling",
+        action="store_true",
+        help="the exact ceiling of match play against the optimal agent: an oracle told the "
+        "opponents' best final score S plays for S + 1 (both target tables, cached or solved)",
+    )
+    solve_parser.add_argument(
+        "--players", type=int, default=2, help="with --ceiling: seats, the oracle's too (2)"
+    )
+    solve_parser.add_argument("--out", default=None, help="with --ceiling: write the JSON here")
     solve_parser.set_defaults(func=run_solve)
 
     advise_parser = subparsers.add_parser(
@@ -75,6 +85,10 @@ def run_solve(args: argparse.Namespace) -> int:
     """Solve (or load) the value table and print the optimal expected score and the time."""
     if args.policy != "target" and not args.targets:
         raise UserError("--policy goes with --targets")
+    if args.ceiling:
+        return _run_ceiling(args)
+    if args.out is not None or args.players != 2:
+        raise UserError("--players and --out go with --ceiling")
     if args.targets:
         return _run_targets(args)
     from yahtzee_jax.solver.exact import solve
@@ -103,6 +117,31 @@ def _run_targets(args: argparse.Namespace) -> int:
         print(f"{whose} of a final score >= {score} ({result.rules.name}): {chance:.10f}")
     how = "loaded from cache" if result.from_cache else "solved"
     print(f"{how} in {result.seconds:.2f} s; target tables: {result.cache_path}")
+    return 0
+
+
+def _run_ceiling(args: argparse.Namespace) -> int:
+    """The exact ceiling from the empty card's rows of both target tables; print, write JSON."""
+    import json
+    from pathlib import Path
+
+    from yahtzee_jax.solver.ceiling import rules_ceiling
+
+    if args.targets or args.force:
+        raise UserError("--ceiling reads the target tables: solve them with --targets first")
+    if not 2 <= args.players <= 6:
+        raise UserError(f"--players must be 2..6, got {args.players}")
+    result = rules_ceiling(args.rules, args.players, args.cache_dir)
+    print(
+        f"ceiling ({args.rules}, {args.players} players): the oracle wins "
+        f"{100 * result['win_rate']:.4f} % against the optimal agent, which wins "
+        f"{100 * result['optimal_win_rate']:.4f} % itself (draws "
+        f"{100 * result['optimal_draw_rate']:.4f} %); the opponents' best score averages "
+        f"{result['opponent_mean']:.4f}"
+    )
+    if args.out is not None:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     return 0
 
 
