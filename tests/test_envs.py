@@ -9,20 +9,33 @@ import pytest
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.config import TASKS, FeatureConfig
+from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import legal_action_mask
 from yahtzee_jax.game.rules import OFFICIAL
 from yahtzee_jax.runner.configs import from_dict, resolve
 
 
-def test_config_and_environments_name_the_same_tasks():
-    """`train.task`'s choices are exactly the environments `envs.make` builds."""
-    assert tuple(envs.ENVIRONMENTS) == TASKS
-    for task in ("game", "single-turn"):
-        env = envs.make(resolve("quick", overrides=[f"train.task={task}"]))
-        assert env.name == task and not env.others_move
-    match = envs.make(resolve("a2c-win", overrides=["algo.init_from=''"]))
-    assert match.name == "match" and match.others_move and match.num_players == 2
+def test_each_task_is_named_once_and_says_what_it_can_do():
+    """The one list of tasks (`envs.ENVIRONMENTS`) names each environment by its own name; the
+    config reader, the suite's ids and the solitaire tasks all come from it; each says whether
+    it seats opponents and whether an episode is a whole game."""
+    from yahtzee_jax.suite.registry import ENV_IDS
+
+    assert all(cls.name == task for task, cls in envs.ENVIRONMENTS.items())
+    assert {task for _, task in ENV_IDS.values()} == set(envs.ENVIRONMENTS)
+    assert tuple(envs.SOLITAIRE) == ("game", "single-turn")
+    for task, whole in (("game", True), ("single-turn", False)):
+        config = resolve("quick", overrides=[f"train.task={task}"])
+        env = envs.make(config)
+        assert env.name == task and not env.has_opponents and env.whole_games == whole
+        assert envs.plays_solitaire_games(config) == whole
+    config = resolve("a2c-win", overrides=["algo.init_from=''"])
+    match = envs.make(config)
+    assert match.name == "match" and match.has_opponents and match.num_players == 2
+    assert match.whole_games and not envs.plays_solitaire_games(config)
+    with pytest.raises(ConfigError, match=r"train.task='duel' is not one of: game, single-turn"):
+        from_dict({"train": {"task": "duel"}})
 
 
 def test_a_config_written_before_the_env_section_still_loads():

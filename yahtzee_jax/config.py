@@ -15,12 +15,8 @@ import math
 from typing import Any, TypeVar
 
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
+from yahtzee_jax.game.rules import RULE_VARIANTS
 
-# The environments `train.task` picks (`yahtzee_jax.envs.make` builds each; a test checks both
-# name the same ones): a solitaire game, the paper's single turn, an N-player match.
-TASKS = ("game", "single-turn", "match")
-OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random", "self")
 MATCH_REWARDS = ("win", "score", "naive", "gradient", "fixed", "moving-average")
 
 DEFAULT_ALGO = "a2c"
@@ -212,7 +208,8 @@ class TrainConfig:
     rules: str = "official"
     # The environment: "game", 39-decision games; "single-turn", 3-decision turns on a random
     # card (paper 3.3); "match", games against opponents (the `env` section). Budgets count
-    # games: in the single-turn task one game = 13 turns.
+    # games: in the single-turn task one game = 13 turns. The environments own the names
+    # (`envs.tasks`, above this floor): `runner.configs` checks it where configs are read.
     task: str = "game"
     eval_fraction: float = 0.01  # evaluate (and checkpoint) every 1 % of the updates
     eval_games: int = 1_000
@@ -247,17 +244,6 @@ class TrainConfig:
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )
         check_choice("train.rules", self.rules, tuple(RULE_VARIANTS))
-        check_choice("train.task", self.task, TASKS)
-
-    @property
-    def episodes_per_game(self) -> int:
-        """Episodes that make up one game's worth of decisions: 1, or 13 single turns."""
-        return get_rules(self.rules).num_turns if self.task == "single-turn" else 1
-
-    @property
-    def episodes_per_update(self) -> int:
-        """Episodes played in lockstep by one update."""
-        return self.games_per_update * self.episodes_per_game
 
     @property
     def total_updates(self) -> int:
@@ -295,7 +281,8 @@ class EnvConfig:
 
     players: int = 2  # seats, the learner's included
     # The opponents, one name for all of them or a comma-separated name per seat after the
-    # learner's: optimal | greedy1-3 | random | self (the frozen learner)
+    # learner's: optimal | greedy1-3 | random | self (the frozen learner). The agents own the
+    # names (`agents.resolve`, above this floor): `runner.configs` checks them.
     opponent: str = "optimal"
     reward: str = "win"  # win | score | naive | gradient | fixed | moving-average
     opponent_features: bool = True  # Yuan's groups per opponent in the network's input
@@ -303,8 +290,6 @@ class EnvConfig:
 
     def __post_init__(self) -> None:
         require(2 <= self.players <= 6, f"env.players={self.players} must be in 2..6")
-        for name in self.opponents:
-            check_choice("env.opponent", name, OPPONENTS)
         require(
             len(self.opponent.split(",")) in (1, self.players - 1),
             f"env.opponent={self.opponent!r}: one name, or one per opponent "

@@ -42,7 +42,8 @@ class GreedyPolicy:
     @property
     def reads_others(self) -> bool:
         """Does the input hold other cards (a match with Yuan's opponent groups)?"""
-        return self.config.train.task == "match" and self.config.env.opponent_features
+        config = self.config
+        return envs.environment_class(config).has_opponents and config.env.opponent_features
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,7 +99,7 @@ def match_seats(config: Config) -> tuple[Seat, ...]:
     """A match config's opponents, built-in agents or the frozen learner (none alone). The
     frozen learner plays its greedy policy on its own card, reading the learner's card as its
     opponent's when the input has the opponent groups, or the learner's own `match_seat`."""
-    if config.train.task != "match":
+    if not envs.environment_class(config).has_opponents:
         return ()
     from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.agents.seats import agent_seat

@@ -25,6 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
@@ -140,7 +141,7 @@ class ActorCriticConfig(AlgoConfig):
             "algo.upper_regression_weight > 0 needs network.upper_head=true",
         )
         require(
-            self.bonus_scale_start == 1.0 or config.train.task == "game",
+            self.bonus_scale_start == 1.0 or envs.plays_solitaire_games(config),
             f"algo.bonus_scale_start={self.bonus_scale_start} needs train.task=game "
             f"(it scales the score reward's upper bonus), not {config.train.task}",
         )
@@ -364,7 +365,7 @@ def collect(
     and the environment's task state move on."""
     key, rollout_key = jax.random.split(state.key)
     env = context.env
-    episodes = context.config.train.episodes_per_update
+    episodes = envs.episodes_per_update(context.config)
     trajectory, final = rollout(
         context.network, state.params, rollout_key, env, episodes, state.task, with_value
     )
@@ -401,9 +402,8 @@ def kl_after_update(
         )
         return heads_kl(old, evaluate_heads(network, params, sample, with_value=False))
 
-    train = context.config.train
-    episodes = train.episodes_per_update
-    sample = min(context.config.algo.kl_sample_games * train.episodes_per_game, episodes)
+    episodes = envs.episodes_per_update(context.config)
+    sample = min(context.config.algo.kl_sample_games * context.env.episodes_per_game, episodes)
     if sample == episodes:
         return measured(episodes)
     exact = is_evaluation_update(context, step)

@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.agents.planner import plan_decision
 from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, RunLoader, TrainState
@@ -85,7 +86,7 @@ class DistillConfig(AlgoConfig):
     def check(self, config: Config) -> None:
         """Solitaire only: the teacher plans the rest of a game."""
         require(
-            config.train.task == "game",
+            envs.plays_solitaire_games(config),
             f"train.task={config.train.task!r}: distill imitates a td-planner, which plans "
             "solitaire games (train.task=game)",
         )
@@ -230,7 +231,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     config, env, algo = context.config, context.env, context.config.algo
     key, play_key = jax.random.split(state.key)
     policy = mixed_policy(context, state.params, teacher, algo.teacher_share)
-    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    keys = episode_keys(play_key, 0, envs.episodes_per_update(config))
     final, decisions, rewards = rollout(env, policy, keys, state.task, _recorder(context), True)
     trajectory = decisions.trajectory._replace(reward=rewards)
     decisions = decisions._replace(trajectory=trajectory)

@@ -100,7 +100,7 @@ class DQNConfig(AlgoConfig):
 
     def check(self, config: Config) -> None:
         """The buffer must hold one update's games; the network options must mean something."""
-        per_update = config.train.episodes_per_update * envs.episode_length(config)
+        per_update = envs.episodes_per_update(config) * envs.episode_length(config)
         require(
             self.buffer_size >= per_update,
             f"algo.buffer_size={self.buffer_size} must hold one update's transitions "
@@ -204,7 +204,7 @@ class DQNExtra:
 
 def make_buffer(config: Config) -> Any:
     """flashbax flat buffer: B add lanes (one game each per update), pairs (s, s') sampled."""
-    lanes = config.train.episodes_per_update
+    lanes = envs.episodes_per_update(config)
     return fbx.make_flat_buffer(
         max_length=config.algo.buffer_size,
         # min_length // lanes + 1 = 2 entries per lane: one update's add is always enough
@@ -347,7 +347,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     key, play_key, learn_key = jax.random.split(state.key, 3)
     epsilon = epsilon_at(context, state.step)
     policy = epsilon_greedy_policy(context, state.params, epsilon)
-    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    keys = episode_keys(play_key, 0, envs.episodes_per_update(config))
     final, (records, extras), rewards = rollout(env, policy, keys, state.task, _record(env))
     records = records._replace(
         reward=rewards, return_to_go=returns_to_go(rewards, config.algo.gamma)

@@ -51,6 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms import acting
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState, no_optimizer
 from yahtzee_jax.algorithms.table_updates import combine_set
@@ -342,7 +343,7 @@ def make_update(explore: Any) -> Any:
     def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
         """Play B games in lockstep; after every round update the tables lane by lane."""
         config, env, network = context.config, context.env, context.network
-        algo, lanes = config.algo, config.train.episodes_per_update
+        algo, lanes = config.algo, envs.episodes_per_update(config)
         key, play_key = jax.random.split(state.key)
         turns = env.episode_length // DECISIONS_PER_TURN
         rounds_before = state.step * turns * lanes

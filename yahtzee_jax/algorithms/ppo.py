@@ -22,6 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
@@ -144,10 +145,10 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     if algo.normalize_advantage:
         advantage = normalize(advantage)
     data = (trajectory, target, advantage)
-    per_minibatch = algo.games_per_minibatch * config.train.episodes_per_game
+    per_minibatch = algo.games_per_minibatch * context.env.episodes_per_game
 
     def epoch(carry: tuple, epoch_key: jax.Array) -> tuple[tuple, Metrics]:
-        indices = minibatch_indices(epoch_key, config.train.episodes_per_update, per_minibatch)
+        indices = minibatch_indices(epoch_key, envs.episodes_per_update(config), per_minibatch)
 
         def minibatch(carry: tuple, games: jax.Array) -> tuple[tuple, Metrics]:
             params, opt_state = carry

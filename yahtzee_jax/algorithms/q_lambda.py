@@ -39,6 +39,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms import acting
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState, no_optimizer
@@ -134,7 +135,7 @@ def decision_update(
 def alpha_at(context: Context, step: jax.Array) -> jax.Array:
     """Learning rate of update `step`: alpha0 x decay^(games played before it)."""
     algo = context.config.algo
-    games = step * context.config.train.episodes_per_update
+    games = step * envs.episodes_per_update(context.config)
     return jnp.asarray(algo.alpha * algo.alpha_decay ** games.astype(jnp.float32), jnp.float32)
 
 
@@ -156,7 +157,7 @@ def play_and_learn(
     the environment's rewards [T, B], scalars)."""
     config, env, rules = context.config, context.env, context.rules
     algo = config.algo
-    lanes = config.train.episodes_per_update
+    lanes = envs.episodes_per_update(config)
     length = env.episode_length
 
     def policy(observation: Any, keys: jax.Array, carry: tuple) -> tuple[jax.Array, tuple]:

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms.base import Context
 from yahtzee_jax.algorithms.common import kl_per_decision
 from yahtzee_jax.envs.base import Environment
@@ -243,7 +244,7 @@ def heads_kl(before: HeadOutputs, after: HeadOutputs) -> jax.Array:
 def update_rollout(
     context: Context, params: Any, key: jax.Array, with_value: bool = True
 ) -> tuple[Trajectory, Any]:
-    """One update's episodes (`train.episodes_per_update`) of the run's environment from a fresh
+    """One update's episodes (`envs.episodes_per_update`) of the run's environment from a fresh
     task state: (trajectory, final states); for tests and benchmarks of the learners."""
-    episodes = context.config.train.episodes_per_update
+    episodes = envs.episodes_per_update(context.config)
     return rollout(context.network, params, key, context.env, episodes, None, with_value)

@@ -29,6 +29,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.agents.planner import (
@@ -117,7 +118,7 @@ class TDPlannerConfig(AlgoConfig):
     def check(self, config: Config) -> None:
         """Solitaire only (the planner's value is a score to come); no dropout, no upper head."""
         require(
-            config.train.task == "game",
+            envs.plays_solitaire_games(config),
             f"train.task={config.train.task!r}: td-planner plans solitaire games (train.task=game)",
         )
         require(config.network.dropout == 0, "network.dropout must be 0 for td-planner")
@@ -262,7 +263,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     config, env, algo = context.config, context.env, context.config.algo
     key, play_key = jax.random.split(state.key)
     policy = exploring_planner(context, state.params, jnp.float32(algo.epsilon))
-    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    keys = episode_keys(play_key, 0, envs.episodes_per_update(config))
     final, records, rewards = rollout(env, policy, keys, state.task, _record(context.rules), True)
     turn_rewards = rewards.reshape(-1, DECISIONS_PER_TURN, rewards.shape[-1]).sum(axis=1)
     starts = jax.tree.map(lambda leaf: leaf[::DECISIONS_PER_TURN], records)  # [turns, B]

@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.win_planner import (
     Standing,
@@ -77,7 +78,7 @@ class TDWinConfig(AlgoConfig):
         """Matches for the win only; no dropout, no upper head (the env's opponent features are
         not read: the win value always reads every card)."""
         require(
-            config.train.task == "match",
+            envs.environment_class(config).has_opponents,
             f"train.task={config.train.task!r}: td-win learns matches (train.task=match)",
         )
         require(
@@ -194,7 +195,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
         own, others = standings(after.card, rules), standings(after.others, rules)
         return {"own": own, "others": others, **extras}
 
-    keys = episode_keys(play_key, 0, config.train.episodes_per_update)
+    keys = episode_keys(play_key, 0, envs.episodes_per_update(config))
     final, records, rewards = rollout(env, policy, keys, state.task, record, True)
     # the learner's afterstates: the records of its score decisions, [turns, B]
     after = jax.tree.map(lambda leaf: leaf[LAST_ROLL::DECISIONS_PER_TURN], records)

@@ -8,9 +8,10 @@ import dataclasses
 import json
 from pathlib import Path
 
+from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
 from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.evaluation.matches import MATCH_BATCH, OPPONENTS
+from yahtzee_jax.evaluation.matches import MATCH_BATCH
 from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.runner.configs import add_override_argument
 from yahtzee_jax.solver.win_seeker import BEFORE_ENDGAME
@@ -28,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"run or checkpoint directory, a built-in player: {', '.join(MATCH_PLAYERS)}, or "
         f"{CEILING} (the oracle told the opponents' final score, against optimal only)",
     )
-    parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)}")
+    parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(BUILTIN_AGENTS)}")
     parser.add_argument("--games", type=int, default=100_000)
     parser.add_argument("--seed", type=seed_argument, default=2)
     parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
@@ -81,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.game.rules import get_rules
     from yahtzee_jax.runner.checkpointing import MATCH_PLAY, load_agent_and_step
 
-    if args.opponent not in OPPONENTS:
-        raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {', '.join(OPPONENTS)}")
+    if args.opponent not in BUILTIN_AGENTS:
+        choices = ", ".join(BUILTIN_AGENTS)
+        raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {choices}")
     if args.games < 1 or args.batch_size < 1 or not 2 <= args.players <= 6:
         raise ConfigError("--games and --batch-size must be >= 1 and --players in 2..6")
     check_num_games(args.games)  # at most 2^31 - 1

@@ -36,9 +36,12 @@ Metrics = dict[str, jax.Array]
 class Environment(abc.ABC):
     """A task over a rule variant (static data): init, step, observe, legal actions, metrics."""
 
-    name: str = ""
+    name: str = ""  # `train.task`'s value (`envs.tasks.ENVIRONMENTS`)
+    id_suffix: str = ""  # after the game's name in its ids for outside code (`suite.registry`)
     num_players: int = 1
-    others_move = False  # other seats play between the learner's turns (`end_turn`)
+    # What a task can do, read by learners, the runner and the suite instead of its name:
+    has_opponents = False  # other seats play between the learner's turns (`start_turn`, ...)
+    whole_games = True  # an episode is a whole game from an empty card, not one turn
 
     def __init__(self, rules: Rules, features: FeatureConfig) -> None:
         self.rules = rules
@@ -69,7 +72,7 @@ class Environment(abc.ABC):
 
     def start_turn(self, state: Any, turn: jax.Array) -> Any:
         """Before the learner's turn `turn`: the moves of the seats before it (none alone).
-        The rollout calls it and `end_turn` only when `others_move`."""
+        The rollout calls it and `end_turn` only when `has_opponents`."""
         return state
 
     def end_turn(self, state: Any, turn: jax.Array) -> Any:

@@ -111,7 +111,8 @@ class Match(Environment):
     """The learner against `seats` (one per other player), rewarded by `reward`."""
 
     name = "match"
-    others_move = True
+    id_suffix = "Match"
+    has_opponents = True
 
     def __init__(
         self,

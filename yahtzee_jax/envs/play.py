@@ -14,16 +14,15 @@ import jax
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.rollout import Recorder, episode_keys, rollout
-from yahtzee_jax.envs.solitaire import Game, SingleTurn
+from yahtzee_jax.envs.tasks import SOLITAIRE
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
 # policy(states[B], keys[B]) -> (actions int32[B], extras: a pytree with leading axis B)
 BatchPolicy = Callable[[State, jax.Array], tuple[jax.Array, Any]]
 
-SOLITAIRE = {"game": Game, "single-turn": SingleTurn}
-
 __all__ = [
+    "SOLITAIRE",
     "BatchPolicy",
     "Transition",
     "episode_keys",

@@ -104,7 +104,7 @@ def learning_rollout(
 
     length = env.episode_length
     runner = (state, carry)
-    if not by_turn and not env.others_move:
+    if not by_turn and not env.has_opponents:
         (state, carry), (records, rewards) = jax.lax.scan(decide, runner, jnp.arange(length))
         return carry, state, records, env.finish(state, rewards)
 

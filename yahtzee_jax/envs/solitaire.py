@@ -49,6 +49,8 @@ class SingleTurn(Game):
     the score of an independent random roll (the paper's single-turn task)."""
 
     name = "single-turn"
+    id_suffix = "SingleTurn"
+    whole_games = False
 
     @property
     def episode_length(self) -> int:

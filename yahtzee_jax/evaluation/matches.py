@@ -26,7 +26,6 @@ from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
-OPPONENTS = ("optimal", "greedy3", "greedy2", "greedy1", "random")
 MATCH_BATCH = 2_000  # matches per compiled batch when evaluating
 
 

@@ -21,15 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.config import (
     DEFAULT_ALGO,
     SECTIONS,
     AlgoConfig,
     Config,
+    EnvConfig,
+    TrainConfig,
     check_choice,
     require,
 )
+from yahtzee_jax.envs.tasks import check_task
 from yahtzee_jax.errors import ConfigError
 
 if TYPE_CHECKING:  # importlib.resources.abc is Python 3.11+; only annotations name it
@@ -90,7 +94,16 @@ def from_dict(data: dict[str, Any] | None) -> Config:
             for key, value in values.items()
         }
         sections[section] = cls(**coerced)
+    check_names(sections["train"], sections["env"])
     return Config(**sections)
+
+
+def check_names(train: TrainConfig, env: EnvConfig) -> None:
+    """The task and the opponents are names the floors above the schema own: the environments
+    (`envs.tasks`) and the agents (`agents.resolve`, and `self`, the frozen learner)."""
+    check_task(train.task)
+    for name in env.opponents:
+        check_choice("env.opponent", name, (*BUILTIN_AGENTS, "self"))
 
 
 # Keys of the two-player task before it became an environment (issue 27): algo.X -> env.X.

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import jax
 import numpy as np
 
+from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state
@@ -128,7 +129,8 @@ def evaluation_row(config: Config, params: Any, step: int, started: float) -> di
     learner that asks for them)."""
     eval_start = time.perf_counter()
     num_games, seed = config.train.eval_games, config.train.seed + EVAL_SEED_OFFSET
-    if config.train.task == "match" and get_algorithm(config.algo.name).evaluates_matches:
+    has_opponents = envs.environment_class(config).has_opponents
+    if has_opponents and get_algorithm(config.algo.name).evaluates_matches:
         scores, extra = match_evaluation(config, params, num_games, seed)
     else:
         scores, extra = solitaire_evaluation(config, params, num_games, seed)

@@ -42,6 +42,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms.base import TrainState, make_context
 from yahtzee_jax.config import (
     Config,
@@ -254,7 +255,7 @@ class Population:
 
     def __init__(self, configs: Sequence[Config]) -> None:
         train_config = configs[0].train
-        if data_mesh(train_config.devices, train_config.episodes_per_update) is not None:
+        if data_mesh(train_config.devices, envs.episodes_per_update(configs[0])) is not None:
             raise ConfigError("a population trains on one device; set train.devices=1")
         self.configs = list(configs)
         self.values = member_values(configs, varying_fields(configs))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from yahtzee_jax import envs
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.configs import (
@@ -216,7 +217,7 @@ def final_report(config: Config, run_dir: Path, params: Any, progress: bool) -> 
             "report": str(run_dir / FINAL_EVAL_DIR),
         }
     }
-    if config.train.task == "single-turn":  # the task it trained on, against its optimum
+    if not envs.environment_class(config).whole_games:  # its single turns, against their optimum
         from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
 
         final["single_turn_eval"] = evaluate_single_turn(

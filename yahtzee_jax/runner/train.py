@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms.base import make_context
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
@@ -70,7 +71,7 @@ class SingleRun:
         from yahtzee_jax.runner.checkpointing import load_run  # orbax: only when training
 
         self.contexts = [make_context(config, load_run)]
-        self.mesh = data_mesh(config.train.devices, config.train.episodes_per_update)
+        self.mesh = data_mesh(config.train.devices, envs.episodes_per_update(config))
 
     def device_state(self, states: list[Any]) -> Any:
         """The run's state, replicated over the mesh."""

@@ -23,11 +23,11 @@ from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
+from yahtzee_jax.envs.tasks import ENVIRONMENTS
 from yahtzee_jax.game import engine, multiplayer
 from yahtzee_jax.game.multiplayer import MatchState
 from yahtzee_jax.game.rules import Rules
 
-TASKS = ("game", "single-turn", "match")
 REWARDS = ("score", "win")
 # Every feature lies in [-1, 1] except the game progress, which reaches 13/12 once the card is
 # full (`envs.features`): the observation space's bounds.
@@ -102,7 +102,7 @@ def from_match(match: MatchState, params: EnvParams, rewards: jax.Array | None =
 
 
 def _first_match(key: jax.Array, params: EnvParams) -> MatchState:
-    if params.task != "single-turn":
+    if ENVIRONMENTS[params.task].whole_games:
         return multiplayer.init(key, params.players, False, params.rules)
     card = engine.init_single_turn(key, True, params.rules)
     return MatchState(

@@ -16,10 +16,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.agents.resolve import builtin_agent
+from yahtzee_jax.agents.resolve import BUILTIN_AGENTS, builtin_agent
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.tasks import ENVIRONMENTS
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, get_rules
 from yahtzee_jax.suite import core
 from yahtzee_jax.suite.core import EnvParams, EnvState
 
@@ -33,14 +34,13 @@ GAMES = {
     "YachtClubhouse": "yacht-clubhouse",
     "Yatzy": "yatzy",
 }
-_SUFFIXES = {"game": "", "single-turn": "SingleTurn", "match": "Match"}
 ENV_IDS: dict[str, tuple[str, str]] = {
-    f"{game}{suffix}-v0": (rules, task)
-    for task, suffix in _SUFFIXES.items()
+    f"{game}{env.id_suffix}-v0": (rules, task)
+    for task, env in ENVIRONMENTS.items()
     for game, rules in GAMES.items()
 }
 # Built-in agents that play from their own card alone (the win-seeker reads the table: no seat).
-OPPONENTS = ("greedy1", "greedy2", "greedy3", "random", "optimal")
+OPPONENTS = BUILTIN_AGENTS
 PARAMS = ("players", "opponent", "reward", "seat", "features", "cache_dir")
 _UNSET: Any = object()
 
@@ -64,7 +64,7 @@ def make_params(
         raise UserError(f"unknown env id {env_id!r}; choose one of: {', '.join(ENV_IDS)}")
     rules_name, task = ENV_IDS[env_id]
     rules = get_rules(rules_name)
-    solitaire = task != "match"
+    solitaire = not ENVIRONMENTS[task].has_opponents
     if players is None:
         players = 1 if solitaire else 2
     if not isinstance(players, int) or players < 1 or (solitaire and players != 1):
@@ -122,8 +122,8 @@ class Env:
     def decisions_per_episode(self) -> int:
         """Decisions of the outside seat(s) in one episode (every seat's when all are outside)."""
         params = self.default_params
-        if params.task == "single-turn":
-            return 3
+        if not ENVIRONMENTS[params.task].whole_games:
+            return DECISIONS_PER_TURN
         seats = 1 if params.opponent else params.players
         return params.rules.decisions_per_game * seats
 

@@ -51,11 +51,12 @@ def time_parts(context: Any, state: Any, repeats: int, best_time: Any) -> dict:
 
     from yahtzee_jax.algorithms import ppo
     from yahtzee_jax.algorithms.rollout import update_rollout
+    from yahtzee_jax.envs import episodes_per_update
     from yahtzee_jax.envs.rollout import episode_keys
     from yahtzee_jax.envs.rollout import rollout as play
 
     config = context.config
-    episodes = config.train.episodes_per_update
+    episodes = episodes_per_update(config)
     env = context.env
     policy = _random_legal_policy(env)
 

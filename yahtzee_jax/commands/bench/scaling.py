@@ -105,7 +105,9 @@ def skip_reason(
     """Why a cell does not run (None: it runs): no such devices, indivisible or too large."""
     if devices > local_devices and platform != "cpu":
         return f"only {local_devices} {platform.upper()} device(s) here"
-    episodes = config.train.episodes_per_update
+    from yahtzee_jax.envs import episodes_per_update
+
+    episodes = episodes_per_update(config)
     if episodes % devices:
         return f"{episodes} episodes per update do not divide over {devices} devices"
     transitions = transitions_per_update(config)

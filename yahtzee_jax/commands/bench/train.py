@@ -86,9 +86,9 @@ def _best_time(function, argument, repeats: int) -> float:
 
 def transitions_per_update(config: Config) -> int:
     """Decisions one update learns from: its episodes x the task's decisions per episode."""
-    from yahtzee_jax.envs import episode_length
+    from yahtzee_jax.envs import episode_length, episodes_per_update
 
-    return config.train.episodes_per_update * episode_length(config)
+    return episodes_per_update(config) * episode_length(config)
 
 
 def updates_per_call(config: Config) -> int:
@@ -104,13 +104,14 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
     over them, is a one-line `ConfigError` (`parallel.data_mesh`).
     """
     from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.envs import episodes_per_update
     from yahtzee_jax.parallel import data_mesh, in_mesh, replicate
     from yahtzee_jax.runner.checkpointing import load_run
     from yahtzee_jax.runner.chunk import make_chunk
 
     updates = updates_per_call(config)
     context = make_context(config, load_run)  # as `train` builds it (distill reads its teacher)
-    mesh = data_mesh(devices, config.train.episodes_per_update)
+    mesh = data_mesh(devices, episodes_per_update(config))
     state = replicate(init_train_state(context), mesh)
     with in_mesh(mesh):  # as `train` runs it: compiled and called under the mesh
         start = time.perf_counter()
