@@ -130,7 +130,7 @@ class ScriptedConsole:
 def args(**overrides) -> argparse.Namespace:
     """The `play` command's arguments with its defaults."""
     values = dict(hint=False, against=None, watch=None, seed=5, rules=None, common_dice=False)
-    values.update(cache_dir=None)
+    values.update(cache_dir=None, beat=None)
     values.update(overrides)
     return argparse.Namespace(**values)
 

@@ -33,22 +33,13 @@ from yahtzee_jax.game.engine import (
     total_score,
 )
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.solver import beat
+from yahtzee_jax.solver.beat import TargetTables
 from yahtzee_jax.solver.exact import solve
-from yahtzee_jax.solver.final_rolls import score_transition
-from yahtzee_jax.solver.moments import roll_futures
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import NUM_ROLLS, score_all_rolls
+from yahtzee_jax.solver.tables import score_all_rolls
 from yahtzee_jax.solver.targets import TargetLayout, target_tables
 from yahtzee_jax.solver.win_seeker import best_by_chance_then_points, best_keep
-
-
-class TargetTables(NamedTuple):
-    """What the target agent plays by, on the device (unreachable states: row -1, length 0)."""
-
-    chances: jax.Array  # float32[size]: the flat target table (`solver.targets`)
-    rows: jax.Array  # int32[masks, totals, 2]: where each state's row starts
-    lengths: jax.Array  # int32[masks, totals, 2]: its length, the most points to come + 1
-    value: jax.Array  # float32[masks, totals, 2]: expected score to come (the tie-break)
 
 
 class TargetParams(NamedTuple):
@@ -59,24 +50,16 @@ class TargetParams(NamedTuple):
 
 
 def device_tables(flat: np.ndarray, layout: TargetLayout, value_table: np.ndarray) -> TargetTables:
-    """`TargetTables` from a flat table, its layout and the value table (NaN read as 0)."""
-    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official);
-    # NaN (a partial solve's unsolved layers) is never read in play from the solved ones.
+    """`TargetTables` on the device from a flat table, its layout and the value table."""
+    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official), NaN
+    # (a partial solve's unsolved states, never read from solved ones) zeroed in float32 (no
+    # float64 copy of 1.6 GiB); offsets fit int32 (official: 2.1e8 chances).
     return TargetTables(
-        chances=jnp.asarray(np.nan_to_num(flat), jnp.float32),
-        rows=jnp.asarray(layout.rows, jnp.int32),  # offsets below 2^31 (official: 2.1e8)
+        chances=jnp.nan_to_num(jnp.asarray(flat, jnp.float32)),
+        rows=jnp.asarray(layout.rows, jnp.int32),
         lengths=jnp.asarray(layout.lengths, jnp.int32),
         value=jnp.asarray(np.nan_to_num(value_table), jnp.float32),
     )
-
-
-def reach_chance(
-    chances: jax.Array, row: jax.Array, length: jax.Array, need: jax.Array
-) -> jax.Array:
-    """T_s(need) read from rows (`row`, `length`) of the flat table: 1 for need <= 0 (reached
-    already), 0 from `length` on (more than the state can still score)."""
-    index = jnp.maximum(row, 0) + jnp.clip(need, 0, jnp.maximum(length - 1, 0))
-    return jnp.where(need <= 0, 1.0, jnp.where(need < length, chances[index], 0.0))
 
 
 def turn_end_chances(
@@ -86,23 +69,10 @@ def turn_end_chances(
     options: tuple[jax.Array, jax.Array, jax.Array],
     rules: Rules,
 ) -> tuple[jax.Array, jax.Array]:
-    """P(final >= goal) after writing each roll of `options` (points, legal [n, boxes], bonus
-    [n]: every roll, or the one in hand) in each box, -inf where illegal, and the expected
-    points of each (reward + V of the next state), the tie-break."""
-    points, legal, bonus = options
-    mask, upper, flag = card_context(card.filled, card.scores, jnp, rules)
-    categories = jnp.arange(rules.num_boxes)
-    reward, next_upper, next_flag = score_transition(categories, points, upper, flag, jnp, rules)
-    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
-    state_tables = (tables.rows, tables.lengths, tables.value)
-    if points.shape[0] == NUM_ROLLS:  # every roll: read once per distinct next state
-        row, length, future = (roll_futures(t, mask, upper, flag, jnp, rules) for t in state_tables)
-    else:
-        after = (mask | (1 << categories), next_upper, next_flag)
-        row, length, future = (table[after] for table in state_tables)
-    need = goal - total_score(card, rules) - reward
-    chances = reach_chance(tables.chances, row, length, need)
-    return jnp.where(legal, chances, -jnp.inf), reward + jnp.where(legal, future, 0.0)
+    """`beat.turn_end_chances` of one card for a final score >= `goal`."""
+    context = card_context(card.filled, card.scores, jnp, rules)
+    need = goal - total_score(card, rules)
+    return beat.turn_end_chances(tables, context, need, options, jnp, rules)
 
 
 def target_action(

@@ -78,6 +78,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     advise_parser.add_argument(
         "--top", type=int, default=10, help="how many actions to list (0: all)"
     )
+    advise_parser.add_argument(
+        "--beat",
+        type=int,
+        default=None,
+        help="value the actions by the best chance of a final score above X (a tie is no win), "
+        "from the exact target tables (solve --targets), instead of by expected points",
+    )
     advise_parser.set_defaults(func=run_advise)
 
 
@@ -181,7 +188,9 @@ def run_advise(args: argparse.Namespace) -> int:
         raise UserError(f"--roll must be 0, 1 or 2 (the engine's roll index), got {args.roll}")
     if args.top < 0:
         raise UserError(f"--top must be >= 0 (0 lists every action), got {args.top}")
-    from yahtzee_jax.solver.advise import advise, make_position
+    if args.beat is not None and args.beat < 0:
+        raise UserError(f"--beat must be >= 0, got {args.beat}")
+    from yahtzee_jax.solver.advise import advise, advise_beat, beat_tables, make_position
 
     state = make_position(
         parse_dice(args.dice),
@@ -190,6 +199,9 @@ def run_advise(args: argparse.Namespace) -> int:
         args.yahtzee_bonuses,
         rules=args.rules,
     )
-    result = advise(state, args.rules, cache_dir=args.cache_dir)
+    if args.beat is None:
+        result = advise(state, args.rules, cache_dir=args.cache_dir)
+    else:
+        result = advise_beat(state, args.rules, args.beat, beat_tables(args.rules, args.cache_dir))
     print(result.describe(top=args.top or None))
     return 0

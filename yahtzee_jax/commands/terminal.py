@@ -47,6 +47,7 @@ from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep
     parse_line,
 )
 from yahtzee_jax.config import seed_argument
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp
 from yahtzee_jax.game.engine import LAST_ROLL, State, batch_of_one
@@ -111,45 +112,59 @@ class StreamConsole:
 
 
 class Advisor:
-    """The optimal advisor for one rule variant; the value table is loaded on first use."""
+    """The optimal advisor for one rule variant; its tables are loaded on first use. With
+    `beat` X it values actions by the best chance of a final score above X (`advise_beat`),
+    shown in %, instead of by expected final score."""
 
-    def __init__(self, rules: Rules, console: Console, cache_dir: str | None = None):
+    def __init__(
+        self, rules: Rules, console: Console, cache_dir: str | None = None, beat: int | None = None
+    ):
         self.rules = rules
         self.console = console
         self.cache_dir = cache_dir
+        self.beat = beat
         self._solution = None
+        # What a choice costs: expected points, or percentage points of the chance to beat X.
+        self.unit = "expected points" if beat is None else f"% of P(final > {beat})"
+        self._scale = 1.0 if beat is None else 100.0
 
     def values(self, card: State) -> Any:
-        """`ActionValues` of the card's position (expected final score of each action)."""
+        """`ActionValues` of the card's position (expected final score, or chance, of each)."""
         from yahtzee_jax.solver import advise, solve
+        from yahtzee_jax.solver.advise import advise_beat, beat_tables
 
         if self._solution is None:
             self.console.say(f"(loading the optimal advisor for {self.rules.name} rules ...)")
-            self._solution = solve(self.rules, cache_dir=self.cache_dir)
+            load = solve if self.beat is None else beat_tables
+            self._solution = load(self.rules, cache_dir=self.cache_dir)
+        if self.beat is not None:
+            return advise_beat(card, self.rules, self.beat, self._solution)
         return advise(card, self.rules, solution=self._solution)
 
     def top_text(self, card: State, top: int = HINT_TOP) -> str:
-        """The best `top` distinct actions with their expected final scores."""
+        """The best `top` distinct actions with their expected final scores (or chances)."""
         values = self.values(card)
         dice = values.dice
-        lines, seen = ["  advisor (expected final score):"], set()
+        what = "expected final score" if self.beat is None else f"% chance above {self.beat}"
+        lines, seen = [f"  advisor ({what}):"], set()
         for action in values.legal_actions():
             label = choice_text(int(action), dice, self.rules)
             if label in seen:  # another keep mask keeping the same dice
                 continue
             seen.add(label)
-            loss = values.value - values.action_values[action]
+            loss = self._scale * (values.value - values.action_values[action])
             note = "best" if len(seen) == 1 else f"-{loss:.2f}"
-            lines.append(f"    {label:<22} {values.action_values[action]:8.2f}  {note}")
+            shown = self._scale * values.action_values[action]
+            lines.append(f"    {label:<22} {shown:8.2f}  {note}")
             if len(seen) == top:
                 break
         return "\n".join(lines)
 
     def cost(self, card: State, action: int) -> tuple[float, str]:
-        """Expected points lost by `action` against the best one, and the best one in words."""
+        """What `action` loses against the best one (in `unit`), and the best one in words."""
         values = self.values(card)
         best = choice_text(values.best_action, values.dice, self.rules)
-        return float(values.value - values.action_values[action]), best
+        return float(self._scale * (values.value - values.action_values[action])), best
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,6 +193,7 @@ class TerminalGame:
         comment: bool = False,
         common_dice: bool = False,
         cache_dir: str | None = None,
+        beat: int | None = None,
     ):
         self.console = console
         self.seats = seats
@@ -186,7 +202,7 @@ class TerminalGame:
         self.hint = hint
         self.comment = comment
         self.common_dice = common_dice
-        self.advisor = Advisor(rules, console, cache_dir)
+        self.advisor = Advisor(rules, console, cache_dir, beat)
         self.total_cost = 0.0
         # The game is match 0 of the seed, as game 0 of `evaluate --seed S` is its episode 0.
         init_key, self.play_key = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0))
@@ -266,7 +282,7 @@ class TerminalGame:
                 self._play(seat, action)
             if self.hint:
                 self.total_cost += cost
-                self.console.say("  " + cost_text(cost, best))
+                self.console.say("  " + cost_text(cost, best, self.advisor.unit))
             if actions[-1] >= NUM_KEEP_ACTIONS:
                 self.console.say(self.scored_text(seat, PERSON, actions[-1]))
                 return
@@ -305,7 +321,7 @@ class TerminalGame:
             if self.comment:
                 cost, best = self.advisor.cost(card, action)
                 self.total_cost += cost
-                self.console.say("    advisor: " + cost_text(cost, best))
+                self.console.say("    advisor: " + cost_text(cost, best, self.advisor.unit))
             self._play(seat, action)
             if action >= NUM_KEEP_ACTIONS:
                 self.console.say(self.scored_text(seat, self.seats[seat].name, action))
@@ -334,7 +350,7 @@ class TerminalGame:
             winners = [seat.name for seat, r in zip(self.seats, results, strict=True) if r > 0]
             text += f" {winners[0]} wins by {int(margins.max())}." if winners else " A draw."
         if self.hint or self.comment:
-            text += f" Choices cost {self.total_cost:.2f} expected points in all (advisor)."
+            text += f" Choices cost {self.total_cost:.2f} {self.advisor.unit} in all (advisor)."
         return text
 
 
@@ -352,6 +368,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "'665') and a box to score (name or number). Ctrl-D or quit leaves.",
     )
     parser.add_argument("--hint", action="store_true", help="show the optimal advisor's view")
+    parser.add_argument(
+        "--beat",
+        type=int,
+        metavar="X",
+        help="with --hint or --watch: the advisor values actions by the chance of a final "
+        "score above X (exact target tables, solve --targets) instead of expected points",
+    )
     mode = parser.add_mutually_exclusive_group()
     agents = f"{', '.join(AGENT_NAMES)}, or a checkpoint path"
     mode.add_argument("--against", metavar="AGENT", help=f"play against AGENT ({agents})")
@@ -387,6 +410,8 @@ def resolve_player(
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run `yahtzee-jax play` on `console` (the terminal by default)."""
     console = console if console is not None else StreamConsole()
+    if args.beat is not None and (args.beat < 0 or not (args.hint or args.watch)):
+        raise UserError("--beat X (X >= 0) goes with --hint or --watch")
     rules = get_rules(args.rules) if args.rules is not None else None
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     spec = args.against or args.watch
@@ -407,6 +432,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
         comment=bool(args.watch),
         common_dice=args.common_dice,
         cache_dir=args.cache_dir,
+        beat=args.beat,
     )
     try:
         game.run()

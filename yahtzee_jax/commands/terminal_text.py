@@ -228,8 +228,8 @@ def options_text(card: State, rules: Rules) -> str:
     return text
 
 
-def cost_text(cost: float, best: str) -> str:
-    """'cost 0.00 (best)' or 'cost 3.21 expected points; best: keep 4 4'."""
+def cost_text(cost: float, best: str, unit: str = "expected points") -> str:
+    """'cost 0.00 (best)' or 'cost 3.21 expected points; best: keep 4 4' (or another unit)."""
     if cost < 5e-7:
-        return "cost 0.00 expected points (the best choice)"
-    return f"cost {cost:.2f} expected points; best: {best}"
+        return f"cost 0.00 {unit} (the best choice)"
+    return f"cost {cost:.2f} {unit}; best: {best}"

@@ -2,6 +2,8 @@
 
 A position is an engine `State` (mid-turn too). Values are optimal expected final scores (score
 so far, bonuses included), computed in NumPy float64 from the solved value table of the rules.
+`advise_beat` values the actions instead by the best chance of a final score above X (a tie is
+not a win, as matches count it), from the exact target tables: what the target agent plays by.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
+from yahtzee_jax.solver.beat import TargetTables, host_tables, turn_end_chances
 from yahtzee_jax.solver.exact import SolveResult, solve
-from yahtzee_jax.solver.position import turn_values
+from yahtzee_jax.solver.position import card_context, turn_values
 from yahtzee_jax.solver.tables import base_points, roll_index_of, score_all_rolls_of_cards
-from yahtzee_jax.solver.widget import keep_action_values
+from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
+from yahtzee_jax.solver.win_seeker import TIE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +48,15 @@ class ActionValues:
     value: float  # optimal expected final score from this position
     action_values: np.ndarray  # float64[num_actions]
     best_action: int
+    beat: int | None = None  # values are the best chances of a final score above `beat`
+    tie_values: np.ndarray | None = None  # expected points, the order of equal chances
 
     def legal_actions(self) -> np.ndarray:
         """Indices of the legal actions, best first."""
         legal = np.flatnonzero(~np.isnan(self.action_values))
-        return legal[np.argsort(-self.action_values[legal], kind="stable")]
+        if self.tie_values is None:
+            return legal[np.argsort(-self.action_values[legal], kind="stable")]
+        return legal[np.lexsort((-self.tie_values[legal], -self.action_values[legal]))]
 
     def describe(self, top: int | None = None) -> str:
         """A readable table: the position's value and its best actions (same keeps merged)."""
@@ -56,9 +64,15 @@ class ActionValues:
             f"rules {self.rules.name}; dice {' '.join(map(str, self.dice))}; "
             f"roll index {self.roll_index} ({LAST_ROLL - self.roll_index} re-rolls left); "
             f"score so far {self.score_so_far}",
-            f"optimal expected final score: {self.value:.6f}",
-            "expected final score after each action, best first:",
         ]
+        if self.beat is None:
+            lines.append(f"optimal expected final score: {self.value:.6f}")
+            lines.append("expected final score after each action, best first:")
+        else:
+            lines.append(f"best chance of a final score above {self.beat}: {self.value:.6f}")
+            lines.append(
+                f"chance of a final score above {self.beat} after each action, best first:"
+            )
         shown: set[str] = set()
         for action in self.legal_actions():
             label = action_text(int(action), self.dice, self.rules.box_names)
@@ -224,4 +238,62 @@ def advise(
         value=float(action_values[best_action]),
         action_values=action_values,
         best_action=best_action,
+    )
+
+
+def beat_tables(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> TargetTables:
+    """The host `TargetTables` of `rules` from the caches (the target table solved if missing)."""
+    from yahtzee_jax.solver.targets import target_tables
+
+    rules = get_rules(rules)
+    result = target_tables(rules, cache_dir=cache_dir)
+    return host_tables(result.flat, result.layout, solve(rules, cache_dir=cache_dir).value_table)
+
+
+def advise_beat(state: State, rules: str | Rules, beat: int, tables: TargetTables) -> ActionValues:
+    """The best chance of a final score above `beat` from `state`, and after each legal action
+    (float64), by the exact target tables in `tables` (`beat.host_tables`); equal chances are
+    ordered by expected points, as the target agent breaks them."""
+    rules = get_rules(rules)
+    check_position(state, rules)
+    filled, scores = np.asarray(state.filled), np.asarray(state.scores)
+    if int(state.turns_left) != int((~filled).sum()):
+        raise UserError("--beat plays for the final score of a whole game, not a single turn")
+    options = score_all_rolls_of_cards(
+        jnp.asarray(filled)[None], jnp.asarray(scores[rules.yahtzee_box])[None], rules
+    )
+    options = tuple(np.asarray(part[0]) for part in options)
+    score_so_far = int(total_score(state, rules))
+    context = card_context(filled, scores, np, rules)
+    need = beat + 1 - score_so_far
+    chances, worth = turn_end_chances(tables, context, need, options, np, rules)
+    dice = tuple(int(die) for die in np.asarray(state.dice))
+    roll, roll_index = roll_index_of(dice), int(state.roll_index)
+    values = np.full((rules.num_actions, 2), np.nan)
+    if roll_index == LAST_ROLL:
+        both = np.stack([chances[roll], worth[roll]], axis=-1)
+        values[NUM_KEEP_ACTIONS:] = np.where(np.isfinite(chances[roll])[:, None], both, np.nan)
+    else:
+        # Each final roll: its best chance, and the most points among the boxes within `TIE` of
+        # it (`win_seeker.chance_and_points`, in float64); keeps carry both through the widget.
+        best = chances.max(axis=1)
+        near = chances >= best[:, None] - TIE
+        final = np.stack([best, np.where(near, worth, -np.inf).max(axis=1)], axis=-1)
+        last_keep, first_keep = turn_keep_values(final, np)
+        values[:NUM_KEEP_ACTIONS] = keep_action_values(
+            first_keep if roll_index == 0 else last_keep, roll
+        )
+    chance, points = values[:, 0], values[:, 1]
+    top = np.nanmax(chance)
+    best_action = int(np.nanargmax(np.where(chance >= top - TIE, points, -np.inf)))
+    return ActionValues(
+        rules=rules,
+        dice=dice,
+        roll_index=roll_index,
+        score_so_far=score_so_far,
+        value=float(top),
+        action_values=chance,
+        best_action=best_action,
+        beat=beat,
+        tie_values=points,
     )
