@@ -48,28 +48,29 @@ def evaluate_target(
     num_games: int,
     seed: int,
     cache_dir: str | os.PathLike | None = None,
-    batch_size: int | None = None,
-    progress: bool = False,
+    **play: Any,
 ) -> dict[str, Any]:
     """The target agent playing for a final score >= `goal`: how often it gets there over
-    `num_games` games of the seed, beside the exact T_start(goal) (tables from the cache)."""
+    `num_games` games of the seed (`play`: `play_games`' batch_size, progress), beside the
+    exact T_start(goal) (tables from the cache)."""
     tables, start = load_target_tables(rules, cache_dir)
     agent = target_agent(rules, tables, goal)
     started = time.perf_counter()
-    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    records = play_games(agent, num_games, seed, **play)
     seconds = time.perf_counter() - started
     exact = float(start[goal]) if goal < len(start) else 0.0
-    totals = records.total
+    result = {"agent": agent.name, "goal": goal, **_games(rules, seed, records.total)}
+    return result | reached(records.total, goal, exact) | {"seconds": seconds}
+
+
+def _games(rules: Rules, seed: int, totals: np.ndarray) -> dict[str, Any]:
+    """What every summary here says of its games: rules, seed, count, mean score."""
     return {
-        "agent": agent.name,
         "rules": rules.name,
-        "goal": goal,
-        "games": num_games,
         "seed": seed,
-        **reached(totals, goal, exact),
+        "games": len(totals),
         "mean_score": float(totals.mean()),
-        "score_stderr": float(totals.std(ddof=1) / math.sqrt(num_games)),
-        "seconds": seconds,
+        "score_stderr": float(totals.std(ddof=1) / math.sqrt(len(totals))),
     }
 
 
@@ -79,6 +80,7 @@ def ceiling_matches(
     seed: int,
     players: int,
     exact: float | None,
+    *,
     cache_dir: str | os.PathLike | None = None,
     batch_size: int | None = None,
     progress: bool = False,
@@ -116,13 +118,9 @@ def ceiling_matches(
     summary: dict[str, Any] = {
         "player": "ceiling",
         "opponent": "optimal",
-        "rules": rules.name,
         "players": players,
-        "seed": seed,
-        "games": num_games,
+        **_games(rules, seed, own),
         **counts,
-        "mean_score": float(own.mean()),
-        "score_stderr": float(own.std(ddof=1) / math.sqrt(num_games)),
         "opponent_mean_score": float(others.max(axis=1).mean()),
         "mean_margin": float((own - others.max(axis=1)).mean()),
         "exact_win_rate": exact,
