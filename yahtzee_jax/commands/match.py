@@ -137,17 +137,19 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
     from yahtzee_jax.evaluation.matches import format_result
     from yahtzee_jax.evaluation.targets import ceiling_matches
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.solver.ceiling import rules_ceiling
+    from yahtzee_jax.solver.ceiling import cached_ceiling
 
     if args.opponent != "optimal" or args.overrides or args.solitaire:
         raise ConfigError("ceiling plays against optimal only, without --set or --solitaire")
     if args.endgame_open is not None or args.before_endgame != "normal":
         raise ConfigError("--endgame-open and --before-endgame are the win-seeker's")
     rules = get_rules(args.rules)
-    exact = rules_ceiling(rules, args.players)
-    result = ceiling_matches(rules, players=args.players, exact=exact["win_rate"], **matches)
+    exact = cached_ceiling(rules, args.players)  # None until both target tables are cached
+    rate = None if exact is None else exact["win_rate"]
+    result = ceiling_matches(rules, players=args.players, exact=rate, **matches)
     result |= {"exact": exact}
-    print(format_result(CEILING, result) + f"; exact {100 * exact['win_rate']:.2f} %")
+    where = "not cached" if exact is None else f"{100 * rate:.2f} %"
+    print(format_result(CEILING, result) + f"; exact {where}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

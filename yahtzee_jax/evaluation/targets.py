@@ -89,7 +89,8 @@ def ceiling_matches(
     in `num_games` matches against `players - 1` optimal agents: wins, draws and losses as the
     project counts them, beside the `exact` ceiling (`solver.ceiling`) when given."""
     opponents = players - 1
-    reference = optimal_reference(rules, opponents * num_games, seed, cache_dir, batch_size)
+    # The optimal agent's games at its own best batch size: the same games at any (by seed).
+    reference = optimal_reference(rules, opponents * num_games, seed, cache_dir)
     others = reference.total.reshape(opponents, num_games).T  # [N, P - 1]
     goals = others.max(axis=1) + 1
     tables, _ = load_target_tables(rules, cache_dir)

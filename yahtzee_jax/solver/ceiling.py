@@ -24,6 +24,7 @@ import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.solver.exact import cache_file
 from yahtzee_jax.solver.targets import target_tables
 
 
@@ -82,3 +83,14 @@ def rules_ceiling(
     rules = get_rules(rules)
     best, follow = start_rows(rules, cache_dir)
     return {"rules": rules.name, "players": players} | exact_ceiling(best, follow, players - 1)
+
+
+def cached_ceiling(
+    rules: str | Rules, players: int, cache_dir: str | os.PathLike | None = None
+) -> dict[str, Any] | None:
+    """`rules_ceiling` when both target tables are cached, else None (it never solves them)."""
+    rules = get_rules(rules)
+    names = ("targets", "targets_expected")  # `target_tables`' names of the two policies
+    if not all(cache_file(rules, cache_dir, table=name).exists() for name in names):
+        return None
+    return rules_ceiling(rules, players, cache_dir)
