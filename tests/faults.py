@@ -46,8 +46,9 @@ def main(argv: list[str]) -> int:
     from yahtzee_jax.runner import train as train_command
 
     spec, *arguments = argv
-    # The command line's `train` calls `yahtzee_jax.runner.train.train`: the same function,
-    # given the hook (production code never reads a fault from anywhere).
+    # The command line's `train` (`commands.train`) calls `yahtzee_jax.runner.train.train`
+    # through its module: the same function, given the hook (production code never reads a
+    # fault from anywhere).
     train_command.train = functools.partial(train_command.train, hook=FaultInjector(spec))
     return cli.main(arguments)
 

@@ -15,10 +15,10 @@ from faults import FaultInjector
 import yahtzee_jax.runner.population
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.config import is_dynamic
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
 from yahtzee_jax.runner.configs import from_dict
+from yahtzee_jax.runner.dynamic_fields import is_dynamic
 from yahtzee_jax.runner.loop import HOOK_POINTS
 from yahtzee_jax.runner.population import (
     DynamicScalar,

@@ -8,11 +8,9 @@ raises `ConfigError` with a one-line message.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import functools
 import math
-from typing import Any, TypeVar
+from typing import Any
 
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import RULE_VARIANTS
@@ -44,17 +42,6 @@ def check_seed(name: str, value: int) -> None:
     require(0 <= value <= MAX_SEED, f"{name}={value} must be in 0..{MAX_SEED} (2**32 - 1)")
 
 
-def seed_argument(text: str) -> int:
-    """argparse `type` of a --seed option: an integer in 0..MAX_SEED (a one-line usage error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: not an integer") from None
-    if not 0 <= value <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: must be in 0..{MAX_SEED}")
-    return value
-
-
 def _check_fraction(name: str, value: float) -> None:
     require(0.0 <= value <= 1.0, f"{name}={value} must be in [0, 1]")
 
@@ -76,46 +63,6 @@ def dynamic(default: float, *, branches: bool = False) -> Any:
     changes the default declares the field `dynamic` again (a test checks that it does).
     """
     return dataclasses.field(default=default, metadata={DYNAMIC: BRANCHES if branches else True})
-
-
-def _marker(section: Any, name: str) -> Any:
-    fields = {field.name: field for field in dataclasses.fields(section)}
-    return fields[name].metadata.get(DYNAMIC) if name in fields else None
-
-
-def is_dynamic(section: Any, name: str) -> bool:
-    """Is field `name` of a config section (class or instance) declared `dynamic`?"""
-    return _marker(section, name) is not None
-
-
-def is_branching(section: Any, name: str) -> bool:
-    """Is field `name` declared `dynamic(..., branches=True)`?"""
-    return _marker(section, name) == BRANCHES
-
-
-Section = TypeVar("Section")
-
-
-def traced_replace(section: Section, **changes: Any) -> Section:
-    """`dataclasses.replace` for values traced inside a compiled function, checks left out.
-
-    A config's `__post_init__` compares its values with numbers, which a traced value cannot
-    answer, so the copy is built by the class's own `__init__` on a subclass without the
-    checks (`_unchecked`). The caller checks the concrete values first: a population checks
-    every member's config before compiling the chunk that builds its traced copies.
-    """
-    values = {field.name: getattr(section, field.name) for field in dataclasses.fields(section)}
-    return _unchecked(type(section))(**(values | changes))
-
-
-@functools.cache
-def _unchecked(cls: type) -> type:
-    """`cls` with a `__post_init__` that checks nothing; fields and methods are `cls`'s."""
-    return type(cls.__name__, (cls,), {"__post_init__": _no_checks, "__doc__": cls.__doc__})
-
-
-def _no_checks(self: Any) -> None:
-    """Nothing to check: the concrete values were checked before they were traced."""
 
 
 @dataclasses.dataclass(frozen=True)

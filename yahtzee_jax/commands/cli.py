@@ -17,7 +17,10 @@ from yahtzee_jax.errors import UserError
 # command -> (the module that registers it with `add_cli(subparsers)`, its one-line help).
 # Only the chosen command's module is imported: `yahtzee-jax --help` loads no JAX.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "train": ("yahtzee_jax.runner.train", "train an agent (fused on-device REINFORCE, A2C or PPO)"),
+    "train": (
+        "yahtzee_jax.commands.train",
+        "train an agent (fused on-device REINFORCE, A2C or PPO)",
+    ),
     "evaluate": (
         "yahtzee_jax.commands.evaluate",
         "play many games of an agent and report its statistics",

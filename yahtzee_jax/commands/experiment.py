@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.commands.studies import (
     CPU_ALGORITHM_COST,
     CPU_COMPILE_SECONDS,
@@ -31,7 +32,6 @@ from yahtzee_jax.commands.study_report import (
     write_study_report,
 )
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
-from yahtzee_jax.runner.configs import add_override_argument
 from yahtzee_jax.runner.population import train_population
 from yahtzee_jax.runner.train import train
 

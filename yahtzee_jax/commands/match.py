@@ -9,11 +9,10 @@ import json
 from pathlib import Path
 
 from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
-from yahtzee_jax.config import seed_argument
+from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH
 from yahtzee_jax.evaluation.records import check_num_games
-from yahtzee_jax.runner.configs import add_override_argument
 from yahtzee_jax.solver.win_seeker import BEFORE_ENDGAME
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent
+from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
     InputError,
     LeaveGame,
@@ -46,7 +47,6 @@ from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep
     parse_box,
     parse_line,
 )
-from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from yahtzee_jax.agents.resolve import AGENT_NAMES
-from yahtzee_jax.config import seed_argument
+from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.evaluation.reports import format_terminal

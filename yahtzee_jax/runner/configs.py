@@ -10,7 +10,6 @@ section are read in today's keys (`migrate_legacy`).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import importlib.resources
@@ -203,17 +202,6 @@ def apply_overrides(data: dict[str, Any], overrides: Sequence[str]) -> dict[str,
     for text in overrides:
         data = merge(data, parse_override(text))
     return data
-
-
-def add_override_argument(
-    parser: argparse.ArgumentParser,
-    metavar: str = "SECTION.KEY=VALUE",
-    help: str = "override one config value, e.g. --set optim.lr=3e-4 (repeatable)",
-) -> None:
-    """Add the repeatable `--set SECTION.KEY=VALUE` option (collected in `args.overrides`)."""
-    parser.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar=metavar, help=help
-    )
 
 
 def resolve(

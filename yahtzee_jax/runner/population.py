@@ -12,7 +12,7 @@ one, with an unvmapped program.
 How the dynamic scalars get into the unchanged learner code: the fields that differ between
 members travel as a pytree of [N] arrays beside the states. Inside the vmapped function a
 member config is built from the template with those fields replaced by its member's traced
-values (`config.traced_replace`: the concrete member configs were checked before compiling),
+values (`dynamic_fields.traced_replace`: the concrete member configs were checked before compiling),
 and the usual `Context` is made from it, so the algorithms and schedules read traced values
 transparently. A field that a learner also compares with a number to pick a code path
 (`dynamic(..., branches=True)`, e.g. shaping on or off) becomes a `DynamicScalar` instead: it
@@ -44,18 +44,12 @@ import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.algorithms.base import TrainState, make_context
-from yahtzee_jax.config import (
-    Config,
-    check_seed,
-    is_branching,
-    is_dynamic,
-    require,
-    traced_replace,
-)
+from yahtzee_jax.config import Config, check_seed, require
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
 from yahtzee_jax.runner.chunk import chunk_function
 from yahtzee_jax.runner.configs import parse_override
+from yahtzee_jax.runner.dynamic_fields import is_branching, is_dynamic, traced_replace
 from yahtzee_jax.runner.loop import Hook
 from yahtzee_jax.runner.session import train_session
 

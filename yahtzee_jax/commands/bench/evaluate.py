@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.commands.bench import yatzy_solver
-from yahtzee_jax.config import seed_argument
 from yahtzee_jax.errors import UserError
 
 if TYPE_CHECKING:

@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.commands.bench.train import time_chunk, transitions_per_update
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.runner.configs import add_override_argument
 
 DEFAULT_BATCHES = "20,64,256,1024,4096,16384"
 DEFAULT_WIDTHS = "128,256,600,1024"

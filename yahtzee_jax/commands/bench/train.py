@@ -16,8 +16,8 @@ import json
 import time
 from pathlib import Path
 
+from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.config import Config
-from yahtzee_jax.runner.configs import add_override_argument
 
 # B = 2,048 took most of 11 minutes and 10 GB of memory on a 2-core CPU: ask for it explicitly
 # (`--batches 20,256,2048`) so that the default run stays at a few minutes.

@@ -1,0 +1,29 @@
+"""The commands' shared argparse options: a seed, and `--set SECTION.KEY=VALUE` overrides."""
+
+from __future__ import annotations
+
+import argparse
+
+from yahtzee_jax.config import MAX_SEED
+
+
+def seed_argument(text: str) -> int:
+    """argparse `type` of a --seed option: an integer in 0..MAX_SEED (a one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"invalid seed {text!r}: must be in 0..{MAX_SEED}")
+    return value
+
+
+def add_override_argument(
+    parser: argparse.ArgumentParser,
+    metavar: str = "SECTION.KEY=VALUE",
+    help: str = "override one config value, e.g. --set optim.lr=3e-4 (repeatable)",
+) -> None:
+    """Add the repeatable `--set SECTION.KEY=VALUE` option (collected in `args.overrides`)."""
+    parser.add_argument(
+        "--set", dest="overrides", action="append", default=[], metavar=metavar, help=help
+    )
