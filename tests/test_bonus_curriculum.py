@@ -12,7 +12,7 @@ import pytest
 
 from yahtzee_jax.algorithms import actor_critic
 from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.algorithms.rollout import update_rollout
+from yahtzee_jax.algorithms.training_rollout import update_rollout
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.configs import resolve
 

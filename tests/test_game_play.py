@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yahtzee_jax.envs.play import BatchPolicy, Transition, play, record_transition
+from yahtzee_jax.envs.solitaire_play import BatchPolicy, Transition, play, record_transition
 from yahtzee_jax.game import (
     NUM_KEEP_ACTIONS,
     RULE_VARIANTS,

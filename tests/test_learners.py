@@ -12,8 +12,8 @@ import pytest
 from yahtzee_jax.algorithms import actor_critic, ppo, reinforce
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import lambda_returns
-from yahtzee_jax.algorithms.rollout import evaluate_trajectory, update_rollout
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule, learning_rate_schedule
+from yahtzee_jax.algorithms.training_rollout import evaluate_trajectory, update_rollout
 from yahtzee_jax.config import OptimConfig
 from yahtzee_jax.game import OFFICIAL, get_rules
 from yahtzee_jax.runner.configs import resolve

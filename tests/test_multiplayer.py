@@ -19,8 +19,8 @@ from yahtzee_jax.envs.opponent_features import (
     match_features,
     opponent_features,
 )
-from yahtzee_jax.envs.play import episode_keys, per_state_policy, play
 from yahtzee_jax.envs.rollout import rollout
+from yahtzee_jax.envs.solitaire_play import episode_keys, per_state_policy, play
 from yahtzee_jax.game import (
     KEEP_ALL,
     NUM_KEEP_ACTIONS,

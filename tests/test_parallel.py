@@ -55,7 +55,7 @@ SCRIPT = textwrap.dedent(
     # Resume under the mesh: 2 + 2 updates through a checkpoint equal 4 straight, bit for bit.
     config = tiny(4)
     context = make_context(config)
-    mesh = data_mesh(4, config.train.episodes_per_update)
+    mesh = data_mesh(4, envs.episodes_per_update(config))
     state = replicate(init_train_state(context), mesh)
     with in_mesh(mesh):
         chunk = make_chunk(context, 2)

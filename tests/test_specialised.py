@@ -12,10 +12,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from yahtzee_jax import envs
 from yahtzee_jax.algorithms import actor_critic, ppo
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import kl_divergence, lambda_returns
-from yahtzee_jax.algorithms.rollout import (
+from yahtzee_jax.algorithms.training_rollout import (
     apply_network,
     evaluate_heads,
     evaluate_trajectory,
@@ -23,8 +24,8 @@ from yahtzee_jax.algorithms.rollout import (
     trajectory_recorder,
     update_rollout,
 )
-from yahtzee_jax.envs.play import episode_keys, play, record_transition
 from yahtzee_jax.envs.rollout import rollout as env_rollout
+from yahtzee_jax.envs.solitaire_play import episode_keys, play, record_transition
 from yahtzee_jax.networks import entropy, network_log_probs
 from yahtzee_jax.runner.configs import resolve
 
@@ -95,7 +96,7 @@ def reference_rollout(context, params, key):
         }
         return action, extras
 
-    keys = episode_keys(key, 0, config.train.episodes_per_update)
+    keys = episode_keys(key, 0, envs.episodes_per_update(config))
     _, records, rewards = env_rollout(
         context.env, policy, keys, None, trajectory_recorder(context.env)
     )

@@ -35,7 +35,8 @@ from yahtzee_jax.algorithms.common import (
     masked_mean,
     normalize,
 )
-from yahtzee_jax.algorithms.rollout import (
+from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
+from yahtzee_jax.algorithms.training_rollout import (
     HeadOutputs,
     Trajectory,
     evaluate_heads,
@@ -44,7 +45,6 @@ from yahtzee_jax.algorithms.rollout import (
     rollout,
     taken_log_probs,
 )
-from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import Rules

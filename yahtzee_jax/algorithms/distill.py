@@ -42,7 +42,8 @@ from yahtzee_jax.algorithms.common import (
     learning_rate_at,
     optimizer_step,
 )
-from yahtzee_jax.algorithms.rollout import (
+from yahtzee_jax.algorithms.td_planner import ValueLeaf, value_leaf
+from yahtzee_jax.algorithms.training_rollout import (
     HeadOutputs,
     Trajectory,
     evaluate_heads,
@@ -51,7 +52,6 @@ from yahtzee_jax.algorithms.rollout import (
     time_layout,
     trajectory_recorder,
 )
-from yahtzee_jax.algorithms.td_planner import ValueLeaf, value_leaf
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.errors import CheckpointError, ConfigError

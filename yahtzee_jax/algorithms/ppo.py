@@ -32,7 +32,7 @@ from yahtzee_jax.algorithms.common import (
     normalize,
     optimizer_step,
 )
-from yahtzee_jax.algorithms.rollout import Trajectory, evaluate_heads, taken_log_probs
+from yahtzee_jax.algorithms.training_rollout import Trajectory, evaluate_heads, taken_log_probs
 from yahtzee_jax.config import Config, dynamic, require
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from yahtzee_jax.agents import AGENT_NAMES
 from yahtzee_jax.agents.resolve import TARGET
 from yahtzee_jax.commands.arguments import seed_argument
-from yahtzee_jax.envs.play import SOLITAIRE
+from yahtzee_jax.envs.solitaire_play import SOLITAIRE
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
 from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables, write_json

@@ -1,8 +1,9 @@
 """Per-game records of an evaluation and the batched on-device play that produces them.
 
 `play_games` runs whole games as one compiled program (the agent's policy through the one
-rollout, `envs.play`, a `lax.scan` over a game's decisions) and returns `GameRecords`: per-game
-numpy arrays that `evaluation.statistics`, `evaluation.plots` and `evaluation.reports` read.
+rollout, `envs.solitaire_play`, a `lax.scan` over a game's decisions) and returns
+`GameRecords`: per-game numpy arrays that `evaluation.statistics`, `evaluation.plots` and
+`evaluation.reports` read.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent, BatchAct, Policy
-from yahtzee_jax.envs.play import BatchPolicy, episode_keys, per_state_policy, play
+from yahtzee_jax.envs.solitaire_play import BatchPolicy, episode_keys, per_state_policy, play
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL

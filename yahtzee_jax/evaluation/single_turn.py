@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent, Policy
-from yahtzee_jax.envs.play import episode_keys, per_state_policy, play, record_transition
+from yahtzee_jax.envs.solitaire_play import episode_keys, per_state_policy, play, record_transition
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 

@@ -157,10 +157,10 @@ def decision_keys(
 ) -> tuple[jax.Array, jax.Array]:
     """(policy key, dice key) of `seat`'s `decision`-th decision (0..38 in Yahtzee) in a match.
 
-    As in `yahtzee_jax.envs.play.play`, decision k uses ``split(fold_in(base, k))``; the base is the
-    match's play key for every seat with `common_dice` (same dice stream per seat), else
-    ``fold_in(play_key, seat)``. The policy key is folded with the seat so that two seats never
-    share their choices' randomness.
+    As in `yahtzee_jax.envs.solitaire_play.play`, decision k uses ``split(fold_in(base, k))``;
+    the base is the match's play key for every seat with `common_dice` (same dice stream per
+    seat), else ``fold_in(play_key, seat)``. The policy key is folded with the seat so that two
+    seats never share their choices' randomness.
     """
     base = play_key if common_dice else jax.random.fold_in(play_key, seat)
     policy_key, dice_key = jax.random.split(jax.random.fold_in(base, decision))

@@ -2,7 +2,7 @@
 
 Both play whole games with a uniformly random legal policy in the same process, so the ratio
 between them is meaningful on a noisy machine. Compile time is reported apart. The engine side
-plays through the one rollout (`envs.play.play`) with the random agent, per-decision key
+plays through the one rollout (`envs.solitaire_play.play`) with the random agent, per-decision key
 derivation included, and records nothing: it measures the loop that training and evaluation
 use.
 """
@@ -19,7 +19,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import make_random_agent
-from yahtzee_jax.envs.play import per_state_policy, play
+from yahtzee_jax.envs.solitaire_play import per_state_policy, play
 from yahtzee_jax.game import State, get_rules, total_score
 from yahtzee_jax.game.rules import Rules
 

@@ -138,7 +138,7 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     from yahtzee_jax.algorithms import actor_critic
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.algorithms.common import lambda_returns
-    from yahtzee_jax.algorithms.rollout import update_rollout
+    from yahtzee_jax.algorithms.training_rollout import update_rollout
     from yahtzee_jax.errors import UserError
 
     if not isinstance(config.algo, actor_critic.ActorCriticConfig):

@@ -1,4 +1,5 @@
-"""Solitaire play through the one rollout (`envs.rollout`): a policy on cards, records out.
+"""An agent's solitaire games through the one rollout (`envs.rollout`): a policy on cards,
+records out (a learner's training games are `algorithms.training_rollout`'s).
 
 A convenience for the callers that play plain solitaire games or single turns on cards (the
 evaluation harness, the engine benchmark, the tests): `play` builds the solitaire environment

@@ -1,5 +1,6 @@
-"""Training rollouts: the network's sampling policy played through the one rollout, on any
-environment.
+"""A learner's training games: the actor-critic network's sampling policy played through the
+one rollout (`envs.rollout`), on any environment, into time-major trajectories; and the heads
+re-evaluated over them (an agent's solitaire games are `envs.solitaire_play`'s).
 
 Every decision gets its own dropout seed (drawn from its episode's key), so any later forward pass
 over any subset of the decisions (the loss, a PPO minibatch, the KL diagnostic) reproduces the
