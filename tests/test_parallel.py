@@ -26,6 +26,7 @@ SCRIPT = textwrap.dedent(
     from yahtzee_jax.runner.checkpointing import RunCheckpoints
     from yahtzee_jax.runner.configs import from_dict
     from yahtzee_jax.errors import ConfigError
+    from yahtzee_jax import envs
     from yahtzee_jax.parallel import data_mesh
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.runner.chunk import make_chunk
