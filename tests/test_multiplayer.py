@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from positions import card
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.base import Agent, VmappedAct
 from yahtzee_jax.agents.seats import learner_policy
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import feature_size, features
@@ -20,7 +20,7 @@ from yahtzee_jax.envs.opponent_features import (
     opponent_features,
 )
 from yahtzee_jax.envs.rollout import rollout
-from yahtzee_jax.envs.solitaire_play import episode_keys, per_state_policy, play
+from yahtzee_jax.envs.solitaire_play import batch_policy, episode_keys, play
 from yahtzee_jax.game import (
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
@@ -237,7 +237,9 @@ def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> Non
     @jax.jit
     def solitaire_totals(keys: jax.Array) -> dict[str, jax.Array]:
         return {
-            name: total_score(play(per_state_policy(act, None), keys, OFFICIAL)[0], OFFICIAL)
+            name: total_score(
+                play(batch_policy(VmappedAct(act), None), keys, OFFICIAL)[0], OFFICIAL
+            )
             for name, act in agents.items()
         }
 

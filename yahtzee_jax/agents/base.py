@@ -9,6 +9,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax.envs.match import SeatPolicy
 from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.rules import Rules, get_rules
 
@@ -16,8 +17,20 @@ from yahtzee_jax.game.rules import Rules, get_rules
 Policy = Callable[[Any, State, jax.Array], jax.Array]
 # batch_act(params, states, keys) -> int32 actions [B]: the actions `act` gives each state.
 BatchAct = Callable[[Any, State, jax.Array], jax.Array]
-# match_act(params, own cards, opponents' cards, keys) -> int32 actions [B], one per pair.
-MatchAct = Callable[[Any, State, State, jax.Array], jax.Array]
+# match_act is a match table's seat policy (`envs.match.SeatPolicy`): (params, own cards [B],
+# the other cards, keys) -> int32 actions [B]; one signature for an agent and a seat.
+
+
+@dataclasses.dataclass(frozen=True)
+class VmappedAct:
+    """`batch_act` of an agent that gives only `act`: `act` vmapped over the batch (equal when
+    the `act`s are, so one compiled program per kind of agent)."""
+
+    act: Policy
+
+    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
+        """The actions `act` gives each state of the batch."""
+        return jax.vmap(self.act, in_axes=(None, 0, 0))(params, states, keys)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,8 +41,9 @@ class Agent:
     over games and `jit` it with `act` static, so the same `act` function object with new
     `params` (a pytree: network weights, a value table, or None) reuses the compiled program.
     `rules` is the rule variant the agent plays (an agent solved or trained for one variant).
-    `batch_act`, when given, plays a whole batch at once with the same actions as `act` per
-    state, faster (the widget agents share work across the batch); the evaluator prefers it.
+    `batch_act` plays a whole batch at once with the same actions as `act` per state: faster
+    where an agent gives its own (the widget agents share work across the batch), else `act`
+    vmapped (`VmappedAct`), so every caller plays batches through it alone.
     `match_act(params, own, other, keys)`, given by agents that read the opponent's card
     (two-player learners with opponent features, the win-seeker), is what a match asks them,
     batched over pairs of cards; `act` is then their play against an empty opponent card.
@@ -43,8 +57,12 @@ class Agent:
     act: Policy
     params: Any
     rules: Rules
-    batch_act: BatchAct | None = None
-    match_act: MatchAct | None = None
+    batch_act: BatchAct | None = None  # None: `act` vmapped (filled in on creation)
+    match_act: SeatPolicy | None = None
+
+    def __post_init__(self) -> None:
+        if self.batch_act is None:  # frozen: set once, here
+            object.__setattr__(self, "batch_act", VmappedAct(self.act))
 
 
 jax.tree_util.register_dataclass(

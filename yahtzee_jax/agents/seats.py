@@ -1,8 +1,8 @@
 """Agents at a match table: an agent as an opponent's seat or in the learner's seat.
 
 An agent that reads its opponent's card (a learner trained with opponent features, the
-win-seeker) plays through its `match_act`; any other plays its own card (`batch_act`, or `act`
-vmapped), whatever the others hold.
+win-seeker) plays through its `match_act`; any other plays its own card (`batch_act`),
+whatever the others hold.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ def _actions(agent: Agent, own: State, other: Any, keys: jax.Array) -> jax.Array
     """The agent's actions on its cards `own` [B] (`other`: what `match_act` reads)."""
     if agent.match_act is not None:
         return agent.match_act(agent.params, own, other, keys)
-    if agent.batch_act is not None:
-        return agent.batch_act(agent.params, own, keys)
-    return jax.vmap(agent.act, in_axes=(None, 0, 0))(agent.params, own, keys)
+    return agent.batch_act(agent.params, own, keys)
 
 
 def agent_seat(agent: Agent) -> Seat:

@@ -14,20 +14,19 @@ from typing import Any, NamedTuple
 import jax
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.envs.rollout import Recorder, episode_keys, rollout
+from yahtzee_jax.envs.rollout import Policy, Recorder, episode_keys, rollout
 from yahtzee_jax.envs.tasks import SOLITAIRE
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
-# policy(states[B], keys[B]) -> (actions int32[B], extras: a pytree with leading axis B)
-BatchPolicy = Callable[[State, jax.Array], tuple[jax.Array, Any]]
-
+# A policy here is the one rollout's (`envs.rollout.Policy`) on cards: policy(states [B],
+# keys [B]) -> (actions int32[B], extras with leading axis B).
 __all__ = [
     "SOLITAIRE",
-    "BatchPolicy",
+    "Policy",
     "Transition",
+    "batch_policy",
     "episode_keys",
-    "per_state_policy",
     "play",
     "record_transition",
 ]
@@ -48,7 +47,7 @@ def record_transition(state: State, action: jax.Array, next_state: State, extras
 
 
 def play(
-    policy: Callable[..., tuple[jax.Array, Any]],
+    policy: Policy,
     keys: jax.Array,
     rules: Rules,
     task: str = "game",
@@ -62,10 +61,10 @@ def play(
     return final, records
 
 
-def per_state_policy(act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> BatchPolicy:
-    """A batch policy from an agent's one-state `act(params, state, key)` (no extras)."""
+def batch_policy(batch_act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> Policy:
+    """The rollout's policy of an agent's `batch_act(params, states, keys)` (no extras)."""
 
     def policy(states: State, keys: jax.Array) -> tuple[jax.Array, None]:
-        return jax.vmap(act, in_axes=(None, 0, 0))(params, states, keys), None
+        return batch_act(params, states, keys), None
 
     return policy

@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy
-from yahtzee_jax.envs.solitaire_play import episode_keys, per_state_policy, play, record_transition
+from yahtzee_jax.agents.base import Agent, Policy, VmappedAct
+from yahtzee_jax.envs.solitaire_play import batch_policy, episode_keys, play, record_transition
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
@@ -42,7 +42,9 @@ def _play_turns(
 ) -> tuple[jax.Array, jax.Array]:
     """(scores, optimal expected scores) of turns first .. first + batch_size - 1."""
     keys = episode_keys(base_key, first, batch_size)
-    _, records = play(per_state_policy(act, params), keys, rules, TASK, record_transition)
+    # `act` vmapped, as this evaluation always played: the agents' own `batch_act`s are
+    # tested equal to `act` on whole games, not on the single turns' random cards.
+    _, records = play(batch_policy(VmappedAct(act), params), keys, rules, TASK, record_transition)
     start = jax.tree.map(lambda leaf: leaf[0], records.state)
     optimum = jax.vmap(lambda state: turn_optimum(state, rules))(start)
     return jnp.sum(records.reward, axis=0), optimum
