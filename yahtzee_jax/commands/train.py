@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from yahtzee_jax.commands.arguments import add_override_argument
+from yahtzee_jax.commands.cli import COMMANDS
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import initialize_distributed, is_primary
@@ -27,11 +28,9 @@ from yahtzee_jax.runner.session import resume_config
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register `yahtzee-jax train`."""
-    parser = subparsers.add_parser(
-        "train",
-        help="train an agent (fused on-device REINFORCE, A2C or PPO)",
-        description="Train with a preset, optional YAML file and section.key=value overrides.",
-    )
+    _, summary = COMMANDS["train"]  # the one-line help, once, in the command table
+    description = "Train with a preset, optional YAML file and section.key=value overrides."
+    parser = subparsers.add_parser("train", help=summary, description=description)
     parser.add_argument(
         "--preset",
         default=None,
