@@ -148,7 +148,8 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
     result = ceiling_matches(rules, players=args.players, exact=rate, **matches)
     result |= {"exact": exact}
     where = "not cached" if exact is None else f"{100 * rate:.2f} %"
-    print(format_result(CEILING, result) + f"; exact {where}")
+    given = f"{100 * result['given_scores_win_rate']:.2f} %"
+    print(f"{format_result(CEILING, result)}; exact given the scores {given}, exact {where}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

@@ -87,14 +87,17 @@ def ceiling_matches(
 ) -> dict[str, Any]:
     """The oracle (the target agent told the best opponent's final score S, playing for S + 1)
     in `num_games` matches against `players - 1` optimal agents: wins, draws and losses as the
-    project counts them, beside the `exact` ceiling (`solver.ceiling`) when given."""
+    project counts them, beside the exact chance given the opponents' scores (the mean of
+    T_start(S + 1) over the matches) and the `exact` ceiling (`solver.ceiling`) when given."""
     opponents = players - 1
     # The optimal agent's games at its own best batch size: the same games at any (by seed).
     reference = optimal_reference(rules, opponents * num_games, seed, cache_dir)
     others = reference.total.reshape(opponents, num_games).T  # [N, P - 1]
     goals = others.max(axis=1) + 1
-    tables, _ = load_target_tables(rules, cache_dir)
+    tables, start = load_target_tables(rules, cache_dir)
     oracle = target_agent(rules, tables, 0)
+    # Each match's exact chance given its opponents' scores: T_start(S + 1) (0 past the row).
+    given = np.append(start, 0.0)[np.minimum(goals, len(start))]
 
     def batch_params(first: int, count: int) -> Any:
         """The oracle's params for games first .. first + count - 1 (past N: padding)."""
@@ -124,6 +127,12 @@ def ceiling_matches(
         **counts,
         "opponent_mean_score": float(others.max(axis=1).mean()),
         "mean_margin": float((own - others.max(axis=1)).mean()),
+        # Exact over the oracle's dice, sampled over the opponents' (their s.e. alone): the
+        # simulation's wins must match it within sqrt(mean T (1 - T) / N).
+        "given_scores_win_rate": float(given.mean()),
+        "given_scores_stderr": float(given.std(ddof=1) / math.sqrt(num_games)),
+        "given_scores_z": (win_rate - given.mean())
+        / math.sqrt(np.mean(given * (1 - given)) / num_games),
         "exact_win_rate": exact,
         "wall_s": time.perf_counter() - started,
     }
