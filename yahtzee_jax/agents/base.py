@@ -11,6 +11,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax.envs.match import SeatPolicy
 from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
+from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import Rules, get_rules
 
 # act(params, state, key) -> int32 action, for ONE unbatched state; pure and jittable.
@@ -34,16 +35,28 @@ class VmappedAct:
 
 
 @dataclasses.dataclass(frozen=True)
+class OneOfBatch:
+    """`act` of an agent that gives only `batch_act`: one card as a batch of one (equal when the
+    `batch_act`s are)."""
+
+    batch_act: BatchAct
+
+    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
+        """The action `batch_act` gives one card."""
+        return self.batch_act(params, batch_of_one(state), batch_of_one(key))[0]
+
+
+@dataclasses.dataclass(frozen=True)
 class Agent:
     """A named policy with its parameters.
 
-    `act(params, state, key)` returns the action for one unbatched state; evaluators `vmap` it
-    over games and `jit` it with `act` static, so the same `act` function object with new
-    `params` (a pytree: network weights, a value table, or None) reuses the compiled program.
-    `rules` is the rule variant the agent plays (an agent solved or trained for one variant).
-    `batch_act` plays a whole batch at once with the same actions as `act` per state: faster
-    where an agent gives its own (the widget agents share work across the batch), else `act`
-    vmapped (`VmappedAct`), so every caller plays batches through it alone.
+    `batch_act(params, states, keys)` plays a batch of cards, `act(params, state, key)` one
+    unbatched card with the same actions; an agent gives either or both, and the other is made
+    from it (`act` vmapped, `VmappedAct`; `batch_act` on a batch of one, `OneOfBatch`). Both are
+    `jit`-static, so the same function object with new `params` (a pytree: network weights, a
+    value table, or None) reuses the compiled program. Every caller plays batches through
+    `batch_act`; an agent's own is faster where it shares work across the batch (the widget
+    agents). `rules` is the rule variant the agent plays (solved or trained for one variant).
     `match_act(params, own, other, keys)`, given by agents that read the opponent's card
     (two-player learners with opponent features, the win-seeker), is what a match asks them,
     batched over pairs of cards; `act` is then their play against an empty opponent card.
@@ -54,14 +67,19 @@ class Agent:
     """
 
     name: str
-    act: Policy
+    act: Policy | None  # None: `batch_act` on a batch of one (filled in on creation)
     params: Any
     rules: Rules
     batch_act: BatchAct | None = None  # None: `act` vmapped (filled in on creation)
     match_act: SeatPolicy | None = None
 
     def __post_init__(self) -> None:
-        if self.batch_act is None:  # frozen: set once, here
+        # Either signature from the other (frozen: set once, here).
+        if self.act is None:
+            if self.batch_act is None:
+                raise TypeError(f"agent {self.name!r} needs act or batch_act")
+            object.__setattr__(self, "act", OneOfBatch(self.batch_act))
+        if self.batch_act is None:
             object.__setattr__(self, "batch_act", VmappedAct(self.act))
 
 

@@ -219,19 +219,7 @@ class PlannerBatchAct:
         return plan_actions(self.leaf, params, states, self.rules)
 
 
-@dataclasses.dataclass(frozen=True)
-class PlannerAct:
-    """`act` of a planner: one card as a batch of one."""
-
-    batch: PlannerBatchAct
-
-    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """The planner's action for one card."""
-        one = jax.tree.map(lambda leaf: leaf[None], (state, key))
-        return self.batch(params, *one)[0]
-
-
 def make_planner_agent(name: str, leaf: LeafValue, params: Any, rules: Rules) -> Agent:
     """An agent that plans each turn exactly with `leaf(params, ...)` at the turn's end."""
     batch = PlannerBatchAct(leaf, rules)
-    return Agent(name, PlannerAct(batch), params, rules, batch_act=batch)
+    return Agent(name, None, params, rules, batch_act=batch)

@@ -43,7 +43,6 @@ from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import (
     LAST_ROLL,
     State,
-    batch_of_one,
     current_score_options,
     empty_cards,
     total_score,
@@ -301,21 +300,10 @@ class WinPlannerAlone:
         return self.match(params, states, empty_cards(batch, self.match.rules), keys)
 
 
-@dataclasses.dataclass(frozen=True)
-class WinPlannerOne:
-    """`act` of a win planner: one card, alone, as a batch of one."""
-
-    batch: WinPlannerAlone
-
-    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """The planner's action for one card."""
-        return self.batch(params, batch_of_one(state), batch_of_one(key))[0]
-
-
 def make_win_planner_agent(
     name: str, win: WinValue, params: Any, rules: Rules, players: int
 ) -> Agent:
     """An agent that plans each turn exactly with `win(params, ...)` at the afterstates."""
     match = WinPlannerAct(win, rules, players)
     alone = WinPlannerAlone(match)
-    return Agent(name, WinPlannerOne(alone), params, rules, batch_act=alone, match_act=match)
+    return Agent(name, None, params, rules, batch_act=alone, match_act=match)

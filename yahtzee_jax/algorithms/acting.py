@@ -18,7 +18,7 @@ from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
-from yahtzee_jax.game.engine import State, batch_of_one, empty_cards
+from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import get_rules
 
 
@@ -47,7 +47,7 @@ class GreedyPolicy:
 
 
 @dataclasses.dataclass(frozen=True)
-class MatchAct:
+class GreedyMatchAct:
     """`match_act(params, own [B], others [B] or [B, P-1], keys)` of a greedy policy."""
 
     policy: GreedyPolicy
@@ -60,7 +60,7 @@ class MatchAct:
 
 
 @dataclasses.dataclass(frozen=True)
-class BatchAct:
+class GreedyBatchAct:
     """`batch_act(params, states [B], keys)`: alone (against empty cards where it reads them)."""
 
     policy: GreedyPolicy
@@ -74,25 +74,14 @@ class BatchAct:
         return self.policy(params, MatchView(states, others))
 
 
-@dataclasses.dataclass(frozen=True)
-class Act:
-    """`act(params, state, key)` for one unbatched card (alone)."""
-
-    batch: BatchAct
-
-    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """The action for one card."""
-        return self.batch(params, batch_of_one(state), batch_of_one(key))[0]
-
-
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The greedy agent of a trained learner; one trained with opponent features reads the
     opponents' cards in a match and plays against empty ones alone (solitaire `evaluate`)."""
     policy = GreedyPolicy(config)
-    batch = BatchAct(policy)
-    match_act = MatchAct(policy) if policy.reads_others else None
+    batch = GreedyBatchAct(policy)
+    match_act = GreedyMatchAct(policy) if policy.reads_others else None
     rules = get_rules(config.train.rules)
-    return Agent(name, Act(batch), params, rules, batch_act=batch, match_act=match_act)
+    return Agent(name, None, params, rules, batch_act=batch, match_act=match_act)
 
 
 def match_seats(config: Config) -> tuple[Seat, ...]:
@@ -112,7 +101,9 @@ def match_seats(config: Config) -> tuple[Seat, ...]:
             if own_seat is not None:
                 seats.append(Seat("self", own_seat(config), frozen_learner=True, sees_table=True))
             else:
-                seats.append(Seat("self", MatchAct(GreedyPolicy(config)), frozen_learner=True))
+                seats.append(
+                    Seat("self", GreedyMatchAct(GreedyPolicy(config)), frozen_learner=True)
+                )
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
             seats.append(agent_seat(builtin_agent(name, config.train.rules)))
