@@ -148,10 +148,18 @@ def record_all() -> dict[str, Any]:
     return golden
 
 
+def case_figures(kind: str, name: str) -> dict[str, Any]:
+    """One case's figures: `kind` "learners" or "agents", `name` a key of its table."""
+    return learner_case(*LEARNER_CASES[name]) if kind == "learners" else agent_case(name)
+
+
 if __name__ == "__main__":
     import sys
 
-    if "--record" in sys.argv:
+    if sys.argv[1:2] == ["--json"]:  # kind/name ...: the figures as one JSON line (test_golden)
+        cases = [argument.split("/", 1) for argument in sys.argv[2:]]
+        print(json.dumps({f"{kind}/{name}": case_figures(kind, name) for kind, name in cases}))
+    elif "--record" in sys.argv:
         GOLDEN_PATH.parent.mkdir(exist_ok=True)
         GOLDEN_PATH.write_text(json.dumps(record_all(), indent=1) + "\n")
         print(f"wrote {GOLDEN_PATH}")
