@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_target(args)
     rules = get_rules(args.rules) if args.rules is not None else None
     agent = resolve_agent(args.agent, rules, cache_dir=args.cache_dir)
-    if args.task == "single-turn":
+    if not SOLITAIRE[args.task].whole_games:  # single turns, against their optimum
         from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
 
         result = evaluate_single_turn(agent, args.games, args.seed)
