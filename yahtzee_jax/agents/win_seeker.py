@@ -12,7 +12,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.game.engine import batch_of_one, empty_cards
+from yahtzee_jax.game.engine import empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver import endgame as endgame_tables
 from yahtzee_jax.solver.win_seeker import make_win_seeker
@@ -36,7 +36,5 @@ def win_seeker_agent(
     def batch_alone(params: Any, states: Any, keys: jax.Array) -> jax.Array:
         return match_act(params, states, empty_cards(keys.shape, rules), keys)
 
-    def act(params: Any, state: Any, key: jax.Array) -> jax.Array:
-        return batch_alone(params, batch_of_one(state), batch_of_one(key))[0]
-
-    return Agent("win-seeker", act, None, rules, batch_act=batch_alone, match_act=match_act)
+    # act: batch_alone on a batch of one (`agents.base.OneOfBatch`)
+    return Agent("win-seeker", None, None, rules, batch_act=batch_alone, match_act=match_act)
