@@ -34,7 +34,7 @@ from yahtzee_jax.game.engine import (
 )
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
 from yahtzee_jax.solver import beat
-from yahtzee_jax.solver.beat import TargetTables
+from yahtzee_jax.solver.beat import TargetTables, without_nan
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import score_all_rolls
@@ -51,11 +51,11 @@ class TargetParams(NamedTuple):
 
 def device_tables(flat: np.ndarray, layout: TargetLayout, value_table: np.ndarray) -> TargetTables:
     """`TargetTables` on the device from a flat table, its layout and the value table."""
-    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official), NaN
-    # (a partial solve's unsolved states, never read from solved ones) zeroed in float32 (no
-    # float64 copy of 1.6 GiB); offsets fit int32 (official: 2.1e8 chances).
+    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official); NaN
+    # (a partial solve's unsolved states, never read from solved ones) read as 0; offsets fit
+    # int32 (official: 2.1e8 chances).
     return TargetTables(
-        chances=jnp.nan_to_num(jnp.asarray(flat, jnp.float32)),
+        chances=jnp.asarray(without_nan(np.asarray(flat, np.float32))),
         rows=jnp.asarray(layout.rows, jnp.int32),
         lengths=jnp.asarray(layout.lengths, jnp.int32),
         value=jnp.asarray(np.nan_to_num(value_table), jnp.float32),
@@ -154,9 +154,11 @@ def load_target_tables(
     the empty card's float64 row T_start(d), d = 0 .. the most points of a game."""
     rules = get_rules(rules)
     result = target_tables(rules, cache_dir=cache_dir)
+    start = result.chances((0, 0, 0)).copy()
+    flat, layout = result.flat.astype(np.float32), result.layout
+    del result  # the float64 table (1.6 GiB official) goes before the device's copy is made
     value_table = solve(rules, cache_dir=cache_dir).value_table
-    start = result.chances((0, 0, 0)).copy()  # the table itself is dropped once on the device
-    return device_tables(result.flat, result.layout, value_table), start
+    return device_tables(flat, layout, value_table), start
 
 
 def make_target_agent(

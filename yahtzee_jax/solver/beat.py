@@ -32,11 +32,16 @@ class TargetTables(NamedTuple):
     value: Array  # [masks, totals, 2]: expected score to come (ties between equal chances)
 
 
+def without_nan(table: np.ndarray) -> np.ndarray:
+    """`table` with NaN (a partial solve's unsolved states) read as 0; the table itself when it
+    has none, as a whole solved table (1.6 GiB official) has not: no copy of it then."""
+    return np.nan_to_num(table) if np.isnan(table).any() else table
+
+
 def host_tables(flat: np.ndarray, layout: TargetLayout, value_table: np.ndarray) -> TargetTables:
-    """`TargetTables` in NumPy float64 (NaN, a partial solve's unsolved states, read as 0)."""
-    return TargetTables(
-        np.nan_to_num(flat), layout.rows, layout.lengths, np.nan_to_num(value_table)
-    )
+    """`TargetTables` in NumPy float64 (NaN read as 0)."""
+    values = np.nan_to_num(value_table)
+    return TargetTables(without_nan(flat), layout.rows, layout.lengths, values)
 
 
 def reach_chance(chances: Array, row: Array, length: Array, need: Array, xp: ModuleType) -> Array:
