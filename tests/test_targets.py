@@ -86,6 +86,14 @@ def partial(variant: str, down_to_filled: int) -> tuple[np.ndarray, np.ndarray, 
     return values, best, follow
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _free_the_tables():
+    """A partial solve still allocates the whole flat table (1.6 GiB for official Yahtzee):
+    drop the cached ones when the module ends, or the test worker holds them to its end."""
+    yield
+    partial.cache_clear()
+
+
 def chances(variant: str, card: dict[str, int], down_to_filled: int = 11) -> np.ndarray:
     """The solver's chances from the start of the next turn of `card`."""
     best = partial(variant, down_to_filled)[1]
