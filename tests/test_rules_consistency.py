@@ -302,8 +302,10 @@ def test_play_draws_and_totals_each_card_by_its_card(name, monkeypatch) -> None:
     monkeypatch.setattr(terminal, "resolve_agent", lambda spec, chosen, cache_dir: chaser(chosen))
     for seed in range(8):
         person = ScriptedPerson()
-        arguments = dict(hint=False, watch=None, seed=seed, common_dice=False, cache_dir=None)
-        args = terminal.argparse.Namespace(**arguments, against="chaser", rules=name)
+        arguments = dict(hint=False, watch=None, beat=None, seed=seed, common_dice=False)
+        args = terminal.argparse.Namespace(
+            **arguments, cache_dir=None, against="chaser", rules=name
+        )
         assert terminal.run(args, person) == 0
         lines = person.transcript
         last = max(i for i, line in enumerate(lines) if line.startswith("   total "))
