@@ -34,23 +34,25 @@ CACHE_SETTINGS = {
 # first. `make test` hands whole files to its two workers in collection order (`--dist
 # loadfile`), so these start first and the short files fill in at the end; in alphabetical
 # order three of them came last and one worker ran them alone while the other sat idle.
-LONGEST_FILES = (  # measured 2026-11-26 (stop 40), 659 tests
-    "test_algorithms.py",
+LONGEST_FILES = (  # measured 2026-11-27 (a shared run, the fast-compile flag on), 779 tests
     "test_win_seeker.py",
-    "test_match_env.py",
+    "test_algorithms.py",
     "test_match_planner.py",
-    "test_run_dir.py",
-    "test_specialised.py",
-    "test_parallel.py",
-    "test_td_win.py",
-    "test_golden.py",
-    "test_train.py",
     "test_checkpoint.py",
     "test_population.py",
-    "test_notebooks.py",
+    "test_suite_env.py",
+    "test_match_env.py",
+    "test_golden.py",
+    "test_specialised.py",
+    "test_gpu_figures.py",
+    "test_target_agent.py",
+    "test_td_win.py",
+    "test_rules_consistency.py",
+    "test_parallel.py",
     "test_scaling.py",
-    "test_game_play.py",
+    "test_no_solver_guard.py",
     "test_distill.py",
+    "test_td_planner.py",
 )
 
 
