@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.solver import make_greedy_agent, widget_action, widget_batch_actions
+from yahtzee_jax.agents.exact import make_greedy_agent, widget_action, widget_batch_actions
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (

@@ -24,7 +24,7 @@ import pytest
 from positions import card
 
 from yahtzee_jax.agents.base import make_random_agent
-from yahtzee_jax.agents.solver import make_greedy_agent, make_optimal_agent
+from yahtzee_jax.agents.exact import make_greedy_agent, make_optimal_agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.errors import UserError

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from positions import card_state, card_without
 
-from yahtzee_jax.agents.solver import make_optimal_agent
+from yahtzee_jax.agents.exact import make_optimal_agent
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import play_games

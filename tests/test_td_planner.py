@@ -200,7 +200,7 @@ def test_training_and_play_read_no_solver_table(monkeypatch):
     update's games) and its acting agent plays a legal move at each kind of decision; the
     optimal agent, built the same way, fails (the guard is live). The whole games of the acting
     agent are in test_algorithms' agent test."""
-    from yahtzee_jax.agents.solver import make_optimal_agent
+    from yahtzee_jax.agents.exact import make_optimal_agent
 
     config = resolve("quick", overrides=TINY)
     forbid_solver_tables(monkeypatch)

@@ -17,7 +17,7 @@ from positions import card
 from test_terminal import ScriptedConsole, box_order_player
 from test_terminal import args as play_args
 
-from yahtzee_jax.agents.solver import make_optimal_agent
+from yahtzee_jax.agents.exact import make_optimal_agent
 from yahtzee_jax.agents.win_seeker import win_seeker_agent
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands.cli import main as tournament_main
@@ -36,7 +36,7 @@ from yahtzee_jax.solver.moments import (
     solve_moment_table,
 )
 from yahtzee_jax.solver.tables import base_points, solver_score_tables
-from yahtzee_jax.solver.win_seeker import (
+from yahtzee_jax.solver.win_policy import (
     TIE,
     best_by_chance_then_points,
     make_win_seeker,

@@ -12,10 +12,10 @@ turn-start position, and values writing roll r in box b as
 Y_i the final score of opponent i from its card's turn-start position, a draw counted as half
 a win against each opponent (exact with one opponent, an approximation with several: a
 three-way tie is rare). The keeps maximise the expected chance over the turn's re-rolls with
-the solver's widget, as the win-seeker (`solver.win_seeker`) does with the solver's tables;
+the solver's widget, as the win-seeker (`solver.win_policy`) does with the solver's tables;
 here every number comes from the leaf, so with a learned leaf nothing reads a solver table.
 
-Win chances within `solver.win_seeker.TIE` of the best are equal, and the choice worth more
+Win chances within `solver.win_policy.TIE` of the best are equal, and the choice worth more
 points (the turn's points plus the mean score to come) is taken, as the win-seeker takes it: a
 decided match (every chance 1 or 0 in float32) is played for points, not by box order.
 
@@ -48,7 +48,7 @@ from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import score_all_rolls
-from yahtzee_jax.solver.win_seeker import (
+from yahtzee_jax.solver.win_policy import (
     REWARD_BINS,
     below_or_half,
     best_by_chance_then_points,

@@ -39,7 +39,7 @@ from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import score_all_rolls
 from yahtzee_jax.solver.targets import TargetLayout, target_tables
-from yahtzee_jax.solver.win_seeker import best_by_chance_then_points, best_keep
+from yahtzee_jax.solver.win_policy import best_by_chance_then_points, best_keep
 
 
 class TargetParams(NamedTuple):

@@ -57,7 +57,7 @@ from yahtzee_jax.solver.tables import (
     score_yahtzee_rolls,
 )
 from yahtzee_jax.solver.widget import best_keep_values, keep_values
-from yahtzee_jax.solver.win_seeker import best_by_chance_then_points, chance_and_points
+from yahtzee_jax.solver.win_policy import best_by_chance_then_points, chance_and_points
 
 
 class Standing(NamedTuple):

@@ -15,7 +15,7 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.game.engine import empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver import endgame as endgame_tables
-from yahtzee_jax.solver.win_seeker import make_win_seeker
+from yahtzee_jax.solver.win_policy import make_win_seeker
 
 
 def win_seeker_agent(

@@ -13,7 +13,7 @@ from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH
 from yahtzee_jax.evaluation.records import check_num_games
-from yahtzee_jax.solver.win_seeker import BEFORE_ENDGAME
+from yahtzee_jax.solver.win_policy import BEFORE_ENDGAME
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
 # The oracle told the opponents' final scores (`evaluation.targets.ceiling_matches`): it plays

@@ -47,7 +47,7 @@ def optimal_reference(
     path = reference_path(rules, num_games, seed, cache_dir)
     if path.exists():
         return GameRecords.load(path)
-    from yahtzee_jax.agents.solver import make_optimal_agent
+    from yahtzee_jax.agents.exact import make_optimal_agent
 
     agent = make_optimal_agent(rules, cache_dir=cache_dir)
     records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)

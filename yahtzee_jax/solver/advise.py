@@ -30,7 +30,7 @@ from yahtzee_jax.solver.exact import SolveResult, solve
 from yahtzee_jax.solver.position import card_context, turn_values
 from yahtzee_jax.solver.tables import base_points, roll_index_of, score_all_rolls_of_cards
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
-from yahtzee_jax.solver.win_seeker import TIE
+from yahtzee_jax.solver.win_policy import TIE
 
 
 @dataclasses.dataclass(frozen=True)

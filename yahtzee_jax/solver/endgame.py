@@ -1,4 +1,4 @@
-"""Exact score distributions of the endgame under optimal play (for `solver.win_seeker`).
+"""Exact score distributions of the endgame under optimal play (for `solver.win_policy`).
 
 For every reachable turn-start state with at most `open_boxes` boxes open, the distribution of
 the score still to come, P(future = t) for t = 0 .. SCORE_BINS - 1, when the rest of the game is

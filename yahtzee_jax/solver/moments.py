@@ -3,7 +3,7 @@
 `solve` gives V(s), the expected score still to come from a turn-start state s under optimal
 (expected-score) play. This module adds M(s), the expected *square* of that future score under
 the same play, so the variance M - V^2 of the final score is known from every state: what a
-player needs who wants to beat a score rather than maximise it (`solver.win_seeker`). It is the
+player needs who wants to beat a score rather than maximise it (`solver.win_policy`). It is the
 solver's backward induction again, carrying a second quantity through each choice: at a box the
 square of (points + future), expanded as points^2 + 2 points V + M of the next state, at a keep
 the mean of the rolls' second moments, and at every choice the second moment of the option that
