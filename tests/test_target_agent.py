@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from positions import card_state, card_without
-from test_targets import partial
+from test_targets import _free_the_tables, partial  # noqa: F401 (autouse: frees its tables)
 
 from yahtzee_jax.agents.target import device_tables, target_agent
 from yahtzee_jax.game import engine
