@@ -220,12 +220,17 @@ def _tiny(preset: str, *overrides: str):
             ),
             marks=pytest.mark.slow,  # DQN in the match: test_golden's fast case and the goal test
         ),
-        _tiny(
-            "a2c-win",
-            "algo.init_from=''",
-            "env.reward=moving-average",
-            "env.opponent=self",
-            "env.opponent_refresh=1",
+        pytest.param(
+            _tiny(
+                "a2c-win",
+                "algo.init_from=''",
+                "env.reward=moving-average",
+                "env.opponent=self",
+                "env.opponent_refresh=1",
+            ),
+            # fast elsewhere: A2C in the match (the critic warm-up test), the frozen self
+            # opponent (td-win's contract in test_algorithms), the moving goal (the goal test)
+            marks=pytest.mark.slow,
         ),
     ],
     ids=["dqn-gradient-random", "a2c-moving-average-self"],
