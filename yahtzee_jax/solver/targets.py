@@ -291,6 +291,12 @@ def _pieces(rules: Rules, layout: TargetLayout, filled: int) -> Iterator[tuple]:
                 yield (*part, start, min(start + block, width))
 
 
+def _check_policy(policy: str) -> None:
+    """One line for a policy that is not one of `POLICIES`."""
+    if policy not in POLICIES:
+        raise UserError(f"unknown target policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+
+
 def solve_target_table(
     rules: str | Rules,
     policy: str = "target",
@@ -307,8 +313,7 @@ def solve_target_table(
     """
     global _CONTEXT
     rules = get_rules(rules)
-    if policy not in POLICIES:
-        raise UserError(f"unknown target policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+    _check_policy(policy)
     if (policy == "expected") != (value_table is not None):
         raise UserError('policy "expected" takes the value table, and only it does')
     workers = solver_workers() if workers is None else workers
@@ -380,8 +385,7 @@ def target_tables(
     loaded from the same cache): the optimal-solitaire agent's exact score distribution.
     """
     rules = get_rules(rules)
-    if policy not in POLICIES:
-        raise UserError(f"unknown target policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+    _check_policy(policy)
     table = "targets" if policy == "target" else f"targets_{policy}"
     path = cache_file(rules, cache_dir, table=table)
     start = time.perf_counter()
