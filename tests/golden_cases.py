@@ -2,7 +2,9 @@
 and each built-in agent's evaluation, reduced to digests that must not change across refactors.
 
 `python tests/golden_cases.py --record` rewrites `tests/golden/regression.json` (only do that
-when a change of numbers is intended and explained in the commit).
+when a change of numbers is intended and explained in the commit). `--record-fast-compile` adds
+the fast cases' digests as the test session compiles them (`FAST_COMPILE_FLAG`: rounded
+differently, so digests of their own), recorded at a commit whose production digests pass.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from conftest import FAST_COMPILE_FLAG
 
 GOLDEN_PATH = Path(__file__).parent / "golden" / "regression.json"
 
@@ -51,6 +54,9 @@ LEARNER_CASES: dict[str, tuple[str, list[str]]] = {
     ),
 }
 UPDATES = 3
+# A fast case per environment and learner family runs in `make test`; the whole matrix is slow.
+FAST_CASES = ("a2c/game", "ppo/single-turn", "dqn/match-greedy3-gradient")
+DIGESTS = ("params_sha256", "extra_sha256", "metrics_sha256")
 AGENTS = ("random", "greedy1", "greedy2", "greedy3", "optimal")
 AGENT_GAMES = 24
 AGENT_SEED = 11
@@ -159,6 +165,23 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["--json"]:  # kind/name ...: the figures as one JSON line (test_golden)
         cases = [argument.split("/", 1) for argument in sys.argv[2:]]
         print(json.dumps({f"{kind}/{name}": case_figures(kind, name) for kind, name in cases}))
+    elif "--record-fast-compile" in sys.argv:
+        import os
+
+        # Before the first computation starts JAX's backend.
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAG}"
+        golden = json.loads(GOLDEN_PATH.read_text())
+        assert golden["isa"] == isa() and golden["jax"] == jax.__version__, "record on the ISA"
+        golden["fast_compile"] = {
+            "flag": FAST_COMPILE_FLAG,
+            "learners": {
+                name: {part: figures[part] for part in DIGESTS}
+                for name in FAST_CASES
+                for figures in [learner_case(*LEARNER_CASES[name])]
+            },
+        }
+        GOLDEN_PATH.write_text(json.dumps(golden, indent=1) + "\n")
+        print(f"added the fast-compile digests to {GOLDEN_PATH}")
     elif "--record" in sys.argv:
         GOLDEN_PATH.parent.mkdir(exist_ok=True)
         GOLDEN_PATH.write_text(json.dumps(record_all(), indent=1) + "\n")

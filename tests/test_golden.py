@@ -7,6 +7,12 @@ before the move. Bit for bit on the ISA and JAX version that recorded them; else
 reductions may round differently (AVX2 against AVX-512 moves the last bit of a gradient norm),
 so other machines check the figures to a relative 1e-4 and skip only the bitwise part.
 Games (integers) must match exactly everywhere.
+
+`make test` compiles with `FAST_COMPILE_FLAG`, which rounds differently: its fast cases compute
+in the session and are compared bit for bit with digests recorded under that flag (the figures
+still with the production ones, to the tolerance); the integer agents' games are the same under
+both. The production digests of every case are checked in a subprocess without the flag
+(`make test-slow`).
 """
 
 from __future__ import annotations
@@ -24,35 +30,44 @@ from conftest import FAST_COMPILE_FLAG
 
 GOLDEN = json.loads(golden_cases.GOLDEN_PATH.read_text())
 SAME_MACHINE = GOLDEN["isa"] == golden_cases.isa() and GOLDEN["jax"] == jax.__version__
-# A fast case per environment and learner family in `make test`; the whole matrix is `slow`.
-FAST = {"a2c/game", "ppo/single-turn", "dqn/match-greedy3-gradient"}
 # Cases whose code was replaced by a different computation of the same mathematics: checked to
 # the tolerance only. A2C in the match environment is A2C's update (each head on the decisions
 # that need it, values recomputed in the loss) where the former `a2c-2p` ran every head on every
 # decision and kept the rollout's values: the same loss, rounded differently.
 TOLERANCE_ONLY = {"a2c/match-greedy3-win"}
+# Agents whose games are integers all the way (no value table): equal under either compile.
+INTEGER_AGENTS = {"random", "greedy1", "greedy2", "greedy3"}
 
 
 _FIGURES: dict[str, dict] = {}
 
 
-def figures(request: pytest.FixtureRequest, kind: str, name: str) -> dict:
-    """A case's figures as production compiles them: in this process, or, where the session
-    compiles with `FAST_COMPILE_FLAG` (bitwise different), in one subprocess without it that
-    computes every golden case this session selected (one JAX start for all of them)."""
-    flags = os.environ.get("XLA_FLAGS", "")
-    if FAST_COMPILE_FLAG not in flags:
-        return golden_cases.case_figures(kind, name)
+def fast_compiled_session() -> bool:
+    """Whether this session compiles with the tests' fast-compile flag."""
+    return FAST_COMPILE_FLAG in os.environ.get("XLA_FLAGS", "")
+
+
+def in_session(kind: str, name: str) -> bool:
+    """Whether a case computes in this process: always without the flag; with it, the fast
+    learner cases (digests of their own) and the integer agents."""
+    if not fast_compiled_session():
+        return True
+    return name in GOLDEN["fast_compile"][kind] if kind == "learners" else name in INTEGER_AGENTS
+
+
+def production_figures(request: pytest.FixtureRequest, kind: str, name: str) -> dict:
+    """A case's figures as production compiles them: in one subprocess without the session's
+    flag that computes every such case the session selected (one JAX start for all of them)."""
     if f"{kind}/{name}" not in _FIGURES:
         selected = [
             f"{_kind(item)}/{item.callspec.params['name']}"
             for item in request.session.items
-            if item.module is request.module and hasattr(item, "callspec")
+            if item.module is request.module and _needs_production(item)
         ]
-        env = {**os.environ, "XLA_FLAGS": flags.replace(FAST_COMPILE_FLAG, "").strip()}
+        flags = os.environ.get("XLA_FLAGS", "").replace(FAST_COMPILE_FLAG, "").strip()
         done = subprocess.run(
             [sys.executable, golden_cases.__file__, "--json", *selected],
-            env=env,
+            env={**os.environ, "XLA_FLAGS": flags},
             capture_output=True,
             text=True,
             check=True,
@@ -61,14 +76,23 @@ def figures(request: pytest.FixtureRequest, kind: str, name: str) -> dict:
     return _FIGURES[f"{kind}/{name}"]
 
 
+def _needs_production(item: pytest.Item) -> bool:
+    """Whether a test of this module reads its case's production figures."""
+    if not hasattr(item, "callspec"):
+        return False
+    if item.originalname == "test_fast_learner_cases_give_the_production_digests_too":
+        return True
+    return not in_session(_kind(item), item.callspec.params["name"])
+
+
 def _kind(item: pytest.Item) -> str:
     """The golden table a test of this module reads ("learners" or "agents")."""
-    return "learners" if "learner" in item.originalname else "agents"
+    return "learners" if item.callspec.params["name"] in golden_cases.LEARNER_CASES else "agents"
 
 
-def _check_learner(request: pytest.FixtureRequest, name: str) -> None:
+def _check_learner(got: dict, name: str, digests: dict) -> None:
+    """The figures to the tolerance against the recording; the digests bit for bit."""
     expected = GOLDEN["learners"][name]
-    got = figures(request, "learners", name)
     assert got["failure"] == expected["failure"]
     # Every recorded metric is still logged (a learner may log more than the code it replaced:
     # A2C in the match environment logs policy/kl, which the former a2c-2p did not).
@@ -82,14 +106,14 @@ def _check_learner(request: pytest.FixtureRequest, name: str) -> None:
         return
     if not SAME_MACHINE:
         pytest.skip(f"bitwise part recorded on {GOLDEN['isa']}, jax {GOLDEN['jax']}")
-    for part in ("params_sha256", "extra_sha256", "metrics_sha256"):
-        assert got[part] == expected[part], f"{name}: {part} changed"
+    for part in golden_cases.DIGESTS:
+        assert got[part] == digests[part], f"{name}: {part} changed"
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        name if name in FAST else pytest.param(name, marks=pytest.mark.slow)
+        name if name in golden_cases.FAST_CASES else pytest.param(name, marks=pytest.mark.slow)
         for name in golden_cases.LEARNER_CASES
     ],
 )
@@ -97,7 +121,25 @@ def test_learner_on_environment_matches_the_recorded_run(
     request: pytest.FixtureRequest, name: str
 ) -> None:
     """A few updates of a learner on an environment give the recorded parameters and metrics."""
-    _check_learner(request, name)
+    if not in_session("learners", name):
+        _check_learner(
+            production_figures(request, "learners", name), name, GOLDEN["learners"][name]
+        )
+    elif fast_compiled_session():
+        assert GOLDEN["fast_compile"]["flag"] == FAST_COMPILE_FLAG, "record them again"
+        fast_digests = GOLDEN["fast_compile"]["learners"][name]
+        _check_learner(golden_cases.case_figures("learners", name), name, fast_digests)
+    else:
+        _check_learner(golden_cases.case_figures("learners", name), name, GOLDEN["learners"][name])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", golden_cases.FAST_CASES)
+def test_fast_learner_cases_give_the_production_digests_too(
+    request: pytest.FixtureRequest, name: str
+) -> None:
+    """The fast cases compiled as production compiles them give the recorded digests."""
+    _check_learner(production_figures(request, "learners", name), name, GOLDEN["learners"][name])
 
 
 @pytest.mark.parametrize(
@@ -110,6 +152,11 @@ def test_learner_on_environment_matches_the_recorded_run(
 def test_builtin_agent_plays_the_recorded_games(request: pytest.FixtureRequest, name: str) -> None:
     """A built-in agent's games for a fixed seed are the recorded ones, bit for bit."""
     expected = GOLDEN["agents"][name]
-    got = figures(request, "agents", name)
+    in_process = in_session("agents", name)
+    got = (
+        golden_cases.case_figures("agents", name)
+        if in_process
+        else production_figures(request, "agents", name)
+    )
     assert got["totals"] == expected["totals"]
     assert got["records_sha256"] == expected["records_sha256"]
