@@ -101,6 +101,17 @@ def roll_futures(
     return table[states][next_state_of_roll(rules)]
 
 
+def box_rewards(points: Array, upper_total: Array, xp: Any, rules: Rules) -> Array:
+    """`score_transition`'s reward of writing `points` [rolls, boxes, ...] in each box, without
+    its next states (the futures read them per distinct state): the upper bonus is worked out on
+    the upper boxes' columns alone, a third of the card."""
+    upper = points[:, : rules.num_upper]
+    cap = upper_cap(rules)
+    reaches_bonus = (upper_total < cap) & (upper_total + upper >= cap)
+    upper_reward = upper + rules.upper_bonus_points * reaches_bonus
+    return xp.concatenate([upper_reward, points[:, rules.num_upper :]], axis=1)
+
+
 def box_outcomes(
     points: Array,
     legal: Array,
@@ -120,17 +131,18 @@ def box_outcomes(
     futures are 0 where the box is illegal (its "next state" may not exist). `tables` are the
     (value, second-moment) tables, or any two tables over the states to read at the next one.
     """
-    shape = (1,) * (points.ndim - 2)
-    categories = xp.arange(rules.num_boxes).reshape(1, rules.num_boxes, *shape)
-    reward, next_upper, next_flag = score_transition(
-        categories, points, upper_total, flag, xp, rules
-    )
-    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
     if points.shape[0] == NUM_ROLLS:  # every roll: the tables read per next state
+        reward = box_rewards(points, upper_total, xp, rules)
         futures = [roll_futures(table, mask, upper_total, flag, xp, rules) for table in tables]
     else:
+        shape = (1,) * (points.ndim - 2)
+        categories = xp.arange(rules.num_boxes).reshape(1, rules.num_boxes, *shape)
+        reward, next_upper, next_flag = score_transition(
+            categories, points, upper_total, flag, xp, rules
+        )
         next_mask = mask | (1 << categories)
         futures = [table[next_mask, next_upper, next_flag] for table in tables]
+    reward = reward + rules.yahtzee_bonus_points * bonus[:, None]
     future, future_moment = (xp.where(legal, part, 0.0) for part in futures)
     return reward, future, future_moment
 
