@@ -200,10 +200,14 @@ def test_batch_actions_equal_the_per_state_widget(variant, max_rerolls, with_tab
 
 
 def test_play_games_uses_the_batch_path_and_plays_the_same_games():
-    """Greedy level 3 through `play_games`: with and without `batch_act`, identical games."""
+    """Greedy level 3 through `play_games`: its policy (the batched widget) and the per-state
+    widget vmapped play identical games."""
     agent = make_greedy_agent(3, "official")
-    assert agent.batch_act is not None
-    per_state = dataclasses.replace(agent, batch_act=None)
+
+    def vmapped(params, own, others, keys):
+        return jax.vmap(lambda state: widget_action(None, state, OFFICIAL, 2))(own)
+
+    per_state = dataclasses.replace(agent, policy=vmapped)
     batched, reference = (play_games(a, 16, seed=5) for a in (agent, per_state))
     np.testing.assert_array_equal(batched.box_scores, reference.box_scores)
     np.testing.assert_array_equal(batched.turn_categories, reference.turn_categories)

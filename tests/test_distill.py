@@ -14,6 +14,7 @@ import pytest
 from yahtzee_jax.algorithms import distill, td_planner
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
@@ -120,7 +121,7 @@ def test_teacher_is_the_td_planner_run_frozen(tmp_path):
     last = first.replace(roll_index=jnp.full(8, engine.LAST_ROLL, first.roll_index.dtype))
     agent = td_planner.make_agent(teacher_config, params, "teacher")
     for roll_index, cards in ((0, first), (engine.LAST_ROLL, last)):
-        expected = jax.jit(agent.batch_act)(agent.params, cards, keys)
+        expected = jax.jit(agent.policy)(agent.params, cards, no_others(cards), keys)
         np.testing.assert_array_equal(
             jax.jit(teacher, static_argnums=1)(cards, roll_index), expected
         )

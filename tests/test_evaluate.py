@@ -20,21 +20,26 @@ from yahtzee_jax.game.rules import RULE_VARIANTS, Category
 PLAIN = RULE_VARIANTS["plain"]
 
 
-def _preferred_box_act(params: jax.Array, state: State, key: jax.Array) -> jax.Array:
+def _preferred_box_policy(params: jax.Array, own: State, others: State, keys: jax.Array):
     """Keep all dice; then score the legal box with the highest preference in `params`."""
-    legal_boxes = legal_action_mask(state, PLAIN)[NUM_KEEP_ACTIONS:]
-    box = jnp.argmax(jnp.where(legal_boxes, params, -jnp.inf))
-    return jnp.where(state.roll_index < 2, KEEP_ALL, NUM_KEEP_ACTIONS + box).astype(jnp.int32)
+
+    def one(state: State) -> jax.Array:
+        legal_boxes = legal_action_mask(state, PLAIN)[NUM_KEEP_ACTIONS:]
+        box = jnp.argmax(jnp.where(legal_boxes, params, -jnp.inf))
+        return jnp.where(state.roll_index < 2, KEEP_ALL, NUM_KEEP_ACTIONS + box).astype(jnp.int32)
+
+    return jax.vmap(one)(own)
 
 
-def _keep_forever_act(params: None, state: State, key: jax.Array) -> jax.Array:
+def _keep_forever_policy(params: None, own: State, others: State, keys: jax.Array) -> jax.Array:
     """Always 'keep all dice': illegal at every scoring decision, so no game ever ends."""
-    return jnp.int32(KEEP_ALL)
+    return jnp.full(own.roll_index.shape, KEEP_ALL, jnp.int32)
 
 
 def preferred_box_agent(preference: np.ndarray) -> Agent:
     """An agent that never re-rolls and fills the boxes in the order given by `preference`."""
-    return Agent("preferred-box", _preferred_box_act, jnp.asarray(preference, jnp.float32), PLAIN)
+    preference = jnp.asarray(preference, jnp.float32)
+    return Agent("preferred-box", _preferred_box_policy, preference, PLAIN)
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +97,7 @@ def test_new_params_reuse_the_compiled_program() -> None:
 
 def test_an_agent_playing_illegal_actions_is_caught() -> None:
     """'Keep all' at a scoring decision is a no-op in the engine: the game never ends."""
-    agent = Agent("keep-forever", _keep_forever_act, None, PLAIN)
+    agent = Agent("keep-forever", _keep_forever_policy, None, PLAIN)
     with pytest.raises(IncompleteGameError, match="8 of 8 games unfinished"):
         play_games(agent, 8, seed=0)
 

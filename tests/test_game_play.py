@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yahtzee_jax.envs.solitaire_play import Policy, Transition, play, record_transition
+from yahtzee_jax.envs.solitaire_play import RolloutPolicy, Transition, play, record_transition
 from yahtzee_jax.game import (
     NUM_KEEP_ACTIONS,
     RULE_VARIANTS,
@@ -32,7 +32,7 @@ OFFICIAL = RULE_VARIANTS["official"]
 Choose = Callable[[State, jax.Array, jax.Array], jax.Array]
 
 
-def masked_policy(choose: Choose, rules: Rules) -> Policy:
+def masked_policy(choose: Choose, rules: Rules) -> RolloutPolicy:
     """A batch policy from a one-state `choose`; its extras are the legal masks it chose from."""
 
     def policy(states: State, keys: jax.Array) -> tuple[jax.Array, jax.Array]:

@@ -42,7 +42,7 @@ def _learner(view: MatchView, keys: jax.Array):
     return _random_actions(view.card, keys), None
 
 
-def _opponent(params, own: State, learner: State, keys: jax.Array) -> jax.Array:
+def _opponent(params, own: State, others: State, keys: jax.Array) -> jax.Array:
     return _random_actions(own, keys)
 
 
@@ -270,7 +270,7 @@ def test_training_updates_run_and_are_finite(config):
     view = MatchView(owns, jax.tree.map(lambda leaf: leaf[:, None], others))
     x, legal = env.features(view), env.legal_action_mask(view)
     expected = context.algorithm.greedy(context.network, state.params, x, legal, owns.roll_index)
-    actions = agent.match_act(agent.params, owns, others, keys)
+    actions = agent.policy(agent.params, owns, view.others, keys)
     np.testing.assert_array_equal(actions, expected)
     assert int(agent.act(agent.params, own, keys[1])) == int(expected[1])
 
@@ -452,19 +452,20 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     optimum. Every card finishes; the seat groups sit the learner first, second and third
     (the opponents seated before it have played their first turn when it first decides); the
     scores order as the agents' strength does (about 46, 105 and 245 in solitaire)."""
-    from yahtzee_jax.agents.seats import agent_seat, learner_policy
+    from yahtzee_jax.envs.rollout import agent_policy
     from yahtzee_jax.runner.checkpointing import resolve_agent
 
     names = ("random", "greedy1", "optimal")
     random, greedy1, optimal = (resolve_agent(name, OFFICIAL) for name in names)
-    env = Match(OFFICIAL, FeatureConfig(), (agent_seat(greedy1), agent_seat(optimal)), 3, "win")
+    seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in (greedy1, optimal))
+    env = Match(OFFICIAL, FeatureConfig(), seats, 3, "win")
 
     def first_look(view, action, moved, extras):
         return OFFICIAL.num_turns - view.others.turns_left  # turns each opponent has played
 
     keys = two_player.game_keys(0, 0, 30, players=3)
     final, played, rewards = jax.jit(
-        lambda k: rollout(env, learner_policy(random), k, None, first_look)
+        lambda k: rollout(env, agent_policy(random.policy, random.params), k, None, first_look)
     )(keys)
     assert np.all(final.card.terminated) and np.all(final.others.terminated)
     # lanes [0, 10): learner first; [10, 20): greedy1 (the next player) sits first... in seat

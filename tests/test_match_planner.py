@@ -25,6 +25,7 @@ from yahtzee_jax.agents.match_planner import (
 )
 from yahtzee_jax.agents.planner import LookaheadLeaf, plan_actions, plan_scores
 from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.game.engine import legal_action_mask, step, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
@@ -181,12 +182,12 @@ def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_su
         [Category.CHANCE, Category.FOURS],
     ]
 
-    def unused(params, states, keys):
+    def unused(params, own, others, keys):
         raise AssertionError("no card here is played as alone")
 
     act = MatchPlannerAct(spread_leaf, OFFICIAL, unused, 3, "normal", linear_value)
     own = jax.tree.map(lambda *x: jnp.stack(x), *cards)
-    others = jax.tree.map(lambda x: jnp.stack([x, x]), other)
+    others = jax.tree.map(lambda x: jnp.stack([x, x])[:, None], other)  # one opponent: [B, 1]
     actions = act(None, own, others, jax.random.split(jax.random.key(0), 2))
     assert np.asarray(actions).tolist() == [chosen[0][0], chosen[1][1]]
     with pytest.raises(ValueError, match="needs the value leaf"):
@@ -289,7 +290,7 @@ def test_match_agent_plays_early_turns_alone_and_late_ones_for_the_win(monkeypat
     context = make_context(config)
     params = init_train_state(context).params
     agent = context.algorithm.make_agent(config, params, "td-planner")
-    assert isinstance(agent.match_act, MatchPlannerAct) and agent.match_act.open_limit == 3
+    assert isinstance(agent.policy, MatchPlannerAct) and agent.policy.open_limit == 3
     late = {box: 0 for box in Category if box not in (Category.FOURS, Category.YAHTZEE)}
     own = jax.tree.map(
         lambda *x: jnp.stack(x),
@@ -297,15 +298,15 @@ def test_match_agent_plays_early_turns_alone_and_late_ones_for_the_win(monkeypat
         *(card((4, 4, 4, 1, 2), late, roll_index=r) for r in (0, 1, 2)),
     )
     keys = jax.random.split(jax.random.key(1), 6)
-    others = own if opponents == 1 else jax.tree.map(lambda x: jnp.stack([x, x], 1), own)
-    actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
+    others = jax.tree.map(lambda x: jnp.stack([x] * opponents, 1), own)
+    actions = jax.jit(agent.policy)(agent.params, own, others, keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(6), actions]))
-    alone = agent.batch_act(agent.params, own, keys)
+    alone = agent.policy(agent.params, own, no_others(own), keys)
     np.testing.assert_array_equal(actions[:3], alone[:3])
     config = distribution_config("algo.match_early=normal")
-    normal = context.algorithm.make_agent(config, params, "td-planner").match_act
-    assert (normal.early, normal.value) == ("normal", agent.match_act.value)
+    normal = context.algorithm.make_agent(config, params, "td-planner").policy
+    assert (normal.early, normal.value) == ("normal", agent.policy.value)
 
 
 def test_the_distribution_needs_monte_carlo_targets():
@@ -333,14 +334,13 @@ def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
     RunCheckpoints(tmp_path, 1).save(5, state.replace(step=jnp.int32(5)), config, None)
     sets = ("algo.match_early=normal", "algo.match_open=2")
     agent, step = load_agent_and_step(str(tmp_path), sets)
-    assert step == 5 and (agent.match_act.early, agent.match_act.open_limit) == ("normal", 2)
+    assert step == 5 and (agent.policy.early, agent.policy.open_limit) == ("normal", 2)
     deeper, _ = load_agent_and_step(str(tmp_path), ("algo.lookahead=2",))
-    assert isinstance(deeper.batch_act.leaf, LookaheadLeaf)  # its turns as alone, two deep
-    assert deeper.match_act.solitaire == deeper.batch_act
-    assert isinstance(deeper.match_act.value, LookaheadLeaf)  # the normal rule's means too
+    assert isinstance(deeper.policy.solitaire.leaf, LookaheadLeaf)  # its turns as alone, two deep
+    assert isinstance(deeper.policy.value, LookaheadLeaf)  # the normal rule's means too
     plain, _ = load_agent_and_step(str(tmp_path))
-    assert not isinstance(plain.batch_act.leaf, LookaheadLeaf)
-    assert (plain.match_act.early, plain.match_act.open_limit) == ("solitaire", 3)
+    assert not isinstance(plain.policy.solitaire.leaf, LookaheadLeaf)
+    assert (plain.policy.early, plain.policy.open_limit) == ("solitaire", 3)
     same = jax.tree.map(np.array_equal, agent.params, plain.params)
     assert all(jax.tree.leaves(same))
     with pytest.raises(

@@ -8,8 +8,6 @@ import numpy as np
 import pytest
 from positions import card
 
-from yahtzee_jax.agents.base import Agent, VmappedAct
-from yahtzee_jax.agents.seats import learner_policy
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.envs.match import Match, Seat
@@ -20,7 +18,7 @@ from yahtzee_jax.envs.opponent_features import (
     opponent_features,
 )
 from yahtzee_jax.envs.rollout import rollout
-from yahtzee_jax.envs.solitaire_play import batch_policy, episode_keys, play
+from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play
 from yahtzee_jax.game import (
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
@@ -218,9 +216,9 @@ def chase_sixes_best_box(params: None, state: State, key: jax.Array) -> jax.Arra
     return jnp.where(state.roll_index < 2, keep_sixes, best_box).astype(jnp.int32)
 
 
-def seat_policy(act):
-    """A one-card act as a match seat's batched policy."""
-    return lambda params, own, learner, keys: jax.vmap(act, in_axes=(None, 0, 0))(None, own, keys)
+def batched(act):
+    """A one-card act as a policy (the one signature): vmapped, the other cards not read."""
+    return lambda params, own, others, keys: jax.vmap(act, in_axes=(None, 0, 0))(None, own, keys)
 
 
 def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> None:
@@ -237,18 +235,16 @@ def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> Non
     @jax.jit
     def solitaire_totals(keys: jax.Array) -> dict[str, jax.Array]:
         return {
-            name: total_score(
-                play(batch_policy(VmappedAct(act), None), keys, OFFICIAL)[0], OFFICIAL
-            )
+            name: total_score(play(agent_policy(batched(act), None), keys, OFFICIAL)[0], OFFICIAL)
             for name, act in agents.items()
         }
 
     solo = {name: np.asarray(totals) for name, totals in solitaire_totals(keys).items()}
     assert not np.array_equal(solo["first"], solo["sixes"])
     seats = ("first", "sixes", "first")  # the learner's, then the next two players'
-    opponents = tuple(Seat(name, seat_policy(agents[name])) for name in seats[1:])
+    opponents = tuple(Seat(name, batched(agents[name])) for name in seats[1:])
     env = Match(OFFICIAL, FeatureConfig(), opponents, 3, "score", common_dice=True)
-    learner = learner_policy(Agent(seats[0], agents[seats[0]], None, OFFICIAL))
+    learner = agent_policy(batched(agents[seats[0]]), None)
     final, _, _ = jax.jit(lambda keys: rollout(env, learner, keys))(keys)
     assert np.asarray(final.card.terminated).all() and np.asarray(final.others.terminated).all()
     assert np.array_equal(total_score(final.card, OFFICIAL), solo[seats[0]])

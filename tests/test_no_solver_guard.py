@@ -21,6 +21,7 @@ from yahtzee_jax.agents.base import Agent
 # after the test (monkeypatch restores only the names it replaced).
 from yahtzee_jax.agents.exact import make_optimal_agent
 from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.game.engine import legal_action_mask
 from yahtzee_jax.game.rules import Category
 from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_run
@@ -47,19 +48,20 @@ def assert_guard_is_live() -> None:
 
 
 def assert_legal_match_play(agent: Agent, opponents: int = 1) -> None:
-    """The agent's match act at the six positions (against 1 or 2 copies of them): legal."""
+    """The agent's match play at the six positions (against 1 or 2 copies of them): legal."""
     own = positions()
-    others = own if opponents == 1 else jax.tree.map(lambda x: jnp.stack([x, x], 1), own)
+    others = jax.tree.map(lambda x: jnp.stack([x] * opponents, 1), own)
     keys = jax.random.split(jax.random.key(1), 6)
-    actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
+    actions = jax.jit(agent.policy)(agent.params, own, others, keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(6), actions]))
 
 
 def assert_legal_solitaire_play(agent: Agent) -> None:
-    """The agent's solitaire act at the six positions: legal."""
+    """The agent's solitaire play (no other cards) at the six positions: legal."""
     own = positions()
-    actions = jax.jit(agent.batch_act)(agent.params, own, jax.random.split(jax.random.key(2), 6))
+    keys = jax.random.split(jax.random.key(2), 6)
+    actions = jax.jit(agent.policy)(agent.params, own, no_others(own), keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(6), actions]))
 
@@ -89,7 +91,7 @@ def test_the_match_player_with_early_turns_by_the_normal(monkeypatch):
     forbid_solver_tables(monkeypatch)
     config, context, params = untrained([*MATCH, "algo.match_early=normal"])
     agent = context.algorithm.make_agent(config, params, "td-planner")
-    assert agent.match_act.early == "normal"
+    assert agent.policy.early == "normal"
     assert_legal_match_play(agent, 2)
     assert_guard_is_live()
 
@@ -111,7 +113,7 @@ def test_the_two_turn_match_player(monkeypatch):
     forbid_solver_tables(monkeypatch)
     config, context, params = untrained([*MATCH, "algo.match_early=normal", "algo.lookahead=2"])
     agent = context.algorithm.make_agent(config, params, "td-planner")
-    assert type(agent.match_act.value).__name__ == "LookaheadLeaf"
+    assert type(agent.policy.value).__name__ == "LookaheadLeaf"
     assert_legal_match_play(agent, 1)
     assert_guard_is_live()
 

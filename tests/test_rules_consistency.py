@@ -93,7 +93,7 @@ def hand_totals(scores: np.ndarray, yahtzee_bonuses: np.ndarray, card: Card) -> 
 def chaser(rules: Rules, reads: bool = False) -> Agent:
     """Keep the dice of the open upper box with the most of them; write them there from three
     alike, else the lower box worth most (an upper box before a lower zero). With `reads` it
-    also has a `match_act` (it ignores the other card), so tournaments play it in real matches."""
+    says it reads the other cards (it ignores them), so tournaments play it in real matches."""
     upper = 6
 
     def act(params, state, key):
@@ -115,11 +115,11 @@ def chaser(rules: Rules, reads: bool = False) -> Agent:
         )
         return jnp.where(state.roll_index < 2, keep, NUM_KEEP_ACTIONS + chosen).astype(jnp.int32)
 
-    def match_act(params, own, other, keys):
+    def policy(params, own, others, keys):
         return jax.vmap(act, in_axes=(None, 0, 0))(params, own, keys)
 
     name = "chaser-reader" if reads else "chaser"
-    return Agent(name, act, None, rules, match_act=match_act if reads else None)
+    return Agent(name, policy, None, rules, reads_others=reads)
 
 
 @pytest.fixture

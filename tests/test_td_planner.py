@@ -26,6 +26,7 @@ from yahtzee_jax.algorithms.td_planner import (
     position_features,
     value_targets,
 )
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
@@ -210,7 +211,8 @@ def test_training_and_play_read_no_solver_table(monkeypatch):
     assert int(new_state.step) == 1 and np.isfinite(float(metrics["loss/value"]))
     agent = context.algorithm.make_agent(config, new_state.params, "td-planner")
     states = stack([card(roll_index=0), card(roll_index=1), card(roll_index=2)])
-    actions = jax.jit(agent.batch_act)(agent.params, states, jax.random.split(state.key, 3))
+    keys = jax.random.split(state.key, 3)
+    actions = jax.jit(agent.policy)(agent.params, states, no_others(states), keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(states, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(3), actions]))
     with pytest.raises(AssertionError, match="a solver table was asked for"):

@@ -253,24 +253,24 @@ def test_self_play_training_and_play_read_no_solver_table(monkeypatch):
     own = stack(card(roll_index=0), card(roll_index=1), card(roll_index=2))
     others = jax.tree.map(lambda leaf: jnp.stack([leaf, leaf], axis=1), own)
     keys = jax.random.split(jax.random.key(0), 3)
-    actions = jax.jit(agent.match_act)(agent.params, own, others, keys)
+    actions = jax.jit(agent.policy)(agent.params, own, others, keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(3), actions]))
     with pytest.raises(ConfigError, match="trained for 3-player matches"):
-        agent.match_act(agent.params, own, own, keys)
+        agent.policy(agent.params, own, jax.tree.map(lambda leaf: leaf[:, None], own), keys)
 
 
 @pytest.mark.slow
 def test_the_training_policy_plays_the_agents_moves():
     """The training policy (the turn's keep values shared by its two keeps, exploration 0)
-    and the acting agent's `match_act` (each decision on its own) play the same matches."""
+    and the acting agent's policy (each decision on its own) play the same matches."""
     context = make_context(self_play_config(2))
     state = init_train_state(context)
     agent = context.algorithm.make_agent(context.config, state.params, "td-win")
     keys = episode_keys(jax.random.key(3), 0, 4)
 
     def agent_policy(view: MatchView, keys: jax.Array):
-        return agent.match_act(agent.params, view.card, view.others, keys), None
+        return agent.policy(agent.params, view.card, view.others, keys), None
 
     def play(policy, by_turn):
         final, _, _ = rollout(context.env, policy, keys, state.task, by_turn=by_turn)

@@ -251,7 +251,7 @@ def test_unknown_agent_is_one_line_exit_2(capsys) -> None:
 
 
 def test_an_agent_that_reads_its_opponent_sees_the_persons_card_as_it_is() -> None:
-    """--against with an agent that has a `match_act`: it is asked with the person's card of
+    """--against with an agent that reads other cards: it is asked with the person's card of
     the moment. This agent keeps all five dice at its first roll when the person's total is odd
     and re-rolls all when it is even, so each of its turns shows what it read; the person has
     already scored the turn when the agent plays, so that total is the one on the card drawn
@@ -263,13 +263,12 @@ def test_an_agent_that_reads_its_opponent_sees_the_persons_card_as_it_is() -> No
         keep = jnp.where(odd, KEEP_ALL, 0)
         return jnp.where(own.roll_index == LAST_ROLL, NUM_KEEP_ACTIONS + lowest_legal_box, keep)
 
-    def read_opponent(params, owns, others, keys):  # batched over pairs, as `match_act` is
-        return jax.vmap(read_one)(owns, others)
+    def read_opponent(params, owns, others, keys):  # batched: own [B], others [B, 1]
+        if others.dice.shape[1] != 1:
+            raise AssertionError("a match asked it alone")
+        return jax.vmap(read_one)(owns, jax.tree.map(lambda leaf: leaf[:, 0], others))
 
-    def never_alone(params, state, key):
-        raise AssertionError("a match asked the one-card act")
-
-    reader = Agent("reader", never_alone, None, OFFICIAL, match_act=read_opponent)
+    reader = Agent("reader", read_opponent, None, OFFICIAL, reads_others=True)
     console = ScriptedConsole(box_order_player(errors_on_turn=0))
     seats = [terminal.Seat(terminal.PERSON), terminal.Seat("reader", reader)]
     terminal.TerminalGame(console, seats, OFFICIAL, seed=6).run()

@@ -1,65 +1,50 @@
-"""The one interface every player implements: trained networks, the optimum and the baselines."""
+"""The one interface every player implements: trained networks, the optimum and the baselines
+(one policy signature, `envs.base.Policy`)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.envs.match import SeatPolicy
+from yahtzee_jax.envs.base import Policy, no_others
 from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import Rules, get_rules
 
-# act(params, state, key) -> int32 action, for ONE unbatched state; pure and jittable.
-Policy = Callable[[Any, State, jax.Array], jax.Array]
-# batch_act(params, states, keys) -> int32 actions [B]: the actions `act` gives each state.
-BatchAct = Callable[[Any, State, jax.Array], jax.Array]
-# match_act is a match table's seat policy (`envs.match.SeatPolicy`): (params, own cards [B],
-# the other cards, keys) -> int32 actions [B]; one signature for an agent and a seat.
+__all__ = ["Agent", "OneCard", "Policy", "alone", "make_random_agent", "uniform_legal_action"]
 
 
 @dataclasses.dataclass(frozen=True)
-class VmappedAct:
-    """`batch_act` of an agent that gives only `act`: `act` vmapped over the batch (equal when
-    the `act`s are, so one compiled program per kind of agent)."""
+class OneCard:
+    """An agent's `act(params, state, key)`: its policy on one unbatched card alone, as a batch
+    of one with no other cards (equal when the policies are, so one compiled program)."""
 
-    act: Policy
-
-    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
-        """The actions `act` gives each state of the batch."""
-        return jax.vmap(self.act, in_axes=(None, 0, 0))(params, states, keys)
-
-
-@dataclasses.dataclass(frozen=True)
-class OneOfBatch:
-    """`act` of an agent that gives only `batch_act`: one card as a batch of one (equal when the
-    `batch_act`s are)."""
-
-    batch_act: BatchAct
+    policy: Policy
 
     def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """The action `batch_act` gives one card."""
-        return self.batch_act(params, batch_of_one(state), batch_of_one(key))[0]
+        """The policy's action for one card played alone."""
+        own = batch_of_one(state)
+        return self.policy(params, own, no_others(own), batch_of_one(key))[0]
 
 
 @dataclasses.dataclass(frozen=True)
 class Agent:
     """A named policy with its parameters.
 
-    `batch_act(params, states, keys)` plays a batch of cards, `act(params, state, key)` one
-    unbatched card with the same actions; an agent gives either or both, and the other is made
-    from it (`act` vmapped, `VmappedAct`; `batch_act` on a batch of one, `OneOfBatch`). Both are
+    `policy(params, own [B], others [B, K], keys [B])` is the one signature
+    (`envs.base.Policy`): a solitaire game shows it no other cards (K = 0), a match table the
+    others in seat order after its own. Every caller plays through it: evaluations, match
+    opponents (`Seat(agent.name, agent.policy, agent.params)`), the learner's seat of a match.
+    `act(params, state, key)` is the same policy on one unbatched card alone (`OneCard`), for
+    the callers that hold one card (the terminal game, the suite's opponents). The policy is
     `jit`-static, so the same function object with new `params` (a pytree: network weights, a
-    value table, or None) reuses the compiled program. Every caller plays batches through
-    `batch_act`; an agent's own is faster where it shares work across the batch (the widget
-    agents). `rules` is the rule variant the agent plays (solved or trained for one variant).
-    `match_act(params, own, other, keys)`, given by agents that read the opponent's card
-    (two-player learners with opponent features, the win-seeker), is what a match asks them,
-    batched over pairs of cards; `act` is then their play against an empty opponent card.
+    value table, or None) reuses the compiled program. `rules` is the rule variant the agent
+    plays (solved or trained for one variant). `reads_others` says that the policy reads the
+    other cards (two-player learners with opponent features, the planners for the win, the
+    win-seeker): a tournament plays it in real matches; alone it plays against empty cards.
 
     An agent is a pytree whose only leaves are its `params`; everything else is static, so a
     whole agent can be an argument of a jitted function (one compile per kind of agent, new
@@ -67,27 +52,38 @@ class Agent:
     """
 
     name: str
-    act: Policy | None  # None: `batch_act` on a batch of one (filled in on creation)
+    policy: Policy
     params: Any
     rules: Rules
-    batch_act: BatchAct | None = None  # None: `act` vmapped (filled in on creation)
-    match_act: SeatPolicy | None = None
+    reads_others: bool = False
 
-    def __post_init__(self) -> None:
-        # Either signature from the other (frozen: set once, here).
-        if self.act is None:
-            if self.batch_act is None:
-                raise TypeError(f"agent {self.name!r} needs act or batch_act")
-            object.__setattr__(self, "act", OneOfBatch(self.batch_act))
-        if self.batch_act is None:
-            object.__setattr__(self, "batch_act", VmappedAct(self.act))
+    @property
+    def act(self) -> OneCard:
+        """`act(params, state, key)`: the policy on one card alone."""
+        return OneCard(self.policy)
 
 
 jax.tree_util.register_dataclass(
     Agent,
     data_fields=["params"],
-    meta_fields=["name", "act", "rules", "batch_act", "match_act"],
+    meta_fields=["name", "policy", "rules", "reads_others"],
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Alone:
+    """A policy shown no other card, whatever the table holds (`alone`)."""
+
+    policy: Policy
+
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The policy's actions on its own cards, as alone."""
+        return self.policy(params, own, no_others(own), keys)
+
+
+def alone(agent: Agent) -> Agent:
+    """The agent playing its own card only, at any table (`match --solitaire`)."""
+    return dataclasses.replace(agent, policy=Alone(agent.policy), reads_others=False)
 
 
 def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.Array:
@@ -107,18 +103,22 @@ def uniform_legal_action(legal_mask: jax.Array, random_bits: jax.Array) -> jax.A
 
 
 @dataclasses.dataclass(frozen=True)
-class RandomAct:
-    """`act` of the random agent: equal (and so one jit cache entry) per rule variant."""
+class RandomPolicy:
+    """The random agent's policy: equal (and so one jit cache entry) per rule variant."""
 
     rules: Rules
 
-    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """A uniformly random legal action of one state."""
-        legal = legal_action_mask(state, self.rules)
-        return uniform_legal_action(legal, jax.random.bits(key, (), jnp.uint32))
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """A uniformly random legal action of each card."""
+
+        def one(state: State, key: jax.Array) -> jax.Array:
+            legal = legal_action_mask(state, self.rules)
+            return uniform_legal_action(legal, jax.random.bits(key, (), jnp.uint32))
+
+        return jax.vmap(one)(own, keys)
 
 
 def make_random_agent(rules: str | Rules) -> Agent:
     """Uniformly random legal actions."""
     rules = get_rules(rules)
-    return Agent(name="random", act=RandomAct(rules), params=None, rules=rules)
+    return Agent(name="random", policy=RandomPolicy(rules), params=None, rules=rules)

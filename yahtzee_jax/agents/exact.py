@@ -1,9 +1,10 @@
 """On-device agents built on the turn widget: the exact optimum and the greedy baselines.
 
-Both compute, for the one state they are given, the widget of that state's card in JAX
-(vmapped over games by the evaluator). The optimal agent values final rolls by points plus the
-solved future value (`params` is the float32 value table); the greedy level-L agent of Kang &
-Schroeder (seed 001) values them by this turn's reward only and re-rolls at most L-1 times.
+Both compute the widget of each card of a batch in JAX (`widget_batch_actions`, the batch
+sharing its work; `widget_action` is the same for one card). The optimal agent values final
+rolls by points plus the solved future value (`params` is the float32 value table); the greedy
+level-L agent of Kang & Schroeder (seed 001) values them by this turn's reward only and
+re-rolls at most L-1 times.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, BatchAct, Policy
+from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import KEEP_ALL, NUM_KEEP_ACTIONS, Rules, get_rules
@@ -165,35 +166,19 @@ def widget_batch_actions(
 
 
 @dataclasses.dataclass(frozen=True)
-class WidgetAct:
-    """`act` of a widget agent; equal per (rules, re-roll budget, future or not), so a new agent
+class WidgetPolicy:
+    """The policy of a widget agent (`widget_batch_actions`: `widget_action` of each card, the
+    batch sharing its work); equal per (rules, re-roll budget, future or not), so a new agent
     of the same kind reuses the compiled program (jit keys its cache on equal callables)."""
 
     rules: Rules
     max_rerolls: int
     with_future: bool
 
-    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """The widget's action for one state."""
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The widget's actions for a batch of cards (the other cards are not read)."""
         table = params if self.with_future else None
-        return widget_action(table, state, self.rules, self.max_rerolls)
-
-
-@dataclasses.dataclass(frozen=True)
-class WidgetBatchAct(WidgetAct):
-    """`batch_act` of a widget agent: the same actions, the batch sharing its work."""
-
-    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
-        """The widget's actions for a batch of states."""
-        table = params if self.with_future else None
-        return widget_batch_actions(table, states, self.rules, self.max_rerolls)
-
-
-def _widget_act(rules: Rules, max_rerolls: int, with_future: bool) -> tuple[Policy, BatchAct]:
-    return (
-        WidgetAct(rules, max_rerolls, with_future),
-        WidgetBatchAct(rules, max_rerolls, with_future),
-    )
+        return widget_batch_actions(table, own, self.rules, self.max_rerolls)
 
 
 def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> Agent:
@@ -202,8 +187,8 @@ def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None =
     table = solve(rules, cache_dir=cache_dir).value_table
     # float32 is plenty to rank actions; unreachable states (NaN) are never looked up in play.
     params = jnp.asarray(np.nan_to_num(table, nan=0.0), dtype=jnp.float32)
-    act, batch_act = _widget_act(rules, MAX_REROLLS, True)
-    return Agent(name="optimal", act=act, params=params, rules=rules, batch_act=batch_act)
+    policy = WidgetPolicy(rules, MAX_REROLLS, True)
+    return Agent(name="optimal", policy=policy, params=params, rules=rules)
 
 
 def make_greedy_agent(level: int, rules: str | Rules) -> Agent:
@@ -216,5 +201,5 @@ def make_greedy_agent(level: int, rules: str | Rules) -> Agent:
     if level not in GREEDY_LEVELS:
         raise UserError(f"greedy level must be one of {GREEDY_LEVELS}, got {level!r}")
     rules = get_rules(rules)
-    act, batch_act = _widget_act(rules, level - 1, False)
-    return Agent(name=f"greedy{level}", act=act, params=None, rules=rules, batch_act=batch_act)
+    policy = WidgetPolicy(rules, level - 1, False)
+    return Agent(name=f"greedy{level}", policy=policy, params=None, rules=rules)

@@ -42,6 +42,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from yahtzee_jax.envs.base import Policy
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
@@ -284,15 +285,16 @@ def _only_where_needed(chosen: jax.Array, first: Callable, second: Callable) -> 
 
 @dataclasses.dataclass(frozen=True)
 class MatchPlannerAct:
-    """`match_act` of a match planner (own cards [B], opponents' [B] or [B, P-1]): the turns
-    that leave at most `open_limit` boxes open are played for the win by the exact sum over
-    the leaf's distributions, earlier ones by `early`: `solitaire` (the planner's batch act on
-    its own card) or `normal` (`normal_keep_action`, `normal_box_action`). Equal per (leaf,
-    rules, limit, early), so `jit` reuses its program."""
+    """The policy of a match planner (own cards [B], the other cards [B, P-1]): the turns that
+    leave at most `open_limit` boxes open are played for the win by the exact sum over the
+    leaf's distributions, earlier ones by `early`: `solitaire` (the planner's own policy,
+    `solitaire`, on its own card) or `normal` (`normal_keep_action`, `normal_box_action`).
+    Alone (no other cards) it plays `solitaire`. Equal per (leaf, rules, limit, early), so
+    `jit` reuses its program."""
 
     dist: DistributionLeaf
     rules: Rules
-    solitaire: Callable[[Any, State, jax.Array], jax.Array]
+    solitaire: Policy
     open_limit: int
     early: str = "solitaire"
     value: ValueLeaf | None = None  # the mean of the score to come, for `early="normal"`
@@ -305,8 +307,8 @@ class MatchPlannerAct:
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
         """The planner's actions for a batch of cards against their opponents."""
-        if others.dice.ndim == own.dice.ndim:  # one opponent: give it its own axis
-            others = jax.tree.map(lambda leaf: leaf[:, None], others)
+        if others.dice.shape[1] == 0:  # alone
+            return self.solitaire(params, own, others, keys)
         scoring = own.roll_index == LAST_ROLL
         late = self.rules.num_boxes - jnp.sum(own.filled, axis=-1) - 1 <= self.open_limit
 
@@ -316,7 +318,7 @@ class MatchPlannerAct:
             return lambda: _only_where_needed(scoring, lambda: boxes(*args), lambda: keeps(*args))
 
         def as_alone() -> jax.Array:
-            return self.solitaire(params, own, keys).astype(jnp.int32)
+            return self.solitaire(params, own, others, keys).astype(jnp.int32)
 
         early = as_alone
         if self.early == "normal":

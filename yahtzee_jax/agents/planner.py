@@ -208,18 +208,17 @@ def plan_actions(leaf: LeafValue, params: Any, states: State, rules: Rules) -> j
 
 
 @dataclasses.dataclass(frozen=True)
-class PlannerBatchAct:
-    """`batch_act` of a planner: equal per (leaf, rules), so `jit` reuses its program."""
+class PlannerPolicy:
+    """The policy of a planner: equal per (leaf, rules), so `jit` reuses its program."""
 
     leaf: LeafValue
     rules: Rules
 
-    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
-        """The planner's actions for a batch of cards."""
-        return plan_actions(self.leaf, params, states, self.rules)
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The planner's actions for a batch of cards (the other cards are not read)."""
+        return plan_actions(self.leaf, params, own, self.rules)
 
 
 def make_planner_agent(name: str, leaf: LeafValue, params: Any, rules: Rules) -> Agent:
     """An agent that plans each turn exactly with `leaf(params, ...)` at the turn's end."""
-    batch = PlannerBatchAct(leaf, rules)
-    return Agent(name, None, params, rules, batch_act=batch)
+    return Agent(name, PlannerPolicy(leaf, rules), params, rules)

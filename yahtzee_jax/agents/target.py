@@ -28,7 +28,6 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import (
     LAST_ROLL,
     State,
-    batch_of_one,
     current_score_options,
     total_score,
 )
@@ -116,25 +115,14 @@ def target_batch_actions(params: TargetParams, cards: State, rules: Rules) -> ja
 
 
 @dataclasses.dataclass(frozen=True)
-class TargetBatchAct:
-    """`batch_act` of a target agent; equal per rules, so new goals reuse the compiled program."""
+class TargetPolicy:
+    """The target agent's policy; equal per rules, so new goals reuse the compiled program."""
 
     rules: Rules
 
-    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
-        """The target agent's actions for a batch of states."""
-        return target_batch_actions(params, states, self.rules)
-
-
-@dataclasses.dataclass(frozen=True)
-class TargetAct:
-    """`act` of a target agent: one state, as a batch of one (the goal must be one number)."""
-
-    rules: Rules
-
-    def __call__(self, params: Any, state: State, key: jax.Array) -> jax.Array:
-        """The target agent's action for one state."""
-        return target_batch_actions(params, batch_of_one(state), self.rules)[0]
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The target agent's actions for a batch of cards (the other cards are not read)."""
+        return target_batch_actions(params, own, self.rules)
 
 
 def target_agent(rules: Rules, tables: TargetTables, goal: int | np.ndarray) -> Agent:
@@ -142,8 +130,7 @@ def target_agent(rules: Rules, tables: TargetTables, goal: int | np.ndarray) -> 
     (one number, or one per game of each batch it is given)."""
     goal = jnp.asarray(goal, jnp.int32)
     params = TargetParams(tables, goal)
-    act, batch_act = TargetAct(rules), TargetBatchAct(rules)
-    return Agent(name=TARGET, act=act, params=params, rules=rules, batch_act=batch_act)
+    return Agent(name=TARGET, policy=TargetPolicy(rules), params=params, rules=rules)
 
 
 @functools.lru_cache(maxsize=2)

@@ -267,9 +267,10 @@ def plan_win_actions(
 
 @dataclasses.dataclass(frozen=True)
 class WinPlannerAct:
-    """`match_act` (and a `self` seat's policy) of a win planner: own cards [B] against the
-    others' [B] (one opponent) or [B, P-1], in seat order after the player. Equal per (W,
-    rules, players), so `jit` reuses its program."""
+    """The policy of a win planner (and a `self` seat's): own cards [B] against the other
+    cards [B, P-1], in seat order after the player; alone (no other cards) against empty
+    opponents' cards (`evaluate`; the win value was never trained on such positions). Equal
+    per (W, rules, players), so `jit` reuses its program."""
 
     win: WinValue
     rules: Rules
@@ -277,8 +278,8 @@ class WinPlannerAct:
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
         """The planner's actions for a batch of cards against their opponents."""
-        if others.dice.ndim == own.dice.ndim:  # one opponent: give it its own axis
-            others = jax.tree.map(lambda leaf: leaf[:, None], others)
+        if others.dice.shape[1] == 0:  # alone: empty opponents' cards
+            others = empty_cards((own.dice.shape[0], self.players - 1), self.rules)
         if others.dice.shape[1] != self.players - 1:
             raise ConfigError(
                 f"this win value was trained for {self.players}-player matches; it cannot play "
@@ -287,23 +288,8 @@ class WinPlannerAct:
         return plan_win_actions(self.win, params, own, others, self.rules)
 
 
-@dataclasses.dataclass(frozen=True)
-class WinPlannerAlone:
-    """`batch_act` of a win planner: its cards against empty opponents' cards (solitaire play,
-    `evaluate`; the win value was never trained on such positions)."""
-
-    match: WinPlannerAct
-
-    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
-        """The planner's actions for a batch of cards played alone."""
-        batch = (states.dice.shape[0], self.match.players - 1)
-        return self.match(params, states, empty_cards(batch, self.match.rules), keys)
-
-
 def make_win_planner_agent(
     name: str, win: WinValue, params: Any, rules: Rules, players: int
 ) -> Agent:
     """An agent that plans each turn exactly with `win(params, ...)` at the afterstates."""
-    match = WinPlannerAct(win, rules, players)
-    alone = WinPlannerAlone(match)
-    return Agent(name, None, params, rules, batch_act=alone, match_act=match)
+    return Agent(name, WinPlannerAct(win, rules, players), params, rules, reads_others=True)

@@ -1,6 +1,6 @@
 """The solver's win-seeker as an agent (seed 003's question: play to win a two-player match).
 
-It reads its opponent's card: in a match it plays through `match_act`; alone (a solitaire
+It reads its opponent's card (the one other card its policy is shown); alone (a solitaire
 `evaluate`) it plays against an empty card.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.game.engine import empty_cards
+from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver import endgame as endgame_tables
 from yahtzee_jax.solver.win_policy import make_win_seeker
@@ -24,17 +24,19 @@ def win_seeker_agent(
     endgame_open: int | None = None,
     before_endgame: str = "normal",
 ) -> Agent:
-    """The win-seeker as an agent: `match_act` plays against the opponent's card, `act` alone
-    against an empty one (its tables are computed on first use, then cached on disk)."""
+    """The win-seeker as an agent: it plays against its opponent's card, alone against an
+    empty one (its tables are computed on first use, then cached on disk)."""
     # Read at the call, not bound at import: the default is the endgame module's setting.
     endgame = endgame_tables.ENDGAME_OPEN if endgame_open is None else endgame_open
-    policy = make_win_seeker(rules, cache_dir, endgame, before_endgame)
+    seek = make_win_seeker(rules, cache_dir, endgame, before_endgame)
 
-    def match_act(params: Any, own: Any, other: Any, keys: jax.Array) -> jax.Array:
-        return policy(own, other, keys)[0]
+    def policy(params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        if others.dice.shape[1] == 0:  # alone: an empty card
+            other = empty_cards(keys.shape, rules)
+        elif others.dice.shape[1] == 1:  # one opponent: its card
+            other = jax.tree.map(lambda leaf: leaf[:, 0], others)
+        else:
+            other = others
+        return seek(own, other, keys)[0]
 
-    def batch_alone(params: Any, states: Any, keys: jax.Array) -> jax.Array:
-        return match_act(params, states, empty_cards(keys.shape, rules), keys)
-
-    # act: batch_alone on a batch of one (`agents.base.OneOfBatch`)
-    return Agent("win-seeker", None, None, rules, batch_act=batch_alone, match_act=match_act)
+    return Agent("win-seeker", policy, None, rules, reads_others=True)

@@ -47,41 +47,30 @@ class GreedyPolicy:
 
 
 @dataclasses.dataclass(frozen=True)
-class GreedyMatchAct:
-    """`match_act(params, own [B], others [B] or [B, P-1], keys)` of a greedy policy."""
+class GreedyAct:
+    """The policy of a greedy learner: its own cards [B] (and, in a match, the other cards
+    [B, P-1]) as its environment's observation. A learner that reads the others plays against
+    empty cards when shown none (solitaire `evaluate`)."""
 
     policy: GreedyPolicy
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
-        """The actions of each own card against its opponents' cards."""
-        if others.dice.ndim == own.dice.ndim:  # one opponent each: [B] -> [B, 1]
-            others = jax.tree.map(lambda leaf: leaf[:, None], others)
-        return self.policy(params, MatchView(own, others))
-
-
-@dataclasses.dataclass(frozen=True)
-class GreedyBatchAct:
-    """`batch_act(params, states [B], keys)`: alone (against empty cards where it reads them)."""
-
-    policy: GreedyPolicy
-
-    def __call__(self, params: Any, states: State, keys: jax.Array) -> jax.Array:
-        """The actions of a batch of cards played alone."""
-        if not self.policy.reads_others:
-            return self.policy(params, states)
+        """The actions of each own card (against the other cards where the input holds them)."""
         config = self.policy.config
-        others = empty_cards((keys.shape[0], config.env.players - 1), get_rules(config.train.rules))
-        return self.policy(params, MatchView(states, others))
+        if not envs.environment_class(config).has_opponents:
+            return self.policy(params, own)
+        if others.dice.shape[1] == 0:  # alone: empty cards in the other seats
+            batch = (own.dice.shape[0], config.env.players - 1)
+            others = empty_cards(batch, get_rules(config.train.rules))
+        return self.policy(params, MatchView(own, others))
 
 
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The greedy agent of a trained learner; one trained with opponent features reads the
     opponents' cards in a match and plays against empty ones alone (solitaire `evaluate`)."""
     policy = GreedyPolicy(config)
-    batch = GreedyBatchAct(policy)
-    match_act = GreedyMatchAct(policy) if policy.reads_others else None
     rules = get_rules(config.train.rules)
-    return Agent(name, None, params, rules, batch_act=batch, match_act=match_act)
+    return Agent(name, GreedyAct(policy), params, rules, reads_others=policy.reads_others)
 
 
 def match_seats(config: Config) -> tuple[Seat, ...]:
@@ -91,7 +80,6 @@ def match_seats(config: Config) -> tuple[Seat, ...]:
     if not envs.environment_class(config).has_opponents:
         return ()
     from yahtzee_jax.agents import builtin_agent
-    from yahtzee_jax.agents.seats import agent_seat
     from yahtzee_jax.algorithms import get_algorithm  # the registry imports this module
 
     own_seat = get_algorithm(config.algo.name).match_seat
@@ -101,10 +89,9 @@ def match_seats(config: Config) -> tuple[Seat, ...]:
             if own_seat is not None:
                 seats.append(Seat("self", own_seat(config), frozen_learner=True, sees_table=True))
             else:
-                seats.append(
-                    Seat("self", GreedyMatchAct(GreedyPolicy(config)), frozen_learner=True)
-                )
+                seats.append(Seat("self", GreedyAct(GreedyPolicy(config)), frozen_learner=True))
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
-            seats.append(agent_seat(builtin_agent(name, config.train.rules)))
+            agent = builtin_agent(name, config.train.rules)
+            seats.append(Seat(agent.name, agent.policy, agent.params))
     return tuple(seats)

@@ -332,15 +332,15 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
         return agent
     dist = value_leaf(config, distribution=True)
     algo = config.algo
-    match_act = MatchPlannerAct(
+    policy = MatchPlannerAct(
         dist,
         rules,
-        agent.batch_act,
+        agent.policy,
         algo.match_open,
         algo.match_early,
         leaf,  # the normal rule's means, as deep as the planner's search
     )
-    return dataclasses.replace(agent, match_act=match_act)
+    return dataclasses.replace(agent, policy=policy, reads_others=True)
 
 
 ALGORITHM = Algorithm(

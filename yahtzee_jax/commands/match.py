@@ -4,10 +4,10 @@ real matches against a built-in opponent: win rate with its Wilson interval, sco
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from pathlib import Path
 
+from yahtzee_jax.agents.base import alone
 from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
 from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
@@ -115,10 +115,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
         match_sets = any(text.strip().startswith(MATCH_PLAY) for text in args.overrides)
-        if match_sets and agent.match_act is None:
+        if match_sets and not agent.reads_others:
             raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
         if args.solitaire:
-            agent = dataclasses.replace(agent, match_act=None)
+            agent = alone(agent)
         result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
         result |= {"run": args.run, "update": step}
         if args.overrides:

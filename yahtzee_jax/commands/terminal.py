@@ -216,12 +216,13 @@ class TerminalGame:
 
     def _move_function(self, seat: int, agent: Agent) -> Callable[[State, jax.Array], int]:
         """How a seat's agent chooses: with the opponent's card as well when it reads one."""
-        if agent.match_act is not None and len(self.seats) == 2:
-            match_act = jax.jit(agent.match_act)
+        if agent.reads_others and len(self.seats) == 2:
+            policy = jax.jit(agent.policy)
 
             def move(card: State, key: jax.Array) -> int:
-                pair = map(batch_of_one, (card, self.card(1 - seat), key))
-                return int(match_act(agent.params, *pair)[0])
+                other = batch_of_one(batch_of_one(self.card(1 - seat)))  # [1, 1]
+                own, keys = batch_of_one(card), batch_of_one(key)
+                return int(policy(agent.params, own, other, keys)[0])
 
             return move
         act = jax.jit(agent.act)

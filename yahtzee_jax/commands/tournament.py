@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     names = [agent.name for agent in agents.values()]
     if len(set(names)) != len(names):
         raise UserError(f"two agents have the same name: {', '.join(names)}")
-    readers = [spec for spec, agent in agents.items() if agent.match_act is not None]
+    readers = [spec for spec, agent in agents.items() if agent.reads_others]
     if readers and args.dice == "common":
         raise UserError(
             f"{', '.join(readers)} read the opponent's card and play real matches, whose dice "

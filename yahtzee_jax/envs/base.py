@@ -19,6 +19,7 @@ opponent); it lives in the train state and is checkpointed with it.
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -31,6 +32,18 @@ from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
 Metrics = dict[str, jax.Array]
+# The one policy of every agent, opponent and evaluator: policy(params, own cards [B], the
+# other cards it is shown [B, K], keys [B]) -> int32 actions [B]. K = 0 alone (a solitaire
+# game: `no_others`); at a match table the other cards in seat order after its own. A policy
+# that does not read other cards ignores them.
+Policy = Callable[[Any, State, State, jax.Array], jax.Array]
+
+
+def no_others(own: State) -> State:
+    """The other cards of a player alone: cards [B, 0] (K = 0), shaped as `own`'s [B]."""
+    return jax.tree.map(
+        lambda leaf: jnp.zeros((leaf.shape[0], 0, *leaf.shape[1:]), leaf.dtype), own
+    )
 
 
 class Environment(abc.ABC):

@@ -16,16 +16,17 @@ uses ``fold_in(., 0)`` of each, opponent k's (the k-th player after the learner)
 init and play keys: each seat rolls the dice its solitaire game from the same key would, so a
 match of agents that see only their own card is exactly their solitaire games (tested).
 
-Opponents are `Seat`s: a batched policy with its parameters, or the learner's own frozen copy
-(`self`), whose parameters the environment keeps in its task state and refreshes every
-`opponent_refresh` updates. The learner's reward is one of `envs.rewards.REWARDS`.
+Opponents are `Seat`s: a policy (the one signature, `envs.base.Policy`) with its parameters,
+or the learner's own frozen copy (`self`), whose parameters the environment keeps in its task
+state and refreshes every `opponent_refresh` updates. A seat is shown the learner's card as its
+other cards [b, 1], or the whole table [b, P-1] (`Seat.sees_table`). The learner's reward is one
+of `envs.rewards.REWARDS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -34,27 +35,24 @@ from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import rewards as match_rewards
-from yahtzee_jax.envs.base import Environment, Metrics
+from yahtzee_jax.envs.base import Environment, Metrics, Policy
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.multiplayer import MatchState
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 
-# policy(params, own cards [b], the learner's cards [b], keys [b]) -> actions int32[b]
-SeatPolicy = Callable[[Any, State, State, jax.Array], jax.Array]
-
 
 @dataclasses.dataclass(frozen=True)
 class Seat:
-    """An opponent: its batched policy and parameters, or the frozen learner (`self`)."""
+    """An opponent: its policy and parameters, or the frozen learner (`self`)."""
 
     name: str
-    policy: SeatPolicy
+    policy: Policy
     params: Any = None
     frozen_learner: bool = False  # parameters from the task state, not `params`
-    # The policy reads every other card [b, P-1], in seat order after its own, instead of the
-    # learner's card alone (a win planner's `self` seat: its value reads the whole table)
+    # The policy is shown every other card [b, P-1], in seat order after its own, instead of
+    # the learner's card alone [b, 1] (a win planner's `self` seat: its value reads the table)
     sees_table: bool = False
 
 
@@ -173,11 +171,12 @@ class Match(Environment):
                     continue
                 params = state.opponent_params if seat.frozen_learner else seat.params
                 learner = _take(state.card, start, stop)
+                shown = jax.tree.map(lambda leaf: leaf[:, None], learner)  # [b, 1]
                 own = self._opponent_turn(
                     seat,
                     params,
                     _take(others, start, stop, k),
-                    self._table(others, learner, start, stop, k) if seat.sees_table else learner,
+                    self._table(others, learner, start, stop, k) if seat.sees_table else shown,
                     state.opponent_keys[start:stop, k],
                     turn,
                 )
@@ -196,11 +195,12 @@ class Match(Environment):
         seat: Seat,
         params: Any,
         own: State,
-        learner: State,
+        shown: State,
         play_keys: jax.Array,
         turn: jax.Array,
     ) -> State:
-        """An opponent's three decisions on its own cards (a lane subset)."""
+        """An opponent's three decisions on its own cards (a lane subset), `shown` the other
+        cards [b, K] its policy is shown."""
         rules = self.rules
 
         # A scan over the rolls, not an unrolled loop: the opponent's (large) program is
@@ -210,7 +210,7 @@ class Match(Environment):
             split = jax.vmap(lambda key: jax.random.split(jax.random.fold_in(key, decision)))(
                 play_keys
             )
-            actions = seat.policy(params, own, learner, split[:, 0])
+            actions = seat.policy(params, own, shown, split[:, 0])
             moved = jax.vmap(lambda s, a, k: engine.step(s, a, k, rules))(own, actions, split[:, 1])
             return moved, None
 

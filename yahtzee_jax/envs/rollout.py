@@ -22,14 +22,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.base import Environment, Policy, no_others
+from yahtzee_jax.envs.match import MatchView
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN
 from yahtzee_jax.parallel import shard_batch
 
-# policy(observations[B], keys[B]) -> (actions int32[B], extras: a pytree with leading axis B);
-# with `by_turn` it is also told the (static) decision of the turn as `roll_index`, and in a
-# `learning_rollout` the learner's state as `carry`.
-Policy = Callable[..., tuple[jax.Array, Any]]
+# The rollout's policy, a learner's internal one: policy(observations[B], keys[B]) -> (actions
+# int32[B], extras: a pytree with leading axis B, such as the sampling policy's log-probabilities
+# and values); with `by_turn` it is also told the (static) decision of the turn as `roll_index`,
+# and in a `learning_rollout` the learner's state as `carry`. An agent (the one signature,
+# `envs.base.Policy`) plays here through `agent_policy`.
+RolloutPolicy = Callable[..., tuple[jax.Array, Any]]
 # record(observation, action, next_observation, extras) -> the pytree kept for one decision
 Recorder = Callable[[Any, jax.Array, Any, Any], Any]
 # learn(carry, observation, action, next_observation, extras, decision[, roll_index]) ->
@@ -48,9 +51,21 @@ def keep_nothing(*args: Any) -> None:
     return None
 
 
+def agent_policy(policy: Policy, params: Any) -> RolloutPolicy:
+    """An agent's policy in the learner's seat of the rollout: each observation's own card and
+    the other cards (a match's [B, P-1], none [B, 0] alone) -> (actions, no extras)."""
+
+    def play(observations: Any, keys: jax.Array, **unused: Any) -> tuple[jax.Array, None]:
+        if isinstance(observations, MatchView):
+            return policy(params, observations.card, observations.others, keys), None
+        return policy(params, observations, no_others(observations), keys), None
+
+    return play
+
+
 def rollout(
     env: Environment,
-    policy: Policy,
+    policy: RolloutPolicy,
     keys: jax.Array,
     task: Any = None,
     record: Recorder = keep_nothing,
@@ -77,7 +92,7 @@ def rollout(
 
 def learning_rollout(
     env: Environment,
-    policy: Policy,
+    policy: RolloutPolicy,
     learn: Learner,
     carry: Any,
     keys: jax.Array,

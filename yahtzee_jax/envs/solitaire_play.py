@@ -8,24 +8,24 @@ of a task and returns what the rollout returns but the rewards.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.envs.rollout import Policy, Recorder, episode_keys, rollout
+from yahtzee_jax.envs.rollout import Recorder, RolloutPolicy, agent_policy, episode_keys, rollout
 from yahtzee_jax.envs.tasks import SOLITAIRE
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
-# A policy here is the one rollout's (`envs.rollout.Policy`) on cards: policy(states [B],
-# keys [B]) -> (actions int32[B], extras with leading axis B).
+# A policy here is the one rollout's (`envs.rollout.RolloutPolicy`) on cards: policy(states
+# [B], keys [B]) -> (actions int32[B], extras with leading axis B); an agent's policy plays
+# through `agent_policy(policy, params)`.
 __all__ = [
     "SOLITAIRE",
-    "Policy",
+    "RolloutPolicy",
     "Transition",
-    "batch_policy",
+    "agent_policy",
     "episode_keys",
     "play",
     "record_transition",
@@ -47,7 +47,7 @@ def record_transition(state: State, action: jax.Array, next_state: State, extras
 
 
 def play(
-    policy: Policy,
+    policy: RolloutPolicy,
     keys: jax.Array,
     rules: Rules,
     task: str = "game",
@@ -59,12 +59,3 @@ def play(
     env = SOLITAIRE[task](rules, FeatureConfig())
     final, records, _ = rollout(env, policy, keys, None, record, by_turn)
     return final, records
-
-
-def batch_policy(batch_act: Callable[[Any, State, jax.Array], jax.Array], params: Any) -> Policy:
-    """The rollout's policy of an agent's `batch_act(params, states, keys)` (no extras)."""
-
-    def policy(states: State, keys: jax.Array) -> tuple[jax.Array, None]:
-        return batch_act(params, states, keys), None
-
-    return policy

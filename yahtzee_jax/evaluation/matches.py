@@ -18,10 +18,9 @@ import jax
 import numpy as np
 
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.seats import agent_seat, learner_policy
 from yahtzee_jax.config import Config, FeatureConfig
-from yahtzee_jax.envs.match import Match
-from yahtzee_jax.envs.rollout import rollout
+from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.rollout import agent_policy, rollout
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
@@ -54,8 +53,9 @@ def match_totals(
     """The learner's totals [N] and its opponents' [N, P-1] (k-th player after the learner at
     index k) in matches 0..N-1 of a seed, in game order; the learner sits in seat i % P."""
     players = len(opponents) + 1
-    env = Match(rules, FeatureConfig(), tuple(map(agent_seat, opponents)), players, "score")
-    policy = learner_policy(learner)
+    seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in opponents)
+    env = Match(rules, FeatureConfig(), seats, players, "score")
+    policy = agent_policy(learner.policy, learner.params)
 
     def totals_of(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
         final, _, _ = rollout(env, policy, keys)

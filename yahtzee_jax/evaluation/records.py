@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, BatchAct
-from yahtzee_jax.envs.solitaire_play import batch_policy, episode_keys, play
+from yahtzee_jax.agents.base import Agent, Policy
+from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
@@ -98,9 +98,9 @@ def _record_scoring(state: engine.State, action: jax.Array, next_state: engine.S
     return jnp.where(jnp.any(newly_filled, axis=-1), category, -1), points
 
 
-@functools.partial(jax.jit, static_argnames=("batch_act", "rules", "batch_size"))
+@functools.partial(jax.jit, static_argnames=("policy", "rules", "batch_size"))
 def _play_batch(
-    batch_act: BatchAct,
+    policy: Policy,
     rules: Rules,
     params: Any,
     base_key: jax.Array,
@@ -110,7 +110,7 @@ def _play_batch(
     """Games first_game .. first_game+batch_size-1; game i's dice depend only on (seed, i)."""
     keys = episode_keys(base_key, first_game, batch_size)
     final, (categories, points) = play(
-        batch_policy(batch_act, params), keys, rules, "game", _record_scoring
+        agent_policy(policy, params), keys, rules, "game", _record_scoring
     )
     # Each turn is keep, keep, score: the scoring decisions are every third one.
     return {
@@ -152,9 +152,9 @@ def play_games(
     """Play `num_games` games of `agent` under `agent.rules`, batched on device.
 
     Deterministic per seed and independent of `batch_size` (default: `default_batch_size()`):
-    game i uses a key derived from (seed, i) only. The agent's `batch_act` plays (its own, or
-    `act` vmapped). The compiled program is cached per `batch_act` object (and batch size), so a
-    new set of `agent.params` does not recompile.
+    game i uses a key derived from (seed, i) only. The agent's policy plays, shown no other
+    cards. The compiled program is cached per policy object (and batch size), so a new set of
+    `agent.params` does not recompile.
     `first_game` plays games first_game .. first_game + num_games - 1 of the seed (dice apart
     from games 0 .. first_game - 1). `batch_params(first, count)`, when given, are the params of
     the call's games first .. first + count - 1 (0 is its first game) in place of
@@ -179,7 +179,7 @@ def play_games(
         pending = None
         for first in range(0, num_games, batch_size):
             out = _play_batch(
-                agent.batch_act,
+                agent.policy,
                 agent.rules,
                 agent.params if batch_params is None else batch_params(first, batch_size),
                 base_key,

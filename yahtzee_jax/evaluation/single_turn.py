@@ -18,8 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy, VmappedAct
-from yahtzee_jax.envs.solitaire_play import batch_policy, episode_keys, play, record_transition
+from yahtzee_jax.agents.base import Agent, Policy
+from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play, record_transition
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
@@ -36,15 +36,18 @@ def turn_optimum(state: State, rules: Rules) -> jax.Array:
     return best_keep_values(first_keep, jnp)[roll]
 
 
-@functools.partial(jax.jit, static_argnames=("act", "rules", "batch_size"))
+@functools.partial(jax.jit, static_argnames=("policy", "rules", "batch_size"))
 def _play_turns(
-    act: Policy, rules: Rules, params: Any, base_key: jax.Array, first: jax.Array, batch_size: int
+    policy: Policy,
+    rules: Rules,
+    params: Any,
+    base_key: jax.Array,
+    first: jax.Array,
+    batch_size: int,
 ) -> tuple[jax.Array, jax.Array]:
     """(scores, optimal expected scores) of turns first .. first + batch_size - 1."""
     keys = episode_keys(base_key, first, batch_size)
-    # `act` vmapped, as this evaluation always played: the agents' own `batch_act`s are
-    # tested equal to `act` on whole games, not on the single turns' random cards.
-    _, records = play(batch_policy(VmappedAct(act), params), keys, rules, TASK, record_transition)
+    _, records = play(agent_policy(policy, params), keys, rules, TASK, record_transition)
     start = jax.tree.map(lambda leaf: leaf[0], records.state)
     optimum = jax.vmap(lambda state: turn_optimum(state, rules))(start)
     return jnp.sum(records.reward, axis=0), optimum
@@ -59,7 +62,7 @@ def evaluate_single_turn(
     for first in range(0, num_turns, batch_size):
         kept = min(batch_size, num_turns - first)
         batch_scores, batch_optimum = _play_turns(
-            agent.act, agent.rules, agent.params, base_key, jnp.int32(first), batch_size
+            agent.policy, agent.rules, agent.params, base_key, jnp.int32(first), batch_size
         )
         scores.append(np.asarray(batch_scores)[:kept])
         optimum.append(np.asarray(batch_optimum)[:kept])

@@ -30,7 +30,7 @@ Results are computed by seat and mapped back to the agents, and wins are also re
 For agents that see only their own card the seat changes nothing but which dice stream they
 get.
 
-Agents that read the opponent's card (an `Agent` with a `match_act`: the solver's
+Agents that read the opponent's card (an `Agent` whose `reads_others`: the solver's
 `win-seeker`, a two-player checkpoint trained with opponent features) cannot be scored from
 solitaire games: every pair with one of them is played as N real matches on the two-player
 engine (`two_player.match_totals`, the match keys of `two_player.game_keys` for the seed; the

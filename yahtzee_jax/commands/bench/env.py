@@ -19,7 +19,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import make_random_agent
-from yahtzee_jax.envs.solitaire_play import batch_policy, play
+from yahtzee_jax.envs.solitaire_play import agent_policy, play
 from yahtzee_jax.game import State, get_rules, total_score
 from yahtzee_jax.game.rules import Rules
 
@@ -33,7 +33,7 @@ def _keep_nothing(state: State, action: jax.Array, next_state: State, extras: An
 def make_random_games(rules: Rules) -> Callable[[jax.Array], jax.Array]:
     """A jitted function: keys[B] -> final scores[B] of B uniformly random legal games."""
     agent = make_random_agent(rules)
-    policy = batch_policy(agent.batch_act, agent.params)
+    policy = agent_policy(agent.policy, agent.params)
 
     def games(keys: jax.Array) -> jax.Array:
         final, _ = play(policy, keys, rules, "game", record=_keep_nothing)
