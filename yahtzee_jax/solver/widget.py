@@ -170,3 +170,50 @@ def turn_start_value(final_values: np.ndarray) -> np.ndarray:
 def keep_action_values(keep_value: Array, roll: Array, xp: ModuleType = np) -> Array:
     """Values of the 32 engine keep actions (bit i keeps sorted die i) for roll index `roll`."""
     return keep_value[xp.asarray(KEEP_OF_ACTION)[roll]]
+
+
+def _best_keep_choice_inplace(
+    layers: list[np.ndarray], others: list[np.ndarray], scratch: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`best_keep_choice` from keep layers of values and of a second quantity (NumPy), the
+    `_best_keep_inplace` passes carrying the second one; overwrites both sets of layers.
+
+    `scratch` is [2, rows, n]: a gathered value and a gathered second quantity.
+    """
+    best, best_other = layers[0], others[0]
+    better = np.empty(scratch.shape[1:], bool)
+    for size in range(1, NUM_DICE + 1):
+        here, here_other = layers[size], others[size]
+        for smaller in _REMOVE_BY_COLUMN[size]:
+            count = len(smaller)
+            rows, rows_other = here[:count], here_other[:count]
+            gathered, gathered_other = scratch[0, :count], scratch[1, :count]
+            chosen = better[:count]
+            np.take(best, smaller, axis=0, out=gathered)
+            np.greater(gathered, rows, out=chosen)  # strictly: a tie keeps the larger keep
+            np.maximum(rows, gathered, out=rows)  # what `chosen` picks; a masked copy branches
+            np.take(best_other, smaller, axis=0, out=gathered_other)
+            np.copyto(rows_other, gathered_other, where=chosen)
+        best, best_other = here, here_other
+    return best, best_other
+
+
+def turn_start_moments(
+    final_values: np.ndarray, final_others: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """`turn_start_value`, and the mean of a second quantity of the final rolls (a second moment)
+    under the same value-maximising keeps, [n] each (NumPy, in place).
+
+    The numbers of `keep_values` and `best_keep_choice` twice over and `expected_over_rolls`, bit
+    for bit; both inputs are [252, n] in `WIDGET_ORDER[5]` and are overwritten.
+    """
+    scratch = np.empty((2, *final_values.shape))
+    last = _keep_layers_inplace(final_values, scratch[0])
+    last_other = _keep_layers_inplace(final_others, scratch[0])
+    middle, middle_other = _best_keep_choice_inplace(last, last_other, scratch)
+    first = _keep_layers_inplace(middle, scratch[0])
+    first_other = _keep_layers_inplace(middle_other, scratch[0])
+    start, start_other = _best_keep_choice_inplace(first, first_other, scratch)
+    # Back to `ROLLS` order, summed as `expected_over_rolls` sums.
+    order = WIDGET_POSITION[NUM_DICE]
+    return expected_over_rolls(start[order]), expected_over_rolls(start_other[order])
