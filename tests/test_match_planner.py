@@ -1,4 +1,4 @@
-"""The match planner (`agents.match_planner`): the win chance it gives each roll and box, its
+"""The match planner (`agents.distribution_planner`): the win chance it gives each roll and box, its
 choices in hand-made positions, and the td-planner's distribution head that feeds it."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from positions import card
 from test_td_planner import forbid_solver_tables
 
-from yahtzee_jax.agents.match_planner import (
+from yahtzee_jax.agents.distribution_planner import (
     MatchPlannerAct,
     box_action,
     keep_action,
@@ -158,7 +158,7 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
     check_roll_in_hand(normal_score_chances, leaves, own, others, chances)
 
 
-def test_match_act_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():
+def test_the_match_policy_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():
     """`MatchPlannerAct(early="normal")` at score decisions, the opponent's card 42 points with
     11 boxes open: 4-4-4-1-2 on a card with 12 boxes open is early and plays
     `normal_box_action` (Fours; the exact sum would write Three of a kind); 4-4-1-1-3 with

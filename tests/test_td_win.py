@@ -1,4 +1,4 @@
-"""The win planner (`agents.win_planner`) and the td-win learner (`algorithms.td_win`).
+"""The win planner (`agents.win_value_planner`) and the td-win learner (`algorithms.td_win`).
 
 The planner's grouped leaves must equal W at every (roll, box) afterstate that the engine's own
 step reaches; where the write ends the match the leaf is the exact outcome; the targets are
@@ -16,7 +16,7 @@ from positions import card
 from test_td_planner import forbid_solver_tables, keep_action
 
 from yahtzee_jax.agents.planner import plan_actions
-from yahtzee_jax.agents.win_planner import (
+from yahtzee_jax.agents.win_value_planner import (
     Standing,
     box_leaves,
     last_keep_values,

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
+from yahtzee_jax.agents.distribution_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.agents.planner import (
     LookaheadLeaf,
     card_positions,
@@ -76,7 +76,7 @@ class TDPlannerConfig(AlgoConfig):
     # > 0: a second network beside the value's (same width and depth, its own trunk), the
     # distribution of the score to come over 0..score_bins - 1 (the last bin holds the mass
     # above), fit by cross-entropy to the Monte-Carlo return; the agent then plays matches for
-    # the win with it (`agents.match_planner`). Solitaire play reads the value network only.
+    # the win with it (`agents.distribution_planner`). Solitaire play reads the value network only.
     score_bins: int = 0
     # Matches: the turns that leave at most this many boxes open are played for the win, the
     # earlier ones as alone (the learned distributions of early positions misled it). Over the
@@ -321,7 +321,7 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The planner with the trained value network at its leaves (no exploration; one turn
     deeper with `algo.lookahead=2`); with a distribution head it plays matches for the win
-    (`agents.match_planner`): its early turns as alone by that planner or by the normal rule
+    (`agents.distribution_planner`): its early turns as alone by that planner or by the normal rule
     with that leaf's means."""
     rules = get_rules(config.train.rules)
     leaf = value_leaf(config)

@@ -3,7 +3,7 @@
 The match counterpart of `td-planner` (issue 30): the network learns W(afterstate) = P(win) +
 1/2 P(draw) of the learner right after it writes a box, from its own card and every other card
 (`win_features`), and every keep and box is chosen by the exact expectimax over the turn's dice
-with W at the leaves (`agents.win_planner`; the exact outcome where the write ends the match).
+with W at the leaves (`agents.win_value_planner`; the exact outcome where the write ends the match).
 It trains on `train.task=match` with `env.reward=win` against `env.opponent` (the optimal-
 solitaire agent, or `self`: its frozen copy, itself a win planner reading the whole table,
 refreshed every `env.opponent_refresh` updates), 2 to 6 players. One update, fused in the
@@ -33,7 +33,7 @@ import optax
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.win_planner import (
+from yahtzee_jax.agents.win_value_planner import (
     Standing,
     WinPlannerAct,
     box_actions,

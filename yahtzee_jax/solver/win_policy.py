@@ -21,7 +21,8 @@ the endgame, and optimal expected-score play after this turn (each turn improves
 The opponent is read at its turn start only (its card and total): the dice it will play next
 are not looked at. `before_endgame="solitaire"` plays the turns before the endgame as the
 optimal agent does (expected points), the rule of the learned match planner
-(`agents.match_planner`): with exact tables, what that rule would win if it learned perfectly.
+(`agents.distribution_planner`): with exact tables, what that rule would win if it learned
+perfectly.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
-"""A turn planner for matches over a learned distribution of the score still to come.
+"""A turn planner for matches over a learned distribution of the score still to come
+(`td-planner`'s match play, `algo.score_bins` > 0).
 
-The solitaire planner (`agents.planner`) values the end of a turn by points + V(next position).
-In a match the value of a turn's end is the chance to win, which is not additive in points: it
-depends on the whole spread of my score to come and of every opponent's. This planner reads a
-*distribution leaf*, `dist(params, mask, upper, flag) -> float32[..., bins]`, the probability
-of each score still to come (0 .. bins - 1, the last bin holding the mass above) from a
-turn-start position, and values writing roll r in box b as
+The solitaire planner (`agents.planner`) values the end of a turn by points + V(next
+position). In a match the value of a turn's end is the chance to win, which is not additive in
+points: it depends on the whole spread of my score to come and of every opponent's. This planner
+reads a *distribution leaf*, `dist(params, mask, upper, flag) -> float32[..., bins]`, the
+probability of each score still to come (0 .. bins - 1, the last bin holding the mass above)
+from a turn-start position, and values writing roll r in box b as
 
     P(win) ~ sum_t P(my future = t | next position) * prod_i P(Y_i < my total + reward + t),
 

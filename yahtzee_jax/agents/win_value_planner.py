@@ -1,13 +1,13 @@
-"""A turn planner for matches over a learned *afterstate win value* (issue 30's match learner).
+"""A turn planner for matches over a learned *afterstate win value* (`td-win`, issue 30).
 
 W(afterstate) estimates P(win) + 1/2 P(draw) for a player right after it writes a box: its own
 card (open boxes, capped upper total, Yahtzee-box flag, total) and every other card as they
-stand then (those seated before it have played this turn, those after it have not: their
-filled counts say which). The opponents' turns that follow are chance for it, as the dice are:
+stand then (those seated before it have played this turn, those after it have not: their filled
+counts say which). The opponents' turns that follow are chance for it, as the dice are:
 TD-Gammon's afterstates. At every decision the planner values each keep and box by the exact
-expectation over the turn's remaining re-rolls (the solver's widget, as `agents.planner`) with W
-at the leaves. Where the write ends the match (every card full: the player sits last and this
-is its 13th box) the leaf is the exact outcome, 1, 1/2 or 0, not W.
+expectation over the turn's remaining re-rolls (the solver's widget, as `agents.planner`)
+with W at the leaves. Where the write ends the match (every card full: the player sits last and
+this is its 13th box) the leaf is the exact outcome, 1, 1/2 or 0, not W.
 
 **Why the leaves are grouped.** W is not additive in points, so the solitaire planner's
 "points + V(next position)" split does not apply: a leaf is W at (next position, new total).
