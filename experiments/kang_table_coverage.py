@@ -23,6 +23,7 @@ import numpy as np
 
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.maxq import card_slot
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game
 from yahtzee_jax.game.rules import get_rules
@@ -50,7 +51,7 @@ def coverage(run: str, games: int, bits: list[int]) -> dict:
     env = Game(rules, config.features)
 
     def policy(cards, keys):
-        return agent.batch_act(agent.params, cards, keys), None
+        return agent.policy(agent.params, cards, no_others(cards), keys), None
 
     def record(card, action, after, extras):
         return card_slot(network, card)

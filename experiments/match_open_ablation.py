@@ -18,7 +18,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from yahtzee_jax.agents.match_planner import EARLY_PLAY, MatchPlannerAct
+from yahtzee_jax.agents.base import alone
+from yahtzee_jax.agents.distribution_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.runner.checkpointing import load_agent_and_step
 
@@ -36,14 +37,14 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     agent, _ = load_agent_and_step(args.run)
-    if not isinstance(agent.match_act, MatchPlannerAct):
+    if not isinstance(agent.policy, MatchPlannerAct):
         raise SystemExit(f"{args.run}: not a td-planner run with a score distribution")
-    variants = {} if args.no_none else {"none": dataclasses.replace(agent, match_act=None)}
+    variants = {} if args.no_none else {"none": alone(agent)}
     for early in args.early:
         for limit in args.limits:
-            match_act = dataclasses.replace(agent.match_act, open_limit=limit, early=early)
+            policy = dataclasses.replace(agent.policy, open_limit=limit, early=early)
             name = str(limit) if early == "solitaire" else f"{limit}+{early}"
-            variants[name] = dataclasses.replace(agent, match_act=match_act)
+            variants[name] = dataclasses.replace(agent, policy=policy)
     results = {}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     for name, variant in variants.items():

@@ -50,7 +50,7 @@ def play_out(agent, cards: engine.State, key: jax.Array) -> np.ndarray:
     @jax.jit
     def run(params, cards, key):
         def decide(cards, key):
-            actions = agent.batch_act(params, cards, None)
+            actions = agent.policy(params, cards, None, None)
             keys = jax.random.split(key, len(actions))
             moved = jax.vmap(lambda c, a, k: engine.step(c, a, k, rules))(cards, actions, keys)
             return moved, None

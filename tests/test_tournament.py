@@ -175,7 +175,7 @@ def test_tournament_bad_input_is_one_line_exit_2(argv, message, tmp_path, capsys
 
 
 def test_a_pair_with_an_agent_that_reads_its_opponent_is_played_as_real_matches() -> None:
-    """`match_pair` of greedy1 given a `match_act` (it ignores the card it is shown) against
+    """`match_pair` of greedy1 marked as reading the other cards (it ignores them) against
     greedy2: wins, draws, seats and margin equal `evaluate_agent_matches` on the same seed, and
     `round_robin` takes that pair as played while scoring another from solitaire games (the
     tournament command with the win-seeker: `test_win_seeker.py`, slow)."""
@@ -185,10 +185,7 @@ def test_a_pair_with_an_agent_that_reads_its_opponent_is_played_as_real_matches(
 
     greedy1, greedy2 = (builtin_agent(name, OFFICIAL) for name in ("greedy1", "greedy2"))
 
-    def match_act(params, own, other, keys):
-        return greedy1.batch_act(params, own, keys)
-
-    reader = dataclasses.replace(greedy1, name="reader", match_act=match_act)
+    reader = dataclasses.replace(greedy1, name="reader", reads_others=True)
     pair, reader_totals, greedy2_totals = match_pair(reader, greedy2, 12, seed=4, batch_size=12)
     alone = evaluate_agent_matches(reader, "greedy2", 12, seed=4, batch_size=12)
     assert (pair.a_wins, pair.draws, pair.b_wins) == (

@@ -22,6 +22,7 @@ from yahtzee_jax.agents.win_seeker import win_seeker_agent
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands.cli import main as tournament_main
 from yahtzee_jax.commands.match import main
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
@@ -203,7 +204,7 @@ def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_i
     assert action < NUM_KEEP_ACTIONS
     assert keep_chance(action) == pytest.approx(best)
     optimal = match_player("optimal", RULES)
-    assert keep_chance(int(optimal.batch_act(optimal.params, mine, None)[0])) < best - 0.01
+    assert keep_chance(int(optimal.policy(optimal.params, mine, None, None)[0])) < best - 0.01
 
 
 @pytest.mark.parametrize("behind", [0, 31])
@@ -215,7 +216,7 @@ def test_a_decided_last_turn_is_played_for_points(cache, behind):
     mine, theirs = _last_turn((1, 2, 3, 4, 6), 0, behind)
     seeker = make_win_seeker(RULES, cache, endgame_open=1)
     optimal = match_player("optimal", RULES)
-    expected = int(optimal.batch_act(optimal.params, mine, None)[0])
+    expected = int(optimal.policy(optimal.params, mine, None, None)[0])
     assert expected != 0  # not the keep an argmax over equal values takes
     assert int(seeker(mine, theirs, None)[0][0]) == expected
 
@@ -314,15 +315,16 @@ def test_tournament_plays_the_win_seekers_pairs_as_real_matches(cache, tmp_path,
 
 def test_win_seeker_agent_alone_plays_against_an_empty_card(cache):
     """The win-seeker as an `Agent` (`resolve_agent("win-seeker")`): alone, as `evaluate` plays
-    it, its `act` and `batch_act` give, card by card, its `match_act` against a fresh card."""
+    it, its policy shown no other card and its `act` give, card by card, its policy against a
+    fresh card."""
     agent = win_seeker_agent(RULES, cache, endgame_open=1)
     positions = (((1, 2, 3, 4, 6), 0), ((6, 6, 6, 2, 1), 1), ((5, 5, 5, 5, 3), 2))
     cards = [_last_turn(dice, roll_index, 0)[0] for dice, roll_index in positions]
     owns = jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *cards)
     keys = jax.random.split(jax.random.key(0), len(positions))
-    fresh = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (3, *leaf.shape)), State())
-    expected = agent.match_act(None, owns, fresh, keys)
-    np.testing.assert_array_equal(agent.batch_act(None, owns, keys), expected)
+    fresh = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (3, 1, *leaf.shape)), State())
+    expected = agent.policy(None, owns, fresh, keys)
+    np.testing.assert_array_equal(agent.policy(None, owns, no_others(owns), keys), expected)
     for lane in range(len(positions)):
         one = jax.tree.map(lambda leaf, lane=lane: leaf[lane], owns)
         assert int(agent.act(None, one, keys[lane])) == int(expected[lane])
@@ -449,7 +451,7 @@ def test_before_its_endgame_the_solitaire_rule_plays_the_optimal_agents_moves(ca
     other = card(scores={Category.CHANCE: 40})
     other = jax.tree.map(lambda leaf: jnp.stack([leaf] * len(early)), other)
     optimal = make_optimal_agent(RULES, cache_dir=cache)
-    expected = np.asarray(optimal.batch_act(optimal.params, own, None))
+    expected = np.asarray(optimal.policy(optimal.params, own, None, None))
     solitaire = make_win_seeker(RULES, cache, endgame_open=1, before_endgame="solitaire")
     np.testing.assert_array_equal(np.asarray(solitaire(own, other, None)[0]), expected)
     normal = np.asarray(make_win_seeker(RULES, cache, endgame_open=1)(own, other, None)[0])
