@@ -35,7 +35,7 @@ train: setup
 		$(if $(wildcard $(OUT)/checkpoints),--resume,--preset $(PRESET)) $(ARGS)
 
 test: setup
-	$(BIN)/pytest -n 2 --dist loadfile
+	$(BIN)/pytest -n 2 --dist loadfile --durations=25
 
 test-slow: setup
 	$(BIN)/pytest -m slow

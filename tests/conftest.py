@@ -19,11 +19,13 @@ import tempfile
 import jax
 
 CACHE_VARIABLE = "YAHTZEE_JAX_TEST_COMPILATION_CACHE"
-# Tests run tiny budgets, so compiling is most of their time: LLVM's optimisation level 0 cut
-# `test_algorithms.py` from 211 to 135 CPU seconds (2-core AMD EPYC, 2026-11-27). XLA's own
-# graph passes still run and the numbers agree to float round-off, but not bit for bit, so the
-# bitwise regression (`test_golden.py`) computes its cases in a subprocess without the flag.
-FAST_COMPILE_FLAG = "--xla_backend_optimization_level=0"
+# Tests run tiny budgets, so compiling is most of their time. LLVM's optimisation level 0 cut
+# `test_algorithms.py` from 211 to 135 CPU seconds, and XLA's older loop emitters for fusions
+# (instead of the fusion emitters) compile a tiny PPO chunk in 5.2 CPU s against 8.7 at level 0
+# alone and 12.6 as production compiles it (2-core AMD EPYC, 2026-11-27). XLA's own graph
+# passes still run and the numbers agree to float round-off, but not bit for bit, so the
+# bitwise regression (`test_golden.py`) has digests of its own for these flags.
+FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 # JAX reads each of its options from the upper-cased name in the environment when it starts.
 CACHE_SETTINGS = {
     "jax_persistent_cache_min_compile_time_secs": 0.5,
@@ -68,8 +70,8 @@ def pytest_configure(config) -> None:
         os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="yahtzee-jax-xla-")
         config._yahtzee_jax_cache_owner = True
     flags = os.environ.get("XLA_FLAGS", "")
-    if FAST_COMPILE_FLAG not in flags:  # before the first computation starts JAX's backend
-        os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE_FLAG}".strip()
+    if FAST_COMPILE_FLAGS not in flags:  # before the first computation starts JAX's backend
+        os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE_FLAGS}".strip()
     settings = {"jax_compilation_cache_dir": os.environ[CACHE_VARIABLE], **CACHE_SETTINGS}
     for name, value in settings.items():
         os.environ[name.upper()] = str(value)  # for the subprocesses the tests start

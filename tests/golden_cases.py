@@ -3,7 +3,7 @@ and each built-in agent's evaluation, reduced to digests that must not change ac
 
 `python tests/golden_cases.py --record` rewrites `tests/golden/regression.json` (only do that
 when a change of numbers is intended and explained in the commit). `--record-fast-compile` adds
-the fast cases' digests as the test session compiles them (`FAST_COMPILE_FLAG`: rounded
+the fast cases' digests as the test session compiles them (`FAST_COMPILE_FLAGS`: rounded
 differently, so digests of their own), recorded at a commit whose production digests pass.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 import numpy as np
-from conftest import FAST_COMPILE_FLAG
+from conftest import FAST_COMPILE_FLAGS
 
 GOLDEN_PATH = Path(__file__).parent / "golden" / "regression.json"
 
@@ -169,11 +169,11 @@ if __name__ == "__main__":
         import os
 
         # Before the first computation starts JAX's backend.
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAG}"
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}"
         golden = json.loads(GOLDEN_PATH.read_text())
         assert golden["isa"] == isa() and golden["jax"] == jax.__version__, "record on the ISA"
         golden["fast_compile"] = {
-            "flag": FAST_COMPILE_FLAG,
+            "flags": FAST_COMPILE_FLAGS,
             "learners": {
                 name: {part: figures[part] for part in DIGESTS}
                 for name in FAST_CASES

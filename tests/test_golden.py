@@ -8,10 +8,10 @@ reductions may round differently (AVX2 against AVX-512 moves the last bit of a g
 so other machines check the figures to a relative 1e-4 and skip only the bitwise part.
 Games (integers) must match exactly everywhere.
 
-`make test` compiles with `FAST_COMPILE_FLAG`, which rounds differently: its fast cases compute
-in the session and are compared bit for bit with digests recorded under that flag (the figures
+`make test` compiles with `FAST_COMPILE_FLAGS`, which rounds differently: its fast cases compute
+in the session and are compared bit for bit with digests recorded under those flags (the figures
 still with the production ones, to the tolerance); the integer agents' games are the same under
-both. The production digests of every case are checked in a subprocess without the flag
+both. The production digests of every case are checked in a subprocess without the flags
 (`make test-slow`).
 """
 
@@ -26,7 +26,7 @@ import golden_cases
 import jax
 import numpy as np
 import pytest
-from conftest import FAST_COMPILE_FLAG
+from conftest import FAST_COMPILE_FLAGS
 
 GOLDEN = json.loads(golden_cases.GOLDEN_PATH.read_text())
 SAME_MACHINE = GOLDEN["isa"] == golden_cases.isa() and GOLDEN["jax"] == jax.__version__
@@ -44,7 +44,7 @@ _FIGURES: dict[str, dict] = {}
 
 def fast_compiled_session() -> bool:
     """Whether this session compiles with the tests' fast-compile flag."""
-    return FAST_COMPILE_FLAG in os.environ.get("XLA_FLAGS", "")
+    return FAST_COMPILE_FLAGS in os.environ.get("XLA_FLAGS", "")
 
 
 def in_session(kind: str, name: str) -> bool:
@@ -64,7 +64,7 @@ def production_figures(request: pytest.FixtureRequest, kind: str, name: str) -> 
             for item in request.session.items
             if item.module is request.module and _needs_production(item)
         ]
-        flags = os.environ.get("XLA_FLAGS", "").replace(FAST_COMPILE_FLAG, "").strip()
+        flags = os.environ.get("XLA_FLAGS", "").replace(FAST_COMPILE_FLAGS, "").strip()
         done = subprocess.run(
             [sys.executable, golden_cases.__file__, "--json", *selected],
             env={**os.environ, "XLA_FLAGS": flags},
@@ -126,7 +126,7 @@ def test_learner_on_environment_matches_the_recorded_run(
             production_figures(request, "learners", name), name, GOLDEN["learners"][name]
         )
     elif fast_compiled_session():
-        assert GOLDEN["fast_compile"]["flag"] == FAST_COMPILE_FLAG, "record them again"
+        assert GOLDEN["fast_compile"]["flags"] == FAST_COMPILE_FLAGS, "record them again"
         fast_digests = GOLDEN["fast_compile"]["learners"][name]
         _check_learner(golden_cases.case_figures("learners", name), name, fast_digests)
     else:

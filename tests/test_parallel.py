@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import FAST_COMPILE_FLAG
+from conftest import FAST_COMPILE_FLAGS
 
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh, shard_batch
@@ -93,7 +93,7 @@ def test_four_devices_train_like_one_and_resume_exactly():
         **os.environ,
         "JAX_PLATFORMS": "cpu",
         # Compared within tolerance, so the subprocess compiles fast like the session does.
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count=4 {FAST_COMPILE_FLAG}",
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count=4 {FAST_COMPILE_FLAGS}",
     }
     output = subprocess.run(
         [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=900
@@ -142,7 +142,7 @@ def test_two_processes_train_like_one_process_with_two_devices(tmp_path):
         str(config_file),
     ]
     # Every process compiles with the session's fast-compile flag (compared within tolerance).
-    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": FAST_COMPILE_FLAG}
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": FAST_COMPILE_FLAGS}
     distributed = [
         *("--out", str(tmp_path / "distributed"), "--no-progress", "--distributed"),
         *("--coordinator", f"127.0.0.1:{_free_port()}", "--num-processes", "2"),
@@ -158,7 +158,7 @@ def test_two_processes_train_like_one_process_with_two_devices(tmp_path):
     ]
     two_devices = {
         **env,
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {FAST_COMPILE_FLAG}",
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count=2 {FAST_COMPILE_FLAGS}",
     }
     reference = subprocess.run(
         [*command, "--out", str(tmp_path / "reference"), "--no-progress"],
