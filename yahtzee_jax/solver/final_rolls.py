@@ -104,7 +104,7 @@ def final_roll_values(
       future: (next mask, next capped upper total, next flag) -> value of that turn-start state
         (broadcasting; zeros for "this turn only").
     """
-    futures = _box_futures(mask, upper_total, flag, future, xp, rules)
+    futures = box_futures(mask, upper_total, flag, future, xp, rules)
     by_count = futures.upper_reward + futures.upper_future  # [box, count of its face, n]
     upper, fifty = rules.num_upper, rules.yahtzee_score
     best = None
@@ -118,7 +118,7 @@ def final_roll_values(
         else:
             value = points[:, box, None] + futures.lower_future[box - upper][None]
         best = value if best is None else _maximum(best, value, xp)
-    yahtzee_best = _five_of_a_kind_values(futures, yahtzee_options, xp, rules)
+    yahtzee_best = five_of_a_kind_values(futures, yahtzee_options, xp, rules)
     if xp is np:
         best[YAHTZEE_ROLLS] = yahtzee_best
         return best
@@ -126,7 +126,7 @@ def final_roll_values(
 
 
 class BoxFutures(NamedTuple):
-    """What scoring each box of n cards leads to (`_box_futures`); a future is -inf once the
+    """What scoring each box of n cards leads to (`box_futures`); a future is -inf once the
     box is filled."""
 
     upper_reward: Array  # int[6 boxes, 6 counts of the box's face, n], the bonus included
@@ -135,7 +135,7 @@ class BoxFutures(NamedTuple):
     fifty_future: Array  # [n]: 50 in the Yahtzee box
 
 
-def _box_futures(
+def box_futures(
     mask: Array,
     upper_total: Array,
     flag: Array,
@@ -171,7 +171,7 @@ def _box_futures(
     )
 
 
-def _five_of_a_kind_values(
+def five_of_a_kind_values(
     futures: BoxFutures, yahtzee_options: tuple[Array, Array, Array], xp: ModuleType, rules: Rules
 ) -> Array:
     """The six five-of-a-kinds' best values [6, n], by the points `score_options` gives them."""
@@ -278,7 +278,7 @@ def solver_final_roll_values(
     numbers, the solver's hot loop (see `FinalRollPlan`; 0.80 ms against 1.03 ms for 256 cards
     on a 2-core Intel Xeon, 2026-11-25)."""
     rules = plan.rules
-    futures = _box_futures(mask, upper_total, flag, future, np, rules)
+    futures = box_futures(mask, upper_total, flag, future, np, rules)
     n = len(mask)
     by_count = futures.upper_reward + futures.upper_future  # [face, count of it, card]
     # The best 0 among each set of absent faces, a face at a time (the empty set: none).
@@ -302,7 +302,7 @@ def solver_final_roll_values(
         later = futures.lower_future[box - rules.num_upper]
         np.add(plan.points[start:stop, box, None], later[None], out=value)
         np.maximum(here, value, out=here)
-    best[plan.yahtzee_positions] = _five_of_a_kind_values(futures, yahtzee_options, np, rules)
+    best[plan.yahtzee_positions] = five_of_a_kind_values(futures, yahtzee_options, np, rules)
     return best
 
 

@@ -1,0 +1,140 @@
+"""The solver's hot loop compiled by XLA: a chunk's final rolls and widget as one fused program.
+
+`final_rolls.solver_final_roll_values` and `widget.turn_start_value` run as ~400 NumPy calls a
+chunk, each a pass over [rows, n] float64 through memory. The same sums and maxima written in
+jax.numpy and compiled once per rule set fuse the gathers into the adds and maxima that read
+them (a one-process Yatzy solve: 10 -> ~4 CPU-s). Every operation is the NumPy loop's, in the
+same order, so the values are the same to the last bit: XLA does not reassociate float sums
+(no fast-math on CPU), and the expectation over the first roll stays NumPy's dot.
+
+Forked workers cannot run XLA (its thread pools live in the parent), so only a one-process
+solve uses this; the workers keep the NumPy loop.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
+from yahtzee_jax.solver.final_rolls import (
+    BoxFutures,
+    FinalRollPlan,
+    final_roll_plan,
+    five_of_a_kind_values,
+)
+from yahtzee_jax.solver.tables import (
+    KEEP_OFFSETS,
+    REMOVE_DIE,
+    ROLL_PROBABILITIES,
+    WIDGET_ORDER,
+    WIDGET_POSITION,
+    solver_score_tables,
+)
+from yahtzee_jax.solver.widget import _ADD_BY_FACE
+
+# Index tables of full length, so that each keep size is one fused pass: a keep with fewer
+# distinct faces than a column repeats its last sub-keep there (harmless under a maximum),
+# where the NumPy loop takes the maximum over a prefix of the rows.
+_REMOVE_PADDED = tuple(
+    WIDGET_POSITION[size - 1][REMOVE_DIE[size][WIDGET_ORDER[size]]].T
+    for size in range(1, NUM_DICE + 1)
+)
+
+
+def _padded_face_columns(plan: FinalRollPlan) -> np.ndarray:
+    """`plan.face_columns` as [5, 252]: a roll with fewer distinct faces repeats its last."""
+    columns = [plan.face_columns[0]]
+    for rows in plan.face_columns[1:]:
+        columns.append(np.concatenate([rows, columns[-1][len(rows) :]]))
+    return np.stack(columns)
+
+
+def _final_values(
+    futures: BoxFutures, yahtzee_options: tuple[jax.Array, ...], plan: FinalRollPlan
+) -> jax.Array:
+    """`solver_final_roll_values` after its `box_futures`: [252, n] in `WIDGET_ORDER[5]`."""
+    rules = plan.rules
+    by_count = futures.upper_reward + futures.upper_future  # [face, count of it, card]
+    absent_best = jnp.full((1, by_count.shape[-1]), -jnp.inf)
+    for box in range(rules.num_upper):  # the best 0 among each set of absent faces
+        absent_best = jnp.concatenate([absent_best, jnp.maximum(absent_best, by_count[box, 0])])
+    zeros = futures.lower_future
+    pattern_best = jnp.where(plan.zero_boxes[:, :, None], zeros[None], -jnp.inf).max(axis=1)
+    group_best = jnp.maximum(absent_best[plan.absent_of_group], pattern_best[plan.pattern_of_group])
+    best = group_best[plan.group_of_roll]
+    face_values = by_count.reshape(-1, by_count.shape[-1])
+    for rows in _padded_face_columns(plan):
+        best = jnp.maximum(best, face_values[rows])
+    rows = np.arange(len(plan.points))[:, None]
+    for box, start, stop in plan.scoring_runs:
+        later = futures.lower_future[box - rules.num_upper]
+        value = plan.points[:, box, None] + later[None]
+        best = jnp.maximum(best, jnp.where((rows >= start) & (rows < stop), value, -jnp.inf))
+    five = five_of_a_kind_values(futures, yahtzee_options, jnp, rules)
+    return best.at[plan.yahtzee_positions].set(five)
+
+
+def _keep_layers(roll_values: jax.Array, six: jax.Array) -> list[jax.Array]:
+    """`widget._keep_layers_inplace`: each keep the mean of its six one-die-larger keeps."""
+    layers = [roll_values]
+    for size in range(NUM_DICE - 1, -1, -1):
+        larger, by_face = layers[0], _ADD_BY_FACE[size]
+        total = larger[by_face[0]]
+        for face in range(1, NUM_FACES):
+            total = total + larger[by_face[face]]
+        layers.insert(0, total / six)
+    return layers
+
+
+def _best_keep(layers: list[jax.Array]) -> jax.Array:
+    """`widget._best_keep_inplace`: each keep the best of itself and its sub-keeps."""
+    # Each size is written into one buffer and read back from it: XLA fuses an array into
+    # every pass that reads it (recomputing each row once per sub-keep that reads it, five
+    # times over at the rolls) but not an update of a buffer in place.
+    best = jnp.zeros((int(KEEP_OFFSETS[-1]), layers[0].shape[-1]), layers[0].dtype)
+    best = jax.lax.dynamic_update_slice(best, layers[0], (0, 0))
+    for size in range(1, NUM_DICE + 1):
+        here = layers[size]
+        smaller = best[KEEP_OFFSETS[size - 1] : KEEP_OFFSETS[size]]
+        for rows in _REMOVE_PADDED[size - 1]:
+            here = jnp.maximum(here, smaller[rows])
+        best = jax.lax.dynamic_update_slice(best, here, (int(KEEP_OFFSETS[size]), 0))
+    return best[KEEP_OFFSETS[NUM_DICE] :]
+
+
+@functools.cache
+def _compiled(rules: Rules) -> Callable:
+    """The chunk program of a rule set, jitted (traced once per chunk shape)."""
+    plan = final_roll_plan(solver_score_tables(rules)[0], rules)
+
+    def rolls_after_keeps(futures: BoxFutures, yahtzee_options: tuple, six: jax.Array):
+        final = _final_values(futures, yahtzee_options, plan)
+        best_last = _best_keep(_keep_layers(final, six))
+        best_first = _best_keep(_keep_layers(best_last, six))
+        return best_first[WIDGET_POSITION[NUM_DICE]]  # back to `ROLLS` order for the dot
+
+    return jax.jit(rolls_after_keeps)
+
+
+def compiled_turn_start_value(
+    futures: BoxFutures, yahtzee_options: tuple[np.ndarray, ...], rules: Rules, count: int
+) -> np.ndarray:
+    """`widget.turn_start_value(solver_final_roll_values(...))` from the chunk's box futures
+    (NumPy, `final_rolls.box_futures`) and five-of-a-kind options: [count], bit for bit, the
+    first `count` states of the chunk (the rest: padding).
+
+    Call it under `jax.enable_x64(True)`: the program is float64 and int64 throughout.
+    """
+    # int64 points: int8 would wrap at 50 + the 100 bonus inside the compiled sums.
+    points, legal, bonus = yahtzee_options
+    options = (points.astype(np.int64), legal, bonus)
+    # Six passed in, not a constant: a division by a constant may be compiled as a product by
+    # its reciprocal, which rounds differently.
+    rolls = _compiled(rules)(futures, options, np.float64(NUM_FACES))
+    # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
+    return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])
