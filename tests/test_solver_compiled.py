@@ -37,3 +37,25 @@ def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
                     futures, exact._yahtzee_options(options, mask, flag), rules, count
                 )
             np.testing.assert_array_equal(got, expected)
+
+
+def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monkeypatch):
+    """An option this XLA does not know: the program is compiled without the options, once."""
+    from yahtzee_jax.solver import compiled
+
+    rules = get_rules("yacht")
+    monkeypatch.setattr(compiled, "_COMPILE_OPTIONS", {"xla_no_such_option": True})
+    monkeypatch.setattr(compiled, "_OPTIONS_REFUSED", set())
+    compiled._compiled.cache_clear()
+    table = np.random.default_rng(4).uniform(0, 100, size=table_shape(rules))
+    options = solver_score_tables(rules)[1:]
+    _, chunks = layer_chunks(rules, rules.num_boxes - 1)
+    mask, upper, flag = (np.resize(part, SOLVE_CHUNK) for part in chunk_indices(chunks[0]))
+    futures = box_futures(mask, upper, flag, exact._future_of(table), np, rules)
+    with jax.enable_x64(True):
+        values = compiled_turn_start_value(
+            futures, exact._yahtzee_options(list(options), mask, flag), rules, 5
+        )
+    assert values.shape == (5,) and np.isfinite(values).all()
+    assert compiled._OPTIONS_REFUSED == {rules}
+    compiled._compiled.cache_clear()  # the next test compiles with the real options

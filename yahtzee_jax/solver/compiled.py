@@ -107,18 +107,27 @@ def _best_keep(layers: list[jax.Array]) -> jax.Array:
     return best[KEEP_OFFSETS[NUM_DICE] :]
 
 
+# XLA's older loop emitters compile the program in 0.6 CPU-s where the fusion emitters take 0.9,
+# and run it as fast (2-core AMD EPYC, 2026-11-27). An XLA without the option refuses it: the
+# program is compiled with its defaults then (`_compiled(rules, options=False)`).
+_COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+_OPTIONS_REFUSED: set[Rules] = set()
+
+
 @functools.cache
-def _compiled(rules: Rules) -> Callable:
+def _compiled(rules: Rules, options: bool = True) -> Callable:
     """The chunk program of a rule set, jitted (traced once per chunk shape)."""
     plan = final_roll_plan(solver_score_tables(rules)[0], rules)
 
     def rolls_after_keeps(futures: BoxFutures, yahtzee_options: tuple, six: jax.Array):
         final = _final_values(futures, yahtzee_options, plan)
-        best_last = _best_keep(_keep_layers(final, six))
-        best_first = _best_keep(_keep_layers(best_last, six))
+        # The two re-rolls are one loop of two passes: XLA compiles the pass once.
+        best_first = jax.lax.fori_loop(
+            0, 2, lambda _, rolls: _best_keep(_keep_layers(rolls, six)), final
+        )
         return best_first[WIDGET_POSITION[NUM_DICE]]  # back to `ROLLS` order for the dot
 
-    return jax.jit(rolls_after_keeps)
+    return jax.jit(rolls_after_keeps, compiler_options=_COMPILE_OPTIONS if options else None)
 
 
 def compiled_turn_start_value(
@@ -135,6 +144,13 @@ def compiled_turn_start_value(
     options = (points.astype(np.int64), legal, bonus)
     # Six passed in, not a constant: a division by a constant may be compiled as a product by
     # its reciprocal, which rounds differently.
-    rolls = _compiled(rules)(futures, options, np.float64(NUM_FACES))
+    arguments = (futures, options, np.float64(NUM_FACES))
+    try:
+        rolls = _compiled(rules, rules not in _OPTIONS_REFUSED)(*arguments)
+    except jax.errors.JaxRuntimeError:
+        if rules in _OPTIONS_REFUSED:
+            raise
+        _OPTIONS_REFUSED.add(rules)
+        rolls = _compiled(rules, False)(*arguments)
     # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
     return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])

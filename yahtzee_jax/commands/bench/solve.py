@@ -39,6 +39,10 @@ def rss():
         return status_mib("VmHWM:")
     except (OSError, StopIteration):
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def cpu_seconds():  # user + system CPU of this process and its reaped children (workers)
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 def reset_peak():
     try:  # Linux 4.0 on: the peak becomes the current RSS
         with open("/proc/self/clear_refs", "w") as clear:
@@ -74,17 +78,18 @@ jax.numpy.zeros(1).block_until_ready()
 started = rss()
 if sys.argv[4:] == ["sample-workers"]:
     sampler.start()
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), cpu_seconds()
 solver_score_tables(get_rules(sys.argv[1]))  # the solve's own first step, timed
 tables = rss()
 induction_from = reset_peak()
 result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]))
-seconds = time.perf_counter() - start
+seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
 end = rss()
 sampling.set()
 if sampler.is_alive():
     sampler.join()
-print(json.dumps({"seconds": seconds, "started_mib": started, "tables_mib": tables,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "started_mib": started,
+                  "tables_mib": tables,
                   "induction_from_mib": induction_from, "induction_peak_mib": end,
                   "peak_mib": max(tables, end),
                   "workers_mib": sum(worker_peaks.values()),
@@ -99,12 +104,13 @@ started = rss()
 induction_from = reset_peak()
 variant = yatzy_solver.Variant(sys.argv[1])
 path = Path(sys.argv[2]) / "table"
-start = time.perf_counter()
+start, cpu_start = time.perf_counter(), cpu_seconds()
 yatzy_solver.Solver.build_table(variant, str(path))
-seconds = time.perf_counter() - start
+seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
 peak = rss()
 optimum = yatzy_solver.Solver.load(str(path), variant).state_value("upper 0 | filled -")
-print(json.dumps({"seconds": seconds, "started_mib": started, "tables_mib": started,
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu, "started_mib": started,
+                  "tables_mib": started,
                   "induction_from_mib": induction_from, "induction_peak_mib": peak,
                   "peak_mib": max(started, peak),
                   "workers_mib": 0.0, "optimum": optimum,
@@ -193,18 +199,20 @@ def run(args: argparse.Namespace) -> int:
         rows.append((f"yatzy-solver {module.SOLVER_VERSION}", results["yatzy_solver"]))
     print(f"rules {rules.name}, best of {args.repeats} solve(s) from scratch, each process alone")
     header = (
-        f"{'solver':<26} {'optimum':>15} {'seconds':>8} {'peak MiB':>9} {'started':>8} "
-        f"{'tables':>7} {'DP':>5} {'workers':>8} {'file MB':>8}"
+        f"{'solver':<26} {'optimum':>15} {'seconds':>8} {'CPU s':>6} {'peak MiB':>9} "
+        f"{'started':>8} {'tables':>7} {'DP':>5} {'workers':>8} {'file MB':>8}"
     )
     print(header)
     for name, row in rows:
         print(
-            f"{name:<26} {row['optimum']:>15.10f} {row['seconds']:>8.2f} {row['peak_mib']:>9.0f} "
+            f"{name:<26} {row['optimum']:>15.10f} {row['seconds']:>8.2f} "
+            f"{row['cpu_seconds']:>6.2f} {row['peak_mib']:>9.0f} "
             f"{row['started_mib']:>8.0f} {row['tables_mib'] - row['started_mib']:>7.0f} "
             f"{row['induction_mib']:>5.0f} {row['workers_mib']:>8.0f} "
             f"{row['table_bytes'] / 1e6:>8.2f}"
         )
     print(
+        "CPU s: user + system, its workers' included; "
         "MiB of peak RSS: started = imported (ours: JAX runtime started), tables = + building "
         "the score tables (ours: XLA compiling the JAX scoring), DP = + the induction and its "
         "value table; workers = the private memory of the worker processes (ours: forked, "
@@ -230,9 +238,44 @@ def run(args: argparse.Namespace) -> int:
                     f"{name} {ratio:.2f}x" for name, ratio in ratios.items() if name != "workers"
                 )
             )
+    published = PUBLISHED.get(rules.name)
+    if published is not None:
+        results["published"] = _beside_published(published, results["ours"])
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
+
+
+# Published solve times of other solvers, not run here (issue 46's yardstick): rules -> (solver,
+# seconds, how they were measured).
+PUBLISHED = {
+    "yatzy": (
+        "dlangk/yatzy (Rust)",
+        2.36,
+        "full Yatzy solve, one thread, idle 2-core AMD EPYC with AVX-512",
+    )
+}
+
+
+def _beside_published(published: tuple[str, float, str], ours: list[dict]) -> dict:
+    """Print our solve time beside a published one and return both, with the ratios."""
+    solver, seconds, how = published
+    rows = [
+        {
+            "workers": row["workers"],
+            "seconds": row["seconds"],
+            "cpu_seconds": row["cpu_seconds"],
+            "time": row["seconds"] / seconds,
+        }
+        for row in ours
+    ]
+    print(f"{solver}, published (not run here): {seconds:.2f} s, {how}")
+    for row in rows:
+        print(
+            f"ours in {_processes(row['workers'])}: {row['seconds']:.2f} s "
+            f"({row['cpu_seconds']:.2f} CPU-s), {row['time']:.2f}x its time"
+        )
+    return {"solver": solver, "seconds": seconds, "measured": how, "ours": rows}
 
 
 def _dp_mib(row: dict) -> float:
