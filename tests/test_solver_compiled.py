@@ -57,5 +57,5 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
             futures, exact._yahtzee_options(list(options), mask, flag), rules, 5
         )
     assert values.shape == (5,) and np.isfinite(values).all()
-    assert compiled._OPTIONS_REFUSED == {rules}
+    assert {rules} == compiled._OPTIONS_REFUSED
     compiled._compiled.cache_clear()  # the next test compiles with the real options

@@ -34,7 +34,7 @@ import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
-from yahtzee_jax.solver.compiled import compiled_turn_start_value
+from yahtzee_jax.solver.compiled import compiled_turn_start_value, on_one_cpu
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
     FinalRollPlan,
     box_futures,
@@ -184,7 +184,7 @@ def _solve_layers(
         for filled in layers:
             layer_masks, chunks = layer_chunks(rules, filled)
             if pool is None and compiled:
-                with jax.enable_x64(True):  # the compiled program is float64
+                with jax.enable_x64(True), on_one_cpu():  # the program is float64
                     _solve_chunks_compiled(chunks)
             elif pool is None:
                 for chunk in chunks:
