@@ -5,7 +5,8 @@ holds 50; `yahtzee_jax.solver.states`). Its value is the expected score still to
 optimal play. States are solved a layer (number of filled boxes) at a time, from the full card
 back to the empty one, in chunks of 256 states as NumPy float64 array programs with the states
 along the last axis: the value of each final roll (`yahtzee_jax.solver.final_rolls`), then the
-widget of `yahtzee_jax.solver.widget`. The on-device agents value the final rolls with
+widget of `yahtzee_jax.solver.widget` (in one process, both compiled by XLA as one program,
+`yahtzee_jax.solver.compiled`). The on-device agents value the final rolls with
 `final_roll_values`; the solver's hot loop (`solver_final_roll_values`,
 `widget.turn_start_value`) gives the same numbers to the last bit with the rolls grouped so
 that most of its work runs over prefixes and runs of rows. Only the states whose value is not a
@@ -154,7 +155,7 @@ def solve_value_table(
     sharing the table. Processes, not threads: on two cores, two threads took 1.5x the time of one
     (the chunks' many small NumPy calls contend for the GIL), two processes half of it. One
     process runs each chunk as one XLA program (`solver.compiled`; forked workers cannot), the
-    same values to the last bit in about 0.7x the CPU time of the NumPy loop for Yatzy.
+    same values to the last bit in about 0.6x the CPU time of the NumPy loop for Yatzy.
     """
     with _SOLVE_LOCK:
         return _solve_layers(get_rules(rules), progress, down_to_filled, workers)
