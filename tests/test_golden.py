@@ -55,6 +55,14 @@ def in_session(kind: str, name: str) -> bool:
     return name in GOLDEN["fast_compile"][kind] if kind == "learners" else name in INTEGER_AGENTS
 
 
+def figures(request: pytest.FixtureRequest, kind: str, name: str) -> dict:
+    """A case's figures: computed in this process where `in_session`, else as production
+    compiles them."""
+    if in_session(kind, name):
+        return golden_cases.case_figures(kind, name)
+    return production_figures(request, kind, name)
+
+
 def production_figures(request: pytest.FixtureRequest, kind: str, name: str) -> dict:
     """A case's figures as production compiles them: in one subprocess without the session's
     flag that computes every such case the session selected (one JAX start for all of them)."""
@@ -121,16 +129,11 @@ def test_learner_on_environment_matches_the_recorded_run(
     request: pytest.FixtureRequest, name: str
 ) -> None:
     """A few updates of a learner on an environment give the recorded parameters and metrics."""
-    if not in_session("learners", name):
-        _check_learner(
-            production_figures(request, "learners", name), name, GOLDEN["learners"][name]
-        )
-    elif fast_compiled_session():
+    digests = GOLDEN["learners"][name]
+    if in_session("learners", name) and fast_compiled_session():
         assert GOLDEN["fast_compile"]["flags"] == FAST_COMPILE_FLAGS, "record them again"
-        fast_digests = GOLDEN["fast_compile"]["learners"][name]
-        _check_learner(golden_cases.case_figures("learners", name), name, fast_digests)
-    else:
-        _check_learner(golden_cases.case_figures("learners", name), name, GOLDEN["learners"][name])
+        digests = GOLDEN["fast_compile"]["learners"][name]
+    _check_learner(figures(request, "learners", name), name, digests)
 
 
 @pytest.mark.slow
@@ -152,11 +155,6 @@ def test_fast_learner_cases_give_the_production_digests_too(
 def test_builtin_agent_plays_the_recorded_games(request: pytest.FixtureRequest, name: str) -> None:
     """A built-in agent's games for a fixed seed are the recorded ones, bit for bit."""
     expected = GOLDEN["agents"][name]
-    in_process = in_session("agents", name)
-    got = (
-        golden_cases.case_figures("agents", name)
-        if in_process
-        else production_figures(request, "agents", name)
-    )
+    got = figures(request, "agents", name)
     assert got["totals"] == expected["totals"]
     assert got["records_sha256"] == expected["records_sha256"]
