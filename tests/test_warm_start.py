@@ -71,6 +71,24 @@ def test_warm_start_widens_a_solitaire_network_to_the_match_inputs(tmp_path):
     jax.tree.map(np.testing.assert_array_equal, rest, old_rest)
 
 
+def test_warm_start_on_the_same_task_keeps_the_critic(tmp_path):
+    """cpu-ppo from a cpu-ppo run (the source's weights moved by 0.5): the same task, rules and
+    reward, so every array is the source's, the value output included (a zero critic would make
+    the first advantages the bare rewards and undo the trained policy); the same source under
+    another rule set has its value output zeroed."""
+    tiny = ["network.hidden_size=16"]
+    source_config = resolve("cpu-ppo", None, tiny)
+    source = init_train_state(make_context(source_config))
+    source = source.replace(params=jax.tree.map(lambda leaf: leaf + 0.5, source.params))
+    RunCheckpoints(tmp_path, 1).save(3, source, source_config, None)
+    same = resolve("cpu-ppo", None, [*tiny, f"algo.init_from={tmp_path}"])
+    params = start_state(make_context(same)).params
+    jax.tree.map(np.testing.assert_array_equal, params, source.params)
+    other = resolve("cpu-ppo", None, [*tiny, f"algo.init_from={tmp_path}", "train.rules=plain"])
+    params = start_state(make_context(other)).params
+    assert all(not np.any(leaf) for leaf in jax.tree.leaves(params[VALUE_OUTPUT]))
+
+
 def test_warm_start_continues_a_trained_planner_and_refuses_another_shape(tmp_path):
     """`algo.init_from` on a td-planner run: the new run's first parameters are the source
     run's saved ones, exactly (no widening, no zeroed output; the source's are a fresh network

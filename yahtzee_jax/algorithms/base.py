@@ -89,22 +89,26 @@ def fresh_params(context: Context, key: jax.Array) -> Any:
     return context.network.init(key, dummy)["params"]
 
 
-def widen_warm_params(context: Context, source: Any) -> Any:
+def widen_warm_params(context: Context, source: Any, same_task: bool) -> Any:
     """An actor-critic warm start (the default `Algorithm.warm_params`): the source's weights,
     zero weights on the inputs it lacks (a match's opponent groups: the same policy at the
-    start) and a zeroed value output (a critic on the new reward's scale)."""
+    start) and, unless the source learned this very task (`same_task`: its task, rules and
+    reward, and so its critic's scale), a zeroed value output."""
     params = jax.tree.map(np.asarray, source)
     first = params["Block_0"]["Dense_0"]["kernel"]
     extra_rows = context.env.feature_size() - first.shape[0]
     params["Block_0"]["Dense_0"]["kernel"] = np.concatenate(
         [first, np.zeros((extra_rows, first.shape[1]), first.dtype)]
     )
-    value = params[VALUE_OUTPUT]
-    params[VALUE_OUTPUT] = {name: np.zeros_like(leaf) for name, leaf in value.items()}
+    # A zero critic would make the first TD(0) advantages the bare rewards and undo a trained
+    # policy: it is zeroed only where the source's values mean something else.
+    if not same_task or extra_rows:
+        value = params[VALUE_OUTPUT]
+        params[VALUE_OUTPUT] = {name: np.zeros_like(leaf) for name, leaf in value.items()}
     return jax.tree.map(jnp.asarray, params)
 
 
-def same_warm_params(context: Context, source: Any) -> Any:
+def same_warm_params(context: Context, source: Any, same_task: bool) -> Any:
     """A warm start that continues the source's network as it is (td-planner's value and
     distribution networks): every array must have the fresh network's shape."""
     fresh = jax.eval_shape(
@@ -144,9 +148,10 @@ class Algorithm:
     init_extra: Callable[[Context, Any], Any] = no_extra
     # init_params(context, key) -> the initial `TrainState.params` (a wider input, a warm start)
     init_params: Callable[[Context, jax.Array], Any] = fresh_params
-    # warm_params(context, the `algo.init_from` run's parameters) -> the first parameters of a
-    # warm-started run (for learners whose config has `init_from`)
-    warm_params: Callable[[Context, Any], Any] = widen_warm_params
+    # warm_params(context, the `algo.init_from` run's parameters, whether that run learned the
+    # same task, rules and reward) -> the first parameters of a warm-started run (for learners
+    # whose config has `init_from`)
+    warm_params: Callable[[Context, Any, bool], Any] = widen_warm_params
     # make_optimizer(config, schedule) -> the optimizer of `TrainState.opt_state`; None: Adam
     # (`make_optimizer`). Learners that update their tables or weights by their own rule (the
     # tabular MAXQ-Q, perceptron Q(lambda)) pass one that keeps no state

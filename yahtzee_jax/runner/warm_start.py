@@ -2,8 +2,8 @@
 
 `algo.init_from` starts from a trained run (or checkpoint) with the same network and features
 sections; the learner says how its parameters become the first ones (`Algorithm.warm_params`):
-an actor-critic widens them to a match's inputs and zeroes the value output, td-planner
-continues its networks as they are.
+an actor-critic widens them to a match's inputs and zeroes the value output unless the source
+learned the same task, rules and reward, td-planner continues its networks as they are.
 """
 
 from __future__ import annotations
@@ -49,7 +49,14 @@ def warm_params(context: Context) -> Any:
         raise ConfigError(
             f"algo.init_from={config.algo.init_from!r} has another network or features section"
         )
-    params = context.algorithm.warm_params(context, jax.tree.map(np.asarray, state["params"]))
+    same_task = (source.train.task, source.train.rules, source.env.reward) == (
+        config.train.task,
+        config.train.rules,
+        config.env.reward,
+    )
+    params = context.algorithm.warm_params(
+        context, jax.tree.map(np.asarray, state["params"]), same_task
+    )
     fresh = jax.eval_shape(
         lambda key: context.algorithm.init_params(context, key), jax.random.PRNGKey(0)
     )
