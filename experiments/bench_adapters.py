@@ -3,8 +3,8 @@
     python experiments/bench_adapters.py --json docs/adapters/bench.json
 
 Every path plays random legal actions (drawn in JAX on the JAX paths, in NumPy on the others)
-and counts decisions: the package's training env (`envs.Game`, the learners' path), the pure
-protocol (`suite.core`, vmapped), the gymnax env (vmapped, auto-reset), Gymnasium's vector env
+and counts decisions: the package's training env (`envs.Game`, the protocol as the learners drive it), the pure
+protocol (`envs.core`, vmapped), the gymnax env (vmapped, auto-reset), Gymnasium's vector env
 (`make_vec`, one jitted call per batch) and single env, and PettingZoo's AEC and parallel
 matches. Compile time is excluded (a warm-up call first). The machine is named in the JSON;
 pass --note to say whether it was shared.
@@ -25,9 +25,10 @@ import numpy as np
 
 from yahtzee_jax.commands.bench.machine import cpu_model
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs import core
 from yahtzee_jax.envs.solitaire import Game
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.suite import core, make
+from yahtzee_jax.suite import make
 
 
 def _random_legal(key: jax.Array, mask: jax.Array) -> jax.Array:
@@ -62,7 +63,7 @@ def bench_training_env(batch: int, steps: int, repeats: int) -> float:
 
 
 def bench_core(env_id: str, batch: int, steps: int, repeats: int) -> float:
-    """`suite.core` init and step, vmapped over a batch (no auto-reset: episodes are `steps`)."""
+    """`envs.core` init and step, vmapped over a batch (no auto-reset: episodes are `steps`)."""
     params = make(env_id).default_params
     keys = jax.random.split(jax.random.key(0), batch)
     state = jax.vmap(core.init, in_axes=(0, None))(keys, params)
@@ -196,7 +197,7 @@ def main() -> None:
     row("internal: envs.Game (learners)", "game", batch, bench_training_env(batch, steps, repeats))
     for env_id in ("Yahtzee-v0", "YahtzeeMatch-v0"):
         rate = bench_core(env_id, batch, steps, repeats)
-        row(f"internal: suite.core {env_id}", env_id, batch, rate)
+        row(f"internal: envs.core {env_id}", env_id, batch, rate)
         row(f"gymnax {env_id}", env_id, batch, bench_gymnax(env_id, batch, steps, repeats))
         vector_steps = max(args.python_steps // 20, 10)
         rate = bench_gymnasium_vector(env_id, batch, vector_steps)

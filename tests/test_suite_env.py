@@ -1,4 +1,4 @@
-"""`yahtzee_jax.make` and the pure protocol (`suite.core`): hand-made positions, determinism per
+"""`yahtzee_jax.make` and the pure protocol (`envs.core`): hand-made positions, determinism per
 key, the legal mask under random legal play, and one-line errors for a bad id or params."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import yahtzee_jax
+from yahtzee_jax.envs import core
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine, multiplayer
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.multiplayer import MatchState
-from yahtzee_jax.suite import ENV_IDS, GAMES, core
+from yahtzee_jax.suite import ENV_IDS, GAMES
 
 CHANCE = 32 + 12  # the score action of Yahtzee's chance box
 KEEP_ALL = 31

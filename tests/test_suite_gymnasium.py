@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from yahtzee_jax.suite import ENV_IDS, core
+from yahtzee_jax.envs import core
+from yahtzee_jax.suite import ENV_IDS
 from yahtzee_jax.suite.gymnasium_env import YahtzeeEnv, YahtzeeVectorEnv
 
 

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import pytest
 from gymnax.wrappers.purerl import FlattenObservationWrapper, LogWrapper
 
+from yahtzee_jax.envs import core
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.suite import core
 from yahtzee_jax.suite.gymnax_env import YahtzeeGymnax
 
 BATCH = 8

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from pettingzoo.test import api_test, parallel_api_test, render_test
 
-from yahtzee_jax.suite import core
+from yahtzee_jax.envs import core
 from yahtzee_jax.suite.pettingzoo_env import YahtzeeAEC, YahtzeeParallel, env, parallel_env
 
 

@@ -1,7 +1,16 @@
 """The solitaire tasks: a whole game (39 decisions) and the paper's single turn (section 3.3).
 
-Both are the engine itself, batched: an episode key splits into (init key, play key), the
-learner's reward is the change in its total score.
+Both are the one protocol (`envs.core`) driven over a batch: its pure `init` and `step`
+vmapped, with the task's `EnvParams` (one seat, no opponent, the score reward; the single turn
+with `whole_games` off). An episode key splits into (init key, play key); the init key deals
+the card (exactly `engine.init` or `engine.init_single_turn`), the rollout's dice keys roll
+its dice, and the learner's reward is the change in its total score.
+
+The batch carries each episode's card alone: with one seat and no opponent it is the whole
+protocol state (`core.from_card` rebuilds the rest), and it is what the learner observes (its
+features, legal mask and replay buffer read the card). Carrying the card, not the protocol's
+state, keeps the compiled program the engine's own: the learners' results are bit for bit
+those of the engine-only environment this replaced (the golden regression), and as fast.
 """
 
 from __future__ import annotations
@@ -9,12 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
+from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs import core
 from yahtzee_jax.envs.base import Environment
-from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 
 
 class Game(Environment):
@@ -22,22 +31,31 @@ class Game(Environment):
 
     name = "game"
 
-    def first_card(self, key: jax.Array) -> State:
-        """The opening position of one episode."""
-        return engine.init(key, self.rules)
+    def __init__(self, rules: Rules, features: FeatureConfig) -> None:
+        super().__init__(rules, features)
+        self.env_params = core.EnvParams(
+            rules=rules, whole_games=self.whole_games, features=features
+        )
 
     def init(self, keys: jax.Array, task: Any) -> tuple[State, jax.Array]:
-        """One fresh card per key; the play key is the key's second half."""
+        """One fresh episode per key (the protocol's `init` on the key's first half); the play
+        key is its second half."""
         split = jax.vmap(jax.random.split)(keys)
-        return jax.vmap(self.first_card)(split[:, 0]), split[:, 1]
+        params = self.env_params
+        cards = jax.vmap(lambda key: core.seat_card(core.init(key, params), 0))(split[:, 0])
+        return cards, split[:, 1]
 
     def step(
         self, state: State, action: jax.Array, dice_keys: jax.Array, decision: jax.Array
     ) -> tuple[State, jax.Array]:
-        """The engine's step on every card; the reward is the change in total score."""
-        rules = self.rules
-        moved = jax.vmap(lambda s, a, k: engine.step(s, a, k, rules))(state, action, dice_keys)
-        return moved, moved.reward.astype(jnp.float32)
+        """The protocol's `step` on every episode; the reward is the change in total score."""
+        params = self.env_params
+
+        def one(card: State, action: jax.Array, key: jax.Array) -> tuple[State, jax.Array]:
+            moved = core.step(core.from_card(card, params), action, key, params)
+            return core.seat_card(moved, 0), moved.rewards[0]
+
+        return jax.vmap(one)(state, action, dice_keys)
 
     def observation(self, state: State) -> State:
         """The card is all there is to see."""
@@ -61,7 +79,3 @@ class SingleTurn(Game):
     def episodes_per_game(self) -> int:
         """A game's worth of turns."""
         return self.rules.num_turns
-
-    def first_card(self, key: jax.Array) -> State:
-        """A random card with the turn's first roll dealt."""
-        return engine.init_single_turn(key, True, self.rules)

@@ -110,6 +110,8 @@ def legal_action_mask(state: MatchState, rules: Rules) -> jax.Array:
 
 def step(state: MatchState, action: jax.Array, key: jax.Array, rules: Rules) -> MatchState:
     """The player on turn takes one decision on their own card; the key supplies the dice."""
+    if state.num_players == 1:
+        return _step_alone(state, action, key, rules)
     player = state.current_player
     before = current_card(state)
     after = engine.step(before, action, key, rules)
@@ -132,6 +134,18 @@ def step(state: MatchState, action: jax.Array, key: jax.Array, rules: Rules) -> 
         ),
         rewards=rewards,
         terminated=jnp.all(cards.terminated),
+    )
+
+
+def _step_alone(state: MatchState, action: jax.Array, key: jax.Array, rules: Rules) -> MatchState:
+    """`step` with one seat, always on turn: the engine's step on its card and nothing else, so
+    that a solitaire game compiles to the engine's own program (the learners' games run it)."""
+    after = engine.step(card(state, 0), action, key, rules)
+    return MatchState(
+        cards=stack_cards([after]),
+        current_player=state.current_player,
+        rewards=after.reward[None],
+        terminated=after.terminated,
     )
 
 

@@ -22,8 +22,8 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from yahtzee_jax.suite import core
-from yahtzee_jax.suite.core import EnvParams, EnvState
+from yahtzee_jax.envs import core
+from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.suite.gymnax_env import _single_seat
 from yahtzee_jax.suite.registry import ENV_IDS, make
 

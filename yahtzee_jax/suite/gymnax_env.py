@@ -1,4 +1,4 @@
-"""The gymnax adapter: an `Environment` subclass over `suite.core` (needs the `gym` extra).
+"""The gymnax adapter: an `Environment` subclass over `envs.core` (needs the `gym` extra).
 
 ``env = YahtzeeGymnax("Yahtzee-v0")``; ``obs, state = env.reset(key, env.default_params)``;
 ``obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)``,
@@ -17,9 +17,9 @@ import jax.numpy as jnp
 from flax import struct
 from gymnax.environments import environment, spaces
 
+from yahtzee_jax.envs import core
+from yahtzee_jax.envs.core import EnvParams
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.suite import core
-from yahtzee_jax.suite.core import EnvParams
 from yahtzee_jax.suite.registry import make
 
 
@@ -48,7 +48,7 @@ class YahtzeeGymnax(environment.Environment):
 
     @property
     def default_params(self) -> EnvParams:
-        """The params `make` built (rules, task, seats, opponent, reward)."""
+        """The params `make` built (rules, episodes, seats, opponent, reward)."""
         return self.env.default_params
 
     def reset_env(self, key: jax.Array, params: EnvParams) -> tuple[jax.Array, GymnaxState]:

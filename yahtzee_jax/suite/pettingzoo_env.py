@@ -1,7 +1,7 @@
 """The PettingZoo adapter: an N-player match as an AEC env and as a parallel env (`gym` extra).
 
 Agents are ``player_0`` .. ``player_{P-1}`` in seat order. An observation is a dict (PettingZoo's
-classic games' layout): ``"observation"``, the seat's view (`suite.core.observe`: its card, then
+classic games' layout): ``"observation"``, the seat's view (`envs.core.observe`: its card, then
 each other card's open boxes, upper total and score difference; never their dice), and
 ``"action_mask"`` (int8; all zeros for a seat that is not on turn in the AEC env). The AEC env
 plays the match in turns (keep, keep, score, then the next seat); the parallel env plays each
@@ -21,9 +21,9 @@ from gymnasium import spaces
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv, ParallelEnv
 
+from yahtzee_jax.envs import core
+from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.game.rules import KEEP_ALL
-from yahtzee_jax.suite import core
-from yahtzee_jax.suite.core import EnvParams, EnvState
 from yahtzee_jax.suite.registry import make
 
 

@@ -18,11 +18,11 @@ import jax.numpy as jnp
 
 from yahtzee_jax.agents.resolve import BUILTIN_AGENTS, builtin_agent
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs import core
+from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.envs.tasks import ENVIRONMENTS
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, get_rules
-from yahtzee_jax.suite import core
-from yahtzee_jax.suite.core import EnvParams, EnvState
 
 # The id's game name -> the rule set (`game.rules.RULE_VARIANTS`).
 GAMES = {
@@ -64,7 +64,8 @@ def make_params(
         raise UserError(f"unknown env id {env_id!r}; choose one of: {', '.join(ENV_IDS)}")
     rules_name, task = ENV_IDS[env_id]
     rules = get_rules(rules_name)
-    solitaire = not ENVIRONMENTS[task].has_opponents
+    environment = ENVIRONMENTS[task]
+    solitaire = not environment.has_opponents
     if players is None:
         players = 1 if solitaire else 2
     if not isinstance(players, int) or players < 1 or (solitaire and players != 1):
@@ -85,7 +86,7 @@ def make_params(
     agent = builtin_agent(opponent, rules, cache_dir) if opponent else None
     return EnvParams(
         rules=rules,
-        task=task,
+        whole_games=environment.whole_games,
         players=players,
         reward=reward,
         opponent=opponent,
@@ -122,7 +123,7 @@ class Env:
     def decisions_per_episode(self) -> int:
         """Decisions of the outside seat(s) in one episode (every seat's when all are outside)."""
         params = self.default_params
-        if not ENVIRONMENTS[params.task].whole_games:
+        if not params.whole_games:
             return DECISIONS_PER_TURN
         seats = 1 if params.opponent else params.players
         return params.rules.decisions_per_game * seats

@@ -1,13 +1,20 @@
-"""The environment protocol outside code uses: pure `init`, `step`, `observe` over a params pytree.
+"""The one environment protocol: pure `init`, `step`, `observe` over a params pytree.
 
 In pgx's and gymnax's spirit: `init(key, params)`, `step(state, action, key, params)`,
 `observe(state, params, player)`, a legal-action mask and per-player rewards in the state,
 `current_player` and `terminated`. Every task is a match (`game.multiplayer`): solitaire is a
-match of one seat, the single turn a one-seat match on a random card, and an N-player match
-either has every seat played from outside (PettingZoo) or one seat from outside and the others
-by a built-in agent (`opponent`), whose turns `step` plays before it returns.
+match of one seat, the single turn a one-seat match on a random card (`EnvParams.whole_games`
+off), and an N-player match either has every seat played from outside (PettingZoo) or one seat
+from outside and the others by a built-in agent (`opponent`), whose turns `step` plays before
+it returns. The package's solitaire tasks (`envs.solitaire`, which every learner, evaluation and
+play of a solitaire game runs) are these functions vmapped; so are the outside adapters
+(`suite`). The learners' match (`envs.match`) seats its opponents by lane group instead (see
+docs/architecture.md).
 
-The keys are arguments, never state (a planner cannot see future dice). An illegal action
+The keys are arguments, never state (a planner cannot see future dice). Without an opponent a
+key is used as it is: `init`'s deals the card (one seat: exactly `engine.init(key)`), `step`'s
+rolls the dice (exactly `engine.step`'s), so a game here is the learners' game dice for dice.
+With an opponent each key splits into the outside seat's and the opponent's. An illegal action
 leaves the state unchanged with zero rewards, as in the engine; a terminated state steps to
 itself with zero rewards, and its mask is all true (pgx's convention: a policy never divides by
 zero). A game ends after its last scoring decision: there is no truncation.
@@ -23,8 +30,8 @@ from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
-from yahtzee_jax.envs.tasks import ENVIRONMENTS
 from yahtzee_jax.game import engine, multiplayer
+from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.multiplayer import MatchState
 from yahtzee_jax.game.rules import Rules
 
@@ -36,10 +43,12 @@ OBSERVATION_LOW, OBSERVATION_HIGH = -1.0, 2.0
 
 @struct.dataclass
 class EnvParams:
-    """What an environment is: its rules, task, seats, opponent and reward (static but `seat`).
+    """What an environment is: its rules, episodes, seats, opponent and reward (static but
+    `seat` and the opponent's parameters).
 
     rules: the rule set (`game.rules.RULE_VARIANTS`).
-    task: "game" (a whole game), "single-turn" (one turn on a random card) or "match".
+    whole_games: an episode is a whole game from empty cards; off, one turn on a random card
+      (the single turn).
     players: seats at the table (1 for the solitaire tasks).
     reward: "score" (each step's change in the player's total) or "win" (+1, 0 or -1 when the
       match ends, for the sole top score, a share of it, or less).
@@ -51,7 +60,7 @@ class EnvParams:
     """
 
     rules: Rules = struct.field(pytree_node=False)
-    task: str = struct.field(pytree_node=False, default="game")
+    whole_games: bool = struct.field(pytree_node=False, default=True)
     players: int = struct.field(pytree_node=False, default=1)
     reward: str = struct.field(pytree_node=False, default="score")
     opponent: str | None = struct.field(pytree_node=False, default=None)
@@ -101,9 +110,23 @@ def from_match(match: MatchState, params: EnvParams, rewards: jax.Array | None =
     )
 
 
+def from_card(card: State, params: EnvParams) -> EnvState:
+    """The state of a lone seat without an opponent: its card is all of it (who moves, the
+    last reward and the end are the card's), so a batched driver may carry the card alone."""
+    match = MatchState(
+        cards=multiplayer.stack_cards([card]),
+        current_player=jnp.int32(0),
+        rewards=card.reward[None],
+        terminated=card.terminated,
+    )
+    return from_match(match, params, match.rewards)
+
+
 def _first_match(key: jax.Array, params: EnvParams) -> MatchState:
-    if ENVIRONMENTS[params.task].whole_games:
-        return multiplayer.init(key, params.players, False, params.rules)
+    """The dealt cards: a lone seat's from the key itself (the engine's deal), else seat p's
+    from ``fold_in(key, p)``."""
+    if params.whole_games:
+        return multiplayer.init(key, params.players, params.players == 1, params.rules)
     card = engine.init_single_turn(key, True, params.rules)
     return MatchState(
         cards=multiplayer.stack_cards([card]),
@@ -121,8 +144,6 @@ def _opponents_move(
     A while loop, not a fixed scan: vmapped episodes of equal length move in lockstep, so the
     opponent's program runs only on the steps where a turn passes (its score decisions).
     """
-    if params.opponent is None:
-        return match, rewards
     rules, act = params.rules, params.opponent_act
 
     def waiting(carry: tuple[MatchState, jax.Array, jax.Array]) -> jax.Array:
@@ -155,19 +176,24 @@ def _final_rewards(
 
 def init(key: jax.Array, params: EnvParams) -> EnvState:
     """A fresh episode; seats before the outside one have already played their first turn."""
+    if params.opponent is None:
+        return from_match(_first_match(key, params), params)
     deal_key, opponent_key = jax.random.split(key)
-    match = _first_match(deal_key, params)
-    rewards = jnp.zeros(params.players, jnp.int32)
-    match, rewards = _opponents_move(match, rewards, opponent_key, params)
+    opening = jnp.zeros(params.players, jnp.int32)
+    match, _ = _opponents_move(_first_match(deal_key, params), opening, opponent_key, params)
     # The opening turns' points are not a reward: no action of the outside seat earned them.
     return from_match(match, params)
 
 
 def step(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) -> EnvState:
     """The player on turn takes `action`; then any built-in opponents take theirs."""
-    move_key, opponent_key = jax.random.split(key)
-    match = multiplayer.step(state.match, action, move_key, params.rules)
-    match, rewards = _opponents_move(match, match.rewards, opponent_key, params)
+    if params.opponent is None:  # the key rolls the dice, as the engine's step takes it
+        match = multiplayer.step(state.match, action, key, params.rules)
+        rewards = match.rewards
+    else:
+        move_key, opponent_key = jax.random.split(key)
+        match = multiplayer.step(state.match, action, move_key, params.rules)
+        match, rewards = _opponents_move(match, match.rewards, opponent_key, params)
     rewards = _final_rewards(state.terminated, match, rewards, params)
     return from_match(match, params, rewards)
 
@@ -200,11 +226,16 @@ def observe(state: EnvState, params: EnvParams, player: jax.Array | int | None =
     return match_features(state.match, seat, params.features, params.rules, opponents)
 
 
+def seat_card(state: EnvState, player: jax.Array | int) -> State:
+    """`player`'s own card (the engine's state: what the learners observe alone)."""
+    return multiplayer.card(state.match, player)
+
+
 def seat_legal_action_mask(
     state: EnvState, params: EnvParams, player: jax.Array | int
 ) -> jax.Array:
     """bool[num_actions]: `player`'s legal actions on its own card (all true once it is full)."""
-    return engine.legal_action_mask(multiplayer.card(state.match, player), params.rules)
+    return engine.legal_action_mask(seat_card(state, player), params.rules)
 
 
 def total_scores(state: EnvState, params: EnvParams) -> jax.Array:

@@ -1,0 +1,128 @@
+"""The one environment protocol (`envs.core`) under the learners' solitaire tasks: hand-made
+positions, and the batched driver (`envs.solitaire`) as the protocol's own functions, dice for
+dice."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs import core
+from yahtzee_jax.envs.solitaire import Game, SingleTurn
+from yahtzee_jax.game import engine, multiplayer
+from yahtzee_jax.game.engine import State
+from yahtzee_jax.game.rules import OFFICIAL
+
+YAHTZEE_BOX = 32 + 11  # the score action of Yahtzee's yahtzee box
+KEEP_ALL = 31
+GAME = core.EnvParams(rules=OFFICIAL)
+SINGLE_TURN = core.EnvParams(rules=OFFICIAL, whole_games=False)
+
+
+def equal(a: object, b: object) -> bool:
+    """Every leaf of two pytrees equal."""
+    return jax.tree.all(jax.tree.map(lambda x, y: bool(jnp.array_equal(x, y)), a, b))
+
+
+def five_sixes_to_score() -> State:
+    """Opening turn of a fresh card at its score decision, dice 6-6-6-6-6:
+
+    card: empty, 13 turns left     dice: 6 6 6 6 6     roll: the third (score) decision
+    """
+    return State.empty(OFFICIAL, dice=jnp.int32([6, 6, 6, 6, 6]), roll_index=jnp.int32(2))
+
+
+def test_a_lone_seat_is_dealt_and_rolled_by_the_engine_itself():
+    """Without an opponent no key is split or folded: `init(key)` deals `engine.init(key)`'s
+    card and `step(state, keep all, key)` rolls `engine.step`'s dice, so the protocol's game is
+    the engine's (and the learners') game dice for dice."""
+    key = jax.random.key(11)
+    state = core.init(key, GAME)
+    assert equal(core.seat_card(state, 0), engine.init(key, OFFICIAL))
+    after = core.step(state, jnp.int32(0), jax.random.key(12), GAME)  # re-roll all five
+    expected = engine.step(engine.init(key, OFFICIAL), jnp.int32(0), jax.random.key(12), OFFICIAL)
+    assert equal(core.seat_card(after, 0), expected)
+
+
+def test_scoring_five_sixes_as_a_yahtzee_earns_50_and_keeps_the_seat_on_turn():
+    """Hand-made: a fresh card at its score decision with five sixes, action: score yahtzee.
+
+    The reward is 50, the box is filled with 50, 12 turns are left, the lone seat is on turn
+    again with its next opening roll (first decision), and the game goes on."""
+    state = core.from_card(five_sixes_to_score(), GAME)
+    assert bool(state.legal_action_mask[YAHTZEE_BOX])
+    after = core.step(state, jnp.int32(YAHTZEE_BOX), jax.random.key(0), GAME)
+    card = core.seat_card(after, 0)
+    assert after.rewards.tolist() == [50.0] and not bool(after.terminated)
+    assert int(after.current_player) == 0 and int(card.roll_index) == 0
+    assert int(card.scores[11]) == 50 and bool(card.filled[11]) and int(card.turns_left) == 12
+
+
+def test_one_seat_steps_as_seat_0_of_a_two_seat_match():
+    """The one-seat shortcut of `multiplayer.step` (the engine's step on the card) moves the
+    card exactly as the general seat-writing step moves seat 0's card of a two-seat match, on
+    the five-sixes position with the same key; only the turn differs (it passes to seat 1)."""
+    card = five_sixes_to_score()
+    alone = multiplayer.MatchState(
+        cards=multiplayer.stack_cards([card]), rewards=jnp.zeros(1, jnp.int32)
+    )
+    pair = multiplayer.MatchState(cards=multiplayer.stack_cards([card, card]))
+    key = jax.random.key(5)
+    # a legal score passes the pair's turn; an illegal keep (a no-op) passes none
+    for action, next_seat in ((YAHTZEE_BOX, 1), (KEEP_ALL, 0)):
+        one = multiplayer.step(alone, jnp.int32(action), key, OFFICIAL)
+        two = multiplayer.step(pair, jnp.int32(action), key, OFFICIAL)
+        assert equal(multiplayer.card(one, 0), multiplayer.card(two, 0))
+        assert int(one.rewards[0]) == int(two.rewards[0])
+        assert int(one.current_player) == 0 and int(two.current_player) == next_seat
+
+
+def test_a_lone_seats_card_is_its_whole_state():
+    """`from_card` and `seat_card` round trip on the five-sixes position, and the rebuilt state
+    is the one `from_match` gives: seat 0 on turn, the card's reward and end, the engine's mask."""
+    card = five_sixes_to_score().replace(reward=jnp.int32(7))
+    state = core.from_card(card, GAME)
+    assert equal(core.seat_card(state, 0), card)
+    assert int(state.current_player) == 0 and state.rewards.tolist() == [7.0]
+    assert not bool(state.terminated)
+    assert equal(state.legal_action_mask, engine.legal_action_mask(card, OFFICIAL))
+
+
+def test_the_single_turn_deals_one_turn_on_a_random_card():
+    """`whole_games` off: `init(key)` deals `engine.init_single_turn(key, True)`, one turn left,
+    and the turn's score decision ends the episode."""
+    key = jax.random.key(3)
+    state = core.init(key, SINGLE_TURN)
+    card = core.seat_card(state, 0)
+    assert equal(card, engine.init_single_turn(key, True, OFFICIAL))
+    assert int(card.turns_left) == 1
+    for _ in range(2):
+        state = core.step(state, jnp.int32(KEEP_ALL), jax.random.key(4), SINGLE_TURN)
+    open_box = int(jnp.argmin(core.seat_card(state, 0).filled))
+    state = core.step(state, jnp.int32(32 + open_box), jax.random.key(4), SINGLE_TURN)
+    assert bool(state.terminated)
+
+
+def test_the_learners_tasks_are_the_protocol_vmapped():
+    """`envs.Game` and `envs.SingleTurn` (the batched driver the one rollout runs) give the
+    cards and rewards of `core.init` and `core.step` vmapped by hand over the same keys, at
+    every decision of random legal play."""
+    for env_class, params in ((Game, GAME), (SingleTurn, SINGLE_TURN)):
+        env = env_class(OFFICIAL, FeatureConfig())
+        keys = jax.random.split(jax.random.key(7), 4)
+        cards, play_keys = env.init(keys, env.init_task(None))
+        init_keys = jax.vmap(jax.random.split)(keys)[:, 0]
+        state = jax.vmap(core.init, in_axes=(0, None))(init_keys, params)
+        env_step = jax.jit(env.step)
+        protocol_step = jax.jit(jax.vmap(core.step, in_axes=(0, 0, 0, None)))
+        for decision in range(env.episode_length):
+            assert equal(cards, jax.vmap(core.seat_card, in_axes=(0, None))(state, 0))
+            step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
+            mask = env.legal_action_mask(env.observation(cards))
+            actions = jnp.argmax(mask * jax.random.uniform(step_keys[0], mask.shape), axis=-1)
+            cards, rewards = env_step(cards, actions, step_keys, jnp.int32(decision))
+            state = protocol_step(state, actions, step_keys, params)
+            np.testing.assert_array_equal(rewards, state.rewards[:, 0])
+        assert bool(jnp.all(state.terminated)) and bool(jnp.all(cards.terminated))
