@@ -3,11 +3,11 @@
     python experiments/bench_adapters.py --json docs/adapters/bench.json
 
 Every path plays random legal actions (drawn in JAX on the JAX paths, in NumPy on the others)
-and counts decisions: the package's training env (`envs.Game`, the protocol as the learners drive it), the pure
-protocol (`envs.core`, vmapped), the gymnax env (vmapped, auto-reset), Gymnasium's vector env
-(`make_vec`, one jitted call per batch) and single env, and PettingZoo's AEC and parallel
-matches. Compile time is excluded (a warm-up call first). The machine is named in the JSON;
-pass --note to say whether it was shared.
+and counts decisions: the package's training env (`envs.Game`, the protocol as the learners
+drive it), the pure protocol (`envs.core`, vmapped), the gymnax env (vmapped, auto-reset),
+Gymnasium's vector env (`make_vec`, one jitted call per batch) and single env, and
+PettingZoo's AEC and parallel matches. Compile time is excluded (a warm-up call first). The
+machine is named in the JSON; pass --note to say whether it was shared.
 """
 
 from __future__ import annotations
