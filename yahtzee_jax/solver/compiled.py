@@ -1,11 +1,12 @@
-"""The solver's hot loop compiled by XLA: a chunk's final rolls and widget as one fused program.
+"""The solver's hot loop compiled by XLA: a chunk's futures, final rolls and widget as one program.
 
-`final_rolls.solver_final_roll_values` and `widget.turn_start_value` run as ~400 NumPy calls a
-chunk, each a pass over [rows, n] float64 through memory. The same sums and maxima written in
-jax.numpy and compiled once per rule set fuse the gathers into the adds and maxima that read
-them (a one-process Yatzy solve: 10 -> ~4 CPU-s). Every operation is the NumPy loop's, in the
-same order, so the values are the same to the last bit: XLA does not reassociate float sums
-(no fast-math on CPU), and the expectation over the first roll stays NumPy's dot.
+`final_rolls.box_futures`, `final_rolls.solver_final_roll_values` and `widget.turn_start_value`
+run as ~400 NumPy calls a chunk, each a pass over [rows, n] float64 through memory. The same
+lookups, sums and maxima written in jax.numpy and compiled once per rule set fuse the gathers
+into the adds and maxima that read them. Every sum is the NumPy loop's, in the same order, and
+a maximum is exact in any order, so the values are the same to the last bit: XLA does not
+reassociate float sums (no fast-math on CPU), and the expectation over the first roll stays
+NumPy's dot.
 
 Forked workers cannot run XLA (its thread pools live in the parent), so only a one-process
 solve uses this; the workers keep the NumPy loop.
@@ -27,9 +28,11 @@ from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.final_rolls import (
     BoxFutures,
     FinalRollPlan,
+    box_futures,
     final_roll_plan,
     five_of_a_kind_values,
 )
+from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count
 from yahtzee_jax.solver.tables import (
     KEEP_OFFSETS,
     REMOVE_DIE,
@@ -177,7 +180,26 @@ def _compiled(rules: Rules, options: bool = True) -> Callable:
     plan = final_roll_plan(solver_score_tables(rules)[0], rules)
     terms = _terms(plan)
 
-    def rolls_after_keeps(futures: BoxFutures, yahtzee_options: tuple, six: jax.Array):
+    def rolls_after_keeps(
+        chunk: tuple[jax.Array, ...],
+        next_values: jax.Array,
+        rows: jax.Array,
+        score_tables: tuple[jax.Array, ...],
+        six: jax.Array,
+    ) -> jax.Array:
+        mask, upper, flag = chunk
+
+        def future(next_mask: jax.Array, next_upper: jax.Array, next_flag: jax.Array):
+            return next_values[rows[next_mask], next_upper, next_flag]
+
+        futures = box_futures(mask, upper, flag, future, jnp, rules)
+        points, legal, bonus = (part[mask, flag] for part in score_tables)  # [n, 6, ...]
+        # int64 points: int8 would wrap at 50 + the 100 bonus inside the sums.
+        yahtzee_options = (
+            points.transpose(1, 2, 0).astype(jnp.int64),
+            legal.transpose(1, 2, 0),
+            bonus.T,
+        )
         final = _final_values(futures, yahtzee_options, plan, terms)
         # The two re-rolls are one loop of two passes: XLA compiles the pass once.
         best_first = jax.lax.fori_loop(
@@ -188,30 +210,61 @@ def _compiled(rules: Rules, options: bool = True) -> Callable:
     return jax.jit(rolls_after_keeps, compiler_options=_COMPILE_OPTIONS if options else None)
 
 
-def compiled_turn_start_value(
-    futures: BoxFutures, yahtzee_options: tuple[np.ndarray, ...], rules: Rules, count: int
-) -> np.ndarray:
-    """`widget.turn_start_value(solver_final_roll_values(...))` from the chunk's box futures
-    (NumPy, `final_rolls.box_futures`) and five-of-a-kind options: [count], bit for bit, the
-    first `count` states of the chunk (the rest: padding).
+def _rows_in_layer(rules: Rules) -> np.ndarray:
+    """int32[masks]: each mask's place among the masks with as many boxes filled, in order."""
+    counts = filled_count(rules)
+    rows = np.empty(len(counts), np.int32)
+    for filled in range(rules.num_boxes + 1):
+        in_layer = counts == filled
+        rows[in_layer] = np.arange(np.count_nonzero(in_layer))
+    return rows
 
-    Call it under `jax.enable_x64(True)`: the program is float64 and int64 throughout.
+
+class CompiledSolve:
+    """The chunk program of one solve, with device copies of what it reads: the score tables,
+    and the values of the layer after the one being solved (every next state is in it).
+
+    Create and use it under `jax.enable_x64(True)`: the program is float64 and int64.
     """
-    # int64 points: int8 would wrap at 50 + the 100 bonus inside the compiled sums.
-    points, legal, bonus = yahtzee_options
-    options = (points.astype(np.int64), legal, bonus)
-    # Six passed in, not a constant: a division by a constant may be compiled as a product by
-    # its reciprocal, which rounds differently.
-    arguments = (futures, options, np.float64(NUM_FACES))
-    try:
-        rolls = _compiled(rules, rules not in _OPTIONS_REFUSED)(*arguments)
-    except jax.errors.JaxRuntimeError:
-        if rules in _OPTIONS_REFUSED:
-            raise
-        _OPTIONS_REFUSED.add(rules)
-        rolls = _compiled(rules, False)(*arguments)
-    # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
-    return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])
+
+    def __init__(self, rules: Rules, score_tables: tuple[np.ndarray, ...]) -> None:
+        self.rules = rules
+        self._rows = jax.device_put(_rows_in_layer(rules))
+        self._score_tables = tuple(jax.device_put(part) for part in score_tables)
+        # Every layer's values in one shape, so that one program serves them all.
+        self._layer_masks = int(np.bincount(filled_count(rules)).max())
+        self._next_values: jax.Array | None = None
+
+    def start_layer(self, value_table: np.ndarray, filled: int) -> None:
+        """Copy the values of the layer after `filled` (already solved) to the device."""
+        masks = np.flatnonzero(filled_count(self.rules) == filled + 1)
+        values = np.zeros((self._layer_masks, *value_table.shape[1:]))  # padding: never read
+        values[: len(masks)] = value_table[masks]
+        self._next_values = jax.device_put(values)
+
+    def turn_start_values(self, chunk: tuple[np.ndarray, ...]) -> np.ndarray:
+        """`widget.turn_start_value(solver_final_roll_values(...))` of a chunk's states (mask,
+        upper total, flag) in the layer started: [states], bit for bit.
+
+        The chunk is padded to `SOLVE_CHUNK` states (repeating its own), so that one program,
+        compiled once per rule set, serves every chunk.
+        """
+        count = len(chunk[0])
+        padded = tuple(np.resize(part, SOLVE_CHUNK).astype(np.int32) for part in chunk)
+        # Six passed in, not a constant: a division by a constant may be compiled as a product
+        # by its reciprocal, which rounds differently.
+        six = np.float64(NUM_FACES)
+        arguments = (padded, self._next_values, self._rows, self._score_tables, six)
+        rules = self.rules
+        try:
+            rolls = _compiled(rules, rules not in _OPTIONS_REFUSED)(*arguments)
+        except jax.errors.JaxRuntimeError:
+            if rules in _OPTIONS_REFUSED:
+                raise
+            _OPTIONS_REFUSED.add(rules)
+            rolls = _compiled(rules, False)(*arguments)
+        # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
+        return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])
 
 
 @contextlib.contextmanager

@@ -35,7 +35,7 @@ import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
-from yahtzee_jax.solver.compiled import compiled_turn_start_value, on_one_cpu
+from yahtzee_jax.solver.compiled import CompiledSolve, on_one_cpu
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
     FinalRollPlan,
     box_futures,
@@ -82,24 +82,6 @@ def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     future = _future_of(value_table)
     final = solver_final_roll_values(mask, upper, flag, plan, yahtzee_options, future)
     value_table[mask, upper, flag] = turn_start_value(final)
-
-
-def _solve_chunks_compiled(chunks: list[tuple[np.ndarray, ...]]) -> None:
-    """`_solve_chunk` for each chunk, the final rolls and widget compiled (`solver.compiled`).
-
-    Every chunk is padded to `SOLVE_CHUNK` states (repeating its own) so that one program,
-    compiled once per rule set, serves them all; the padding's values are not written.
-    """
-    assert _SOLVE_CONTEXT is not None
-    value_table, plan, options = _SOLVE_CONTEXT
-    future = _future_of(value_table)
-    for chunk in chunks:
-        count = len(chunk[0])
-        mask, upper, flag = (np.resize(part, SOLVE_CHUNK) for part in chunk_indices(chunk))
-        futures = box_futures(mask, upper, flag, future, np, plan.rules)
-        options_of_chunk = _yahtzee_options(options, mask, flag)
-        values = compiled_turn_start_value(futures, options_of_chunk, plan.rules, count)
-        value_table[mask[:count], upper[:count], flag[:count]] = values
 
 
 def _yahtzee_options(
@@ -180,13 +162,19 @@ def _solve_layers(
         layers = tqdm(layers, desc=f"solving {rules.name}", unit="layer")
     pool = _worker_pool(workers)
     # A daemonic process was forked (a pool's worker): XLA's threads may not have come with it.
-    compiled = not multiprocessing.current_process().daemon
+    program = None
+    if pool is None and not multiprocessing.current_process().daemon:
+        with jax.enable_x64(True):  # the program is float64
+            program = CompiledSolve(rules, tuple(options))
     try:
         for filled in layers:
             layer_masks, chunks = layer_chunks(rules, filled)
-            if pool is None and compiled:
-                with jax.enable_x64(True), on_one_cpu():  # the program is float64
-                    _solve_chunks_compiled(chunks)
+            if program is not None:
+                with jax.enable_x64(True), on_one_cpu():
+                    program.start_layer(value_table, filled)
+                    for chunk in chunks:
+                        mask, upper, flag = chunk_indices(chunk)
+                        value_table[mask, upper, flag] = program.turn_start_values(chunk)
             elif pool is None:
                 for chunk in chunks:
                     _solve_chunk(chunk)
