@@ -234,6 +234,8 @@ class CompiledSolve:
         # Every layer's values in one shape, so that one program serves them all.
         self._layer_masks = int(np.bincount(filled_count(rules)).max())
         self._next_values: jax.Array | None = None
+        # Looked up once: a `Rules` is hashed field by field, 30 us a chunk.
+        self._program = _compiled(rules, rules not in _OPTIONS_REFUSED)
 
     def start_layer(self, value_table: np.ndarray, filled: int) -> None:
         """Copy the values of the layer after `filled` (already solved) to the device."""
@@ -250,19 +252,22 @@ class CompiledSolve:
         compiled once per rule set, serves every chunk.
         """
         count = len(chunk[0])
-        padded = tuple(np.resize(part, SOLVE_CHUNK).astype(np.int32) for part in chunk)
+        padded = tuple(
+            (part if count == SOLVE_CHUNK else np.resize(part, SOLVE_CHUNK)).astype(np.int32)
+            for part in chunk
+        )
         # Six passed in, not a constant: a division by a constant may be compiled as a product
         # by its reciprocal, which rounds differently.
         six = np.float64(NUM_FACES)
         arguments = (padded, self._next_values, self._rows, self._score_tables, six)
-        rules = self.rules
         try:
-            rolls = _compiled(rules, rules not in _OPTIONS_REFUSED)(*arguments)
+            rolls = self._program(*arguments)
         except jax.errors.JaxRuntimeError:
-            if rules in _OPTIONS_REFUSED:
+            if self.rules in _OPTIONS_REFUSED:
                 raise
-            _OPTIONS_REFUSED.add(rules)
-            rolls = _compiled(rules, False)(*arguments)
+            _OPTIONS_REFUSED.add(self.rules)
+            self._program = _compiled(self.rules, False)
+            rolls = self._program(*arguments)
         # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
         return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])
 
