@@ -54,3 +54,23 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
     assert values.shape == (5,) and np.isfinite(values).all()
     assert {rules} == compiled._OPTIONS_REFUSED
     compiled._compiled.cache_clear()  # the next test compiles with the real options
+
+
+def test_the_compiled_program_is_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
+    """A second solve loads the program the first compiled into the cache folder, to the same
+    values; a damaged file is compiled again and replaced."""
+    rules = get_rules("yacht")
+
+    def solve():
+        return exact.solve_value_table(
+            rules, workers=1, down_to_filled=rules.num_boxes - 3, cache_dir=tmp_path
+        )
+
+    first = solve()
+    (program,) = tmp_path.glob("solver-program-*.xla")
+    with monkeypatch.context() as patch:
+        patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
+        np.testing.assert_array_equal(solve(), first)
+    program.write_bytes(program.read_bytes()[:1000])
+    np.testing.assert_array_equal(solve(), first)
+    assert program.stat().st_size > 1000

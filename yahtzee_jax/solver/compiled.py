@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
+import pathlib
+import pickle
+import platform
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.final_rolls import (
@@ -32,7 +37,7 @@ from yahtzee_jax.solver.final_rolls import (
     final_roll_plan,
     five_of_a_kind_values,
 )
-from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count
+from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count, table_shape
 from yahtzee_jax.solver.tables import (
     KEEP_OFFSETS,
     REMOVE_DIE,
@@ -225,22 +230,43 @@ class CompiledSolve:
     and the values of the layer after the one being solved (every next state is in it).
 
     Create and use it under `jax.enable_x64(True)`: the program is float64 and int64.
+    `cache_dir` keeps the compiled program between solves (`_load_or_compile`).
     """
 
-    def __init__(self, rules: Rules, score_tables: tuple[np.ndarray, ...]) -> None:
+    def __init__(
+        self,
+        rules: Rules,
+        score_tables: tuple[np.ndarray, ...],
+        cache_dir: str | os.PathLike | None = None,
+    ) -> None:
         self.rules = rules
         self._rows = jax.device_put(_rows_in_layer(rules))
         self._score_tables = tuple(jax.device_put(part) for part in score_tables)
         # Every layer's values in one shape, so that one program serves them all.
-        self._layer_masks = int(np.bincount(filled_count(rules)).max())
+        next_shape = (int(np.bincount(filled_count(rules)).max()), *table_shape(rules)[1:])
+        self._next_shape = next_shape
         self._next_values: jax.Array | None = None
-        # Looked up once: a `Rules` is hashed field by field, 30 us a chunk.
-        self._program = _compiled(rules, rules not in _OPTIONS_REFUSED)
+        chunk = (jax.ShapeDtypeStruct((SOLVE_CHUNK,), np.int32),) * 3
+        shapes = self._arguments(chunk, jax.ShapeDtypeStruct(next_shape, np.float64))
+        try:
+            self._program = _load_or_compile(
+                rules, rules not in _OPTIONS_REFUSED, shapes, cache_dir
+            )
+        except jax.errors.JaxRuntimeError:
+            if rules in _OPTIONS_REFUSED:
+                raise
+            _OPTIONS_REFUSED.add(rules)
+            self._program = _load_or_compile(rules, False, shapes, cache_dir)
+
+    def _arguments(self, chunk: tuple, next_values: Any) -> tuple:
+        # Six passed in, not a constant: a division by a constant may be compiled as a product
+        # by its reciprocal, which rounds differently.
+        return (chunk, next_values, self._rows, self._score_tables, np.float64(NUM_FACES))
 
     def start_layer(self, value_table: np.ndarray, filled: int) -> None:
         """Copy the values of the layer after `filled` (already solved) to the device."""
         masks = np.flatnonzero(filled_count(self.rules) == filled + 1)
-        values = np.zeros((self._layer_masks, *value_table.shape[1:]))  # padding: never read
+        values = np.zeros(self._next_shape)  # the padding is never read
         values[: len(masks)] = value_table[masks]
         self._next_values = jax.device_put(values)
 
@@ -256,20 +282,61 @@ class CompiledSolve:
             (part if count == SOLVE_CHUNK else np.resize(part, SOLVE_CHUNK)).astype(np.int32)
             for part in chunk
         )
-        # Six passed in, not a constant: a division by a constant may be compiled as a product
-        # by its reciprocal, which rounds differently.
-        six = np.float64(NUM_FACES)
-        arguments = (padded, self._next_values, self._rows, self._score_tables, six)
-        try:
-            rolls = self._program(*arguments)
-        except jax.errors.JaxRuntimeError:
-            if self.rules in _OPTIONS_REFUSED:
-                raise
-            _OPTIONS_REFUSED.add(self.rules)
-            self._program = _compiled(self.rules, False)
-            rolls = self._program(*arguments)
+        rolls = self._program(*self._arguments(padded, self._next_values))
         # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
         return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])
+
+
+def _load_or_compile(
+    rules: Rules, options: bool, shapes: tuple, cache_dir: str | os.PathLike | None
+) -> Callable:
+    """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`.
+
+    Compiling takes 0.5 CPU-s, loading 0.02 (2-core AMD EPYC). The file is named by a digest
+    of all that makes the program: its lowered module, the compile options, the versions of JAX
+    and jaxlib (XLA), the backend and this CPU; it is read back only if its own digest matches.
+    A program loaded is run: the folder is trusted as the code is (as JAX's own compilation
+    cache is).
+    """
+    lowered = _compiled(rules, options).lower(*shapes)
+    if cache_dir is None:
+        return lowered.compile()
+    backend = jax.devices()[0].client
+    what = (
+        lowered.as_text(),
+        repr(_COMPILE_OPTIONS if options else None),
+        jax.__version__,
+        jax.lib.__version__,  # jaxlib's: XLA's
+        backend.platform,
+        backend.platform_version,
+        _host(),
+    )
+    key = hashlib.sha256(repr(what).encode()).hexdigest()[:32]
+    path = pathlib.Path(cache_dir) / f"solver-program-{key}.xla"
+    try:
+        stored = path.read_bytes()
+        digest, blob = stored[:32], stored[32:]
+        if hashlib.sha256(blob).digest() == digest:
+            return deserialize_and_load(blob, lowered.in_tree, lowered.out_tree, backend)
+    except (OSError, ValueError, EOFError, pickle.UnpicklingError, jax.errors.JaxRuntimeError):
+        pass  # missing or unusable: compile it again
+    compiled = lowered.compile()
+    blob = serialize(compiled)[0]
+    with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(hashlib.sha256(blob).digest() + blob)
+        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
+    return compiled
+
+
+def _host() -> str:
+    """What XLA compiled for: the CPU's model and features (Linux), else its architecture."""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as cpuinfo:
+            lines = [line for line in cpuinfo if line.startswith(("model name", "flags"))]
+        return "".join(sorted(set(lines)))
+    return f"{platform.machine()} {platform.processor()}"
 
 
 @contextlib.contextmanager

@@ -125,7 +125,11 @@ def _worker_pool(workers: int) -> Any:
 
 
 def solve_value_table(
-    rules: str | Rules, progress: bool = False, down_to_filled: int = 0, workers: int | None = None
+    rules: str | Rules,
+    progress: bool = False,
+    down_to_filled: int = 0,
+    workers: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
 ) -> np.ndarray:
     """Backward induction: float64[masks, upper totals, 2] expected future score of every
     turn-start state ([8192, 64, 2] for Yahtzee).
@@ -137,14 +141,19 @@ def solve_value_table(
     sharing the table. Processes, not threads: on two cores, two threads took 1.5x the time of one
     (the chunks' many small NumPy calls contend for the GIL), two processes half of it. One
     process runs each chunk as one XLA program (`solver.compiled`; forked workers cannot), the
-    same values to the last bit in about 0.6x the CPU time of the NumPy loop for Yatzy.
+    same values to the last bit in about 0.6x the CPU time of the NumPy loop for Yatzy; it keeps
+    the compiled program in `cache_dir` (None: compiled in every solve).
     """
     with _SOLVE_LOCK:
-        return _solve_layers(get_rules(rules), progress, down_to_filled, workers)
+        return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
 
 
 def _solve_layers(
-    rules: Rules, progress: bool, down_to_filled: int, workers: int | None
+    rules: Rules,
+    progress: bool,
+    down_to_filled: int,
+    workers: int | None,
+    cache_dir: str | os.PathLike | None,
 ) -> np.ndarray:
     global _SOLVE_CONTEXT
     workers = solver_workers() if workers is None else workers
@@ -165,7 +174,7 @@ def _solve_layers(
     program = None
     if pool is None and not multiprocessing.current_process().daemon:
         with jax.enable_x64(True):  # the program is float64
-            program = CompiledSolve(rules, tuple(options))
+            program = CompiledSolve(rules, tuple(options), cache_dir)
     try:
         for filled in layers:
             layer_masks, chunks = layer_chunks(rules, filled)
@@ -299,7 +308,8 @@ def solve(
     table = load_table(path, rules, most_points(rules)) if use_cache and not force else None
     from_cache = table is not None
     if table is None:
-        table = solve_value_table(rules, progress=progress, workers=workers)
+        program_cache = path.parent if use_cache else None
+        table = solve_value_table(rules, progress, workers=workers, cache_dir=program_cache)
         if use_cache:
             save_table(table, rules, path)
     return SolveResult(
