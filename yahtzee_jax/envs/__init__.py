@@ -1,4 +1,8 @@
-"""Environments: the tasks a learner trains on, over a rule variant (see `envs.base`).
+"""Environments: the tasks a learner trains on, over a rule variant.
+
+`envs.core` is the one environment protocol (pure `init`, `step`, `observe` over a params
+pytree), which the outside adapters (`suite`) use as it is; `envs.base.Environment` is the
+learners' batched driver of a task (the solitaire tasks: the protocol's functions vmapped).
 
 `make(config, seats)` (`envs.tasks`) builds the environment `train.task` names: the solitaire
 `game`, the paper's `single-turn`, or a `match` against `seats` (opponents built by the caller:

@@ -1,13 +1,15 @@
-"""The environment protocol: a task as a lockstep batch of episodes (pgx's init/step/observe,
-gymnax's variants as data, batched by design).
+"""The learners' side of an environment: a task as a lockstep batch of episodes, the driver the
+one rollout (`envs.rollout`) runs.
 
-Every task of this family has episodes of a fixed number of learner decisions (39 for a game,
-3 for a single turn, 39 for a match: the opponents' turns are taken by the environment between
-the learner's, in `start_turn` and `end_turn`), so an
-environment works on a whole batch at once and the one rollout (`envs.rollout`) is a plain
-`lax.scan` with no resets or done masks. Batched, not vmapped per episode, so that a match can
-seat the learner by lane group: the opponents' programs then run only on the lanes whose turn
-it is (see `envs.match`), as the hand-written match loop did.
+The task's semantics are the one protocol's (`envs.core`: pure `init`, `step`, `observe` over
+a params pytree): the solitaire tasks (`envs.solitaire`) are its functions vmapped over the
+batch. Every task of this family has episodes of a fixed number of learner decisions (39 for a
+game, 3 for a single turn, 39 for a match: the opponents' turns are taken by the environment
+between the learner's, in `start_turn` and `end_turn`), so an environment works on a whole
+batch at once and the rollout is a plain `lax.scan` with no resets or done masks. Batched, not
+only vmapped per episode, so that a match can seat the learner by lane group: the opponents'
+programs then run only on the lanes whose turn it is (see `envs.match`, which is not yet the
+protocol's functions: docs/architecture.md says what differs).
 
 The learner only ever sees an *observation*: the pytree its decision depends on (its own card,
 and in a match the other cards). `features` turns it into the network's input and
