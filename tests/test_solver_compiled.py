@@ -15,8 +15,8 @@ from yahtzee_jax.solver.widget import turn_start_value
 
 @pytest.mark.parametrize("variant", ["official", "yatzy", "yacht"])
 def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
-    """On a random table of futures, a full chunk and a short one (padded) of two layers give
-    the NumPy loop's turn-start values to the last bit."""
+    """On a random table of futures, a full chunk, a short one and a run of both (padded) of two
+    layers give the NumPy loop's turn-start values to the last bit."""
     rules = get_rules(variant)
     table = np.random.default_rng(3).uniform(0, 200, size=table_shape(rules))
     base, *options = solver_score_tables(rules)
@@ -28,13 +28,17 @@ def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
         _, chunks = layer_chunks(rules, filled)
         with jax.enable_x64(True):
             program.start_layer(table, filled)
-        for chunk in (chunks[0], tuple(part[:37] for part in chunks[-1])):
-            mask, upper, flag = chunk_indices(chunk)
-            numpy_options = exact._yahtzee_options(options, mask, flag)
-            final = solver_final_roll_values(mask, upper, flag, plan, numpy_options, future)
+        short = tuple(part[:37] for part in chunks[-1])
+        for run in ([chunks[0]], [short], [chunks[0], short, chunks[0]]):
+            expected = []
+            for chunk in run:
+                mask, upper, flag = chunk_indices(chunk)
+                numpy_options = exact._yahtzee_options(options, mask, flag)
+                final = solver_final_roll_values(mask, upper, flag, plan, numpy_options, future)
+                expected.append(turn_start_value(final))
             with jax.enable_x64(True):
-                got = program.turn_start_values(chunk)
-            np.testing.assert_array_equal(got, turn_start_value(final))
+                got = program.turn_start_values(run)
+            np.testing.assert_array_equal(got, np.concatenate(expected))
 
 
 def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monkeypatch):
@@ -50,7 +54,7 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
     with jax.enable_x64(True):
         program = CompiledSolve(rules, solver_score_tables(rules)[1:])
         program.start_layer(table, rules.num_boxes - 1)
-        values = program.turn_start_values(tuple(part[:5] for part in chunks[0]))
+        values = program.turn_start_values([tuple(part[:5] for part in chunks[0])])
     assert values.shape == (5,) and np.isfinite(values).all()
     assert {rules} == compiled._OPTIONS_REFUSED
     compiled._compiled.cache_clear()  # the next test compiles with the real options

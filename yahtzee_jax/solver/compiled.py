@@ -37,7 +37,7 @@ from yahtzee_jax.solver.final_rolls import (
     final_roll_plan,
     five_of_a_kind_values,
 )
-from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count, table_shape
+from yahtzee_jax.solver.states import SOLVE_CHUNK, chunk_indices, filled_count, table_shape
 from yahtzee_jax.solver.tables import (
     KEEP_OFFSETS,
     REMOVE_DIE,
@@ -215,6 +215,13 @@ def _compiled(rules: Rules, options: bool = True) -> Callable:
     return jax.jit(rolls_after_keeps, compiler_options=_COMPILE_OPTIONS if options else None)
 
 
+# Chunks of `SOLVE_CHUNK` states a run of the program takes: a run has a fixed cost (its ~25
+# passes started, the Python around it: ~30 us), and a larger one leaves the cache. A one-process
+# Yatzy solve with 1 / 2 / 4 / 8 took 3.16 / 3.03 / 2.95 / 3.35 CPU-s (medians of 4 alternated,
+# a 2-core AMD EPYC shared with 8 runnable processes); every size gives the same values.
+RUN_CHUNKS = 4
+
+
 def _rows_in_layer(rules: Rules) -> np.ndarray:
     """int32[masks]: each mask's place among the masks with as many boxes filled, in order."""
     counts = filled_count(rules)
@@ -246,7 +253,7 @@ class CompiledSolve:
         next_shape = (int(np.bincount(filled_count(rules)).max()), *table_shape(rules)[1:])
         self._next_shape = next_shape
         self._next_values: jax.Array | None = None
-        chunk = (jax.ShapeDtypeStruct((SOLVE_CHUNK,), np.int32),) * 3
+        chunk = (jax.ShapeDtypeStruct((RUN_CHUNKS * SOLVE_CHUNK,), np.int32),) * 3
         shapes = self._arguments(chunk, jax.ShapeDtypeStruct(next_shape, np.float64))
         try:
             self._program = _load_or_compile(
@@ -263,6 +270,19 @@ class CompiledSolve:
         # by its reciprocal, which rounds differently.
         return (chunk, next_values, self._rows, self._score_tables, np.float64(NUM_FACES))
 
+    def solve_layer(
+        self, value_table: np.ndarray, filled: int, chunks: list[tuple[np.ndarray, ...]]
+    ) -> None:
+        """Value the chunks of states (`states.layer_chunks`) of layer `filled` into the table,
+        whose later layers are solved: `RUN_CHUNKS` chunks a run of the program."""
+        self.start_layer(value_table, filled)
+        for start in range(0, len(chunks), RUN_CHUNKS):
+            run = chunks[start : start + RUN_CHUNKS]
+            mask, upper, flag = (
+                np.concatenate(part) for part in zip(*map(chunk_indices, run), strict=True)
+            )
+            value_table[mask, upper, flag] = self.turn_start_values(run)
+
     def start_layer(self, value_table: np.ndarray, filled: int) -> None:
         """Copy the values of the layer after `filled` (already solved) to the device."""
         masks = np.flatnonzero(filled_count(self.rules) == filled + 1)
@@ -270,21 +290,29 @@ class CompiledSolve:
         values[: len(masks)] = value_table[masks]
         self._next_values = jax.device_put(values)
 
-    def turn_start_values(self, chunk: tuple[np.ndarray, ...]) -> np.ndarray:
-        """`widget.turn_start_value(solver_final_roll_values(...))` of a chunk's states (mask,
-        upper total, flag) in the layer started: [states], bit for bit.
+    def turn_start_values(self, chunks: list[tuple[np.ndarray, ...]]) -> np.ndarray:
+        """`widget.turn_start_value(solver_final_roll_values(...))` of up to `RUN_CHUNKS` chunks
+        of states (mask, upper total, flag) in the layer started: [states], bit for bit.
 
-        The chunk is padded to `SOLVE_CHUNK` states (repeating its own), so that one program,
-        compiled once per rule set, serves every chunk.
+        The states are padded to `RUN_CHUNKS * SOLVE_CHUNK` (repeating their own), so that one
+        program, compiled once per rule set, serves every run.
         """
-        count = len(chunk[0])
+        counts = [len(chunk[0]) for chunk in chunks]
+        size = RUN_CHUNKS * SOLVE_CHUNK
         padded = tuple(
-            (part if count == SOLVE_CHUNK else np.resize(part, SOLVE_CHUNK)).astype(np.int32)
-            for part in chunk
+            (part if len(part) == size else np.resize(part, size)).astype(np.int32)
+            for part in map(np.concatenate, zip(*chunks, strict=True))
         )
-        rolls = self._program(*self._arguments(padded, self._next_values))
-        # The dot of the states kept alone: BLAS rounds a column by how many columns there are.
-        return ROLL_PROBABILITIES @ np.ascontiguousarray(np.asarray(rolls)[:, :count])
+        rolls = np.asarray(self._program(*self._arguments(padded, self._next_values)))
+        # The dot of each chunk's states alone, as the NumPy loop takes it: BLAS rounds a column
+        # by how many columns there are (2,048 of them, for one, give other values).
+        ends = np.cumsum(counts)
+        return np.concatenate(
+            [
+                ROLL_PROBABILITIES @ np.ascontiguousarray(rolls[:, end - count : end])
+                for count, end in zip(counts, ends, strict=True)
+            ]
+        )
 
 
 def _load_or_compile(

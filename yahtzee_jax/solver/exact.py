@@ -180,10 +180,7 @@ def _solve_layers(
             layer_masks, chunks = layer_chunks(rules, filled)
             if program is not None:
                 with jax.enable_x64(True), on_one_cpu():
-                    program.start_layer(value_table, filled)
-                    for chunk in chunks:
-                        mask, upper, flag = chunk_indices(chunk)
-                        value_table[mask, upper, flag] = program.turn_start_values(chunk)
+                    program.solve_layer(value_table, filled, chunks)
             elif pool is None:
                 for chunk in chunks:
                     _solve_chunk(chunk)
