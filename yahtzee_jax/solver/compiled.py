@@ -21,7 +21,7 @@ import os
 import pathlib
 import pickle
 import platform
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -365,41 +365,3 @@ def _host() -> str:
             lines = [line for line in cpuinfo if line.startswith(("model name", "flags"))]
         return "".join(sorted(set(lines)))
     return f"{platform.machine()} {platform.processor()}"
-
-
-@contextlib.contextmanager
-def on_one_cpu() -> Iterator[None]:
-    """Pin every thread of this process to the CPU this one runs on, for the block (Linux).
-
-    XLA splits some passes between its threads; on a shared 2-core machine the threads' hand-offs
-    cost more than they save (a chunk: 2.3 us a state pinned to one core against 3.5 to 4.2
-    unpinned, 2026-11-27). A one-process solve is one CPU's work. Threads started inside the
-    block take this thread's former CPUs afterwards.
-    """
-    try:
-        threads = {int(tid) for tid in os.listdir("/proc/self/task")}
-        with open("/proc/thread-self/stat") as stat:
-            here = int(stat.read().rsplit(")", 1)[1].split()[36])  # field 39: its CPU
-        before = {tid: os.sched_getaffinity(tid) for tid in threads}
-    except (OSError, ValueError, IndexError, AttributeError):
-        yield  # not Linux, or no /proc: as it is
-        return
-    own = os.sched_getaffinity(0)
-    pinned = [tid for tid in threads if _set_cpus(tid, {here})]
-    try:
-        yield
-    finally:
-        for tid in pinned:
-            _set_cpus(tid, before[tid])
-        with contextlib.suppress(OSError):
-            for tid in {int(tid) for tid in os.listdir("/proc/self/task")} - threads:
-                _set_cpus(tid, own)
-
-
-def _set_cpus(thread: int, cpus: set[int]) -> bool:
-    """Set a thread's CPUs; False if it is gone or may not be moved."""
-    try:
-        os.sched_setaffinity(thread, cpus)
-    except OSError:
-        return False
-    return True
