@@ -1,11 +1,13 @@
 """The batched widget path against the per-state one it replaces in play.
 
 `final_roll_values` (batch-minor, the future looked up per distinct next state) must equal the
-per-roll, per-box `category_values` maximum, and `widget_batch_actions` (what `play_games` runs
-for the optimal and greedy agents) must pick the per-state `widget_action` of every position:
+per-roll, per-box `category_values` maximum, and `widget_batch_actions` (the policy of the optimal
+and greedy agents) must pick the per-state `widget_action` of every position:
 random cards with Yahtzees in the box and five-of-a-kinds in the dice (the Joker paths), every
-roll index, last turns, under every rule variant. A random value table stands in for the solved
-one: the two paths must agree on any table (the solver's own tests check the real one).
+roll index, last turns, under every rule variant; played a turn at a time (its keep values
+computed once a turn), it plays the games it plays a decision at a time. A random value table
+stands in for the solved one: the paths must agree on any table (the solver's own tests check
+the real one).
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.exact import make_greedy_agent, widget_action, widget_batch_actions
+from yahtzee_jax.agents.base import Agent, TurnPlanner
+from yahtzee_jax.agents.exact import (
+    WidgetPolicy,
+    make_greedy_agent,
+    widget_action,
+    widget_batch_actions,
+)
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (
@@ -211,3 +219,35 @@ def test_play_games_uses_the_batch_path_and_plays_the_same_games():
     batched, reference = (play_games(a, 16, seed=5) for a in (agent, per_state))
     np.testing.assert_array_equal(batched.box_scores, reference.box_scores)
     np.testing.assert_array_equal(batched.turn_categories, reference.turn_categories)
+
+
+@pytest.mark.parametrize(
+    ("variant", "max_rerolls", "with_table"),
+    [
+        (
+            "official",
+            2,
+            True,
+        ),  # the optimal agent: its plan made at the first keep, read at the last
+        ("yatzy", 2, True),
+        ("official", 1, False),  # greedy level 2: the last keep at roll index 0, no plan
+        ("official", 0, False),  # greedy level 1: keeps everything
+    ],
+)
+def test_turn_by_turn_play_equals_decision_by_decision(variant, max_rerolls, with_table):
+    """`play_games` plays a widget agent a turn at a time (`TurnPlanner`); through the one
+    signature, a decision at a time, it plays the same games, bit for bit."""
+    rules = get_rules(variant)
+    table = random_table(4) if with_table else None
+    policy = WidgetPolicy(rules, max_rerolls, with_table)
+    assert isinstance(policy, TurnPlanner)
+
+    def one_decision_at_a_time(params, own, others, keys):
+        return policy(params, own, others, keys)
+
+    agent = Agent("widget", policy, table, rules)
+    plain = dataclasses.replace(agent, policy=one_decision_at_a_time)
+    by_turn, by_decision = (play_games(a, 96, seed=7, batch_size=32) for a in (agent, plain))
+    np.testing.assert_array_equal(by_turn.turn_categories, by_decision.turn_categories)
+    np.testing.assert_array_equal(by_turn.turn_points, by_decision.turn_points)
+    np.testing.assert_array_equal(by_turn.box_scores, by_decision.box_scores)

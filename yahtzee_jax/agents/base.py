@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -14,7 +14,35 @@ from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import Rules, get_rules
 
-__all__ = ["Agent", "OneCard", "Policy", "alone", "make_random_agent", "uniform_legal_action"]
+__all__ = [
+    "Agent",
+    "OneCard",
+    "Policy",
+    "TurnPlanner",
+    "alone",
+    "make_random_agent",
+    "uniform_legal_action",
+]
+
+
+@runtime_checkable
+class TurnPlanner(Protocol):
+    """A policy that can also play a batch a decision of the turn at a time, carrying a plan
+    from each decision of a turn to the next (the card does not change within a turn).
+
+    Optional, for speed: a harness that plays whole solitaire games in lockstep may call
+    `turn_actions` in place of the one signature (the widget agents compute their turn's keep
+    values once instead of at both keeps). It must choose the same actions.
+    """
+
+    def initial_plan(self, batch_size: int) -> Any:
+        """The plan given to a turn's first decision (its shape is every plan's)."""
+
+    def turn_actions(
+        self, params: Any, own: State, roll_index: int, plan: Any
+    ) -> tuple[jax.Array, Any]:
+        """Actions of cards [B] all at decision `roll_index` (static) of their turn, shown no
+        other card, and the plan for the turn's next decision."""
 
 
 @dataclasses.dataclass(frozen=True)

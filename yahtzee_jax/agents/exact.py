@@ -1,7 +1,9 @@
 """On-device agents built on the turn widget: the exact optimum and the greedy baselines.
 
 Both compute the widget of each card of a batch in JAX (`widget_batch_actions`, the batch
-sharing its work; `widget_action` is the same for one card). The optimal agent values final
+sharing its work; `widget_action` is the same for one card; `widget_turn_actions` plays a turn's
+decisions in order, its keep values computed once a turn, as `play_games` plays solitaire games
+through `WidgetPolicy.turn_actions`). The optimal agent values final
 rolls by points plus the solved future value (`params` is the float32 value table); the greedy
 level-L agent of Kang & Schroeder (seed 001) values them by this turn's reward only and
 re-rolls at most L-1 times.
@@ -20,19 +22,28 @@ import numpy as np
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
-from yahtzee_jax.game.rules import KEEP_ALL, NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.game.rules import (
+    KEEP_ALL,
+    NUM_DICE,
+    NUM_FACES,
+    NUM_KEEP_ACTIONS,
+    Rules,
+    get_rules,
+)
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.final_rolls import category_values, final_roll_values
 from yahtzee_jax.solver.position import card_context, turn_values
 from yahtzee_jax.solver.tables import (
+    ADD_DIE,
     KEEP_OF_ACTION,
+    NUM_KEEPS,
     ROLL_OF_CODE,
     base_points,
     dice_code,
     score_all_rolls,
     score_yahtzee_rolls,
 )
-from yahtzee_jax.solver.widget import best_keep_values, keep_action_values, keep_values
+from yahtzee_jax.solver.widget import best_keep_values, keep_action_values
 
 MAX_REROLLS = LAST_ROLL  # two re-rolls per turn
 GREEDY_LEVELS = (1, 2, 3)
@@ -117,6 +128,49 @@ def _best_keeps(keep_value: jax.Array, roll: jax.Array) -> jax.Array:
     return jnp.argmax(keep_value[keeps, jnp.arange(roll.shape[0])[:, None]], axis=1)
 
 
+def _score_actions(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
+    """Best box of each game for its current roll (the score decision), a card at a time."""
+
+    def one(state: State) -> jax.Array:
+        points, legal, bonus = current_score_options(state, rules)
+        mask, upper_total, flag = card_context(state.filled, state.scores, jnp, rules)
+        future_weight = (state.turns_left > 1).astype(jnp.float32)
+        values = category_values(
+            points[None], legal[None], bonus[None], mask, upper_total, flag,
+            value_table, future_weight, jnp, rules,
+        )  # fmt: skip
+        return NUM_KEEP_ACTIONS + jnp.argmax(values[0])
+
+    return jax.vmap(one)(states)
+
+
+def _keep_values(roll_values: jax.Array) -> jax.Array:
+    """`widget.keep_values` in float32, with the same values in every compiled program.
+
+    XLA on the CPU contracts a multiply feeding an add into one FMA wherever it fuses the two,
+    so a layer's means (a sum times 1/6) added up in the next layer's sums would round by how
+    the program around them happens to be fused: playing a decision at a time and a turn at a
+    time chose different keeps at float32 near-ties. A select (which keeps every finite mean)
+    between the product and the sums leaves XLA nothing to contract.
+    """
+    layers = [roll_values]
+    for size in range(NUM_DICE - 1, -1, -1):
+        larger = layers[0]
+        mean = sum(larger[ADD_DIE[size][:, face]] for face in range(NUM_FACES)) / NUM_FACES
+        layers.insert(0, jnp.where(mean == mean, mean, 0.0))
+    return jnp.concatenate(layers, axis=0)
+
+
+def _last_keep_values(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
+    """Keep values of each game's turn with one re-roll left, [462, B]."""
+    return _keep_values(_batch_final_values(value_table, states, rules))
+
+
+def _first_keep_values(last_keep: jax.Array) -> jax.Array:
+    """Keep values with two re-rolls left, [462, B], from those with one (`_last_keep_values`)."""
+    return _keep_values(best_keep_values(last_keep, jnp))
+
+
 def widget_batch_actions(
     value_table: jax.Array | None, states: State, rules: Rules, max_rerolls: int
 ) -> jax.Array:
@@ -131,22 +185,12 @@ def widget_batch_actions(
     kinds = _decision_kind(states.roll_index, max_rerolls)
 
     def score(kind: jax.Array) -> jax.Array:
-        def one(state: State) -> jax.Array:
-            points, legal, bonus = current_score_options(state, rules)
-            mask, upper_total, flag = card_context(state.filled, state.scores, jnp, rules)
-            future_weight = (state.turns_left > 1).astype(jnp.float32)
-            values = category_values(
-                points[None], legal[None], bonus[None], mask, upper_total, flag,
-                value_table, future_weight, jnp, rules,
-            )  # fmt: skip
-            return NUM_KEEP_ACTIONS + jnp.argmax(values[0])
-
-        return jax.vmap(one)(states)
+        return _score_actions(value_table, states, rules)
 
     def keep(kind: jax.Array) -> jax.Array:
-        last = keep_values(_batch_final_values(value_table, states, rules), jnp)
+        last = _last_keep_values(value_table, states, rules)
         keep_value = jax.lax.cond(
-            kind == FIRST_KEEP, lambda: keep_values(best_keep_values(last, jnp), jnp), lambda: last
+            kind == FIRST_KEEP, lambda: _first_keep_values(last), lambda: last
         )
         return _best_keeps(keep_value, roll)
 
@@ -165,6 +209,33 @@ def widget_batch_actions(
     return jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), decide_kind, start)[0]
 
 
+def widget_turn_actions(
+    value_table: jax.Array | None,
+    states: State,
+    rules: Rules,
+    max_rerolls: int,
+    roll_index: int,
+    plan: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """`widget_batch_actions` of a batch all at decision `roll_index` (static) of their turn,
+    and the turn's plan: the keep values with one re-roll left, float32[462, B].
+
+    The card does not change within a turn, so the keep values the first keep builds on are the
+    last keep's too: the last keep reads them from the plan instead of computing them again.
+    `plan` is what the turn's previous decision returned (anything of that shape at its first).
+    """
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
+    rerolls_left = min(max(max_rerolls - roll_index, 0), MAX_REROLLS)
+    if roll_index == LAST_ROLL:
+        return _score_actions(value_table, states, rules).astype(jnp.int32), plan
+    if rerolls_left == 0:
+        return jnp.full(roll.shape, KEEP_ALL, jnp.int32), plan
+    # A last keep after a first keep (roll index 1) has its plan; at roll index 0 it has none.
+    last = plan if roll_index > 0 else _last_keep_values(value_table, states, rules)
+    keep_value = _first_keep_values(last) if rerolls_left == MAX_REROLLS else last
+    return _best_keeps(keep_value, roll).astype(jnp.int32), last
+
+
 @dataclasses.dataclass(frozen=True)
 class WidgetPolicy:
     """The policy of a widget agent (`widget_batch_actions`: `widget_action` of each card, the
@@ -179,6 +250,18 @@ class WidgetPolicy:
         """The widget's actions for a batch of cards (the other cards are not read)."""
         table = params if self.with_future else None
         return widget_batch_actions(table, own, self.rules, self.max_rerolls)
+
+    def initial_plan(self, batch_size: int) -> jax.Array:
+        """A turn plan before the turn's first decision (`turn_actions`; never read)."""
+        return jnp.zeros((NUM_KEEPS, batch_size), jnp.float32)
+
+    def turn_actions(
+        self, params: Any, own: State, roll_index: int, plan: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """The actions of a batch of cards all at decision `roll_index` of their turn, and the
+        plan for the turn's next decision (`widget_turn_actions`)."""
+        table = params if self.with_future else None
+        return widget_turn_actions(table, own, self.rules, self.max_rerolls, roll_index, plan)
 
 
 def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> Agent:

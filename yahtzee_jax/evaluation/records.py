@@ -1,7 +1,8 @@
 """Per-game records of an evaluation and the batched on-device play that produces them.
 
 `play_games` runs whole games as one compiled program (the agent's policy through the one
-rollout, `envs.solitaire_play`, a `lax.scan` over a game's decisions) and returns
+rollout, `envs.solitaire_play`, a `lax.scan` over a game's decisions; a policy that plans its
+turns, `agents.base.TurnPlanner`, a turn at a time) and returns
 `GameRecords`: per-game numpy arrays that `evaluation.statistics`, `evaluation.plots` and
 `evaluation.reports` read.
 """
@@ -18,8 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy
-from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play
+from yahtzee_jax.agents.base import Agent, Policy, TurnPlanner
+from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.rollout import learning_rollout
+from yahtzee_jax.envs.solitaire_play import SOLITAIRE, agent_policy, episode_keys, play
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
@@ -98,6 +101,26 @@ def _record_scoring(state: engine.State, action: jax.Array, next_state: engine.S
     return jnp.where(jnp.any(newly_filled, axis=-1), category, -1), points
 
 
+def _play_planned_turns(
+    policy: TurnPlanner, params: Any, keys: jax.Array, rules: Rules
+) -> tuple[engine.State, Any]:
+    """`play`'s games (final states, `_record_scoring` records) for a policy that plans its
+    turns: the rollout by turn, the policy's plan carried from each decision of a turn to the
+    next as a learner's state is (`agents.base.TurnPlanner`)."""
+    env = SOLITAIRE["game"](rules, FeatureConfig())
+
+    def act(cards: engine.State, keys: jax.Array, carry: Any, roll_index: int) -> tuple:
+        return policy.turn_actions(params, cards, roll_index, carry)
+
+    def learn(carry: Any, card: engine.State, action: jax.Array, following: engine.State,
+              plan: Any, decision: jax.Array, roll_index: int) -> tuple:  # fmt: skip
+        return plan, _record_scoring(card, action, following, None)
+
+    plan = policy.initial_plan(keys.shape[0])
+    _, final, records, _ = learning_rollout(env, act, learn, plan, keys, by_turn=True)
+    return final, records
+
+
 @functools.partial(jax.jit, static_argnames=("policy", "rules", "batch_size"))
 def _play_batch(
     policy: Policy,
@@ -109,9 +132,12 @@ def _play_batch(
 ) -> dict[str, jax.Array]:
     """Games first_game .. first_game+batch_size-1; game i's dice depend only on (seed, i)."""
     keys = episode_keys(base_key, first_game, batch_size)
-    final, (categories, points) = play(
-        agent_policy(policy, params), keys, rules, "game", _record_scoring
-    )
+    if isinstance(policy, TurnPlanner):  # the same actions, the turn's work shared
+        final, (categories, points) = _play_planned_turns(policy, params, keys, rules)
+    else:
+        final, (categories, points) = play(
+            agent_policy(policy, params), keys, rules, "game", _record_scoring
+        )
     # Each turn is keep, keep, score: the scoring decisions are every third one.
     return {
         "box_scores": final.scores,
