@@ -102,7 +102,8 @@ def _future_of(value_table: np.ndarray) -> Any:
 
 
 def solver_workers() -> int:
-    """Processes the solve uses: the CPUs this process may run on, 1 where it cannot fork."""
+    """Processes a forked solve would use: the CPUs this process may run on, 1 where it cannot
+    fork (`solve_value_table` forks only when asked; `bench solve` times both)."""
     if not sys.platform.startswith("linux") or multiprocessing.current_process().daemon:
         return 1  # fork is Linux's safe default only; a daemonic worker may not have children
     return len(os.sched_getaffinity(0))
@@ -128,7 +129,7 @@ def solve_value_table(
     rules: str | Rules,
     progress: bool = False,
     down_to_filled: int = 0,
-    workers: int | None = None,
+    workers: int = 1,
     cache_dir: str | os.PathLike | None = None,
 ) -> np.ndarray:
     """Backward induction: float64[masks, upper totals, 2] expected future score of every
@@ -137,12 +138,13 @@ def solve_value_table(
     Indexed by [filled mask, capped upper total, flag]; unreachable upper totals are NaN, and so
     are the states with fewer than `down_to_filled` boxes filled (a partial solve, for tests).
     A layer (number of filled boxes) only reads the layers after it, so its states are solved in
-    independent chunks of `SOLVE_CHUNK` by `workers` processes (default `solver_workers()`)
-    sharing the table. Processes, not threads: on two cores, two threads took 1.5x the time of one
-    (the chunks' many small NumPy calls contend for the GIL), two processes half of it. One
-    process runs each chunk as one XLA program (`solver.compiled`; forked workers cannot), the
-    same values to the last bit in about 0.6x the CPU time of the NumPy loop for Yatzy; it keeps
-    the compiled program in `cache_dir` (None: compiled in every solve).
+    independent chunks of `SOLVE_CHUNK`. One process (the default) runs them as an XLA program
+    (`solver.compiled`), which keeps itself in `cache_dir` (None: compiled in every solve); more
+    `workers` are forked processes sharing the table, each running the NumPy loop (forked workers
+    cannot run XLA). Both give the same values to the last bit. The one process is the faster:
+    a Yatzy solve took 4.9-6.4 s (3.6-4.0 CPU-s) against 17-20 s (9.9-10.2 CPU-s) for two
+    workers (a 2-core AMD EPYC shared with 7 runnable processes, 2026-11-27). Processes, not
+    threads, for the NumPy loop: its many small calls contend for the GIL.
     """
     with _SOLVE_LOCK:
         return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
@@ -152,11 +154,10 @@ def _solve_layers(
     rules: Rules,
     progress: bool,
     down_to_filled: int,
-    workers: int | None,
+    workers: int,
     cache_dir: str | os.PathLike | None,
 ) -> np.ndarray:
     global _SOLVE_CONTEXT
-    workers = solver_workers() if workers is None else workers
     base, *options = solver_score_tables(rules)
     shape = table_shape(rules)
     shared = mmap.mmap(-1, int(np.prod(shape)) * np.dtype(np.float64).itemsize)
@@ -295,12 +296,12 @@ def solve(
     progress: bool = False,
     use_cache: bool = True,
     force: bool = False,
-    workers: int | None = None,
+    workers: int = 1,
 ) -> SolveResult:
     """Solve a rule variant exactly, or load its value table from the disk cache.
 
     `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it;
-    `workers` is the processes of a solve (`solve_value_table`; default: one per CPU).
+    `workers` is the processes of a solve (`solve_value_table`; default: one, compiled).
     """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
