@@ -210,7 +210,9 @@ def _compiled(rules: Rules, options: bool = True) -> Callable:
         best_first = jax.lax.fori_loop(
             0, 2, lambda _, rolls: _best_keep(_keep_layers(rolls, six)), final
         )
-        return best_first[WIDGET_POSITION[NUM_DICE]]  # back to `ROLLS` order for the dot
+        rolls = best_first[WIDGET_POSITION[NUM_DICE]]  # back to `ROLLS` order for the dot
+        # [chunk, roll, state]: each chunk's rolls contiguous, as the dot reads them.
+        return rolls.reshape(len(rolls), -1, SOLVE_CHUNK).transpose(1, 0, 2)
 
     return jax.jit(rolls_after_keeps, compiler_options=_COMPILE_OPTIONS if options else None)
 
@@ -294,23 +296,23 @@ class CompiledSolve:
         """`widget.turn_start_value(solver_final_roll_values(...))` of up to `RUN_CHUNKS` chunks
         of states (mask, upper total, flag) in the layer started: [states], bit for bit.
 
-        The states are padded to `RUN_CHUNKS * SOLVE_CHUNK` (repeating their own), so that one
-        program, compiled once per rule set, serves every run.
+        The chunks are padded to `RUN_CHUNKS` of `SOLVE_CHUNK` states (repeating their own), so
+        that one program, compiled once per rule set, serves every run.
         """
-        counts = [len(chunk[0]) for chunk in chunks]
-        size = RUN_CHUNKS * SOLVE_CHUNK
-        padded = tuple(
-            (part if len(part) == size else np.resize(part, size)).astype(np.int32)
-            for part in map(np.concatenate, zip(*chunks, strict=True))
+        # Each chunk padded to `SOLVE_CHUNK` states and the run to `RUN_CHUNKS` chunks, so that
+        # each chunk is one block of the program's output.
+        padded = [tuple(np.resize(part, SOLVE_CHUNK) for part in chunk) for chunk in chunks]
+        padded += padded[-1:] * (RUN_CHUNKS - len(chunks))
+        states = tuple(
+            np.concatenate(parts).astype(np.int32) for parts in zip(*padded, strict=True)
         )
-        rolls = np.asarray(self._program(*self._arguments(padded, self._next_values)))
+        rolls = np.asarray(self._program(*self._arguments(states, self._next_values)))
         # The dot of each chunk's states alone, as the NumPy loop takes it: BLAS rounds a column
         # by how many columns there are (2,048 of them, for one, give other values).
-        ends = np.cumsum(counts)
         return np.concatenate(
             [
-                ROLL_PROBABILITIES @ np.ascontiguousarray(rolls[:, end - count : end])
-                for count, end in zip(counts, ends, strict=True)
+                ROLL_PROBABILITIES @ np.ascontiguousarray(block[:, : len(chunk[0])])
+                for block, chunk in zip(rolls, chunks, strict=False)  # the padding's left out
             ]
         )
 
