@@ -60,18 +60,23 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
     compiled._compiled.cache_clear()  # the next test compiles with the real options
 
 
-def test_the_compiled_program_is_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
-    """A second solve loads the program the first compiled into the cache folder, to the same
-    values; a damaged file is compiled again and replaced."""
+def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
+    """A second solve loads the programs the first compiled into the cache folder (the chunk
+    program and the score tables'), to the same values; a damaged file is compiled again and
+    replaced."""
+    from yahtzee_jax.solver import tables
+
     rules = get_rules("yacht")
 
     def solve():
+        monkeypatch.setattr(tables, "_SCORE_TABLES", {})  # the score tables computed again
         return exact.solve_value_table(
             rules, workers=1, down_to_filled=rules.num_boxes - 3, cache_dir=tmp_path
         )
 
     first = solve()
-    (program,) = tmp_path.glob("solver-program-*.xla")
+    (program,) = tmp_path.glob("xla-solver-chunk-*.xla")
+    assert len(list(tmp_path.glob("xla-score-tables-*.xla"))) == 1
     with monkeypatch.context() as patch:
         patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
         np.testing.assert_array_equal(solve(), first)

@@ -14,20 +14,14 @@ solve uses this; the workers keep the NumPy loop.
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import hashlib
 import os
-import pathlib
-import pickle
-import platform
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.final_rolls import (
@@ -37,6 +31,7 @@ from yahtzee_jax.solver.final_rolls import (
     final_roll_plan,
     five_of_a_kind_values,
 )
+from yahtzee_jax.solver.programs import load_or_compile
 from yahtzee_jax.solver.states import SOLVE_CHUNK, chunk_indices, filled_count, table_shape
 from yahtzee_jax.solver.tables import (
     KEEP_OFFSETS,
@@ -320,50 +315,8 @@ class CompiledSolve:
 def _load_or_compile(
     rules: Rules, options: bool, shapes: tuple, cache_dir: str | os.PathLike | None
 ) -> Callable:
-    """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`.
-
-    Compiling takes 0.5 CPU-s, loading 0.02 (2-core AMD EPYC). The file is named by a digest
-    of all that makes the program: its lowered module, the compile options, the versions of JAX
-    and jaxlib (XLA), the backend and this CPU; it is read back only if its own digest matches.
-    A program loaded is run: the folder is trusted as the code is (as JAX's own compilation
-    cache is).
-    """
+    """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`."""
     lowered = _compiled(rules, options).lower(*shapes)
-    if cache_dir is None:
-        return lowered.compile()
-    backend = jax.devices()[0].client
-    what = (
-        lowered.as_text(),
-        repr(_COMPILE_OPTIONS if options else None),
-        jax.__version__,
-        jax.lib.__version__,  # jaxlib's: XLA's
-        backend.platform,
-        backend.platform_version,
-        _host(),
+    return load_or_compile(
+        lowered, "solver-chunk", _COMPILE_OPTIONS if options else None, cache_dir
     )
-    key = hashlib.sha256(repr(what).encode()).hexdigest()[:32]
-    path = pathlib.Path(cache_dir) / f"solver-program-{key}.xla"
-    try:
-        stored = path.read_bytes()
-        digest, blob = stored[:32], stored[32:]
-        if hashlib.sha256(blob).digest() == digest:
-            return deserialize_and_load(blob, lowered.in_tree, lowered.out_tree, backend)
-    except (OSError, ValueError, EOFError, pickle.UnpicklingError, jax.errors.JaxRuntimeError):
-        pass  # missing or unusable: compile it again
-    compiled = lowered.compile()
-    blob = serialize(compiled)[0]
-    with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(hashlib.sha256(blob).digest() + blob)
-        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
-    return compiled
-
-
-def _host() -> str:
-    """What XLA compiled for: the CPU's model and features (Linux), else its architecture."""
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as cpuinfo:
-            lines = [line for line in cpuinfo if line.startswith(("model name", "flags"))]
-        return "".join(sorted(set(lines)))
-    return f"{platform.machine()} {platform.processor()}"

@@ -139,9 +139,10 @@ def solve_value_table(
     are the states with fewer than `down_to_filled` boxes filled (a partial solve, for tests).
     A layer (number of filled boxes) only reads the layers after it, so its states are solved in
     independent chunks of `SOLVE_CHUNK`. One process (the default) runs them as an XLA program
-    (`solver.compiled`), which keeps itself in `cache_dir` (None: compiled in every solve); more
-    `workers` are forked processes sharing the table, each running the NumPy loop (forked workers
-    cannot run XLA). Both give the same values to the last bit. The one process is the faster:
+    (`solver.compiled`), kept in `cache_dir` with the score tables' (`solver.programs`; None:
+    compiled in every solve); more `workers` are forked processes sharing the table, each
+    running the NumPy loop (forked workers cannot run XLA). Both give the same values to the
+    last bit. The one process is the faster:
     a Yatzy solve took 4.9-6.4 s (3.6-4.0 CPU-s) against 17-20 s (9.9-10.2 CPU-s) for two
     workers (a 2-core AMD EPYC shared with 7 runnable processes, 2026-11-27). Processes, not
     threads, for the NumPy loop: its many small calls contend for the GIL.
@@ -158,7 +159,7 @@ def _solve_layers(
     cache_dir: str | os.PathLike | None,
 ) -> np.ndarray:
     global _SOLVE_CONTEXT
-    base, *options = solver_score_tables(rules)
+    base, *options = solver_score_tables(rules, cache_dir)
     shape = table_shape(rules)
     shared = mmap.mmap(-1, int(np.prod(shape)) * np.dtype(np.float64).itemsize)
     value_table = np.frombuffer(shared, np.float64).reshape(shape)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import os
 from types import ModuleType
 from typing import Any
 
@@ -29,6 +30,7 @@ from yahtzee_jax.game.rules import (
     face_counts,
     score_options,
 )
+from yahtzee_jax.solver.programs import load_or_compile
 
 NUM_FLAGS = 2  # Yahtzee box holds 50 (1) or not (0)
 
@@ -212,28 +214,41 @@ def _solver_tables(filled: jax.Array, yahtzee_box: jax.Array, rules: Rules) -> t
     return _base_points(rules), *five_of_a_kinds(filled, yahtzee_box, rules)
 
 
-@functools.lru_cache(maxsize=4)
-def solver_score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What the solver scores with, in one XLA compile: `base_points()` and the options of the
+def solver_score_tables(
+    rules: Rules, cache_dir: str | os.PathLike | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the solver scores with, in one XLA program: `base_points()` and the options of the
     five-of-a-kinds against every card (2.6 MB for Yahtzee; all 252 rolls' would be 110 MB).
 
     Returns (base points int64[252, boxes], points int8[masks, 2, 6, boxes], legal bool[masks,
     2, 6, boxes], bonus bool[masks, 2, 6]), the last three indexed by [filled mask, flag,
-    five-of-a-kind]; flag 1 means the Yahtzee box holds 50.
+    five-of-a-kind]; flag 1 means the Yahtzee box holds 50. Kept for the last 4 rule sets asked
+    for; `cache_dir` keeps the compiled program between processes (`programs.load_or_compile`).
     """
+    if rules in _SCORE_TABLES:
+        return _SCORE_TABLES[rules]
     masks = num_masks(rules)
-    filled = np.repeat(mask_to_filled(np.arange(masks), rules), NUM_FLAGS, axis=0)
-    yahtzee_box = np.tile(np.array([0, rules.yahtzee_score], np.int32), masks)
-    base, points, legal, bonus = _solver_tables(
-        jnp.asarray(filled), jnp.asarray(yahtzee_box), rules
-    )
+    filled = jnp.asarray(np.repeat(mask_to_filled(np.arange(masks), rules), NUM_FLAGS, axis=0))
+    yahtzee_box = jnp.asarray(np.tile(np.array([0, rules.yahtzee_score], np.int32), masks))
+    lowered = _solver_tables.lower(filled, yahtzee_box, rules)
+    program = load_or_compile(lowered, "score-tables", None, cache_dir)
+    base, points, legal, bonus = program(filled, yahtzee_box)
     shape = (masks, NUM_FLAGS, len(YAHTZEE_ROLLS))
-    return (
+    tables = (
         np.asarray(base, np.int64),
         np.asarray(points, np.int8).reshape(*shape, rules.num_boxes),
         np.asarray(legal).reshape(*shape, rules.num_boxes),
         np.asarray(bonus).reshape(shape),
     )
+    if len(_SCORE_TABLES) == 4:
+        del _SCORE_TABLES[next(iter(_SCORE_TABLES))]  # the oldest
+    _SCORE_TABLES[rules] = tables
+    return tables
+
+
+# `solver_score_tables` of the last rule sets asked for (the same tables however compiled, so
+# `cache_dir` is not part of the key).
+_SCORE_TABLES: dict[Rules, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
 
 def dice_code(dice: Any, xp: ModuleType = np) -> Any:

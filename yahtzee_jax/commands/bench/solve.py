@@ -4,8 +4,8 @@ Each solve runs in a fresh Python process, so its peak memory is its own: ours, 
 `yatzy-solver` package is installed, its solve of the same rules right after (alternating with
 ours when repeated), with the ratios. Both write their table file (ours: the deflated float64
 cache the agents load; its: its own f32 table file) to a temporary folder. Ours keeps one folder
-across its repeats: its first solve compiles its chunk program into it, the later ones load it
-from there (`solver.compiled`), as a user's later solves do; both figures are reported.
+across its repeats: its first solve compiles its XLA programs into it, the later ones load them
+from there (`solver.programs`), as a user's later solves do; both figures are reported.
 """
 
 from __future__ import annotations
@@ -81,9 +81,9 @@ started = rss()
 if sys.argv[4:] == ["sample-workers"]:
     sampler.start()
 from pathlib import Path
-program_cached = any(Path(sys.argv[2]).glob("solver-program-*"))  # compiled by an earlier solve
+program_cached = any(Path(sys.argv[2]).glob("*.xla"))  # our programs, compiled by an earlier solve
 start, cpu_start = time.perf_counter(), cpu_seconds()
-solver_score_tables(get_rules(sys.argv[1]))  # the solve's own first step, timed
+solver_score_tables(get_rules(sys.argv[1]), sys.argv[2])  # the solve's own first step, timed
 tables = rss()
 induction_from = reset_peak()
 result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]))
@@ -181,8 +181,8 @@ def run(args: argparse.Namespace) -> int:
     note = yatzy_solver.no_variant(rules)
     module = None if note else yatzy_solver.load_module()
     ours, theirs = {workers: [] for workers in settings}, []
-    # One folder per setting for all its solves: the first one compiles our chunk program and
-    # keeps it there (`solver.compiled`), the later ones load it, as a user's later solves do.
+    # One folder per setting for all its solves: the first one compiles our XLA programs and
+    # keeps them there (`solver.programs`), the later ones load them, as a user's later solves do.
     folders = {workers: tempfile.TemporaryDirectory() for workers in settings}
     try:
         for _ in range(args.repeats):
@@ -283,11 +283,11 @@ def _beside_published(published: tuple[str, float, str], ours: list[dict]) -> di
             f"ours in {_processes(row['workers'])}: {row['seconds']:.2f} s "
             f"({row['cpu_seconds']:.2f} CPU-s), {row['time']:.2f}x its time"
         )
-        # One process runs the compiled chunk program (workers run NumPy): its first solve
-        # compiles it, a later one loads it from the cache.
+        # Our first solve compiles its XLA programs, a later one loads them from the cache (the
+        # chunk program runs in one process only: workers run NumPy).
         if row["workers"] == 1 and None not in (row["compiled_seconds"], row["cached_seconds"]):
             line += (
-                f"; program compiled: {row['compiled_seconds']:.2f} s, "
+                f"; programs compiled: {row['compiled_seconds']:.2f} s, "
                 f"loaded from an earlier solve's cache: {row['cached_seconds']:.2f} s"
             )
         print(line)
@@ -295,7 +295,7 @@ def _beside_published(published: tuple[str, float, str], ours: list[dict]) -> di
 
 
 def _compiled_and_cached(runs: list[dict]) -> dict:
-    """The fastest solve that compiled our chunk program and the fastest that loaded it from an
+    """The fastest solve that compiled our XLA programs and the fastest that loaded them from an
     earlier solve's cache (None: no such solve), in seconds and CPU seconds."""
     figures = {}
     for name, cached in (("compiled", False), ("cached", True)):
