@@ -14,6 +14,7 @@ from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.game import engine, multiplayer
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import OFFICIAL
+from yahtzee_jax.suite import make_params
 
 YAHTZEE_BOX = 32 + 11  # the score action of Yahtzee's yahtzee box
 KEEP_ALL = 31
@@ -105,11 +106,13 @@ def test_the_single_turn_deals_one_turn_on_a_random_card():
     assert bool(state.terminated)
 
 
-def test_the_learners_tasks_are_the_protocol_vmapped():
+def test_the_learners_tasks_are_the_outside_ids_games():
     """`envs.Game` and `envs.SingleTurn` (the batched driver the one rollout runs) give the
-    cards and rewards of `core.init` and `core.step` vmapped by hand over the same keys, at
-    every decision of random legal play."""
-    for env_class, params in ((Game, GAME), (SingleTurn, SINGLE_TURN)):
+    cards and rewards of `core.init` and `core.step` vmapped by hand with the params of the
+    outside ids `Yahtzee-v0` and `YahtzeeSingleTurn-v0`, over the same keys, at every decision
+    of random legal play: the learners and outside code play the same games."""
+    for env_class, env_id in ((Game, "Yahtzee-v0"), (SingleTurn, "YahtzeeSingleTurn-v0")):
+        params = make_params(env_id)
         env = env_class(OFFICIAL, FeatureConfig())
         keys = jax.random.split(jax.random.key(7), 4)
         cards, play_keys = env.init(keys, env.init_task(None))
