@@ -78,6 +78,23 @@ def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     assert result["batch_size"] == 32
     assert [row["agent"] for row in result["agents"]] == ["random", "greedy1"]
     assert all(row["games_per_second"] > 0 for row in result["agents"])
+    assert all(row["cpu_seconds"] > 0 for row in result["agents"])
+    assert result["published"] is None  # official rules, and no optimal row
+
+
+def test_bench_evaluate_puts_optimal_play_beside_the_published_figures(capsys) -> None:
+    """Under Yatzy rules our optimal games/s over dlangk/yatzy's published ones, per thread
+    count; none under other rules or without an optimal row."""
+    from yahtzee_jax.commands.bench.evaluate import beside_published
+    from yahtzee_jax.game.rules import get_rules
+
+    rows = [{"agent": "optimal", "games_per_second": 24_072.0}]
+    published = beside_published(get_rules("yatzy"), rows)
+    assert published["optimal_over_published"]["1"] == pytest.approx(0.5)
+    assert published["optimal_over_published"]["2"] == pytest.approx(24_072 / 91_233)
+    assert "48,144 on 1, 91,233 on 2" in capsys.readouterr().out
+    assert beside_published(get_rules("official"), rows) is None
+    assert beside_published(get_rules("yatzy"), [{"agent": "random"}]) is None
 
 
 def test_machine_reads_the_cpu_model_and_its_vector_level(tmp_path, monkeypatch) -> None:

@@ -2,7 +2,8 @@
 
 With `optimal` among the agents and the `yatzy-solver` package installed, its Rust simulation of
 optimal play (table loaded, same rules and number of games) is timed in the same run, and the
-ratio printed: a loaded machine slows both alike.
+ratio printed: a loaded machine slows both alike. Where another engine's optimal play has a
+published speed for the rules (`PUBLISHED`), ours is printed beside it too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,16 @@ if TYPE_CHECKING:
     from yahtzee_jax.game.rules import Rules
 
 DEFAULT_AGENTS = ("random", "greedy3", "optimal")
+
+# Published speeds of other engines' optimal play, not run here (issue 46's yardstick): rules ->
+# (engine, games per second by threads, how they were measured).
+PUBLISHED = {
+    "yatzy": (
+        "dlangk/yatzy's lockstep engine (Rust, f32)",
+        {1: 48_144.0, 2: 91_233.0},
+        "idle 2-core AMD EPYC with AVX-512",
+    )
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,11 +88,13 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         play_games(agent, batch_size, args.seed, batch_size=batch_size)
         first_batch = time.perf_counter() - started
-        steady = math.inf
+        steady, cpu = math.inf, math.inf
         for _ in range(args.repeats):
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             play_games(agent, args.games, args.seed + 1, batch_size=batch_size)
-            steady = min(steady, time.perf_counter() - started)
+            if time.perf_counter() - started < steady:
+                steady = time.perf_counter() - started
+                cpu = time.process_time() - cpu_started
         per_batch = steady / num_batches
         results.append(
             {
@@ -90,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
                 "compile_seconds": max(first_batch - per_batch, 0.0),
                 "seconds_per_batch": per_batch,
                 "games_per_second": args.games / steady,
+                "cpu_seconds": cpu,
                 "decisions_per_second": args.games * rules.decisions_per_game / steady,
             }
         )
@@ -100,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
             f"{row['setup_seconds']:.2f}",
             f"{row['compile_seconds']:.2f}",
             f"{row['seconds_per_batch']:.3f}",
+            f"{row['cpu_seconds']:.2f}",
             f"{row['games_per_second']:,.0f}",
             f"{row['decisions_per_second']:,.0f}",
         ]
@@ -112,27 +127,29 @@ def run(args: argparse.Namespace) -> int:
                 f"{reference['setup_seconds']:.2f}",
                 "-",
                 "-",
+                "-",
                 f"{reference['games_per_second']:,.0f}",
                 f"{reference['games_per_second'] * rules.decisions_per_game:,.0f}",
             ]
         )
-    header = ["agent", "setup s", "compile s", "s/batch", "games/s", "decisions/s"]
+    header = ["agent", "setup s", "compile s", "s/batch", "CPU s", "games/s", "decisions/s"]
     title = (
         f"play_games throughput: {rules.name} rules, {args.games:,} games in batches of "
         f"{batch_size:,} on {jax.devices()[0].platform} ({jax.device_count()} device)"
     )
     print(format_terminal([(title, header, rows)]))
     print("setup: building the agent (solve or load a value table); compile: first batch minus a "
-          "steady batch")  # fmt: skip
+          "steady batch; CPU s: the process's CPU time in the fastest run")  # fmt: skip
     if reference is not None:
         print(
             f"yatzy-solver {reference['version']} (Rust, its optimal policy on all cores, table "
             f"loaded): mean {reference['mean']:.2f}; optimal here / yatzy-solver: "
             f"{reference['optimal_over_yatzy_solver']:.2f}x the games per second"
         )
+    published = beside_published(rules, results)
     if args.json:
         info = {"rules": rules.name, "games": args.games, "batch_size": batch_size}
-        output = {**info, "agents": results, "yatzy_solver": reference}
+        output = {**info, "agents": results, "yatzy_solver": reference, "published": published}
         Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
     return 0
 
@@ -166,4 +183,26 @@ def _yatzy_solver_row(
         "setup_seconds": setup,
         **best,
         "optimal_over_yatzy_solver": optimal[0]["games_per_second"] / best["games_per_second"],
+    }
+
+
+def beside_published(rules: Rules, results: list[dict]) -> dict[str, Any] | None:
+    """Print our optimal agent's games/s beside another engine's published ones (`PUBLISHED`)
+    and return both with the ratios (None without a published figure or an optimal row)."""
+    optimal = [row for row in results if row["agent"] == "optimal"]
+    if rules.name not in PUBLISHED or not optimal:
+        return None
+    engine, by_threads, how = PUBLISHED[rules.name]
+    ours = optimal[0]["games_per_second"]
+    ratios = {threads: ours / theirs for threads, theirs in by_threads.items()}
+    figures = ", ".join(f"{theirs:,.0f} on {threads}" for threads, theirs in by_threads.items())
+    print(
+        f"{engine}, published (not run here): games/s by threads {figures} ({how}); optimal "
+        "here: " + ", ".join(f"{ratio:.2f}x its {threads}" for threads, ratio in ratios.items())
+    )
+    return {
+        "engine": engine,
+        "measured": how,
+        "games_per_second": {str(threads): theirs for threads, theirs in by_threads.items()},
+        "optimal_over_published": {str(threads): ratio for threads, ratio in ratios.items()},
     }
