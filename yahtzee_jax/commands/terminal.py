@@ -9,8 +9,9 @@ second seat whose moves are shown (an agent that reads its opponent's card, such
 alone while the advisor comments on each of its decisions.
 
 Every game is a match of the two-player engine (`yahtzee_jax.game.multiplayer`, one seat for a
-solitaire game), stepped with the keys of `decision_keys`: a solitaire game with `--seed S` has
-the dice stream of game 0 of `yahtzee-jax evaluate --seed S`.
+solitaire game), stepped with the keys of `decision_keys`: `--seed S` replays the same dice. A
+seat's cards come from `fold_in` of the match's keys by seat (`mp.init`), so they are not the
+dice of game 0 of `yahtzee-jax evaluate --seed S` (kept so that recorded games replay).
 
 Input and output go through a `Console` (`ask(prompt)` reads one line, `say(text)` writes), so
 the whole loop runs from scripted input in the tests. A keystroke that is not understood gets a
@@ -204,7 +205,7 @@ class TerminalGame:
         self.common_dice = common_dice
         self.advisor = Advisor(rules, console, cache_dir, beat)
         self.total_cost = 0.0
-        # The game is match 0 of the seed, as game 0 of `evaluate --seed S` is its episode 0.
+        # The game is match 0 of the seed (`docs/play/transcript.md` replays these dice).
         init_key, self.play_key = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0))
         self.state = mp.init(init_key, len(seats), common_dice, rules)
         self._step = jax.jit(mp.step, static_argnums=3)
