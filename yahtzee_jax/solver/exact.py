@@ -38,7 +38,6 @@ from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 from yahtzee_jax.solver.compiled import CompiledSolve
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
     FinalRollPlan,
-    box_futures,
     category_values,
     final_roll_plan,
     final_roll_values,
@@ -142,10 +141,10 @@ def solve_value_table(
     (`solver.compiled`), kept in `cache_dir` with the score tables' (`solver.programs`; None:
     compiled in every solve); more `workers` are forked processes sharing the table, each
     running the NumPy loop (forked workers cannot run XLA). Both give the same values to the
-    last bit. The one process is the faster:
-    a Yatzy solve took 4.9-6.4 s (3.6-4.0 CPU-s) against 17-20 s (9.9-10.2 CPU-s) for two
-    workers (a 2-core AMD EPYC shared with 7 runnable processes, 2026-11-27). Processes, not
-    threads, for the NumPy loop: its many small calls contend for the GIL.
+    last bit. The one process is the faster: a Yatzy solve took 2.37 s (3.33 CPU-s, its programs
+    cached) against 4.59 s (8.55 CPU-s) for two workers on an idle 2-core AMD EPYC (2026-11-27,
+    `results/solver-speed/bench_solve_yatzy.json`). Processes, not threads, for the NumPy loop:
+    its many small calls contend for the GIL.
     """
     with _SOLVE_LOCK:
         return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
