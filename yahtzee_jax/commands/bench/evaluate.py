@@ -92,9 +92,10 @@ def run(args: argparse.Namespace) -> int:
         for _ in range(args.repeats):
             started, cpu_started = time.perf_counter(), time.process_time()
             play_games(agent, args.games, args.seed + 1, batch_size=batch_size)
-            if time.perf_counter() - started < steady:
-                steady = time.perf_counter() - started
-                cpu = time.process_time() - cpu_started
+            elapsed = time.perf_counter() - started
+            cpu_used = time.process_time() - cpu_started
+            if elapsed < steady:
+                steady, cpu = elapsed, cpu_used
         per_batch = steady / num_batches
         results.append(
             {
