@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,7 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     ]
     train = json.loads((tmp_path / "train_gpu-ppo_seed1.json").read_text())
     assert train["games"] == 64 and train["final_eval"]["games"] == 64
-    assert train["first_reached"] == {"230": None, "241.78": None, "248": None}
+    assert train["first_reached"] == {"230": None, "241.78": None, "248": None, "250": None}
     rows = json.loads((tmp_path / "bench_train.json").read_text())
     assert [(row["width"], row["games_per_update"]) for row in rows] == [(8, 4)]
     for row in rows:
@@ -44,7 +45,7 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
 
 def test_first_reached_takes_the_first_evaluation_at_or_above_each_score() -> None:
     """Evaluations 200, 241.78 (exactly the paper's score), 240, 249: 230 and 241.78 are first
-    reached at the second, 248 at the fourth; a score never reached is None."""
+    reached at the second, 248 at the fourth; 250, never reached, is None."""
     gpu_figures = _load_script()
     evals = [
         {"games": 1000 * (k + 1), "mean": mean, "wall_s": 10.0 * (k + 1)}
@@ -54,8 +55,20 @@ def test_first_reached_takes_the_first_evaluation_at_or_above_each_score() -> No
         "230": {"games": 2000, "wall_s": 20.0},
         "241.78": {"games": 2000, "wall_s": 20.0},
         "248": {"games": 4000, "wall_s": 40.0},
+        "250": None,
     }
     assert gpu_figures.first_reached(evals[:1])["230"] is None
+
+
+def test_a_step_past_the_budget_is_stopped_with_what_it_printed() -> None:
+    """A command still running at its timeout is stopped: exit 124 (as `timeout` gives), its
+    output so far and the reason kept, in about the timeout rather than the command's 30 s."""
+    gpu_figures = _load_script()
+    slow = "import time; print('first evaluation', flush=True); time.sleep(30)"
+    status, seconds, tail = gpu_figures.run_command([sys.executable, "-c", slow], timeout_s=2.0)
+    assert status == gpu_figures.TIMED_OUT == 124
+    assert seconds < 20
+    assert tail.splitlines() == ["first evaluation", "stopped after 2 s (the budget's end)"]
 
 
 def test_budget_must_be_positive(capsys) -> None:

@@ -330,12 +330,12 @@ def run(args: argparse.Namespace) -> int:
             f"{row['compile_seconds']:>9.1f}{parts}",
             flush=True,
         )
+        if args.json:  # after every row: a run cut short keeps the rows it measured
+            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     print("ratio = full update time / bare forward+backward time on the same transitions")
     if args.breakdown:
         print(
             "env = the game with a random legal policy (features computed, no network); "
             "rollout = the learner's acting; learn = update - rollout"
         )
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
