@@ -144,6 +144,9 @@ def train_step(
     if status == 0:
         summary = json.loads((run_dir / "summary.json").read_text())
         result |= {"final_eval": summary.get("final_eval"), "games": summary.get("games")}
+        report = run_dir / "final_eval" / "summary.json"  # the upper-bonus rate and more
+        if report.exists():
+            result["final_eval_summary"] = json.loads(report.read_text())
     else:
         result["output_tail"] = tail
     evals_path = run_dir / "evals.jsonl"

@@ -33,6 +33,7 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     ]
     train = json.loads((tmp_path / "train_gpu-ppo_seed1.json").read_text())
     assert train["games"] == 64 and train["final_eval"]["games"] == 64
+    assert 0 <= train["final_eval_summary"]["upper_bonus_rate"] <= 1
     assert train["first_reached"] == {"230": None, "241.78": None, "248": None, "250": None}
     rows = json.loads((tmp_path / "bench_train.json").read_text())
     assert [(row["width"], row["games_per_update"]) for row in rows] == [(8, 4)]
