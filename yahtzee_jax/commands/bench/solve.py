@@ -2,8 +2,8 @@
 
 Each solve runs in a fresh Python process, so its peak memory is its own: ours, and, when the
 `yatzy-solver` package is installed, its solve of the same rules right after (alternating with
-ours when repeated), with the ratios. Both write their table file (ours: the deflated float64
-cache the agents load; its: its own f32 table file) to a temporary folder. Ours keeps one folder
+ours when repeated), with the ratios. Both write their table file (ours: the float64 cache
+the agents load; its: its own f32 table file) to a temporary folder. Ours keeps one folder
 across its repeats: its first solve compiles its XLA programs into it, the later ones load them
 from there (`solver.programs`), as a user's later solves do; both figures are reported.
 """
