@@ -14,12 +14,15 @@ take no longer fits in what is left of `--budget-s`, and stopped when it outruns
 2. `bench_train.json`: the fused step's games/s at B = 1,024 and 16,384 at widths 64 (a
    Yacht-Agent-sized network) and 256, beside the bare forward+backward, with the time split
    into the env, the acting rollout and the learning (`bench train --breakdown`);
-3. `train_ppo-250_seed6.json`: the 250 recipe (`ppo-250`, 3.3M games at B = 256; seeds 4 and 5
+3. `bench_train_w256_large.json`: width 256 at B = 65,536 in float32 and in bfloat16
+   (`--dtypes`), for the 500,000 games/s target (16,384 in float32 gave 390,306 on an H200);
+4. `train_ppo-250_seed6.json`: the 250 recipe (`ppo-250`, 3.3M games at B = 256; seeds 4 and 5
    chose and reported it on the CPU) on a fresh seed, for the 10-minute target;
-4. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown;
-5. `train_gpu-ppo_seed2.json`: the GPU preset again on seed 2.
+5. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown;
+6. `train_gpu-ppo_seed2.json`: the GPU preset again on seed 2.
 
-Steps 3 to 5 repeat code paths of steps 1 and 2, so `--tiny` skips them.
+Steps 3 to 6 repeat code paths of steps 1 and 2, so `--tiny` skips them. Eight files at most
+come to OUT (the device tool brings back eight).
 
 `machine.json` records the device, the CPU and the load before the first step; `manifest.json`
 lists each step with its exit status and wall time. `--tiny` shrinks every budget so the whole
@@ -53,10 +56,18 @@ PRESET = "gpu-ppo"
 BENCH_BATCHES = ["--batches", "1024,16384", "--minibatches", "4"]
 BENCH_GRID = [*BENCH_BATCHES, "--widths", "64,256", "--breakdown"]
 BENCH_WIDTHS = [*BENCH_BATCHES, "--widths", "128,600"]
-# Expected seconds of each step on one H100 (from docs/learners/gpu_h100: about 13 s to compile
-# an update chunk, 5-6 ms an update at B = 256), used to skip a step that cannot finish in the
-# time left.
-EXPECTED_S = {"train": 75.0, "train-long": 150.0, "bench": 150.0, "bench-widths": 90.0}
+BENCH_LARGE = ["--batches", "65536", "--minibatches", "4", "--widths", "256"]
+BENCH_LARGE += ["--dtypes", "float32,bfloat16"]
+# Expected seconds of each step, a little above what each took on one H200 (results/gpu-h200:
+# train 49-50 s, ppo-250 83 s, the breakdown grid 149 s, the widths grid 132 s; a 65,536-game
+# cell about 45 s), used to skip a step that cannot finish in the time left.
+EXPECTED_S = {
+    "train": 60.0,
+    "train-long": 100.0,
+    "bench": 160.0,
+    "bench-large": 100.0,
+    "bench-widths": 140.0,
+}
 TINY_TRAIN_SETTINGS = (
     "train.total_games=64",
     "train.games_per_update=32",
@@ -206,6 +217,11 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not tiny:  # the same code paths as the two above: a smoke run needs them once
         steps += [
+            (
+                "bench width 256 large",
+                "bench-large",
+                lambda work, left: bench_step(out, "bench_train_w256_large", BENCH_LARGE, left),
+            ),
             (
                 "train ppo-250 seed 6",
                 "train-long",

@@ -48,6 +48,27 @@ def test_bench_train_rows_per_preset_and_batch(tmp_path) -> None:
     _check_bench_rows(rows, [("quick", 4, "a2c"), ("quick", 8, "a2c"), ("paper-ppo-50k", 4, "ppo")])
 
 
+def test_bench_train_measures_each_compute_dtype(tmp_path) -> None:
+    """--dtypes float32,bfloat16 is an axis of the grid: one row per dtype at the same width
+    and batch, each naming the dtype its network computed in."""
+    rows = run_bench(
+        [*BENCH_TRAIN, "--preset", "quick", "--batches", "4", "--dtypes", "float32,bfloat16"],
+        tmp_path / "dtypes.json",
+    )
+    assert [(row["compute_dtype"], row["width"]) for row in rows] == [
+        ("float32", 16),
+        ("bfloat16", 16),
+    ]
+    _check_bench_rows(rows, [("quick", 4, "a2c"), ("quick", 4, "a2c")])
+
+
+def test_bench_train_rejects_an_unknown_dtype(capsys) -> None:
+    """A dtype the network cannot compute in is a one-line error (exit 2) before any compile."""
+    assert main(["bench", "train", "--dtypes", "float32,float8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "network.compute_dtype" in err and "float8" in err
+
+
 def test_bench_train_rejects_bad_batches(capsys) -> None:
     """A batch list that is not integers is a one-line error with exit status 2."""
     assert main(["bench", "train", "--batches", "20,x"]) == 2

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated network.hidden_size values to measure (default: the preset's)",
     )
     parser.add_argument(
+        "--dtypes",
+        default=None,
+        help="comma-separated network.compute_dtype values to measure, e.g. float32,bfloat16 "
+        "(default: the preset's)",
+    )
+    parser.add_argument(
         "--minibatches",
         type=int,
         default=0,
@@ -270,6 +276,7 @@ def run(args: argparse.Namespace) -> int:
         widths = [int(text) for text in args.widths.split(",")] if args.widths else [None]
     except ValueError:
         raise UserError(f"--widths {args.widths!r} must be comma-separated integers") from None
+    dtypes = [text.strip() for text in args.dtypes.split(",")] if args.dtypes else [None]
     if args.population < 0:
         raise UserError(f"--population {args.population} must be >= 1")
     if args.minibatches < 0 or any(
@@ -287,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
                     *args.overrides,
                     f"train.games_per_update={games}",
                     *([f"network.hidden_size={width}"] if width else []),
+                    *([f"network.compute_dtype={dtype}"] if dtype else []),
                     *(
                         [f"algo.games_per_minibatch={games // args.minibatches}"]
                         if args.minibatches
@@ -297,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for preset in presets
         for width in widths
+        for dtype in dtypes
         for games in batches
     ]
     print(f"bench train: device {jax.devices()[0].device_kind}")
@@ -306,15 +315,18 @@ def run(args: argparse.Namespace) -> int:
             Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
         return 0
     header = (
-        f"{'preset':<20} {'algo':<9} {'width':>5} {'B':>6} {'ms/update':>10} {'games/s':>9} "
+        f"{'preset':<20} {'algo':<9} {'width':>5} {'dtype':>8} {'B':>6} {'ms/update':>10} "
+        f"{'games/s':>9} "
         f"{'trans/s':>10} {'fwd+bwd ms':>11} {'ratio':>6} {'compile s':>9}"
     )
     print(header)
     results = []
     for preset, config in configs:
-        row = {"preset": preset, "width": config.network.hidden_size} | measure(
-            config, args.repeats, args.breakdown
-        )
+        row = {
+            "preset": preset,
+            "width": config.network.hidden_size,
+            "compute_dtype": config.network.compute_dtype,
+        } | measure(config, args.repeats, args.breakdown)
         results.append(row)
         parts = (
             f" | env {row['env_ms']:.1f} rollout {row['rollout_ms']:.1f} learn "
@@ -323,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
             else ""
         )
         print(
-            f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} "
+            f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} {row['compute_dtype']:>8} "
             f"{row['games_per_update']:>6} {row['ms_per_update']:>10.1f} "
             f"{row['games_per_second']:>9.1f} {row['transitions_per_second']:>10.0f} "
             f"{row['fwd_bwd_ms']:>11.1f} {row['pipeline_over_fwd_bwd']:>6.2f} "
