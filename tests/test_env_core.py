@@ -1,6 +1,6 @@
-"""The one environment protocol (`envs.core`) under the learners' solitaire tasks: hand-made
-positions, and the batched driver (`envs.solitaire`) as the protocol's own functions, dice for
-dice."""
+"""The one environment protocol (`envs.core`) under the learners' tasks: hand-made positions,
+and the batched drivers (`envs.solitaire`, `envs.match`) as the protocol's own functions, dice
+for dice."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from yahtzee_jax.agents.resolve import builtin_agent
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core
+from yahtzee_jax.envs.match import Match, Seat
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.game import engine, multiplayer
 from yahtzee_jax.game.engine import State
@@ -129,3 +131,41 @@ def test_the_learners_tasks_are_the_outside_ids_games():
             state = protocol_step(state, actions, step_keys, params)
             np.testing.assert_array_equal(rewards, state.rewards[:, 0])
         assert bool(jnp.all(state.terminated)) and bool(jnp.all(cards.terminated))
+
+
+def test_the_learners_match_is_the_protocols_match():
+    """Lane group g of `envs.Match` (the learner in seat g, its opponent a seat policy on its
+    group's lanes) is the protocol's `init`/`step` with the outside seat g and the suite's
+    built-in opponent, over the same keys and random legal play: every card, counter and the
+    end reward, at the start of each of the learner's turns and at the end."""
+    agent = builtin_agent("greedy1", OFFICIAL)
+    env = Match(OFFICIAL, FeatureConfig(), (Seat(agent.name, agent.policy, agent.params),))
+    keys = jax.random.split(jax.random.key(5), 4)
+    state, play_keys = jax.jit(env.init)(keys, env.init_task(None))
+    params = make_params("YahtzeeMatch-v0", opponent="greedy1")
+    seats = jnp.int32([0, 0, 1, 1])  # the lane groups of a batch of 4: halves
+    protocol = jax.jit(jax.vmap(lambda key, seat: core.init(key, params.replace(seat=seat))))
+    protocol_step = jax.jit(
+        jax.vmap(lambda s, a, k, seat: core.step(s, a, k, params.replace(seat=seat)))
+    )
+    mirror = protocol(keys, seats)
+    start_turn, end_turn, env_step = (
+        jax.jit(env.start_turn),
+        jax.jit(env.end_turn),
+        jax.jit(env.step),
+    )
+    for turn in range(OFFICIAL.num_turns):
+        state = start_turn(state, jnp.int32(turn))
+        assert equal((state.env.match, state.env.decisions), (mirror.match, mirror.decisions))
+        for roll in range(3):
+            decision = turn * 3 + roll
+            step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
+            split = jax.vmap(jax.random.split)(step_keys)
+            mask = env.legal_action_mask(env.observation(state))
+            actions = jnp.argmax(mask * jax.random.uniform(split[0, 0], mask.shape), axis=-1)
+            state, _ = env_step(state, actions, split[:, 1], jnp.int32(decision))
+            mirror = protocol_step(mirror, actions, split[:, 1], seats)
+        state = end_turn(state, jnp.int32(turn))
+    assert equal(state.env.match, mirror.match) and bool(jnp.all(mirror.terminated))
+    final = env.finish(state, jnp.zeros((env.episode_length, 4)))[-1]
+    np.testing.assert_array_equal(final, mirror.rewards[jnp.arange(4), seats])

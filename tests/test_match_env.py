@@ -14,12 +14,13 @@ from scripts import EXPERIMENTS, load_experiment_script
 from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms.base import init_train_state, make_context, train_step
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.envs import rewards
+from yahtzee_jax.envs import core, rewards
 from yahtzee_jax.envs.match import Match, MatchEpisode, MatchView, Seat
 from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation import matches as two_player
 from yahtzee_jax.game.engine import State, legal_action_mask, total_score
+from yahtzee_jax.game.multiplayer import MatchState, stack_cards
 from yahtzee_jax.game.rules import (
     NUM_KEEP_ACTIONS,
     OFFICIAL,
@@ -132,13 +133,15 @@ def test_match_rewards_put_the_end_on_the_last_decision():
     win is -1 (a loss) or +1, nothing before the end; score leaves the rewards as they are."""
     own = State(scores=jnp.zeros(13, jnp.int32).at[12].set(150))
     other = State(scores=jnp.zeros(13, jnp.int32).at[12].set(190))
-    episode = MatchEpisode(
-        card=jax.tree.map(lambda leaf: leaf[None], own),
-        others=jax.tree.map(lambda leaf: leaf[None, None], other),
-        opponent_keys=jnp.zeros((1, 1, 2), jnp.uint32),
-        goal=jnp.float32(110.0),
-        opponent_params=None,
-    )
+    params = core.EnvParams(rules=OFFICIAL, players=2)
+
+    def episode_of(mine: State, theirs: State) -> MatchEpisode:
+        # One lane (group 0: the learner in seat 0), its protocol state built by hand
+        env = core.from_match(MatchState(cards=stack_cards([mine, theirs])), params)
+        env = jax.tree.map(lambda leaf: leaf[None], env)
+        return MatchEpisode(env, env.match.cards.reward, jnp.float32(110.0), None)
+
+    episode = episode_of(own, other)
     steps = jnp.array([[0.0], [(30 - 22.286) / 10]])
 
     def finished(reward: str, episode: MatchEpisode = episode) -> np.ndarray:
@@ -147,10 +150,7 @@ def test_match_rewards_put_the_end_on_the_last_decision():
 
     np.testing.assert_allclose(finished("gradient"), [0.0, (30 - 22.286) / 10 - 0.4], rtol=1e-6)
     np.testing.assert_allclose(finished("score"), np.asarray(steps)[:, 0])
-    swapped = episode.replace(
-        card=jax.tree.map(lambda leaf: leaf[None], other),
-        others=jax.tree.map(lambda leaf: leaf[None, None], own),
-    )
+    swapped = episode_of(other, own)
     np.testing.assert_allclose(finished("win") - np.asarray(steps)[:, 0], [0.0, -1.0], atol=1e-6)
     np.testing.assert_allclose(
         finished("win", swapped) - np.asarray(steps)[:, 0], [0.0, 1.0], atol=1e-6

@@ -67,7 +67,7 @@ class Agent:
     others in seat order after its own. Every caller plays through it: evaluations, match
     opponents (`Seat(agent.name, agent.policy, agent.params)`), the learner's seat of a match.
     `act(params, state, key)` is the same policy on one unbatched card alone (`OneCard`), for
-    the callers that hold one card (the terminal game, the suite's opponents). The policy is
+    the callers that hold one card (the terminal game). The policy is
     `jit`-static, so the same function object with new `params` (a pytree: network weights, a
     value table, or None) reuses the compiled program. `rules` is the rule variant the agent
     plays (solved or trained for one variant). `reads_others` says that the policy reads the

@@ -5,19 +5,24 @@ In pgx's and gymnax's spirit: `init(key, params)`, `step(state, action, key, par
 `current_player` and `terminated`. Every task is a match (`game.multiplayer`): solitaire is a
 match of one seat, the single turn a one-seat match on a random card (`EnvParams.whole_games`
 off), and an N-player match either has every seat played from outside (PettingZoo) or one seat
-from outside and the others by a built-in agent (`opponent`), whose turns `step` plays before
+from outside and the others by the environment (`opponent`), whose turns `step` plays before
 it returns. The package's solitaire tasks (`envs.solitaire`, which every learner, evaluation and
 play of a solitaire game runs) are these functions vmapped; so are the outside adapters
-(`suite`). The learners' match (`envs.match`) seats its opponents by lane group instead (see
-docs/architecture.md).
+(`suite`). The learners' match (`envs.match`) drives the same pieces over a batch seated by lane
+group: `deal`, the outside seat's `move`, each opponent's turn (`seat_turn`, `seat_decision`)
+and the end-of-match reward (`terminal_rewards`), so how a seat is played, when a match ends
+and who won exist once (see docs/architecture.md).
 
-The keys are arguments, never state (a planner cannot see future dice). Without an opponent a
-key is used as it is: `init`'s deals the card (one seat: exactly `engine.init(key)`), `step`'s
+Keys: the outside seat's are arguments (a planner cannot see future dice). Without an opponent
+a key is used as it is: `init`'s deals the card (one seat: exactly `engine.init(key)`), `step`'s
 rolls the dice (exactly `engine.step`'s), so a game here is the learners' game dice for dice.
-With an opponent each key splits into the outside seat's and the opponent's. An illegal action
-leaves the state unchanged with zero rewards, as in the engine; a terminated state steps to
-itself with zero rewards, and its mask is all true (pgx's convention: a policy never divides by
-zero). A game ends after its last scoring decision: there is no truncation.
+With an opponent `init`'s key splits into (init key, play key), and each seat deals and plays
+from its own fold of them; the seats the environment plays draw from their play keys, kept in
+the state with their decision counters (`EnvState.play_keys`, `decisions`), which `observe`
+never shows: the learners' match's streams. An illegal action leaves the state unchanged with
+zero rewards, as in the engine; a terminated state steps to itself with zero rewards, and its
+mask is all true (pgx's convention: a policy never divides by zero). A game ends after its
+last scoring decision: there is no truncation.
 """
 
 from __future__ import annotations
@@ -29,11 +34,13 @@ import jax.numpy as jnp
 from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.base import Policy, no_others
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
+from yahtzee_jax.envs.rewards import FIXED_GOAL, terminal_reward
 from yahtzee_jax.game import engine, multiplayer
-from yahtzee_jax.game.engine import State
+from yahtzee_jax.game.engine import State, batch_of_one
 from yahtzee_jax.game.multiplayer import MatchState
-from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 
 REWARDS = ("score", "win")
 # Every feature lies in [-1, 1] except the game progress, which reaches 13/12 once the card is
@@ -51,12 +58,15 @@ class EnvParams:
       (the single turn).
     players: seats at the table (1 for the solitaire tasks).
     reward: "score" (each step's change in the player's total) or "win" (+1, 0 or -1 when the
-      match ends, for the sole top score, a share of it, or less).
-    opponent: a built-in agent's name playing every seat but `seat`, or None: every seat is
-      played from outside.
-    opponent_act, opponent_params: that agent's one-state policy and its parameters.
+      match ends, for the sole top score, a share of it, or less); the learners' match also
+      ends on Yuan's terminal rewards (`envs.rewards`, `terminal_rewards`).
+    opponent: who plays every seat but `seat` (a built-in agent's name, or the learners'
+      match's seats), or None: every seat is played from outside.
+    opponent_policy, opponent_params: the built-in agent's policy (the one signature,
+      `envs.base.Policy`, shown no other card) and its parameters, which `step` plays.
     features: the observation's layout (`envs.features`).
     seat: the seat played from outside when `opponent` is set.
+    common_dice: with an opponent, every seat deals and plays from the match's own keys.
     """
 
     rules: Rules = struct.field(pytree_node=False)
@@ -64,20 +74,26 @@ class EnvParams:
     players: int = struct.field(pytree_node=False, default=1)
     reward: str = struct.field(pytree_node=False, default="score")
     opponent: str | None = struct.field(pytree_node=False, default=None)
-    opponent_act: Any = struct.field(pytree_node=False, default=None)
+    opponent_policy: Policy | None = struct.field(pytree_node=False, default=None)
     opponent_params: Any = None
     features: FeatureConfig = struct.field(pytree_node=False, default=FeatureConfig())
     seat: jax.Array = struct.field(default_factory=lambda: jnp.int32(0))
+    common_dice: bool = struct.field(pytree_node=False, default=False)
 
 
 @struct.dataclass
 class EnvState:
-    """A position: the match (every seat's card), who moves, the last step's rewards.
+    """A position: the match (every seat's card), who moves, the last step's rewards, and
+    each seat's dice stream.
 
     current_player: int32, the seat whose decision it is (the outside seat when `opponent`).
     rewards: float32[P], each seat's reward from the step that produced this state.
     terminated: bool, the episode is over.
     legal_action_mask: bool[num_actions] of `current_player` (all true once terminated).
+    play_keys: key[P], each seat's play key: a seat the environment plays takes its decision
+      d with ``split(fold_in(play key, d))`` = (policy key, dice key). The outside seats'
+      dice come from the keys given to `step`; `observe` never shows a key.
+    decisions: int32[P], the decisions each seat has taken (its next one's d).
     """
 
     match: MatchState
@@ -85,6 +101,8 @@ class EnvState:
     rewards: jax.Array
     terminated: jax.Array
     legal_action_mask: jax.Array
+    play_keys: jax.Array
+    decisions: jax.Array
 
 
 def num_actions(params: EnvParams) -> int:
@@ -97,17 +115,35 @@ def observation_size(params: EnvParams) -> int:
     return match_feature_size(params.features, params.players, params.players > 1, params.rules)
 
 
-def from_match(match: MatchState, params: EnvParams, rewards: jax.Array | None = None) -> EnvState:
-    """The state of a match position (a test builds one by hand), `rewards` zero by default."""
+def from_match(
+    match: MatchState,
+    params: EnvParams,
+    rewards: jax.Array | None = None,
+    play_keys: jax.Array | None = None,
+    decisions: jax.Array | None = None,
+) -> EnvState:
+    """The state of a match position (a test builds one by hand), `rewards` zero by default,
+    play keys those of ``key(0)`` and no decisions taken unless given."""
     if rewards is None:
         rewards = jnp.zeros(params.players)
+    if play_keys is None:
+        play_keys = jax.random.split(jax.random.key(0), params.players)
+    if decisions is None:
+        decisions = jnp.zeros(params.players, jnp.int32)
     return EnvState(
         match=match,
         current_player=match.current_player,
         rewards=rewards.astype(jnp.float32),
         terminated=match.terminated,
         legal_action_mask=multiplayer.legal_action_mask(match, params.rules),
+        play_keys=play_keys,
+        decisions=decisions,
     )
+
+
+def _moved(state: EnvState, match: MatchState, rewards: jax.Array, params: EnvParams) -> EnvState:
+    """`state` moved on to `match` with `rewards`, its dice streams and counters kept."""
+    return from_match(match, params, rewards, state.play_keys, state.decisions)
 
 
 def from_card(card: State, params: EnvParams) -> EnvState:
@@ -123,8 +159,8 @@ def from_card(card: State, params: EnvParams) -> EnvState:
 
 
 def _first_match(key: jax.Array, params: EnvParams) -> MatchState:
-    """The dealt cards: a lone seat's from the key itself (the engine's deal), else seat p's
-    from ``fold_in(key, p)``."""
+    """The dealt cards without an opponent: a lone seat's from the key itself (the engine's
+    deal), else seat p's from ``fold_in(key, p)``."""
     if params.whole_games:
         return multiplayer.init(key, params.players, params.players == 1, params.rules)
     card = engine.init_single_turn(key, True, params.rules)
@@ -136,66 +172,162 @@ def _first_match(key: jax.Array, params: EnvParams) -> MatchState:
     )
 
 
-def _opponents_move(
-    match: MatchState, rewards: jax.Array, key: jax.Array, params: EnvParams
-) -> tuple[MatchState, jax.Array]:
-    """The built-in opponent plays every seat's decisions until the outside seat is on turn.
+def deal(key: jax.Array, params: EnvParams, seat: jax.Array | int | None = None) -> EnvState:
+    """A fresh episode before anyone has moved (seat 0 on turn), the outside seat `seat`
+    (default `params.seat`).
+
+    Without an opponent the key deals as `_first_match` says. With one it splits into (init
+    key, play key); the seat r places after the outside one (r = 0 for it) deals from
+    ``fold_in(init key, r)`` and plays from ``fold_in(play key, r)``, or from the two keys
+    themselves with `common_dice`: the learners' match's streams, which the golden
+    regression records.
+    """
+    players = params.players
+    if params.opponent is None:
+        keys = jax.vmap(lambda p: jax.random.fold_in(key, p))(jnp.arange(players))
+        return from_match(_first_match(key, params), params, play_keys=keys)
+    if not params.whole_games:
+        raise ValueError("an opponent plays whole games")
+    seat = params.seat if seat is None else seat
+    init_key, play_key = jax.random.split(key)
+
+    def seat_key(base: jax.Array, player: int) -> jax.Array:
+        return base if params.common_dice else jax.random.fold_in(base, (player - seat) % players)
+
+    seats = range(players)
+    cards = [engine.init(seat_key(init_key, p), params.rules) for p in seats]
+    match = MatchState(
+        cards=multiplayer.stack_cards(cards),
+        current_player=jnp.int32(0),
+        rewards=jnp.zeros(players, jnp.int32),
+        terminated=jnp.bool_(False),
+    )
+    play_keys = jnp.stack([seat_key(play_key, p) for p in seats])
+    return from_match(match, params, play_keys=play_keys)
+
+
+def move(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) -> EnvState:
+    """The player on turn takes `action` with the dice of `key`, and nothing else: no other
+    seat moves and no end-of-match reward (`step` adds those). Its counter counts the
+    decision when it was legal and the match was on."""
+    match = multiplayer.step(state.match, action, key, params.rules)
+    taken = ~state.terminated & state.legal_action_mask[action]
+    decisions = state.decisions.at[state.current_player].add(taken.astype(jnp.int32))
+    return from_match(match, params, match.rewards, state.play_keys, decisions)
+
+
+def seat_decision(
+    states: EnvState,
+    policy: Policy,
+    policy_params: Any,
+    params: EnvParams,
+    shown: State | None = None,
+    seat: int | None = None,
+) -> EnvState:
+    """One decision of the seat on turn in a batch of matches [b], played by `policy` from that
+    seat's dice stream: decision d of its play key k takes ``split(fold_in(k, d))`` = (policy
+    key, dice key). `shown` [b, K] are the other cards the policy is shown (none by default);
+    `seat`, when the caller knows it, is the seat on turn in every lane (static slices).
+
+    The one way an environment plays a seat: the built-in opponent of `step`, and each seat of
+    the learners' match (`envs.match`) on its lane group.
+    """
+    if seat is None:
+        lanes = jnp.arange(states.current_player.shape[0])
+        play_keys = states.play_keys[lanes, states.current_player]
+        counts = states.decisions[lanes, states.current_player]
+        own = jax.vmap(multiplayer.current_card)(states.match)
+    else:
+        play_keys, counts = states.play_keys[:, seat], states.decisions[:, seat]
+        own = jax.tree.map(lambda leaf: leaf[:, seat], states.match.cards)
+    split = jax.vmap(lambda key, d: jax.random.split(jax.random.fold_in(key, d)))(play_keys, counts)
+    shown = no_others(own) if shown is None else shown
+    actions = policy(policy_params, own, shown, split[:, 0])
+    return jax.vmap(move, in_axes=(0, 0, 0, None))(states, actions, split[:, 1], params)
+
+
+def seat_turn(
+    states: EnvState,
+    policy: Policy,
+    policy_params: Any,
+    params: EnvParams,
+    shown: State | None = None,
+    seat: int | None = None,
+) -> EnvState:
+    """The whole turn of the seat on turn in a batch of matches [b] at a turn's first roll
+    (its three decisions, `seat_decision`), the others `shown` it unchanged meanwhile."""
+
+    # A scan over the rolls, not an unrolled loop: the policy's (large) program is compiled
+    # once per call instead of three times.
+    def decide(states: EnvState, _: jax.Array) -> tuple[EnvState, None]:
+        return seat_decision(states, policy, policy_params, params, shown, seat), None
+
+    return jax.lax.scan(decide, states, jnp.arange(DECISIONS_PER_TURN))[0]
+
+
+def _opponents_move(state: EnvState, rewards: jax.Array, params: EnvParams) -> EnvState:
+    """The built-in opponent plays every seat's decisions until the outside seat is on turn;
+    the state's rewards are `rewards` plus every seat's points meanwhile.
 
     A while loop, not a fixed scan: vmapped episodes of equal length move in lockstep, so the
     opponent's program runs only on the steps where a turn passes (its score decisions).
     """
-    rules, act = params.rules, params.opponent_act
 
-    def waiting(carry: tuple[MatchState, jax.Array, jax.Array]) -> jax.Array:
-        match = carry[0]
-        return (match.current_player != params.seat) & ~match.terminated
+    def waiting(carry: tuple[EnvState, jax.Array]) -> jax.Array:
+        state = carry[0]
+        return (state.current_player != params.seat) & ~state.terminated
 
-    def decide(
-        carry: tuple[MatchState, jax.Array, jax.Array],
-    ) -> tuple[MatchState, jax.Array, jax.Array]:
-        match, total, count = carry
-        policy_key, dice_key = jax.random.split(jax.random.fold_in(key, count))
-        action = act(params.opponent_params, multiplayer.current_card(match), policy_key)
-        match = multiplayer.step(match, action, dice_key, rules)
-        return match, total + match.rewards, count + 1
+    def decide(carry: tuple[EnvState, jax.Array]) -> tuple[EnvState, jax.Array]:
+        state, total = carry
+        moved = seat_decision(
+            batch_of_one(state), params.opponent_policy, params.opponent_params, params
+        )
+        state = jax.tree.map(lambda leaf: leaf[0], moved)
+        return state, total + state.rewards
 
-    match, rewards, _ = jax.lax.while_loop(waiting, decide, (match, rewards, jnp.int32(0)))
-    return match, rewards
+    state, rewards = jax.lax.while_loop(waiting, decide, (state, rewards.astype(jnp.float32)))
+    return state.replace(rewards=rewards)
+
+
+def terminal_rewards(
+    match: MatchState, params: EnvParams, goal: jax.Array | float = FIXED_GOAL
+) -> jax.Array:
+    """float32[P]: each seat's end-of-match reward under `params.reward` against the best
+    other total (`envs.rewards.terminal_reward`: "win" is +1, 0, -1 for the sole top score, a
+    share of it, or less); `goal` is the moving goal's total."""
+    totals = multiplayer.total_scores(match, params.rules)
+    best_other = totals - multiplayer.outcome(match, params.rules).margins
+    return terminal_reward(params.reward, totals, best_other, goal)
 
 
 def _final_rewards(
     before: jax.Array, match: MatchState, rewards: jax.Array, params: EnvParams
 ) -> jax.Array:
-    """`rewards` plus, under the "win" reward, the result on the step that ends the match."""
-    if params.reward != "win":
+    """`rewards`, or under the "win" reward the result on the step that ends the match."""
+    if params.reward == "score":
         return rewards
     ended = match.terminated & ~before
-    results = multiplayer.outcome(match, params.rules).results
-    return jnp.where(ended, results, 0)
+    return jnp.where(ended, terminal_rewards(match, params), 0.0)
 
 
 def init(key: jax.Array, params: EnvParams) -> EnvState:
     """A fresh episode; seats before the outside one have already played their first turn."""
+    state = deal(key, params)
     if params.opponent is None:
-        return from_match(_first_match(key, params), params)
-    deal_key, opponent_key = jax.random.split(key)
-    opening = jnp.zeros(params.players, jnp.int32)
-    match, _ = _opponents_move(_first_match(deal_key, params), opening, opponent_key, params)
+        return state
     # The opening turns' points are not a reward: no action of the outside seat earned them.
-    return from_match(match, params)
+    opening = jnp.zeros(params.players)
+    return _opponents_move(state, opening, params).replace(rewards=opening)
 
 
 def step(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) -> EnvState:
-    """The player on turn takes `action`; then any built-in opponents take theirs."""
-    if params.opponent is None:  # the key rolls the dice, as the engine's step takes it
-        match = multiplayer.step(state.match, action, key, params.rules)
-        rewards = match.rewards
-    else:
-        move_key, opponent_key = jax.random.split(key)
-        match = multiplayer.step(state.match, action, move_key, params.rules)
-        match, rewards = _opponents_move(match, match.rewards, opponent_key, params)
-    rewards = _final_rewards(state.terminated, match, rewards, params)
-    return from_match(match, params, rewards)
+    """The player on turn takes `action` (the key rolls its dice, as the engine's step takes
+    it); then any built-in opponents take theirs, from their own dice streams."""
+    moved = move(state, action, key, params)
+    if params.opponent is not None:
+        moved = _opponents_move(moved, moved.rewards, params)
+    rewards = _final_rewards(state.terminated, moved.match, moved.rewards, params)
+    return moved.replace(rewards=rewards.astype(jnp.float32))
 
 
 def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvParams) -> EnvState:
@@ -212,7 +344,7 @@ def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvPar
         cards=moved, rewards=moved.reward, terminated=jnp.all(moved.terminated)
     )
     rewards = _final_rewards(state.terminated, match, moved.reward, params)
-    return from_match(match, params, rewards)
+    return _moved(state, match, rewards, params)
 
 
 def observe(state: EnvState, params: EnvParams, player: jax.Array | int | None = None) -> jax.Array:

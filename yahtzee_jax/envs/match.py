@@ -1,26 +1,30 @@
 """The N-player match: the learner in one seat, fixed opponents in the others (issue 14, 27).
 
-A learner episode is still the learner's 39 decisions on its own card; the opponents' turns
-are taken by the environment between the learner's turns (`start_turn`, `end_turn`). A batch
-of B matches is cut into P lane groups: in group g the learner sits in seat g, so the
-opponents seated before it move in `start_turn`, those after it in `end_turn`, each only on
-its group's lanes. An opponent's program therefore runs on B decisions' worth per turn, not
-P x B, and only ever steps its own card. With two players the groups are the halves
-[0, ceil(B/2)) (learner first) and the rest (learner second): game i of an evaluation sits
-first when i is even (`evaluation.matches`).
+The task is the protocol's (`envs.core`): a batch of matches is a batch of its `EnvState`s, the
+learner's decisions are its `move`, an opponent's turn is its `seat_turn` and the end reward
+its `terminal_rewards`. What this module adds is the learners' batched driver: a learner
+episode is still the learner's 39 decisions on its own card; the opponents' turns are taken
+between the learner's turns (`start_turn`, `end_turn`). A batch of B matches is cut into P lane
+groups: in group g the learner sits in seat g, so the opponents seated before it move in
+`start_turn`, those after it in `end_turn`, each only on its group's lanes. An opponent's
+program therefore runs on B decisions' worth per turn, not P x B. With two players the groups
+are the halves [0, ceil(B/2)) (learner first) and the rest (learner second): game i of an
+evaluation sits first when i is even (`evaluation.matches`).
 
-Dice are seat-independent: a match key splits into (init key, play key); the learner's card
-uses ``fold_in(., 0)`` of each, opponent k's (the k-th player after the learner)
-``fold_in(., 1 + k)``; decision d of a card uses ``split(fold_in(its play key, d))`` =
-(policy key, dice key), as in solitaire. With `common_dice` every card uses the match's own
-init and play keys: each seat rolls the dice its solitaire game from the same key would, so a
-match of agents that see only their own card is exactly their solitaire games (tested).
+Dice (`core.deal`) are seat-independent: a match key splits into (init key, play key); the
+learner's card uses ``fold_in(., 0)`` of each, opponent k's (the k-th player after the learner)
+``fold_in(., 1 + k)``; decision d of a card uses ``split(fold_in(its play key, d))`` = (policy
+key, dice key), as in solitaire. With `common_dice` every card uses the match's own init and
+play keys: each seat rolls the dice its solitaire game from the same key would, so a match of
+agents that see only their own card is exactly their solitaire games (tested).
 
 Opponents are `Seat`s: a policy (the one signature, `envs.base.Policy`) with its parameters,
 or the learner's own frozen copy (`self`), whose parameters the environment keeps in its task
 state and refreshes every `opponent_refresh` updates. A seat is shown the learner's card as its
 other cards [b, 1], or the whole table [b, P-1] (`Seat.sees_table`). The learner's reward is one
-of `envs.rewards.REWARDS`.
+of `envs.rewards.REWARDS`: the per-decision part (Yuan's intermediate, the score) here, the end
+of the match the protocol's; the moving goal and the frozen opponent are kept across updates
+here (`MatchTask`).
 """
 
 from __future__ import annotations
@@ -31,16 +35,18 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs import core
 from yahtzee_jax.envs import rewards as match_rewards
 from yahtzee_jax.envs.base import Environment, Metrics, Policy
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.multiplayer import MatchState
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
+from yahtzee_jax.game.rules import Rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,14 +72,38 @@ class MatchTask:
 
 @struct.dataclass
 class MatchEpisode:
-    """A batch of matches: the learner's cards [B], the opponents' [B, P-1] (k-th player after
-    the learner at index k), their play keys, this batch's goal and frozen opponent."""
+    """A batch of matches: the protocol's states [B] (`envs.core.EnvState`: every seat's card
+    in seat order, who is on turn, each seat's play key and decision count), the learner in
+    seat g on lane group g (`lane_groups`), and this batch's goal and frozen opponent.
 
-    card: State
-    others: State
-    opponent_keys: jax.Array
+    card_rewards: int32[B, P], each seat's reward from its own last decision, which its card's
+    `reward` shows the learner (the protocol's cards show the last step's, zero off turn).
+    """
+
+    env: core.EnvState
+    card_rewards: jax.Array
     goal: jax.Array
     opponent_params: Any
+
+    @property
+    def card(self) -> State:
+        """The learner's cards [B]."""
+        return _seat_cards(self._cards(), 0)
+
+    @property
+    def others(self) -> State:
+        """The other cards [B, P-1], the k-th player after the learner at index k."""
+        players, cards = self.env.match.num_players, self._cards()
+        return _stack([_seat_cards(cards, 1 + k) for k in range(players - 1)])
+
+    def _cards(self) -> State:
+        return self.env.match.cards.replace(reward=self.card_rewards)
+
+    def moved(self, env: core.EnvState, mover: jax.Array) -> MatchEpisode:
+        """This batch with its protocol states `env` after seat `mover` [B] moved."""
+        seats = jnp.arange(self.card_rewards.shape[1])
+        last = jnp.where(seats == mover[:, None], env.match.rewards, self.card_rewards)
+        return self.replace(env=env, card_rewards=last)
 
 
 @struct.dataclass
@@ -91,8 +121,24 @@ def lane_groups(batch: int, players: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(bounds))
 
 
-def _fold(keys: jax.Array, data: int) -> jax.Array:
-    return jax.vmap(jax.random.fold_in, in_axes=(0, None))(keys, data)
+def _stack(trees: list[Any]) -> Any:
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *trees)
+
+
+def _seat_cards(tree: Any, place: int) -> Any:
+    """Each lane's leaf [B, ...] of the seat `place` places after the learner, from leaves
+    [B, P, ...] in seat order: static slices by lane group, no gather."""
+    batch, players = jax.tree.leaves(tree)[0].shape[:2]
+    parts = []
+    for group, (start, stop) in enumerate(lane_groups(batch, players)):
+        if start < stop:
+            index = (slice(start, stop), (group + place) % players)
+            parts.append(jax.tree.map(lambda leaf, index=index: leaf[index], tree))
+    return jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *parts)
+
+
+def _take_seat(tree: Any, seat: int) -> Any:
+    return jax.tree.map(lambda leaf: leaf[:, seat], tree)
 
 
 def _take(tree: Any, start: int, stop: int, index: int | None = None) -> Any:
@@ -101,8 +147,8 @@ def _take(tree: Any, start: int, stop: int, index: int | None = None) -> Any:
     return jax.tree.map(lambda leaf: leaf[start:stop, index], tree)
 
 
-def _put(tree: Any, part: Any, start: int, stop: int, index: int) -> Any:
-    return jax.tree.map(lambda leaf, new: leaf.at[start:stop, index].set(new), tree, part)
+def _put(tree: Any, part: Any, start: int, stop: int) -> Any:
+    return jax.tree.map(lambda leaf, new: leaf.at[start:stop].set(new), tree, part)
 
 
 class Match(Environment):
@@ -130,109 +176,99 @@ class Match(Environment):
         self.opponent_features = opponent_features
         self.opponent_refresh = opponent_refresh
         self.common_dice = common_dice
+        # The protocol's params: its seats are played here, by lane group, not by `core.step`
+        names = "+".join(seat.name for seat in seats) if seats else "seats"
+        self.env_params = core.EnvParams(
+            rules=rules,
+            players=players,
+            reward=reward,
+            opponent=names,
+            features=features,
+            common_dice=common_dice,
+        )
 
     # -- the episode -------------------------------------------------------------------------
 
     def init(self, keys: jax.Array, task: MatchTask) -> tuple[MatchEpisode, jax.Array]:
-        """Fresh cards for every seat; the learner's play key is ``fold_in(play key, 0)``."""
+        """The protocol's deal of every lane, the learner in its group's seat; the learner's
+        play key is its seat's (``fold_in(play key, 0)``)."""
         if self.seats is None or len(self.seats) != self.num_players - 1:
             raise ValueError(f"a match of {self.num_players} players needs its opponents' seats")
-        split = jax.vmap(jax.random.split)(keys)
-        init_keys, play_keys = split[:, 0], split[:, 1]
-        rules = self.rules
-        deal = jax.vmap(lambda key: engine.init(key, rules))
-
-        def seat_keys(keys: jax.Array, seat: int) -> jax.Array:
-            return keys if self.common_dice else _fold(keys, seat)
-
-        card = deal(seat_keys(init_keys, 0))
-        opponents = range(self.num_players - 1)
-        others = [deal(seat_keys(init_keys, 1 + k)) for k in opponents]
+        groups = lane_groups(keys.shape[0], self.num_players)
+        learner_seats = np.concatenate(
+            [np.full(stop - start, g) for g, (start, stop) in enumerate(groups)]
+        )
+        params = self.env_params
+        env = jax.vmap(lambda key, seat: core.deal(key, params, seat))(
+            keys, jnp.asarray(learner_seats, jnp.int32)
+        )
         episode = MatchEpisode(
-            card=card,
-            others=jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *others),
-            opponent_keys=jnp.stack([seat_keys(play_keys, 1 + k) for k in opponents], axis=1),
+            env=env,
+            card_rewards=env.match.cards.reward,
             goal=match_rewards.reward_goal(self.reward, task.goal),
             opponent_params=task.opponent_params,
         )
-        return episode, seat_keys(play_keys, 0)
+        return episode, _seat_cards(env.play_keys, 0)
 
     def _seated_before(self, group: int, opponent: int) -> bool:
         # opponent k of group g sits in seat (g + 1 + k) % P: before the learner when it wraps
         return group + 1 + opponent >= self.num_players
 
-    def _opponents_move(self, state: MatchEpisode, turn: jax.Array, before: bool) -> MatchEpisode:
-        """Turn `turn` of the opponents seated before (or after) the learner, group by group."""
-        others = state.others
-        batch = state.card.dice.shape[0]
-        for group, (start, stop) in enumerate(lane_groups(batch, self.num_players)):
+    def _opponents_move(self, state: MatchEpisode, before: bool) -> MatchEpisode:
+        """A turn of each opponent seated before (or after) the learner, group by group, in
+        seat order: the protocol's `seat_turn` on the group's lanes only."""
+        env, last, players = state.env, state.card_rewards, self.num_players
+        batch = env.current_player.shape[0]
+        for group, (start, stop) in enumerate(lane_groups(batch, players)):
             for k, seat in enumerate(self.seats):
                 if start == stop or self._seated_before(group, k) != before:
                     continue
                 params = state.opponent_params if seat.frozen_learner else seat.params
-                learner = _take(state.card, start, stop)
-                shown = jax.tree.map(lambda leaf: leaf[:, None], learner)  # [b, 1]
-                own = self._opponent_turn(
-                    seat,
-                    params,
-                    _take(others, start, stop, k),
-                    self._table(others, learner, start, stop, k) if seat.sees_table else shown,
-                    state.opponent_keys[start:stop, k],
-                    turn,
-                )
-                others = _put(others, own, start, stop, k)
-        return state.replace(others=others)
+                lanes = _take(env, start, stop)
+                cards = lanes.match.cards.replace(reward=last[start:stop])
+                # Shown: the learner's card [b, 1], or every other card in seat order after
+                # its own
+                own = (group + 1 + k) % players
+                learner = _take_seat(cards, group)
+                if seat.sees_table:
+                    ring = [
+                        _take_seat(cards, (group + 1 + i) % players) for i in range(players - 1)
+                    ]
+                    shown = self._table(_stack(ring), learner, 0, stop - start, k)
+                else:
+                    shown = jax.tree.map(lambda leaf: leaf[:, None], learner)
+                moved = core.seat_turn(lanes, seat.policy, params, self.env_params, shown, own)
+                env = _put(env, moved, start, stop)
+                last = last.at[start:stop, own].set(moved.match.rewards[:, own])
+        return state.replace(env=env, card_rewards=last)
 
     def _table(self, others: State, learner: State, start: int, stop: int, k: int) -> State:
         """The other cards [b, P-1] as opponent k sees them: the players after it in seat
-        order (the learner is the player before opponent 0)."""
+        order (the learner is the player before opponent 0), from the learner's cards [b] and
+        the others' [B, P-1] (k-th player after the learner at index k) on lanes [start, stop)."""
         ring = [learner] + [_take(others, start, stop, i) for i in range(self.num_players - 1)]
         after = [ring[(k + 1 + j) % self.num_players] for j in range(1, self.num_players)]
-        return jax.tree.map(lambda *leaves: jnp.stack(leaves, axis=1), *after)
-
-    def _opponent_turn(
-        self,
-        seat: Seat,
-        params: Any,
-        own: State,
-        shown: State,
-        play_keys: jax.Array,
-        turn: jax.Array,
-    ) -> State:
-        """An opponent's three decisions on its own cards (a lane subset), `shown` the other
-        cards [b, K] its policy is shown."""
-        rules = self.rules
-
-        # A scan over the rolls, not an unrolled loop: the opponent's (large) program is
-        # compiled once per group instead of three times.
-        def decide(own: State, roll: jax.Array) -> tuple[State, None]:
-            decision = turn * DECISIONS_PER_TURN + roll
-            split = jax.vmap(lambda key: jax.random.split(jax.random.fold_in(key, decision)))(
-                play_keys
-            )
-            actions = seat.policy(params, own, shown, split[:, 0])
-            moved = jax.vmap(lambda s, a, k: engine.step(s, a, k, rules))(own, actions, split[:, 1])
-            return moved, None
-
-        return jax.lax.scan(decide, own, jnp.arange(DECISIONS_PER_TURN))[0]
+        return _stack(after)
 
     def start_turn(self, state: MatchEpisode, turn: jax.Array) -> MatchEpisode:
-        """The turn of every opponent seated before the learner."""
-        return self._opponents_move(state, turn, before=True)
+        """The turn of every opponent seated before the learner (each seat's counter says
+        which decisions it is at, so `turn` is not needed)."""
+        return self._opponents_move(state, before=True)
 
     def end_turn(self, state: MatchEpisode, turn: jax.Array) -> MatchEpisode:
         """The turn of every opponent seated after the learner."""
-        return self._opponents_move(state, turn, before=False)
+        return self._opponents_move(state, before=False)
 
     def step(
         self, state: MatchEpisode, action: jax.Array, dice_keys: jax.Array, decision: jax.Array
     ) -> tuple[MatchEpisode, jax.Array]:
-        """The learner's decision on its own card; its reward before the match is decided."""
-        rules = self.rules
-        card = state.card
-        moved = jax.vmap(lambda s, a, k: engine.step(s, a, k, rules))(card, action, dice_keys)
-        reward = match_rewards.step_reward(self.reward, card, action, moved)
-        return state.replace(card=moved), reward
+        """The learner's decision (the protocol's `move`); its reward before the match is
+        decided."""
+        params = self.env_params
+        env = jax.vmap(core.move, in_axes=(0, 0, 0, None))(state.env, action, dice_keys, params)
+        moved = state.moved(env, state.env.current_player)
+        reward = match_rewards.step_reward(self.reward, state.card, action, moved.card)
+        return moved, reward
 
     def totals(self, state: MatchEpisode) -> tuple[jax.Array, jax.Array]:
         """(the learner's totals [B], the best opponent's totals [B])."""
@@ -241,12 +277,15 @@ class Match(Environment):
         return engine.total_score(state.card, rules), jnp.max(others, axis=1)
 
     def finish(self, state: MatchEpisode, rewards: jax.Array) -> jax.Array:
-        """The end-of-match reward added at the last decision (not for `score`)."""
+        """The protocol's end-of-match reward of the learner's seat, added at the last decision
+        (not for `score`)."""
         if self.reward == "score":
             return rewards
-        own, other = self.totals(state)
-        final = match_rewards.terminal_reward(self.reward, own, other, state.goal)
-        return rewards.at[-1].add(final)
+        params = self.env_params
+        final = jax.vmap(lambda match: core.terminal_rewards(match, params, state.goal))(
+            state.env.match
+        )
+        return rewards.at[-1].add(_seat_cards(final, 0))
 
     def observation(self, state: MatchEpisode) -> MatchView:
         """The learner's card and the others'."""

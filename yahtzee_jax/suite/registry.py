@@ -90,7 +90,7 @@ def make_params(
         players=players,
         reward=reward,
         opponent=opponent,
-        opponent_act=agent.act if agent else None,
+        opponent_policy=agent.policy if agent else None,
         opponent_params=agent.params if agent else None,
         features=features or FeatureConfig(),
         seat=jnp.int32(seat),
