@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from yahtzee_jax.agents import AGENT_NAMES
+from yahtzee_jax.agents.exact import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.agents.resolve import TARGET
 from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE
@@ -57,7 +58,10 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "--batch-size",
         type=int,
         default=None,
-        help=f"games per device batch (default {ACCELERATOR_BATCH_SIZE}, {CPU_BATCH_SIZE} on CPU)",
+        help=(
+            f"games per device batch (default {ACCELERATOR_BATCH_SIZE}, on CPU {CPU_BATCH_SIZE} "
+            f"or the agent's own: {WIDGET_CPU_BATCH_SIZE} for the optimal and greedy agents)"
+        ),
     )
     parser.add_argument(
         "--no-optimal", action="store_true", help="skip the comparison with the optimal agent"

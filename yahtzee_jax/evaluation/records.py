@@ -29,10 +29,10 @@ from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
 
 ACCELERATOR_BATCH_SIZE = 4096
-# On a 2-core CPU the widget agents (optimal, greedy) play fastest in batches of 128-256 (their
-# [462, batch] keep values then stay in cache): 1.6x the games/s of batches of 64 or 1,024 for
-# the optimal agent; the random agent barely cares. Played a turn at a time (issue 46), Yatzy,
-# 2-core AMD EPYC under load: 14-15K games per CPU-s at 64, 16K at 128, 14-17K at 256, 14K at 512.
+# On a 2-core CPU the agents play in batches of 128 unless their policy asks otherwise
+# (`default_batch_size`): the widget agents (optimal, greedy) compute their turn plans a chunk of
+# 128 distinct states at a time and ask for 2,048 games (`agents.exact.WIDGET_CPU_BATCH_SIZE`).
+# Before that (their [462, batch] keep values computed per game, issue 46): fastest at 128-256.
 CPU_BATCH_SIZE = 128
 
 
@@ -162,9 +162,13 @@ def check_num_games(num_games: int) -> None:
         raise UserError(f"the number of games must be at most {MAX_GAMES} (got {num_games})")
 
 
-def default_batch_size() -> int:
-    """Games per device batch: large on an accelerator, small on the CPU (see CPU_BATCH_SIZE)."""
-    return CPU_BATCH_SIZE if jax.default_backend() == "cpu" else ACCELERATOR_BATCH_SIZE
+def default_batch_size(policy: Any = None) -> int:
+    """Games per device batch: large on an accelerator, small on the CPU (see CPU_BATCH_SIZE)
+    unless the policy asks for its own there (`cpu_batch_size`: the widget agents' turn plans
+    share their work across a batch's games)."""
+    if jax.default_backend() != "cpu":
+        return ACCELERATOR_BATCH_SIZE
+    return getattr(policy, "cpu_batch_size", CPU_BATCH_SIZE)
 
 
 def play_games(
@@ -178,7 +182,7 @@ def play_games(
 ) -> GameRecords:
     """Play `num_games` games of `agent` under `agent.rules`, batched on device.
 
-    Deterministic per seed and independent of `batch_size` (default: `default_batch_size()`):
+    Deterministic per seed and independent of `batch_size` (default: `default_batch_size`):
     game i uses a key derived from (seed, i) only. The agent's policy plays, shown no other
     cards. The compiled program is cached per policy object (and batch size), so a new set of
     `agent.params` does not recompile.
@@ -189,7 +193,7 @@ def play_games(
     """
     check_num_games(num_games)
     check_num_games(first_game + num_games)  # the last game's index is an int32 too
-    batch_size = default_batch_size() if batch_size is None else batch_size
+    batch_size = default_batch_size(agent.policy) if batch_size is None else batch_size
     if batch_size < 1:
         raise UserError(f"the batch size must be at least 1 (got {batch_size})")
     from tqdm.auto import tqdm

@@ -74,8 +74,6 @@ def run(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
     rules = get_rules(args.rules)
-    batch_size = min(args.batch_size or default_batch_size(), args.games)
-    num_batches = math.ceil(args.games / batch_size)
     results = []
     for spec in args.agents:
         started = time.perf_counter()
@@ -85,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"skipping {spec}: {error}")
             continue
         setup = time.perf_counter() - started
+        # Each agent's own default: the widget agents ask for larger batches on a CPU.
+        batch_size = min(args.batch_size or default_batch_size(agent.policy), args.games)
+        num_batches = math.ceil(args.games / batch_size)
         started = time.perf_counter()
         play_games(agent, batch_size, args.seed, batch_size=batch_size)
         first_batch = time.perf_counter() - started
@@ -100,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         results.append(
             {
                 "agent": spec,
+                "batch_size": batch_size,
                 "setup_seconds": setup,
                 "compile_seconds": max(first_batch - per_batch, 0.0),
                 "seconds_per_batch": per_batch,
@@ -134,9 +136,12 @@ def run(args: argparse.Namespace) -> int:
             ]
         )
     header = ["agent", "setup s", "compile s", "s/batch", "CPU s", "games/s", "decisions/s"]
+    sizes = sorted({row["batch_size"] for row in results})
+    batch_size = sizes[0] if len(sizes) == 1 else sizes
     title = (
         f"play_games throughput: {rules.name} rules, {args.games:,} games in batches of "
-        f"{batch_size:,} on {jax.devices()[0].platform} ({jax.device_count()} device)"
+        f"{' / '.join(f'{size:,}' for size in sizes)} on {jax.devices()[0].platform} "
+        f"({jax.device_count()} device)"
     )
     print(format_terminal([(title, header, rows)]))
     print("setup: building the agent (solve or load a value table); compile: first batch minus a "
