@@ -53,7 +53,9 @@ def _assert_same_games(first, second) -> None:
     np.testing.assert_array_equal(first.total, second.total)
 
 
-@pytest.mark.parametrize("rules", ["official", "yatzy"])
+# Yatzy's case (its solve and a second compiled play, about 40 s of `make test` on 2 cores) is
+# slow; official's runs the same code path on every `make test`.
+@pytest.mark.parametrize("rules", ["official", pytest.param("yatzy", marks=pytest.mark.slow)])
 def test_shared_plan_plays_the_per_card_games(rules, table_cache) -> None:
     """320 optimal games with the plan shared across batches of 320 (turns of one to three
     chunks of distinct states) and a decision at a time, each card its own widget: the same

@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
         "the score tables (ours: XLA compiling the JAX scoring), DP = + the induction and its "
         "value table; workers = the private memory of the worker processes (ours: forked, "
         "their peaks summed; its threads are in its RSS); file: the table written (ours: "
-        "float64, deflated; its: f32)"
+        "float64; its: f32)"
     )
     if module is not None:
         other = results["yatzy_solver"]
