@@ -83,3 +83,35 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
     program.write_bytes(program.read_bytes()[:1000])
     np.testing.assert_array_equal(solve(), first)
     assert program.stat().st_size > 1000
+
+
+def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypatch):
+    """The accelerators' program (runs of `ACCELERATOR_RUN_CHUNKS` chunks, the expectation over
+    the first roll taken inside it) forced on the CPU: a Yacht solve whose layers each fit one
+    padded run, and a run of a full, a short and a full chunk of a random table, equal the CPU
+    program's values to 1e-11 (float64 sums in another order, not the same bits)."""
+    import functools
+
+    from yahtzee_jax.solver import compiled
+
+    rules = get_rules("yacht")
+    monkeypatch.setattr(compiled, "ACCELERATOR_RUN_CHUNKS", 8)  # a small program, quick to compile
+    expected = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4)
+    monkeypatch.setattr(exact, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True))
+    got = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11, equal_nan=True)
+
+    table = np.random.default_rng(5).uniform(0, 200, size=table_shape(rules))
+    _, chunks = layer_chunks(rules, 2)
+    run = [chunks[0], tuple(part[:37] for part in chunks[1]), chunks[2]]
+    with jax.enable_x64(True):
+        cpu, accelerator = (
+            CompiledSolve(rules, solver_score_tables(rules)[1:], accelerator=flag)
+            for flag in (False, True)
+        )
+        for program in (cpu, accelerator):
+            program.start_layer(table, 2)
+        np.testing.assert_allclose(
+            accelerator.turn_start_values(run), cpu.turn_start_values(run), rtol=0, atol=1e-11
+        )

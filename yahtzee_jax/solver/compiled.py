@@ -165,11 +165,8 @@ def _best_keep(layers: list[jax.Array]) -> jax.Array:
 # none: a filled box's -inf is masked in by `box_futures`, and a maximum of numbers is exact)
 # take a chunk from 2.27 to 2.02 and 1.70 us a state, both to 1.52 (one core of a 2-core AMD
 # EPYC with AVX-512, 2026-11-27). An XLA without an option refuses it: the program is compiled
-# with its defaults then (`_compiled(rules, options=False)`). The program is all arithmetic, so
-# it keeps LLVM's full optimisation whatever the process's XLA_FLAGS ask of its other programs
-# (the tests' fast-compile flags ran a Yacht solve in 9.7 s against 3.0).
+# with its defaults then (`_compiled(rules, options=False)`).
 _COMPILE_OPTIONS = {
-    "xla_backend_optimization_level": 3,
     "xla_cpu_use_fusion_emitters": False,
     "xla_cpu_prefer_vector_width": 512,
     "xla_cpu_enable_fast_min_max": True,
@@ -178,8 +175,10 @@ _OPTIONS_REFUSED: set[Rules] = set()
 
 
 @functools.cache
-def _compiled(rules: Rules, options: bool = True) -> Callable:
-    """The chunk program of a rule set, jitted (traced once per chunk shape)."""
+def _compiled(rules: Rules, options: bool = True, expectation: bool = False) -> Callable:
+    """The chunk program of a rule set, jitted (traced once per chunk shape): [chunk, roll,
+    state] first-roll values, or with `expectation` their mean over the first roll, [chunk,
+    state] (the accelerators' program: see `ACCELERATOR_RUN_CHUNKS`)."""
     plan = final_roll_plan(solver_score_tables(rules)[0], rules)
     terms = _terms(plan)
 
@@ -209,6 +208,10 @@ def _compiled(rules: Rules, options: bool = True) -> Callable:
             0, 2, lambda _, rolls: _best_keep(_keep_layers(rolls, six)), final
         )
         rolls = best_first[WIDGET_POSITION[NUM_DICE]]  # back to `ROLLS` order for the dot
+        if expectation:
+            probabilities = jnp.asarray(ROLL_PROBABILITIES)
+            values = jnp.einsum("r,rs->s", probabilities, rolls, precision="highest")
+            return values.reshape(-1, SOLVE_CHUNK)
         # [chunk, roll, state]: each chunk's rolls contiguous, as the dot reads them.
         return rolls.reshape(len(rolls), -1, SOLVE_CHUNK).transpose(1, 0, 2)
 
@@ -220,6 +223,13 @@ def _compiled(rules: Rules, options: bool = True) -> Callable:
 # Yatzy solve with 1 / 2 / 4 / 8 took 3.16 / 3.03 / 2.95 / 3.35 CPU-s (medians of 4 alternated,
 # a 2-core AMD EPYC shared with 8 runnable processes); every size gives the same values.
 RUN_CHUNKS = 4
+# On an accelerator a run's fixed cost is a launch of each pass and two transfers, which 1,024
+# states do not repay: a Yatzy solve took 4.38 s in 3,755 runs on an H200 (results/gpu-h200).
+# There a run takes 32,768 states (a Yatzy solve in about 50 runs, a padded layer's run at most
+# 32,768 states of work) and the expectation over the first roll is taken in the program, so
+# that only the values come back. Those values are the CPU's to about 1e-13, not bit for bit
+# (its dot is NumPy's BLAS, a chunk at a time).
+ACCELERATOR_RUN_CHUNKS = 128
 
 
 def _rows_in_layer(rules: Rules) -> np.ndarray:
@@ -237,7 +247,9 @@ class CompiledSolve:
     and the values of the layer after the one being solved (every next state is in it).
 
     Create and use it under `jax.enable_x64(True)`: the program is float64 and int64.
-    `cache_dir` keeps the compiled program between solves (`_load_or_compile`).
+    `cache_dir` keeps the compiled program between solves (`_load_or_compile`). `accelerator`
+    (default: JAX's backend is not the CPU) takes the accelerators' large runs that end in the
+    expectation (`ACCELERATOR_RUN_CHUNKS`).
     """
 
     def __init__(
@@ -245,25 +257,31 @@ class CompiledSolve:
         rules: Rules,
         score_tables: tuple[np.ndarray, ...],
         cache_dir: str | os.PathLike | None = None,
+        accelerator: bool | None = None,
     ) -> None:
         self.rules = rules
+        if accelerator is None:
+            accelerator = jax.default_backend() != "cpu"
+        self._expectation = accelerator
+        self._run_chunks = ACCELERATOR_RUN_CHUNKS if accelerator else RUN_CHUNKS
         self._rows = jax.device_put(_rows_in_layer(rules))
         self._score_tables = tuple(jax.device_put(part) for part in score_tables)
         # Every layer's values in one shape, so that one program serves them all.
         next_shape = (int(np.bincount(filled_count(rules)).max()), *table_shape(rules)[1:])
         self._next_shape = next_shape
         self._next_values: jax.Array | None = None
-        chunk = (jax.ShapeDtypeStruct((RUN_CHUNKS * SOLVE_CHUNK,), np.int32),) * 3
+        chunk = (jax.ShapeDtypeStruct((self._run_chunks * SOLVE_CHUNK,), np.int32),) * 3
         shapes = self._arguments(chunk, jax.ShapeDtypeStruct(next_shape, np.float64))
+        compile_with = functools.partial(
+            _load_or_compile, rules, shapes=shapes, cache_dir=cache_dir, expectation=accelerator
+        )
         try:
-            self._program = _load_or_compile(
-                rules, rules not in _OPTIONS_REFUSED, shapes, cache_dir
-            )
+            self._program = compile_with(options=rules not in _OPTIONS_REFUSED)
         except jax.errors.JaxRuntimeError:
             if rules in _OPTIONS_REFUSED:
                 raise
             _OPTIONS_REFUSED.add(rules)
-            self._program = _load_or_compile(rules, False, shapes, cache_dir)
+            self._program = compile_with(options=False)
 
     def _arguments(self, chunk: tuple, next_values: Any) -> tuple:
         # Six passed in, not a constant: a division by a constant may be compiled as a product
@@ -274,10 +292,11 @@ class CompiledSolve:
         self, value_table: np.ndarray, filled: int, chunks: list[tuple[np.ndarray, ...]]
     ) -> None:
         """Value the chunks of states (`states.layer_chunks`) of layer `filled` into the table,
-        whose later layers are solved: `RUN_CHUNKS` chunks a run of the program."""
+        whose later layers are solved: `RUN_CHUNKS` chunks a run of the program (on an
+        accelerator `ACCELERATOR_RUN_CHUNKS`)."""
         self.start_layer(value_table, filled)
-        for start in range(0, len(chunks), RUN_CHUNKS):
-            run = chunks[start : start + RUN_CHUNKS]
+        for start in range(0, len(chunks), self._run_chunks):
+            run = chunks[start : start + self._run_chunks]
             mask, upper, flag = (
                 np.concatenate(part) for part in zip(*map(chunk_indices, run), strict=True)
             )
@@ -292,19 +311,24 @@ class CompiledSolve:
 
     def turn_start_values(self, chunks: list[tuple[np.ndarray, ...]]) -> np.ndarray:
         """`widget.turn_start_value(solver_final_roll_values(...))` of up to `RUN_CHUNKS` chunks
-        of states (mask, upper total, flag) in the layer started: [states], bit for bit.
+        of states (mask, upper total, flag) in the layer started: [states], bit for bit (on an
+        accelerator, up to `ACCELERATOR_RUN_CHUNKS` chunks, to round-off).
 
-        The chunks are padded to `RUN_CHUNKS` of `SOLVE_CHUNK` states (repeating their own), so
+        The chunks are padded to a run of `SOLVE_CHUNK`-state chunks (repeating their own), so
         that one program, compiled once per rule set, serves every run.
         """
-        # Each chunk padded to `SOLVE_CHUNK` states and the run to `RUN_CHUNKS` chunks, so that
-        # each chunk is one block of the program's output.
+        # Each chunk padded to `SOLVE_CHUNK` states and the run to its chunks, so that each
+        # chunk is one block of the program's output.
         padded = [tuple(np.resize(part, SOLVE_CHUNK) for part in chunk) for chunk in chunks]
-        padded += padded[-1:] * (RUN_CHUNKS - len(chunks))
+        padded += padded[-1:] * (self._run_chunks - len(chunks))
         states = tuple(
             np.concatenate(parts).astype(np.int32) for parts in zip(*padded, strict=True)
         )
         rolls = np.asarray(self._program(*self._arguments(states, self._next_values)))
+        if self._expectation:  # [chunk, state]: each chunk's values, the padding left out
+            return np.concatenate(
+                [block[: len(chunk[0])] for block, chunk in zip(rolls, chunks, strict=False)]
+            )
         # The dot of each chunk's states alone, as the NumPy loop takes it: BLAS rounds a column
         # by how many columns there are (2,048 of them, for one, give other values).
         return np.concatenate(
@@ -316,10 +340,14 @@ class CompiledSolve:
 
 
 def _load_or_compile(
-    rules: Rules, options: bool, shapes: tuple, cache_dir: str | os.PathLike | None
+    rules: Rules,
+    options: bool,
+    shapes: tuple,
+    cache_dir: str | os.PathLike | None,
+    expectation: bool = False,
 ) -> Callable:
     """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`."""
-    lowered = _compiled(rules, options).lower(*shapes)
+    lowered = _compiled(rules, options, expectation).lower(*shapes)
     return load_or_compile(
         lowered, "solver-chunk", _COMPILE_OPTIONS if options else None, cache_dir
     )
