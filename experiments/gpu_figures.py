@@ -1,4 +1,4 @@
-"""Every GPU figure issue 43 asks for, in one command that fits a short device loan.
+"""Every GPU figure issues 43 and 46 ask for, in one command that fits a short device loan.
 
     python experiments/gpu_figures.py OUT [--budget-s 480] [--tiny]
     make gpu-figures OUT=OUT
@@ -14,18 +14,22 @@ take no longer fits in what is left of `--budget-s`, and stopped when it outruns
 2. `bench_train.json`: the fused step's games/s at B = 1,024 and 16,384 at widths 64 (a
    Yacht-Agent-sized network) and 256, beside the bare forward+backward, with the time split
    into the env, the acting rollout and the learning (`bench train --breakdown`);
-3. `bench_train_w256_large.json`: width 256 at B = 65,536 in float32 and in bfloat16
+3. `bench_solve.json`: the value table solved on the device (Yatzy; issue 46's target is
+   under a second), three solves in fresh processes, the first compiling its program into the
+   cache folder and the others loading it (`bench solve --workers 1 --repeats 3`);
+4. `bench_train_w256_large.json`: width 256 at B = 65,536 in float32 and in bfloat16
    (`--dtypes`), for the 500,000 games/s target (16,384 in float32 gave 390,306 on an H200);
-4. `train_ppo-250_seed6.json`: the 250 recipe (`ppo-250`, 3.3M games at B = 256; seeds 4 and 5
+5. `train_ppo-250_seed6.json`: the 250 recipe (`ppo-250`, 3.3M games at B = 256; seeds 4 and 5
    chose and reported it on the CPU) on a fresh seed, for the 10-minute target;
-5. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown;
-6. `train_gpu-ppo_seed2.json`: the GPU preset again on seed 2.
+6. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown;
+7. `train_gpu-ppo_seed2.json`: the GPU preset again on seed 2.
 
-Steps 3 to 6 repeat code paths of steps 1 and 2, so `--tiny` skips them. Eight files at most
-come to OUT (the device tool brings back eight).
+Steps 4 to 7 repeat code paths of steps 1 and 2, so `--tiny` skips them (and solves Yacht, the
+quickest table, once in step 3). Eight files at most come to OUT (the device tool brings back
+eight).
 
-`machine.json` records the device, the CPU and the load before the first step; `manifest.json`
-lists each step with its exit status and wall time. `--tiny` shrinks every budget so the whole
+`manifest.json` records the machine (the device, the CPU and the load before the first step)
+and each step with its exit status and wall time. `--tiny` shrinks every budget so the whole
 script runs on a CPU in about a minute (`make test` runs it so): the same code paths, no
 meaningful figures. Run directories go to a temporary folder; only small JSON comes to OUT.
 """
@@ -67,6 +71,7 @@ EXPECTED_S = {
     "bench": 160.0,
     "bench-large": 100.0,
     "bench-widths": 140.0,
+    "solve": 60.0,  # not yet run on a GPU: three fresh processes, one compiling
 }
 TINY_TRAIN_SETTINGS = (
     "train.total_games=64",
@@ -186,6 +191,18 @@ def bench_step(
     return {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds, "output_tail": tail}
 
 
+def solve_step(out: Path, tiny: bool, timeout_s: float | None = None) -> dict[str, Any]:
+    """Three solves of Yatzy in fresh processes, the fastest kept, to OUT/bench_solve.json
+    (tiny: one of Yacht)."""
+    argv = [*yahtzee_jax_command(), "bench", "solve", "--workers", "1"]
+    argv += (
+        ["--rules", "yacht", "--repeats", "1"] if tiny else ["--rules", "yatzy", "--repeats", "3"]
+    )
+    argv += ["--json", str(out / "bench_solve.json")]
+    status, seconds, tail = run_command(argv, timeout_s)
+    return {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds, "output_tail": tail}
+
+
 def yahtzee_jax_command() -> list[str]:
     """The CLI of the Python running this script (its own venv's package)."""
     return [sys.executable, "-m", "yahtzee_jax.commands.cli"]
@@ -202,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--budget-s {args.budget_s:g} must be > 0")
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
-    (out / "machine.json").write_text(json.dumps(machine(), indent=2) + "\n")
+    record: dict[str, Any] = {"machine": machine(), "steps": []}
     started = time.perf_counter()
     tiny = args.tiny
     steps = [
@@ -213,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
             lambda work, left: bench_step(
                 out, "bench_train", TINY_BENCH if tiny else BENCH_GRID, left
             ),
+        ),
+        (
+            "bench solve",
+            "solve",
+            lambda work, left: solve_step(out, tiny, left),
         ),
     ]
     if not tiny:  # the same code paths as the two above: a smoke run needs them once
@@ -238,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 lambda work, left: train_step(out, work, PRESET, 2, tiny, left),
             ),
         ]
-    manifest = []
+    manifest = record["steps"]
     work = Path(tempfile.mkdtemp(prefix="gpu-figures-"))
     try:
         for name, kind, step in steps:
@@ -255,10 +277,10 @@ def main(argv: list[str] | None = None) -> int:
             if result["status"] != 0:
                 print(entry["output_tail"], flush=True)
             # after every step: a script stopped from outside keeps the steps it finished
-            (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+            (out / "manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    (out / "manifest.json").write_text(json.dumps(record, indent=2) + "\n")
     return 0 if all(step.get("status", 0) == 0 for step in manifest) else 1
 
 

@@ -21,15 +21,17 @@ def _load_script():
 
 
 def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
-    """--tiny trains the GPU preset once and runs its throughput grid with the breakdown: the
-    manifest lists both with exit 0, the train artifact has its final evaluation and the
-    threshold crossings (none at 64 games), the bench rows split the update into its parts."""
+    """--tiny trains the GPU preset once, runs its throughput grid with the breakdown and solves
+    Yacht: the manifest lists the three with exit 0 beside the machine, the train artifact has
+    its final evaluation and the threshold crossings (none at 64 games), the bench rows split
+    the update into its parts, the solve's row is one process's."""
     gpu_figures = _load_script()
     assert gpu_figures.main([str(tmp_path), "--tiny"]) == 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert [(step["step"], step["status"]) for step in manifest] == [
+    assert [(step["step"], step["status"]) for step in manifest["steps"]] == [
         ("train seed 1", 0),
         ("bench train", 0),
+        ("bench solve", 0),
     ]
     train = json.loads((tmp_path / "train_gpu-ppo_seed1.json").read_text())
     assert train["games"] == 64 and train["final_eval"]["games"] == 64
@@ -40,7 +42,9 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     for row in rows:
         assert row["env_ms"] > 0 and row["rollout_ms"] > 0 and row["parameters"] > 0
         assert row["learn_ms"] == pytest.approx(row["ms_per_update"] - row["rollout_ms"])
-    machine = json.loads((tmp_path / "machine.json").read_text())
+    (solve,) = json.loads((tmp_path / "bench_solve.json").read_text())["ours"]
+    assert solve["workers"] == 1 and solve["optimum"] > 0
+    machine = manifest["machine"]
     assert machine["platform"] == "cpu" and len(machine["load_average"]) == 3
 
 
