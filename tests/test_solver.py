@@ -255,7 +255,17 @@ def test_cache_holds_the_solved_states_only(official, tmp_path):
         assert load_table(damaged, official.rules, most_points(official.rules)) is None
 
 
-@pytest.mark.parametrize("variant", ["free-joker", "no-joker", "plain"])
+# The two joker variants solve a whole table each (12 s apiece under the tests' compile flags):
+# they run with the slow tests; the compiled program's joker paths are checked fast against the
+# NumPy loop (`test_solver_compiled.py`), and official and plain solve to their optima here.
+@pytest.mark.parametrize(
+    "variant",
+    [
+        pytest.param("free-joker", marks=pytest.mark.slow),
+        pytest.param("no-joker", marks=pytest.mark.slow),
+        "plain",
+    ],
+)
 def test_published_optimum(variant, tmp_path):
     """Every rule variant reproduces its published optimum to 1e-6."""
     result = solve(variant, cache_dir=tmp_path)

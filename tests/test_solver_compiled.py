@@ -13,7 +13,7 @@ from yahtzee_jax.solver.tables import solver_score_tables
 from yahtzee_jax.solver.widget import turn_start_value
 
 
-@pytest.mark.parametrize("variant", ["official", "yatzy", "yacht"])
+@pytest.mark.parametrize("variant", ["official", "yatzy", "yacht", "free-joker", "no-joker"])
 def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
     """On a random table of futures, a full chunk, a short one and a run of both (padded) of two
     layers give the NumPy loop's turn-start values to the last bit."""
