@@ -187,8 +187,7 @@ def bench_step(
         str(out / f"{name}.json"),
         *grid,
     ]
-    status, seconds, tail = run_command(argv, timeout_s)
-    return {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds, "output_tail": tail}
+    return command_step(argv, timeout_s)
 
 
 def solve_step(out: Path, tiny: bool, timeout_s: float | None = None) -> dict[str, Any]:
@@ -199,6 +198,11 @@ def solve_step(out: Path, tiny: bool, timeout_s: float | None = None) -> dict[st
         ["--rules", "yacht", "--repeats", "1"] if tiny else ["--rules", "yatzy", "--repeats", "3"]
     )
     argv += ["--json", str(out / "bench_solve.json")]
+    return command_step(argv, timeout_s)
+
+
+def command_step(argv: list[str], timeout_s: float | None) -> dict[str, Any]:
+    """A step that is one command writing its own JSON: its command line, status and time."""
     status, seconds, tail = run_command(argv, timeout_s)
     return {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds, "output_tail": tail}
 
