@@ -80,6 +80,23 @@ def test_same_seed_same_games_whatever_the_batch_size(random_records: GameRecord
     assert not np.array_equal(other_seed.total, prefix.total)
 
 
+def test_batches_on_several_host_threads_give_the_same_records(
+    random_records: GameRecords, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batches after the first run on the host's threads at once and may finish in any
+    order: on one thread and on four, 1,000 games in 8 batches are the same records, in order."""
+    from yahtzee_jax.evaluation import records
+
+    agent = make_random_agent(PLAIN)
+    played = []
+    for threads in (1, 4):
+        monkeypatch.setattr(records, "host_threads", lambda threads=threads: threads)
+        played.append(play_games(agent, 1000, seed=11, batch_size=125))
+    for name in ("box_scores", "total", "turn_categories", "upper_bonus"):
+        np.testing.assert_array_equal(getattr(played[1], name), getattr(played[0], name))
+        np.testing.assert_array_equal(getattr(played[1], name), getattr(random_records, name))
+
+
 def test_new_params_reuse_the_compiled_program() -> None:
     """The params are traced: two preference orders play differently without a recompile."""
     in_order = play_games(preferred_box_agent(-np.arange(13.0)), 64, seed=0, batch_size=64)

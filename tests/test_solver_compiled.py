@@ -115,3 +115,21 @@ def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypat
         np.testing.assert_allclose(
             accelerator.turn_start_values(run), cpu.turn_start_values(run), rtol=0, atol=1e-11
         )
+
+
+def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
+    """A Yacht solve's last layers with runs of one chunk on one thread and on three (several
+    runs in flight at once, finishing in any order) are the same table to the last bit."""
+    import functools
+
+    from yahtzee_jax.solver import compiled
+
+    rules = get_rules("yacht")
+    monkeypatch.setattr(compiled, "RUN_CHUNKS", 1)  # many runs a layer
+    tables = []
+    for threads in (1, 3):
+        patched = functools.partial(CompiledSolve, threads=threads)
+        monkeypatch.setattr(exact, "CompiledSolve", patched)
+        tables.append(exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4))
+    assert np.isfinite(tables[0]).sum() > 4 * 1024  # the layers had several runs
+    np.testing.assert_array_equal(tables[1], tables[0])

@@ -16,7 +16,10 @@ exactly today's.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import jax
 import numpy as np
@@ -25,6 +28,7 @@ from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 from yahtzee_jax.errors import ConfigError
 
 BATCH_AXIS = "batch"
+Item, Result = TypeVar("Item"), TypeVar("Result")
 
 
 def data_mesh(requested: int, episodes_per_update: int) -> Mesh | None:
@@ -104,3 +108,35 @@ def initialize_distributed(
     except (ValueError, RuntimeError) as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
         raise ConfigError(f"cannot start the distributed runtime: {message}") from None
+
+
+def host_threads() -> int:
+    """Host threads that run independent compiled programs at once: one per CPU this process
+    may run on when JAX computes on the CPU, one on an accelerator (which queues its own work).
+
+    On a CPU, XLA splits one program's passes between the cores only in part and spins its idle
+    threads: two threads each running whole batches played optimal Yatzy at 52K games/s where
+    one thread did 22-35K (2-core AMD EPYC, idle, 2026-11-28; docs/speed/solver.md).
+    """
+    if jax.default_backend() != "cpu":
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def ordered_map(
+    function: Callable[[Item], Result], items: Iterable[Item], threads: int
+) -> Iterator[Result]:
+    """`map(function, items)` on `threads` host threads, the results in the items' order.
+
+    The function runs on other threads: JAX's thread-local contexts (`jax.enable_x64`, a mesh)
+    must be entered inside it. A caller that stops early (an error, an interrupt) leaves no
+    item queued.
+    """
+    if threads <= 1:
+        yield from map(function, items)
+        return
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="yahtzee-jax")
+    try:
+        yield from pool.map(function, items)
+    finally:
+        pool.shutdown(cancel_futures=True)

@@ -27,6 +27,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
+from yahtzee_jax.parallel import host_threads, ordered_map
 
 ACCELERATOR_BATCH_SIZE = 4096
 # On a 2-core CPU the agents play in batches of 128 unless their policy asks otherwise
@@ -200,27 +201,28 @@ def play_games(
 
     batch_size = min(batch_size, num_games)
     base_key = jax.random.key(seed)
-    batches: list[dict[str, np.ndarray]] = []
+    firsts = range(0, num_games, batch_size)
+
+    def play_batch(first: int) -> dict[str, np.ndarray]:
+        out = _play_batch(
+            agent.policy,
+            agent.rules,
+            agent.params if batch_params is None else batch_params(first, batch_size),
+            base_key,
+            jnp.int32(first_game + first),
+            batch_size,
+        )
+        kept = min(batch_size, num_games - first)  # the last batch is padded
+        return {name: np.asarray(value)[:kept] for name, value in out.items()}
+
     with tqdm(total=num_games, unit="game", disable=not progress, desc=agent.name) as bar:
-
-        def collect(out: dict[str, jax.Array], kept: int) -> None:
-            batches.append({name: np.asarray(value)[:kept] for name, value in out.items()})
-            bar.update(kept)
-
-        pending = None
-        for first in range(0, num_games, batch_size):
-            out = _play_batch(
-                agent.policy,
-                agent.rules,
-                agent.params if batch_params is None else batch_params(first, batch_size),
-                base_key,
-                jnp.int32(first_game + first),
-                batch_size,
-            )
-            if pending is not None:  # copy the previous batch while this one runs
-                collect(*pending)
-            pending = (out, min(batch_size, num_games - first))  # the last one is padded
-        collect(*pending)
+        # The first batch alone compiles the program; the rest go on the host's threads at
+        # once (`parallel.host_threads`: one per CPU on a CPU), each game's dice its own.
+        batches = [play_batch(firsts[0])]
+        bar.update(len(batches[0]["total"]))
+        for batch in ordered_map(play_batch, firsts[1:], host_threads()):
+            batches.append(batch)
+            bar.update(len(batch["total"]))
     arrays = {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
     unfinished = int(np.sum(~arrays.pop("terminated")))
     if unfinished:
