@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -124,19 +124,21 @@ def host_threads() -> int:
 
 
 def ordered_map(
-    function: Callable[[Item], Result], items: Iterable[Item], threads: int
+    function: Callable[[Item], Result], items: Sequence[Item], threads: int
 ) -> Iterator[Result]:
     """`map(function, items)` on `threads` host threads, the results in the items' order.
 
-    The function runs on other threads: JAX's thread-local contexts (`jax.enable_x64`, a mesh)
-    must be entered inside it. A caller that stops early (an error, an interrupt) leaves no
-    item queued.
+    The first item runs alone, on the calling thread: a jitted function compiles there once, not
+    on every thread at once. The others run on other threads: JAX's thread-local contexts
+    (`jax.enable_x64`, a mesh) must be entered inside `function`. A caller that stops early (an
+    error, an interrupt) leaves no item queued.
     """
-    if threads <= 1:
+    if threads <= 1 or len(items) <= 1:
         yield from map(function, items)
         return
+    yield function(items[0])
     pool = ThreadPoolExecutor(threads, thread_name_prefix="yahtzee-jax")
     try:
-        yield from pool.map(function, items)
+        yield from pool.map(function, items[1:])
     finally:
         pool.shutdown(cancel_futures=True)

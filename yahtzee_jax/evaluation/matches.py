@@ -24,6 +24,7 @@ from yahtzee_jax.envs.rollout import agent_policy, rollout
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.parallel import host_threads, ordered_map
 
 MATCH_BATCH = 2_000  # matches per compiled batch when evaluating
 
@@ -76,10 +77,15 @@ def match_totals(
         from tqdm import tqdm
 
         bar = tqdm(total=num_games, unit="match", desc="matches")
-    for first in range(0, num_games, batch_size):
+
+    def play_batch(first: int) -> tuple[int, int, np.ndarray, np.ndarray]:
         count = min(batch_size, num_games - first)
         count += -count % players  # equal seat groups: play a few extra games, drop them below
-        mine, theirs = jax.device_get(run(game_keys(seed, first, count, players)))
+        return first, count, *jax.device_get(run(game_keys(seed, first, count, players)))
+
+    # The batches go on the host's threads at once (`parallel.host_threads`).
+    firsts = range(0, num_games, batch_size)
+    for first, count, mine, theirs in ordered_map(play_batch, firsts, host_threads()):
         order = game_order(first, count, players)
         keep = order < num_games
         own[order[keep]], other[order[keep]] = mine[keep], theirs[keep]

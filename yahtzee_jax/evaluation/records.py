@@ -215,12 +215,11 @@ def play_games(
         kept = min(batch_size, num_games - first)  # the last batch is padded
         return {name: np.asarray(value)[:kept] for name, value in out.items()}
 
+    batches = []
     with tqdm(total=num_games, unit="game", disable=not progress, desc=agent.name) as bar:
-        # The first batch alone compiles the program; the rest go on the host's threads at
-        # once (`parallel.host_threads`: one per CPU on a CPU), each game's dice its own.
-        batches = [play_batch(firsts[0])]
-        bar.update(len(batches[0]["total"]))
-        for batch in ordered_map(play_batch, firsts[1:], host_threads()):
+        # The batches go on the host's threads at once (`parallel.host_threads`: one per CPU on
+        # a CPU), each game's dice its own: the same games on any number of threads.
+        for batch in ordered_map(play_batch, firsts, host_threads()):
             batches.append(batch)
             bar.update(len(batch["total"]))
     arrays = {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}
