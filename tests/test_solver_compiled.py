@@ -62,9 +62,12 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
 
 def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
     """A second solve loads the programs the first compiled into the cache folder (the chunk
-    program and the score tables'), to the same values; a damaged file is compiled again and
-    replaced."""
-    from yahtzee_jax.solver import tables
+    program and the score tables'), to the same values, without tracing them; a damaged file is
+    compiled again and replaced; changed code (another source digest) compiles a program of its
+    own."""
+    import types
+
+    from yahtzee_jax.solver import compiled, programs, tables
 
     rules = get_rules("yacht")
 
@@ -79,10 +82,16 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
     assert len(list(tmp_path.glob("xla-score-tables-*.xla"))) == 1
     with monkeypatch.context() as patch:
         patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
+        patch.setattr(compiled, "_compiled", lambda *_: pytest.fail("traced again"))
+        untraced = types.SimpleNamespace(lower=lambda *_: pytest.fail("traced again"))
+        patch.setattr(tables, "_solver_tables", untraced)
         np.testing.assert_array_equal(solve(), first)
     program.write_bytes(program.read_bytes()[:1000])
     np.testing.assert_array_equal(solve(), first)
     assert program.stat().st_size > 1000
+    monkeypatch.setattr(programs, "SOURCE_DIGEST", "edited code")
+    np.testing.assert_array_equal(solve(), first)
+    assert len(list(tmp_path.glob("xla-solver-chunk-*.xla"))) == 2
 
 
 def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypatch):

@@ -363,7 +363,11 @@ def _load_or_compile(
     expectation: bool = False,
 ) -> Callable:
     """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`."""
-    lowered = _compiled(rules, options, expectation).lower(*shapes)
+    arguments = [(np.shape(leaf), str(leaf.dtype)) for leaf in jax.tree.leaves(shapes)]
     return load_or_compile(
-        lowered, "solver-chunk", _COMPILE_OPTIONS if options else None, cache_dir
+        lambda: _compiled(rules, options, expectation).lower(*shapes),
+        "solver-chunk",
+        (rules, expectation, arguments),
+        _COMPILE_OPTIONS if options else None,
+        cache_dir,
     )

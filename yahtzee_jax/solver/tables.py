@@ -230,8 +230,13 @@ def solver_score_tables(
     masks = num_masks(rules)
     filled = jnp.asarray(np.repeat(mask_to_filled(np.arange(masks), rules), NUM_FLAGS, axis=0))
     yahtzee_box = jnp.asarray(np.tile(np.array([0, rules.yahtzee_score], np.int32), masks))
-    lowered = _solver_tables.lower(filled, yahtzee_box, rules)
-    program = load_or_compile(lowered, "score-tables", None, cache_dir)
+    program = load_or_compile(
+        lambda: _solver_tables.lower(filled, yahtzee_box, rules),
+        "score-tables",
+        (rules, filled.shape, str(filled.dtype), yahtzee_box.shape, str(yahtzee_box.dtype)),
+        None,
+        cache_dir,
+    )
     base, points, legal, bonus = program(filled, yahtzee_box)
     shape = (masks, NUM_FLAGS, len(YAHTZEE_ROLLS))
     tables = (
