@@ -115,8 +115,8 @@ def host_threads() -> int:
     may run on when JAX computes on the CPU, one on an accelerator (which queues its own work).
 
     On a CPU, XLA splits one program's passes between the cores only in part and spins its idle
-    threads: two threads each running whole batches played optimal Yatzy at 52K games/s where
-    one thread did 22-35K (2-core AMD EPYC, idle, 2026-11-28; docs/speed/solver.md).
+    threads: two threads each running whole batches played optimal Yatzy 1.47x as fast as one
+    (median of five alternated pairs, idle 2-core AMD EPYC, results/solver-speed/threads-ab).
     """
     if jax.default_backend() != "cpu":
         return 1

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
@@ -55,10 +56,10 @@ def load_or_compile(
 
     `identity` is all the program is built for besides the code (the rule set, the arguments'
     shapes; its repr is hashed). The file, `xla-{name}-{digest}.xla`, is named by a digest of
-    it, the code (`SOURCE_DIGEST`), the compile options, the versions of JAX and jaxlib (XLA),
-    the backend and this CPU; it is read back only if its own digest matches, without tracing
-    the program. A program loaded is run: the folder is trusted as the code is (as JAX's own
-    compilation cache is).
+    it, the code (`SOURCE_DIGEST`), the compile options, whether 64-bit types are on, the
+    versions of JAX and jaxlib (XLA), the backend and this CPU; it is read back only if its own
+    digest matches, without tracing the program. A program loaded is run: the folder is trusted
+    as the code is (as JAX's own compilation cache is).
     """
     if cache_dir is None:
         return lower().compile()
@@ -68,6 +69,7 @@ def load_or_compile(
         repr(identity),
         SOURCE_DIGEST,
         repr(options),
+        str(jax.dtypes.canonicalize_dtype(np.int64)),  # int64 only under `jax.enable_x64`
         jax.__version__,
         jax.lib.__version__,  # jaxlib's: XLA's
         backend.platform,
