@@ -89,7 +89,7 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
     program.write_bytes(program.read_bytes()[:1000])
     np.testing.assert_array_equal(solve(), first)
     assert program.stat().st_size > 1000
-    monkeypatch.setattr(programs, "SOURCE_DIGEST", "edited code")
+    monkeypatch.setattr(programs, "source_digest", lambda: "edited code")
     np.testing.assert_array_equal(solve(), first)
     assert len(list(tmp_path.glob("xla-solver-chunk-*.xla"))) == 2
 

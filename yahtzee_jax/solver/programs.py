@@ -9,13 +9,14 @@ solver's alone, in the folder of its table cache.
 A program is found by what makes it without tracing it: tracing and lowering the two programs
 took 0.5 s of a fresh process's 2.5 s Yatzy solve. Its file is named by its arguments' shapes,
 the rule set and options it is built for, and a digest of the code that builds it
-(`SOURCE_DIGEST`: every module of the `game` and `solver` packages, which are all the solver
+(`source_digest`: every module of the `game` and `solver` packages, which are all the solver
 imports from the package), with the versions of JAX and jaxlib, the backend and the CPU.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import pathlib
@@ -31,17 +32,16 @@ from jax.experimental.serialize_executable import deserialize_and_load, serializ
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _source_digest() -> str:
-    """A digest of the sources of every module the solver's programs are built from."""
+@functools.cache
+def source_digest() -> str:
+    """A digest of the sources of every module the solver's programs are built from (read once,
+    at the first program cached, not at import)."""
     modules = ("game/*.py", "solver/*.py", "parallel.py", "errors.py")
     sources = sorted(path for pattern in modules for path in _PACKAGE.glob(pattern))
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.relative_to(_PACKAGE).as_posix().encode() + source.read_bytes())
     return digest.hexdigest()
-
-
-SOURCE_DIGEST = _source_digest()
 
 
 def load_or_compile(
@@ -56,7 +56,7 @@ def load_or_compile(
 
     `identity` is all the program is built for besides the code (the rule set, the arguments'
     shapes; its repr is hashed). The file, `xla-{name}-{digest}.xla`, is named by a digest of
-    it, the code (`SOURCE_DIGEST`), the compile options, whether 64-bit types are on, the
+    it, the code (`source_digest`), the compile options, whether 64-bit types are on, the
     versions of JAX and jaxlib (XLA), the backend and this CPU; it is read back only if its own
     digest matches, without tracing the program. A program loaded is run: the folder is trusted
     as the code is (as JAX's own compilation cache is).
@@ -67,7 +67,7 @@ def load_or_compile(
     what = (
         name,
         repr(identity),
-        SOURCE_DIGEST,
+        source_digest(),
         repr(options),
         str(jax.dtypes.canonicalize_dtype(np.int64)),  # int64 only under `jax.enable_x64`
         jax.__version__,
