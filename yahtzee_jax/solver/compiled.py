@@ -363,11 +363,11 @@ def _load_or_compile(
     expectation: bool = False,
 ) -> Callable:
     """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`."""
-    arguments = [(np.shape(leaf), str(leaf.dtype)) for leaf in jax.tree.leaves(shapes)]
     return load_or_compile(
         lambda: _compiled(rules, options, expectation).lower(*shapes),
         "solver-chunk",
-        (rules, expectation, arguments),
+        (rules, expectation),
+        shapes,
         _COMPILE_OPTIONS if options else None,
         cache_dir,
     )

@@ -48,17 +48,19 @@ def load_or_compile(
     lower: Callable[[], jax.stages.Lowered],
     name: str,
     identity: Any,
+    arguments: Any,
     options: dict | None,
     cache_dir: str | os.PathLike | None,
 ) -> jax.stages.Compiled:
     """The program `lower()` lowers, compiled (with its jit's compiler `options`), or loaded from
     `cache_dir`, where it is stored when compiled (None: neither).
 
-    `identity` is all the program is built for besides the code (the rule set, the arguments'
-    shapes; its repr is hashed). The file, `xla-{name}-{digest}.xla`, is named by a digest of
-    it, the code (`source_digest`), the compile options, whether 64-bit types are on, the
-    versions of JAX and jaxlib (XLA), the backend and this CPU; it is read back only if its own
-    digest matches, without tracing the program. A program loaded is run: the folder is trusted
+    `identity` is all the program is built for besides the code and its `arguments` (the rule
+    set; its repr is hashed); of the arguments (arrays or shape structs), their shapes and dtypes.
+    The file, `xla-{name}-{digest}.xla`, is named by a digest of those, the code
+    (`source_digest`), the compile options, whether 64-bit types are on, the versions of JAX and
+    jaxlib (XLA), the backend and this CPU; it is read back only if its own digest matches,
+    without tracing the program. A program loaded is run: the folder is trusted
     as the code is (as JAX's own compilation cache is).
     """
     if cache_dir is None:
@@ -67,6 +69,7 @@ def load_or_compile(
     what = (
         name,
         repr(identity),
+        [(np.shape(leaf), str(leaf.dtype)) for leaf in jax.tree.leaves(arguments)],
         source_digest(),
         repr(options),
         str(jax.dtypes.canonicalize_dtype(np.int64)),  # int64 only under `jax.enable_x64`

@@ -233,7 +233,8 @@ def solver_score_tables(
     program = load_or_compile(
         lambda: _solver_tables.lower(filled, yahtzee_box, rules),
         "score-tables",
-        (rules, filled.shape, str(filled.dtype), yahtzee_box.shape, str(yahtzee_box.dtype)),
+        rules,
+        (filled, yahtzee_box),
         None,
         cache_dir,
     )
