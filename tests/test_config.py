@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 
 from yahtzee_jax.commands import cli
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.configs import available_presets, from_dict, parse_override, resolve
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
 def test_presets_resolve_and_paper_preset_matches_the_paper():
@@ -96,6 +100,24 @@ def test_fast_gpu_preset_is_td_planner_with_a_larger_batch_fewer_games_and_a_hig
     )
     assert fast == expected
     assert fast.train.total_updates == 600
+
+
+@pytest.mark.parametrize(
+    ("preset", "run", "overrides"),
+    [
+        ("ppo-252", "cpu-ppo-w256-6.5m-seed7", ["train.seed=7"]),
+        (
+            "ppo-252-polish",
+            "cpu-ppo-w256-6.5m-seed7-polish",
+            ["train.seed=7", "algo.init_from=runs/cpu-ppo-w256-6.5m-seed7"],
+        ),
+    ],
+)
+def test_the_252_presets_are_the_configs_of_the_committed_runs(preset, run, overrides):
+    """ppo-252 and its polish are, field for field, the configs the seed-7 runs behind the
+    README's 252.19 wrote (committed under results/), given the run's seed and warm start."""
+    written = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
+    assert dataclasses.asdict(resolve(preset, None, overrides)) == written
 
 
 def test_paper_preset_differs_from_the_defaults_only_where_the_code_did():
