@@ -202,6 +202,18 @@ def test_init_common_dice_and_separate_dice() -> None:
         assert np.array_equal(np.asarray(separate.cards.dice[seat]), np.asarray(expected))
 
 
+def test_opening_puts_seat_0_on_turn_with_nothing_gained() -> None:
+    """A match's opening from three hand-made cards: seat 0 on turn, no seat has gained a
+    point, the match is on, and each seat's card is the one it was given."""
+    cards = [card(dice=(1, 1, 1, 1, 1)), card(dice=(2, 3, 4, 5, 6)), card(dice=(6, 6, 6, 6, 6))]
+    opened = mp.opening(mp.stack_cards(cards))
+    assert int(opened.current_player) == 0 and not bool(opened.terminated)
+    assert opened.rewards.dtype == jnp.int32 and opened.rewards.tolist() == [0, 0, 0]
+    assert opened.num_players == 3
+    for seat, given in enumerate(cards):
+        assert same_tree(mp.card(opened, seat), given)
+
+
 def keep_all_first_box(params: None, state: State, key: jax.Array) -> jax.Array:
     """A deterministic one-card agent: never re-roll, score the first legal box."""
     mask = legal_action_mask(state, OFFICIAL)

@@ -163,12 +163,8 @@ def _first_match(key: jax.Array, params: EnvParams) -> MatchState:
     deal), else seat p's from ``fold_in(key, p)``."""
     if params.whole_games:
         return multiplayer.init(key, params.players, params.players == 1, params.rules)
-    card = engine.init_single_turn(key, True, params.rules)
-    return MatchState(
-        cards=multiplayer.stack_cards([card]),
-        current_player=jnp.int32(0),
-        rewards=jnp.zeros(1, jnp.int32),
-        terminated=jnp.bool_(False),
+    return multiplayer.opening(
+        multiplayer.stack_cards([engine.init_single_turn(key, True, params.rules)])
     )
 
 
@@ -196,12 +192,7 @@ def deal(key: jax.Array, params: EnvParams, seat: jax.Array | int | None = None)
 
     seats = range(players)
     cards = [engine.init(seat_key(init_key, p), params.rules) for p in seats]
-    match = MatchState(
-        cards=multiplayer.stack_cards(cards),
-        current_player=jnp.int32(0),
-        rewards=jnp.zeros(players, jnp.int32),
-        terminated=jnp.bool_(False),
-    )
+    match = multiplayer.opening(multiplayer.stack_cards(cards))
     play_keys = jnp.stack([seat_key(play_key, p) for p in seats])
     return from_match(match, params, play_keys=play_keys)
 

@@ -45,7 +45,7 @@ from yahtzee_jax.envs.base import Environment, Metrics, Policy
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.multiplayer import MatchState
+from yahtzee_jax.game.multiplayer import opening
 from yahtzee_jax.game.rules import Rules
 
 
@@ -307,13 +307,7 @@ class Match(Environment):
 
         def one(card: State, others: State) -> jax.Array:
             cards = jax.tree.map(lambda own, rest: jnp.concatenate([own[None], rest]), card, others)
-            match = MatchState(
-                cards=cards,
-                current_player=jnp.int32(0),
-                rewards=jnp.zeros(self.num_players, jnp.int32),
-                terminated=jnp.bool_(False),
-            )
-            return match_features(match, 0, config, rules, opponents)
+            return match_features(opening(cards), 0, config, rules, opponents)
 
         return jax.vmap(one)(observation.card, observation.others)
 

@@ -76,6 +76,17 @@ def stack_cards(cards: Sequence[State]) -> State:
     return jax.tree.map(lambda *fields: jnp.stack(fields), *cards)
 
 
+def opening(cards: State) -> MatchState:
+    """The match of `cards` (stacked, one per seat) before anyone has moved: seat 0 on turn."""
+    seats = cards.scores.shape[-2]
+    return MatchState(
+        cards=cards,
+        current_player=jnp.int32(0),
+        rewards=jnp.zeros(seats, jnp.int32),
+        terminated=jnp.bool_(False),
+    )
+
+
 def card(state: MatchState, player: jax.Array | int) -> State:
     """The card (engine `State`) of `player` in one unbatched match."""
     return jax.tree.map(lambda field: field[player], state.cards)
@@ -95,12 +106,7 @@ def init(key: jax.Array, num_players: int, common_dice: bool, rules: Rules) -> M
     if num_players < 1:
         raise ValueError(f"a match needs at least one player, got {num_players}")
     seat_keys = [key if common_dice else jax.random.fold_in(key, p) for p in range(num_players)]
-    return MatchState(
-        cards=stack_cards([engine.init(seat_key, rules) for seat_key in seat_keys]),
-        current_player=jnp.int32(0),
-        rewards=jnp.zeros(num_players, jnp.int32),
-        terminated=jnp.bool_(False),
-    )
+    return opening(stack_cards([engine.init(seat_key, rules) for seat_key in seat_keys]))
 
 
 def legal_action_mask(state: MatchState, rules: Rules) -> jax.Array:
