@@ -83,3 +83,44 @@ def test_budget_must_be_positive(capsys) -> None:
         gpu_figures.main(["/nonexistent/out", "--budget-s", "0"])
     assert exit_info.value.code == 2
     assert "--budget-s 0 must be > 0" in capsys.readouterr().err
+
+
+def test_the_252_step_polishes_the_run_it_trained_and_reports_both(tmp_path, monkeypatch) -> None:
+    """The 252 step runs `ppo-252`, then `ppo-252-polish` warm-started from that run's folder,
+    on the same seed (commands stubbed: each writes a summary and two evaluations, 10 s each):
+    one file holds the polish's figures, the first run's under "base", 20 s in all. When the
+    first run fails, nothing is polished and its status is the step's."""
+    gpu_figures = _load_script()
+    commands = []
+
+    def fake_run(argv, timeout_s=None):
+        commands.append(argv)
+        preset = argv[argv.index("--preset") + 1]
+        run_dir = Path(argv[argv.index("--out") + 1])
+        run_dir.mkdir(parents=True)
+        final = {"games": 100000, "mean": 252.5 if "polish" in preset else 251.5}
+        summary = {"final_eval": final, "games": 7}
+        (run_dir / "summary.json").write_text(json.dumps(summary))
+        evals = [
+            {"games": 1, "mean": 249.0, "wall_s": 4.0},
+            {"games": 2, "mean": 250.5, "wall_s": 8.0},
+        ]
+        (run_dir / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+        return (1 if "fail" in str(run_dir.parent) else 0), 10.0, ""
+
+    monkeypatch.setattr(gpu_figures, "run_command", fake_run)
+    out, work = tmp_path / "out", tmp_path / "work"
+    out.mkdir()
+    result = gpu_figures.train_252_step(out, work, 9, tiny=False, timeout_s=100.0)
+    assert [argv[argv.index("--preset") + 1] for argv in commands] == ["ppo-252", "ppo-252-polish"]
+    polish = commands[1]
+    assert f"algo.init_from={work / 'ppo-252-seed9'}" in polish and "train.seed=9" in polish
+    written = json.loads((out / "train_ppo-252_seed9.json").read_text())
+    assert written == result
+    assert result["status"] == 0 and result["wall_s"] == 20.0
+    assert result["final_eval"]["mean"] == 252.5 and result["base"]["final_eval"]["mean"] == 251.5
+    assert result["first_reached"]["250"] == {"games": 2, "wall_s": 8.0}
+
+    commands.clear()
+    failed = gpu_figures.train_252_step(out, tmp_path / "fail", 9, tiny=False)
+    assert len(commands) == 1 and failed["status"] == 1 and failed["base"]["status"] == 1
