@@ -39,8 +39,8 @@ def main() -> None:
     step = jax.jit(jax.vmap(lambda card, action, key: engine.step(card, action, key, rules)))
     roll_of = jax.jit(lambda cards: jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)])
     first = jax.jit(lambda cards, roll: exact._shared_first_keeps(table, cards, rules, roll, True))
-    last = jax.jit(lambda plan, roll: exact._best_keeps(plan[0], roll, plan[1]))
-    score = jax.jit(lambda cards: exact._score_actions(table, cards, rules))
+    last = jax.jit(lambda plan, roll: exact.best_keeps(plan[0], roll, plan[1]))
+    score = jax.jit(lambda cards: exact.score_actions(table, cards, rules))
     distinct = jax.jit(lambda cards: exact._distinct_states(exact._state_keys(cards, rules))[2])
 
     def play(seed: int, seconds: collections.Counter, per_turn: list | None) -> None:

@@ -124,7 +124,7 @@ def _batch_final_values(value_table: jax.Array | None, states: State, rules: Rul
     return final_roll_values(mask, upper_total, flag, points, yahtzee_options, future, jnp, rules)
 
 
-def _best_keeps(
+def best_keeps(
     keep_value: jax.Array, roll: jax.Array, column: jax.Array | None = None
 ) -> jax.Array:
     """Best keep action of each game from keep values [462, columns] and its roll index [B]:
@@ -134,7 +134,7 @@ def _best_keeps(
     return jnp.argmax(keep_value[keeps, column[:, None]], axis=1)
 
 
-def _score_actions(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
+def score_actions(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
     """Best box of each game for its current roll (the score decision), a card at a time."""
 
     def one(state: State) -> jax.Array:
@@ -167,13 +167,13 @@ def _keep_values(roll_values: jax.Array) -> jax.Array:
     return jnp.concatenate(layers, axis=0)
 
 
-def _last_keep_values(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
+def last_keep_values(value_table: jax.Array | None, states: State, rules: Rules) -> jax.Array:
     """Keep values of each game's turn with one re-roll left, [462, B]."""
     return _keep_values(_batch_final_values(value_table, states, rules))
 
 
-def _first_keep_values(last_keep: jax.Array) -> jax.Array:
-    """Keep values with two re-rolls left, [462, B], from those with one (`_last_keep_values`)."""
+def first_keep_values(last_keep: jax.Array) -> jax.Array:
+    """Keep values with two re-rolls left, [462, B], from those with one (`last_keep_values`)."""
     return _keep_values(best_keep_values(last_keep, jnp))
 
 
@@ -191,14 +191,12 @@ def widget_batch_actions(
     kinds = _decision_kind(states.roll_index, max_rerolls)
 
     def score(kind: jax.Array) -> jax.Array:
-        return _score_actions(value_table, states, rules)
+        return score_actions(value_table, states, rules)
 
     def keep(kind: jax.Array) -> jax.Array:
-        last = _last_keep_values(value_table, states, rules)
-        keep_value = jax.lax.cond(
-            kind == FIRST_KEEP, lambda: _first_keep_values(last), lambda: last
-        )
-        return _best_keeps(keep_value, roll)
+        last = last_keep_values(value_table, states, rules)
+        keep_value = jax.lax.cond(kind == FIRST_KEEP, lambda: first_keep_values(last), lambda: last)
+        return best_keeps(keep_value, roll)
 
     def keep_everything(kind: jax.Array) -> jax.Array:
         return jnp.full(roll.shape, KEEP_ALL)
@@ -289,8 +287,8 @@ def _shared_first_keeps(
         start = index * chunk
         cards_of = jax.lax.dynamic_slice_in_dim(representative, start, chunk)
         cards = jax.tree.map(lambda field: field[cards_of], states)
-        last = _last_keep_values(value_table, cards, rules)
-        values = (last, _first_keep_values(last)) if first else (last,)
+        last = last_keep_values(value_table, cards, rules)
+        values = (last, first_keep_values(last)) if first else (last,)
         return tuple(
             jax.lax.dynamic_update_slice_in_dim(buffer, value, start, axis=1)
             for buffer, value in zip(buffers, values, strict=True)
@@ -298,7 +296,7 @@ def _shared_first_keeps(
 
     empty = jnp.zeros((NUM_KEEPS, columns), jnp.float32)
     buffers = jax.lax.fori_loop(0, -(-count // chunk), compute_chunk, (empty,) * (1 + first))
-    actions = _best_keeps(buffers[-1], roll, inverse).astype(jnp.int32)
+    actions = best_keeps(buffers[-1], roll, inverse).astype(jnp.int32)
     return actions, (buffers[0], inverse)
 
 
@@ -322,7 +320,7 @@ def widget_turn_actions(
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
     rerolls_left = min(max(max_rerolls - roll_index, 0), MAX_REROLLS)
     if roll_index == LAST_ROLL:
-        return _score_actions(value_table, states, rules).astype(jnp.int32), plan
+        return score_actions(value_table, states, rules).astype(jnp.int32), plan
     if rerolls_left == 0:
         return jnp.full(roll.shape, KEEP_ALL, jnp.int32), plan
     if roll_index == 0:
@@ -330,7 +328,7 @@ def widget_turn_actions(
         return _shared_first_keeps(value_table, states, rules, roll, first)
     # A last keep after a first keep (roll index 1) reads its plan.
     last, column = plan
-    return _best_keeps(last, roll, column).astype(jnp.int32), plan
+    return best_keeps(last, roll, column).astype(jnp.int32), plan
 
 
 @dataclasses.dataclass(frozen=True)

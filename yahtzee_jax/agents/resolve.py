@@ -1,4 +1,5 @@
-"""Built-in agents by name: the baselines, the exact optimum and the win-seeker.
+"""Built-in agents by name: the baselines, the exact optimum (also with its keeps in a table)
+and the win-seeker.
 
 A trained run's checkpoint is an agent too, but loading one is the runner's
 (`runner.checkpointing.resolve_agent` takes either a name or a path). The solver's agents are
@@ -17,7 +18,10 @@ from yahtzee_jax.game.rules import Rules, get_rules
 BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
 # The solver's match player: it reads the opponent's card (`two_player.win_seeker_agent`).
 WIN_SEEKER = "win-seeker"
-AGENT_NAMES = (*BUILTIN_AGENTS, WIN_SEEKER)
+# The optimal agent with its keeps read from a table built first (`agents.decision_table`): for
+# long evaluations only, so neither an opponent nor a match seat.
+OPTIMAL_TABLE = "optimal-table"
+AGENT_NAMES = (*BUILTIN_AGENTS, WIN_SEEKER, OPTIMAL_TABLE)
 # The target agent plays for a final score X it is given (`agents.target`): not built by name.
 TARGET = "target"
 
@@ -25,8 +29,8 @@ TARGET = "target"
 def builtin_agent(
     spec: str, rules: str | Rules, cache_dir: str | os.PathLike | None = None
 ) -> Agent:
-    """The built-in agent named by `spec` (optimal, greedy1-3, random, win-seeker), playing
-    `rules`; `cache_dir` is the solver's."""
+    """The built-in agent named by `spec` (optimal, greedy1-3, random, win-seeker,
+    optimal-table), playing `rules`; `cache_dir` is the solver's."""
     rules = get_rules(rules)
     if spec == "random":
         return make_random_agent(rules)
@@ -34,6 +38,10 @@ def builtin_agent(
         from yahtzee_jax.agents.exact import make_optimal_agent
 
         return make_optimal_agent(rules, cache_dir=cache_dir)
+    if spec == OPTIMAL_TABLE:
+        from yahtzee_jax.agents.decision_table import make_decision_table_agent
+
+        return make_decision_table_agent(rules, cache_dir=cache_dir)
     if spec == WIN_SEEKER:
         from yahtzee_jax.agents.win_seeker import win_seeker_agent
 

@@ -1,0 +1,116 @@
+"""The optimal agent with its keeps in a table (`optimal-table`, issue 46) plays the optimal
+agent's games to the last die, and each card finds the row its decisions are the same as.
+
+The table keeps one row per solved state; a card whose upper total only copies another's value
+(no play can still reach the bonus) reads that total's row, and a Yahtzee flag without a state
+of its own (no Yahtzee bonus in the rules) reads flag 0's. The rows are checked on hand-made
+cards against what the rules say by themselves, and the games against the optimal agent's.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from positions import card
+
+from yahtzee_jax.agents import builtin_agent
+from yahtzee_jax.agents.decision_table import (
+    DecisionTable,
+    DecisionTablePolicy,
+    _card_rows,
+    _rows,
+)
+from yahtzee_jax.agents.exact import make_optimal_agent
+from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.game.engine import batch_of_one
+from yahtzee_jax.game.rules import (
+    OFFICIAL,
+    UPPER_BOXES,
+    Box,
+    Category,
+    Joker,
+    Kind,
+    Rules,
+    get_rules,
+)
+
+YATZY = get_rules("yatzy")
+# Eight boxes: the upper six, a chance and a Yahtzee, with both bonuses (a few thousand solved
+# states: built in seconds with the tests' unoptimised compile) and without a Yahtzee bonus.
+MINI_BOXES = (*UPPER_BOXES, Box("chance", Kind.CHANCE), Box("yahtzee", Kind.OF_A_KIND, 5, 50))
+MINI = Rules("mini-decision-table", yahtzee_bonus=True, joker=Joker.FORCED, boxes=MINI_BOXES)
+MINI_NO_BONUS = Rules(
+    "mini-no-yahtzee-bonus", yahtzee_bonus=False, joker=Joker.NONE, boxes=MINI_BOXES
+)
+UPPER = [Category.ONES, Category.TWOS, Category.THREES, Category.FOURS, Category.FIVES]
+
+
+def _row(rules, written: dict[int, int]) -> int:
+    """The table row of a hand-made card with the given boxes written ({box: points})."""
+    _, row_of_state = _rows(rules)
+    table = DecisionTable(None, jnp.asarray(row_of_state), None)
+    return int(_card_rows(table, batch_of_one(card(scores=written, rules=rules)), rules)[0])
+
+
+def test_a_card_reads_the_row_of_the_state_its_decisions_are_the_same_as() -> None:
+    """Official rules. Every upper box written: no die can add to the upper total, so below 63
+    every total plays alike (the row of 0) and 63 or more is its own. Ones to fours written,
+    fives and sixes open (at most 25 + 30 more): a total of 3 cannot reach 63 (0's row), a
+    total of 40 can (its own). A 50 in the Yahtzee box is a state of its own (the bonus)."""
+    every_upper = {category: 0 for category in (*UPPER, Category.SIXES)}
+    zero = _row(OFFICIAL, every_upper)
+    assert _row(OFFICIAL, {**every_upper, Category.ONES: 3, Category.SIXES: 24}) == zero
+    assert _row(OFFICIAL, {**every_upper, Category.FIVES: 25, Category.SIXES: 30}) == zero
+    reached = _row(OFFICIAL, {**every_upper, Category.FOURS: 16, Category.FIVES: 20,
+                                Category.SIXES: 30})  # fmt: skip
+    assert reached not in (zero, -1)
+    four = {category: 0 for category in UPPER[:4]}
+    assert _row(OFFICIAL, {**four, Category.ONES: 3}) == _row(OFFICIAL, four)
+    forty = {**four, Category.THREES: 12, Category.FOURS: 16, Category.TWOS: 8, Category.ONES: 4}
+    assert _row(OFFICIAL, forty) not in (_row(OFFICIAL, four), -1)
+    yahtzee_fifty = _row(OFFICIAL, {Category.YAHTZEE: 50})
+    assert yahtzee_fifty not in (_row(OFFICIAL, {Category.YAHTZEE: 0}), -1)
+
+
+def test_without_a_yahtzee_bonus_a_fifty_reads_the_row_of_a_zero() -> None:
+    """Yatzy pays no bonus for a second Yatzy: its box holding 50 or 0 plays alike, one row."""
+    yatzy = YATZY.yahtzee_box
+    assert _row(YATZY, {yatzy: 50}) == _row(YATZY, {yatzy: 0}) >= 0
+
+
+def _same_games(rules, games: int, seed: int) -> tuple:
+    """The table agent and the optimal agent after checking they play the same games."""
+    table_agent = builtin_agent("optimal-table", rules)
+    optimal = make_optimal_agent(rules)
+    assert isinstance(table_agent.policy, DecisionTablePolicy)
+    ours, theirs = play_games(table_agent, games, seed), play_games(optimal, games, seed)
+    for field in ("total", "box_scores", "turn_categories", "turn_points", "yahtzee_bonus_count"):
+        np.testing.assert_array_equal(getattr(ours, field), getattr(theirs, field))
+    return table_agent, optimal
+
+
+@pytest.mark.parametrize("rules", [MINI, MINI_NO_BONUS], ids=["yahtzee-bonus", "no-bonus"])
+def test_games_of_a_small_game_are_the_optimal_agents(rules) -> None:
+    """2,500 games of an eight-box game (a batch of 2,048 and a padded one), with the Yahtzee
+    bonus (a 50 in its box a state of its own) and without (a 50 reads flag 0's rows), the
+    same to the last die as the optimal agent's; a decision at a time (the one signature) the
+    table agent is the optimal agent."""
+    table_agent, optimal = _same_games(rules, 2500, 11)
+    position = batch_of_one(card(dice=(2, 2, 5, 6, 6), scores={5: 18}, rules=rules))
+    keys = jax.random.split(jax.random.key(0), 1)
+    ours = table_agent.policy(table_agent.params, position, position, keys)
+    assert int(ours[0]) == int(optimal.policy(optimal.params, position, position, keys)[0])
+
+
+@pytest.mark.slow  # make test-slow: 359,616 rows, about 100 s with the tests' unoptimised compile
+def test_official_games_are_the_optimal_agents() -> None:
+    """2,500 official games, the same to the last die."""
+    _same_games(OFFICIAL, 2500, 11)
+
+
+@pytest.mark.slow  # make test-slow: Yatzy's 958,976 rows
+def test_yatzy_games_are_the_optimal_agents() -> None:
+    """1,000 Yatzy games, the same to the last die (a Yatzy in its box reads flag 0's rows)."""
+    _same_games(YATZY, 1000, 12)

@@ -1,0 +1,217 @@
+"""The optimal agent with every keep decision in a table: `optimal-table` (issue 46).
+
+The optimal agent (`agents.exact`) computes a turn's keep values when the turn starts, once per
+distinct turn-start state of a batch: three quarters of a game's time on a CPU. This agent
+computes them once per solved state before play, with the same float32 functions, and keeps
+for each (state, roll) the two keeps they choose: the best keep action with two re-rolls left and
+with one (an index among the roll's 32 keep actions, 5 bits each of a uint16). A keep decision
+in play is then one gather; the score decision is the optimal agent's own (`score_actions`).
+
+Rows are the solver's states (`solver.states.solved_states`): a card reads the row of its mask,
+its upper total's representative (`representative_totals`: the totals whose values the solver
+copies from it) and its Yahtzee flag where the rules give that flag a state of its own. Its
+decisions are the optimal agent's: `tests/test_decision_table.py` plays both agents' games.
+Yatzy's table is 483 MB (958,976 states x 252 rolls x 2 bytes), official's 181 MB, built in a
+few CPU-seconds: it pays for long evaluations (`evaluate`, `bench evaluate --agents
+optimal-table`), and is an agent of its own so that nothing else builds it.
+
+The table assumes whole games (a card's turns left are its open boxes), as `play_games` plays
+them; the one policy signature (`__call__`, a decision at a time) is the optimal agent's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.exact import (
+    MAX_REROLLS,
+    PLAN_CHUNK,
+    WIDGET_CPU_BATCH_SIZE,
+    first_keep_values,
+    last_keep_values,
+    make_optimal_agent,
+    score_actions,
+    widget_batch_actions,
+)
+from yahtzee_jax.game.engine import LAST_ROLL, State
+from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.parallel import host_threads, ordered_map
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.states import (
+    all_masks,
+    num_upper_totals,
+    representative_totals,
+    solved_states,
+)
+from yahtzee_jax.solver.tables import (
+    KEEP_OF_ACTION,
+    NUM_FLAGS,
+    NUM_ROLLS,
+    ROLL_OF_CODE,
+    dice_code,
+)
+
+KEEP_BITS = 5  # a keep action is one of 32 (which dice to keep)
+# Rows built by one call: 8 chunks of `PLAN_CHUNK`, the optimal agent's own chunk of states
+ROWS_PER_CALL = 8 * PLAN_CHUNK
+
+
+@struct.dataclass
+class DecisionTable:
+    """The optimal agent's params and its keeps: `value_table` float32[masks, totals, flags]
+    (the optimal agent's), `row_of_state` int32[masks * totals * flags] (-1: not reachable) and
+    `keeps` uint16[rows, 252] (first keep | last keep << 5)."""
+
+    value_table: jax.Array
+    row_of_state: jax.Array
+    keeps: jax.Array
+
+
+def _rows(rules: Rules) -> tuple[np.ndarray, np.ndarray]:
+    """(mask, upper total, flag) of each row, int[rows, 3], and the row of every state key."""
+    solved = solved_states(rules)  # [masks, totals, flags]
+    rows = np.argwhere(solved)
+    row_of_solved = np.full(solved.shape, -1, np.int32)
+    row_of_solved[tuple(rows.T)] = np.arange(len(rows), dtype=np.int32)
+    masks = all_masks(rules)
+    upper_masks = masks & ((1 << rules.num_upper) - 1)
+    representative = representative_totals(rules)[upper_masks]  # [masks, totals], -1 unreachable
+    reachable = representative >= 0
+    rep = np.where(reachable, representative, 0)
+    row_of_state = np.full(solved.shape, -1, np.int32)
+    for flag in range(NUM_FLAGS):
+        # A flag without a state of its own (no Yahtzee bonus, or the box open) reads flag 0's.
+        own = solved[masks[:, None], rep, flag]
+        row = np.where(
+            own, row_of_solved[masks[:, None], rep, flag], row_of_solved[masks[:, None], rep, 0]
+        )
+        row_of_state[:, :, flag] = np.where(reachable, row, -1)
+    return rows, row_of_state.reshape(-1)
+
+
+def _cards(rows: np.ndarray, rules: Rules) -> State:
+    """A turn-start card of each (mask, upper total, flag) row, whole-game turns left."""
+    mask, upper, flag = rows.T
+    boxes = np.arange(rules.num_boxes)
+    filled = (mask[:, None] >> boxes) & 1 == 1
+    scores = np.zeros(filled.shape, np.int32)
+    # The upper total in the first filled upper box (card_context reads only the sum).
+    upper_filled = filled[:, : rules.num_upper]
+    first_upper = np.argmax(upper_filled, axis=1)
+    has_upper = upper_filled.any(axis=1)
+    scores[np.arange(len(rows))[has_upper], first_upper[has_upper]] = upper[has_upper]
+    scores[:, rules.yahtzee_box] = np.where(flag == 1, rules.yahtzee_score, 0)
+    count = len(rows)
+    return State(
+        dice=np.ones((count, 5), np.int32),
+        roll_index=np.zeros(count, np.int32),
+        scores=scores,
+        filled=filled,
+        yahtzee_bonus_count=np.zeros(count, np.int32),
+        turns_left=(rules.num_boxes - filled.sum(axis=1)).astype(np.int32),
+        reward=np.zeros(count, np.int32),
+        terminated=np.zeros(count, bool),
+    )
+
+
+def _first_best(keep_values: jax.Array) -> jax.Array:
+    """The best keep action of every roll, int32[252, columns], from keep values [462, columns]:
+    `best_keeps`' argmax over each roll's 32 actions, the first of equal values winning. XLA's
+    CPU argmax (a reduction of value and index pairs) took most of the build; a running maximum
+    over the actions, a row of the values each, took a thirtieth of its time."""
+    best = keep_values[KEEP_OF_ACTION[:, 0]]
+    actions = jnp.zeros(best.shape, jnp.int32)
+    for action in range(1, KEEP_OF_ACTION.shape[1]):
+        candidate = keep_values[KEEP_OF_ACTION[:, action]]
+        better = candidate > best  # strictly: the first of equal values stays
+        best = jnp.where(better, candidate, best)
+        actions = jnp.where(better, action, actions)
+    return actions
+
+
+@functools.partial(jax.jit, static_argnames="rules")
+def _chunk_keeps(value_table: jax.Array, cards: State, rules: Rules) -> jax.Array:
+    """uint16[cards, 252]: each card's best first and last keep of every roll, a `PLAN_CHUNK`
+    of cards at a time by the optimal agent's functions."""
+
+    def chunk(cards: State) -> jax.Array:
+        last = last_keep_values(value_table, cards, rules)  # [462, chunk]
+        first = first_keep_values(last)
+        # `best_keeps` of every roll at once
+        first_keep, last_keep = _first_best(first), _first_best(last)  # [252, chunk] each
+        return (first_keep | (last_keep << KEEP_BITS)).astype(jnp.uint16).T
+
+    chunks = jax.tree.map(lambda field: field.reshape(-1, PLAN_CHUNK, *field.shape[1:]), cards)
+    return jax.lax.map(chunk, chunks).reshape(-1, NUM_ROLLS)
+
+
+def build_decision_table(value_table: jax.Array, rules: Rules) -> DecisionTable:
+    """Every solved state's keeps by the optimal agent's float32 functions (`value_table` is
+    its params), on one host thread per CPU."""
+    rows, row_of_state = _rows(rules)
+    starts = range(0, len(rows), ROWS_PER_CALL)
+
+    def build(start: int) -> np.ndarray:
+        block = rows[start : start + ROWS_PER_CALL]
+        padded = np.concatenate([block, np.repeat(block[:1], ROWS_PER_CALL - len(block), 0)])
+        return np.asarray(_chunk_keeps(value_table, _cards(padded, rules), rules))[: len(block)]
+
+    keeps = np.concatenate(list(ordered_map(build, starts, host_threads())))
+    return DecisionTable(value_table, jnp.asarray(row_of_state), jnp.asarray(keeps))
+
+
+def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
+    """Each card's row of the table, int32[B]."""
+    mask, upper, flag = jax.vmap(card_context, in_axes=(0, 0, None, None))(
+        cards.filled, cards.scores, jnp, rules
+    )
+    key = (mask * num_upper_totals(rules) + upper) * NUM_FLAGS + flag
+    return table.row_of_state[key]
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionTablePolicy:
+    """The optimal agent's policy (`__call__`) that plays whole games' keeps from its table
+    when `play_games` plays a turn at a time (`agents.base.TurnPlanner`)."""
+
+    rules: Rules
+    cpu_batch_size = WIDGET_CPU_BATCH_SIZE  # read by `play_games`; not a field
+
+    def __call__(self, params: DecisionTable, own: State, others: State, keys: jax.Array):
+        """The optimal agent's actions for a batch of cards, a decision at a time."""
+        return widget_batch_actions(params.value_table, own, self.rules, MAX_REROLLS)
+
+    def initial_plan(self, batch_size: int) -> jax.Array:
+        """Each card's row, carried from a turn's first keep to its last (`turn_actions`)."""
+        return jnp.zeros(batch_size, jnp.int32)
+
+    def turn_actions(
+        self, params: DecisionTable, own: State, roll_index: int, plan: jax.Array
+    ) -> tuple[jax.Array, jax.Array]:
+        """The actions of cards all at decision `roll_index` of their turn: a keep read from
+        the table (the row found at the turn's first keep), the box by the optimal agent."""
+        if roll_index == LAST_ROLL:
+            return score_actions(params.value_table, own, self.rules).astype(jnp.int32), plan
+        rows = _card_rows(params, own, self.rules) if roll_index == 0 else plan
+        roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
+        keeps = params.keeps[rows, roll].astype(jnp.int32)
+        shift = 0 if roll_index == 0 else KEEP_BITS
+        return (keeps >> shift) & ((1 << KEEP_BITS) - 1), rows
+
+
+def make_decision_table_agent(
+    rules: str | Rules, cache_dir: str | os.PathLike | None = None
+) -> Agent:
+    """`optimal-table`: the optimal agent's decisions, its keeps read from a table built first."""
+    rules = get_rules(rules)
+    optimal = make_optimal_agent(rules, cache_dir=cache_dir)
+    table = build_decision_table(optimal.params, rules)
+    return Agent(name="optimal-table", policy=DecisionTablePolicy(rules), params=table, rules=rules)
