@@ -104,16 +104,25 @@ def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
 
 
 def test_bench_evaluate_puts_optimal_play_beside_the_published_figures(capsys) -> None:
-    """Under Yatzy rules our optimal games/s over dlangk/yatzy's published ones, per thread
-    count; none under other rules or without an optimal row."""
+    """Under Yatzy rules our optimal games/s over dlangk/yatzy's published lockstep ones, per
+    thread count, and the table agent's over those and its table engine's; none under other
+    rules or without either row."""
     from yahtzee_jax.commands.bench.evaluate import beside_published
     from yahtzee_jax.game.rules import get_rules
 
-    rows = [{"agent": "optimal", "games_per_second": 24_072.0}]
+    rows = [
+        {"agent": "optimal", "games_per_second": 24_072.0},
+        {"agent": "optimal-table", "games_per_second": 182_466.0},
+    ]
     published = beside_published(get_rules("yatzy"), rows)
-    assert published["optimal_over_published"]["1"] == pytest.approx(0.5)
-    assert published["optimal_over_published"]["2"] == pytest.approx(24_072 / 91_233)
-    assert "48,144 on 1, 91,233 on 2" in capsys.readouterr().out
+    (lockstep,) = published["optimal"]
+    assert lockstep["ours_over_published"]["1"] == pytest.approx(0.5)
+    assert lockstep["ours_over_published"]["2"] == pytest.approx(24_072 / 91_233)
+    table_lockstep, oracle = published["optimal-table"]
+    assert table_lockstep["ours_over_published"]["2"] == pytest.approx(2.0)
+    assert oracle["ours_over_published"]["threads not stated"] == pytest.approx(182_466 / 568_700)
+    out = capsys.readouterr().out
+    assert "48,144 on 1, 91,233 on 2" in out and "568,700 (threads not stated)" in out
     assert beside_published(get_rules("official"), rows) is None
     assert beside_published(get_rules("yatzy"), [{"agent": "random"}]) is None
 
