@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from positions import card
 
-from yahtzee_jax.agents import builtin_agent
+from yahtzee_jax.agents import builtin_agent, decision_table
 from yahtzee_jax.agents.decision_table import (
     DecisionTable,
     DecisionTablePolicy,
@@ -102,6 +102,38 @@ def test_games_of_a_small_game_are_the_optimal_agents(rules) -> None:
     keys = jax.random.split(jax.random.key(0), 1)
     ours = table_agent.policy(table_agent.params, position, position, keys)
     assert int(ours[0]) == int(optimal.policy(optimal.params, position, position, keys)[0])
+
+
+def test_the_keeps_are_cached_and_a_damaged_file_built_again(tmp_path, monkeypatch) -> None:
+    """The keeps go to the cache folder once built and come back from it without building
+    (the builder made to fail); a truncated file is built again and replaced whole; a folder
+    that cannot be written (a file in its place) only costs the build; other code, other name."""
+    value_table = make_optimal_agent(MINI).params
+    built = decision_table.cached_decision_table(value_table, MINI, tmp_path)
+    path = decision_table.cache_path(MINI, tmp_path)
+    assert path.is_file() and path.parent == tmp_path
+    build = decision_table._keeps
+
+    def no_build(*args):
+        raise AssertionError("built again")
+
+    monkeypatch.setattr(decision_table, "_keeps", no_build)
+    loaded = decision_table.cached_decision_table(value_table, MINI, tmp_path)
+    np.testing.assert_array_equal(np.asarray(loaded.keeps), np.asarray(built.keeps))
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(AssertionError, match="built again"):
+        decision_table.cached_decision_table(value_table, MINI, tmp_path)
+    monkeypatch.setattr(decision_table, "_keeps", build)
+    again = decision_table.cached_decision_table(value_table, MINI, tmp_path)
+    np.testing.assert_array_equal(np.asarray(again.keeps), np.asarray(built.keeps))
+    assert decision_table._load_keeps(path, built.keeps.shape) is not None
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    unwritten = decision_table.cached_decision_table(value_table, MINI, blocked)
+    np.testing.assert_array_equal(np.asarray(unwritten.keeps), np.asarray(built.keeps))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, "a-file"])
+    monkeypatch.setattr(decision_table, "_agent_digest", lambda: "other code")
+    assert decision_table.cache_path(MINI, tmp_path) != path
 
 
 @pytest.mark.slow  # make test-slow: 359,616 rows, about 100 s with the tests' unoptimised compile

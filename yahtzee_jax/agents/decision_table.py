@@ -11,9 +11,10 @@ Rows are the solver's states (`solver.states.solved_states`): a card reads the r
 its upper total's representative (`representative_totals`: the totals whose values the solver
 copies from it) and its Yahtzee flag where the rules give that flag a state of its own. Its
 decisions are the optimal agent's: `tests/test_decision_table.py` plays both agents' games.
-Yatzy's table is 483 MB (958,976 states x 252 rolls x 2 bytes), official's 181 MB, built in a
-few CPU-seconds: it pays for long evaluations (`evaluate`, `bench evaluate --agents
-optimal-table`), and is an agent of its own so that nothing else builds it.
+Yatzy's table is 483 MB (958,976 states x 252 rolls x 2 bytes), official's 181 MB, built in
+seconds and kept in the solver's cache folder for the next process (`cached_decision_table`);
+an agent of its own (`evaluate`, `bench evaluate --agents optimal-table`) so that nothing else
+builds it.
 
 The table assumes whole games (a card's turns left are its open boxes), as `play_games` plays
 them; the one policy signature (`__call__`, a decision at a time) is the optimal agent's.
@@ -21,9 +22,12 @@ them; the one policy signature (`__call__`, a decision at a time) is the optimal
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import hashlib
 import os
+import pathlib
 
 import jax
 import jax.numpy as jnp
@@ -44,7 +48,9 @@ from yahtzee_jax.agents.exact import (
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
+from yahtzee_jax.solver.exact import cache_file
 from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.programs import build_identity, source_digest
 from yahtzee_jax.solver.states import (
     all_masks,
     num_upper_totals,
@@ -157,6 +163,13 @@ def build_decision_table(value_table: jax.Array, rules: Rules) -> DecisionTable:
     """Every solved state's keeps by the optimal agent's float32 functions (`value_table` is
     its params), on one host thread per CPU."""
     rows, row_of_state = _rows(rules)
+    return DecisionTable(
+        value_table, jnp.asarray(row_of_state), jnp.asarray(_keeps(value_table, rows, rules))
+    )
+
+
+def _keeps(value_table: jax.Array, rows: np.ndarray, rules: Rules) -> np.ndarray:
+    """uint16[rows, 252]: the keeps of each (mask, upper total, flag) row."""
     starts = range(0, len(rows), ROWS_PER_CALL)
 
     def build(start: int) -> np.ndarray:
@@ -164,8 +177,64 @@ def build_decision_table(value_table: jax.Array, rules: Rules) -> DecisionTable:
         padded = np.concatenate([block, np.repeat(block[:1], ROWS_PER_CALL - len(block), 0)])
         return np.asarray(_chunk_keeps(value_table, _cards(padded, rules), rules))[: len(block)]
 
-    keeps = np.concatenate(list(ordered_map(build, starts, host_threads())))
+    return np.concatenate(list(ordered_map(build, starts, host_threads())))
+
+
+def cached_decision_table(
+    value_table: jax.Array, rules: Rules, cache_dir: str | os.PathLike | None = None
+) -> DecisionTable:
+    """`build_decision_table`, its keeps loaded from the solver's cache folder (None: the
+    default one) when built there before by the same code on the same machine, else built and
+    stored (a folder that cannot take them, a full disk, only makes the next build slower)."""
+    rows, row_of_state = _rows(rules)
+    path = cache_path(rules, cache_dir)
+    keeps = _load_keeps(path, (len(rows), NUM_ROLLS))
+    if keeps is None:
+        keeps = _keeps(value_table, rows, rules)
+        _store_keeps(path, keeps)
     return DecisionTable(value_table, jnp.asarray(row_of_state), jnp.asarray(keeps))
+
+
+@functools.cache
+def _agent_digest() -> str:
+    """A digest of the agents' code the keeps are computed by (this module and `exact`)."""
+    here = pathlib.Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in ("exact.py", "decision_table.py"):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()
+
+
+def cache_path(rules: Rules, cache_dir: str | os.PathLike | None = None) -> pathlib.Path:
+    """Where the keeps of `rules` are cached: named by the rule set (as its value table is),
+    a digest of the code that computes them (the agents', the game's and the solver's) and of
+    what XLA builds it for (`solver.programs.build_identity`: float32 rounding is XLA's)."""
+    base = cache_file(rules, cache_dir, table="decision-table")
+    what = (source_digest(), _agent_digest(), build_identity())
+    key = hashlib.sha256(repr(what).encode()).hexdigest()[:16]
+    return base.with_name(f"{base.stem}-{key}.npy")
+
+
+def _load_keeps(path: pathlib.Path, shape: tuple[int, int]) -> np.ndarray | None:
+    """The cached keeps, or None if missing or not whole (another shape or type)."""
+    try:
+        keeps = np.load(path)
+    except (OSError, ValueError, EOFError):
+        return None
+    return keeps if keeps.shape == shape and keeps.dtype == np.uint16 else None
+
+
+def _store_keeps(path: pathlib.Path, keeps: np.ndarray) -> None:
+    """Write the keeps whole or not at all (a partial file goes; a reader never sees one)."""
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "wb") as file:
+            np.save(file, keeps)
+        os.replace(partial, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
@@ -210,8 +279,9 @@ class DecisionTablePolicy:
 def make_decision_table_agent(
     rules: str | Rules, cache_dir: str | os.PathLike | None = None
 ) -> Agent:
-    """`optimal-table`: the optimal agent's decisions, its keeps read from a table built first."""
+    """`optimal-table`: the optimal agent's decisions, its keeps read from a table built first
+    (or loaded: `cached_decision_table`) in the solver's `cache_dir`."""
     rules = get_rules(rules)
     optimal = make_optimal_agent(rules, cache_dir=cache_dir)
-    table = build_decision_table(optimal.params, rules)
+    table = cached_decision_table(optimal.params, rules, cache_dir)
     return Agent(name="optimal-table", policy=DecisionTablePolicy(rules), params=table, rules=rules)

@@ -72,12 +72,7 @@ def load_or_compile(
         [(np.shape(leaf), str(leaf.dtype)) for leaf in jax.tree.leaves(arguments)],
         source_digest(),
         repr(options),
-        str(jax.dtypes.canonicalize_dtype(np.int64)),  # int64 only under `jax.enable_x64`
-        jax.__version__,
-        jax.lib.__version__,  # jaxlib's: XLA's
-        backend.platform,
-        backend.platform_version,
-        _host(),
+        *build_identity(),
     )
     key = hashlib.sha256(repr(what).encode()).hexdigest()[:32]
     path = pathlib.Path(cache_dir) / f"xla-{name}-{key}.xla"
@@ -98,6 +93,20 @@ def load_or_compile(
         partial.write_bytes(hashlib.sha256(blob).digest() + blob)
         os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
     return compiled
+
+
+def build_identity() -> tuple[str, ...]:
+    """What XLA builds a program for besides its code: whether 64-bit types are on, the versions
+    of JAX and jaxlib (XLA), the backend and this CPU."""
+    backend = jax.devices()[0].client
+    return (
+        str(jax.dtypes.canonicalize_dtype(np.int64)),  # int64 only under `jax.enable_x64`
+        jax.__version__,
+        jax.lib.__version__,  # jaxlib's: XLA's
+        backend.platform,
+        backend.platform_version,
+        _host(),
+    )
 
 
 def _host() -> str:
