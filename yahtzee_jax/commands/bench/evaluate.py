@@ -214,7 +214,10 @@ def beside_published(rules: Rules, results: list[dict]) -> dict[str, Any] | None
             print(
                 f"{engine}, published (not run here): games/s by threads {figures} ({how}); "
                 f"{row['agent']} here: "
-                + ", ".join(f"{ratio:.2f}x its {threads}" for threads, ratio in ratios.items())
+                + ", ".join(
+                    f"{ratio:.2f}x its {threads}" if threads.isdigit() else f"{ratio:.2f}x it"
+                    for threads, ratio in ratios.items()
+                )
             )
             published.setdefault(row["agent"], []).append(
                 {
