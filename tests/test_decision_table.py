@@ -91,7 +91,12 @@ def _same_games(rules, games: int, seed: int) -> tuple:
     return table_agent, optimal
 
 
-@pytest.mark.parametrize("rules", [MINI, MINI_NO_BONUS], ids=["yahtzee-bonus", "no-bonus"])
+# make test-slow for the game without a Yahtzee bonus (issue 45: make test within 10 minutes; the
+# hand-made cards check its flag's row, and Yatzy's games in make test-slow too)
+NO_BONUS_SLOW = pytest.param(MINI_NO_BONUS, id="no-bonus", marks=pytest.mark.slow)
+
+
+@pytest.mark.parametrize("rules", [pytest.param(MINI, id="yahtzee-bonus"), NO_BONUS_SLOW])
 def test_games_of_a_small_game_are_the_optimal_agents(rules) -> None:
     """2,500 games of an eight-box game (a batch of 2,048 and a padded one), with the Yahtzee
     bonus (a 50 in its box a state of its own) and without (a 50 reads flag 0's rows), the
