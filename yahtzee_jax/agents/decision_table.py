@@ -159,15 +159,6 @@ def _chunk_keeps(value_table: jax.Array, cards: State, rules: Rules) -> jax.Arra
     return jax.lax.map(chunk, chunks).reshape(-1, NUM_ROLLS)
 
 
-def build_decision_table(value_table: jax.Array, rules: Rules) -> DecisionTable:
-    """Every solved state's keeps by the optimal agent's float32 functions (`value_table` is
-    its params), on one host thread per CPU."""
-    rows, row_of_state = _rows(rules)
-    return DecisionTable(
-        value_table, jnp.asarray(row_of_state), jnp.asarray(_keeps(value_table, rows, rules))
-    )
-
-
 def _keeps(value_table: jax.Array, rows: np.ndarray, rules: Rules) -> np.ndarray:
     """uint16[rows, 252]: the keeps of each (mask, upper total, flag) row."""
     starts = range(0, len(rows), ROWS_PER_CALL)
@@ -183,9 +174,11 @@ def _keeps(value_table: jax.Array, rows: np.ndarray, rules: Rules) -> np.ndarray
 def cached_decision_table(
     value_table: jax.Array, rules: Rules, cache_dir: str | os.PathLike | None = None
 ) -> DecisionTable:
-    """`build_decision_table`, its keeps loaded from the solver's cache folder (None: the
-    default one) when built there before by the same code on the same machine, else built and
-    stored (a folder that cannot take them, a full disk, only makes the next build slower)."""
+    """The table of every solved state's keeps by the optimal agent's float32 functions
+    (`value_table` is its params): loaded from the solver's cache folder (None: the default
+    one) when built there before by the same code on the same machine, else built, on one host
+    thread per CPU, and stored (a folder that cannot take it, a full disk, only makes the next
+    build slower)."""
     rows, row_of_state = _rows(rules)
     path = cache_path(rules, cache_dir)
     keeps = _load_keeps(path, (len(rows), NUM_ROLLS))
