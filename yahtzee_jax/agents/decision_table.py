@@ -247,7 +247,9 @@ class DecisionTablePolicy:
     rules: Rules
     cpu_batch_size = WIDGET_CPU_BATCH_SIZE  # read by `play_games`; not a field
 
-    def __call__(self, params: DecisionTable, own: State, others: State, keys: jax.Array):
+    def __call__(
+        self, params: DecisionTable, own: State, others: State, keys: jax.Array
+    ) -> jax.Array:
         """The optimal agent's actions for a batch of cards, a decision at a time."""
         return widget_batch_actions(params.value_table, own, self.rules, MAX_REROLLS)
 
