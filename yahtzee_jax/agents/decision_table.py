@@ -66,6 +66,7 @@ from yahtzee_jax.solver.tables import (
 )
 
 KEEP_BITS = 5  # a keep action is one of 32 (which dice to keep)
+KEY_LENGTH = 16  # hex digits of a cached table's code digest, the end of its name
 # Rows built by one call: 8 chunks of `PLAN_CHUNK`, the optimal agent's own chunk of states
 ROWS_PER_CALL = 8 * PLAN_CHUNK
 
@@ -184,7 +185,7 @@ def cached_decision_table(
     keeps = _load_keeps(path, (len(rows), NUM_ROLLS))
     if keeps is None:
         keeps = _keeps(value_table, rows, rules)
-        _store_keeps(path, keeps)
+        _store_keeps(path, keeps, f"{path.stem[:-KEY_LENGTH]}{'?' * KEY_LENGTH}.npy")
     return DecisionTable(value_table, jnp.asarray(row_of_state), jnp.asarray(keeps))
 
 
@@ -204,7 +205,7 @@ def cache_path(rules: Rules, cache_dir: str | os.PathLike | None = None) -> path
     what XLA builds it for (`solver.programs.build_identity`: float32 rounding is XLA's)."""
     base = cache_file(rules, cache_dir, table="decision-table")
     what = (source_digest(), _agent_digest(), build_identity())
-    key = hashlib.sha256(repr(what).encode()).hexdigest()[:16]
+    key = hashlib.sha256(repr(what).encode()).hexdigest()[:KEY_LENGTH]
     return base.with_name(f"{base.stem}-{key}.npy")
 
 
@@ -217,8 +218,10 @@ def _load_keeps(path: pathlib.Path, shape: tuple[int, int]) -> np.ndarray | None
     return keeps if keeps.shape == shape and keeps.dtype == np.uint16 else None
 
 
-def _store_keeps(path: pathlib.Path, keeps: np.ndarray) -> None:
-    """Write the keeps whole or not at all (a partial file goes; a reader never sees one)."""
+def _store_keeps(path: pathlib.Path, keeps: np.ndarray, stale: str) -> None:
+    """Write the keeps whole or not at all (a partial file goes; a reader never sees one), then
+    remove the files matching `stale` (the same rules' tables of other code: hundreds of MB
+    each that nothing reads again)."""
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -228,6 +231,11 @@ def _store_keeps(path: pathlib.Path, keeps: np.ndarray) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             partial.unlink()
+        return
+    for old in path.parent.glob(stale):
+        if old != path:
+            with contextlib.suppress(OSError):
+                old.unlink()
 
 
 def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
