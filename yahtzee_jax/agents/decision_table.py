@@ -46,7 +46,7 @@ from yahtzee_jax.agents.exact import (
     widget_batch_actions,
 )
 from yahtzee_jax.game.engine import LAST_ROLL, State
-from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
 from yahtzee_jax.solver.exact import cache_file
 from yahtzee_jax.solver.position import card_context
@@ -118,7 +118,7 @@ def _cards(rows: np.ndarray, rules: Rules) -> State:
     scores[:, rules.yahtzee_box] = np.where(flag == 1, rules.yahtzee_score, 0)
     count = len(rows)
     return State(
-        dice=np.ones((count, 5), np.int32),
+        dice=np.ones((count, NUM_DICE), np.int32),
         roll_index=np.zeros(count, np.int32),
         scores=scores,
         filled=filled,
