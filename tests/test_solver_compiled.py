@@ -1,5 +1,7 @@
 """The solver's compiled chunk program (`solver.compiled`) against its NumPy loop, bit for bit."""
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -128,7 +130,8 @@ def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypat
 
 def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
     """A Yacht solve's last layers with runs of one chunk on one thread and on three (several
-    runs in flight at once, finishing in any order) are the same table to the last bit."""
+    runs in flight at once, finishing in any order) are the same table to the last bit, and
+    the NumPy loop's (forked workers)."""
     import functools
 
     from yahtzee_jax.solver import compiled
@@ -140,5 +143,66 @@ def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
         patched = functools.partial(CompiledSolve, threads=threads)
         monkeypatch.setattr(exact, "CompiledSolve", patched)
         tables.append(exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4))
+    numpy_loop = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, workers=2)
     assert np.isfinite(tables[0]).sum() > 4 * 1024  # the layers had several runs
     np.testing.assert_array_equal(tables[1], tables[0])
+    np.testing.assert_array_equal(tables[0], numpy_loop)
+
+
+ONE_THREAD_SCRIPT = """
+import json, sys
+import numpy as np
+import json
+
+import jax
+from yahtzee_jax import parallel
+from yahtzee_jax.commands import cli
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.solver import compiled, exact
+from yahtzee_jax.solver.tables import solver_score_tables
+
+rules = get_rules("yacht")
+cli.main(["solve", "--rules", "yacht", "--cache-dir", sys.argv[1], "--force"])
+with jax.enable_x64(True):
+    program = compiled.CompiledSolve(rules, tuple(solver_score_tables(rules)[1:]), sys.argv[1])
+last = rules.num_boxes - 4
+ours = exact.solve_value_table(rules, down_to_filled=last)
+numpy_loop = exact.solve_value_table(rules, down_to_filled=last, workers=2)
+print("RESULT " + json.dumps({
+    "one_thread": parallel.is_one_thread_per_program(),
+    "run_chunks": program._run_chunks,
+    "split_passes": program._program.as_text().count("outer_dimension_partitions"),
+    "same_bits": bool(np.array_equal(ours, numpy_loop, equal_nan=True)),
+    "solved": int(np.isfinite(ours).sum()),
+}))
+"""
+
+
+def test_solve_runs_one_thread_per_program_with_the_same_values(tmp_path):
+    """`yahtzee-jax solve` (a fresh process) has XLA run each program single-threaded on its
+    caller (`parallel.one_thread_per_program`): no pass is split into tasks, a run is
+    `ONE_THREAD_RUN_CHUNKS` chunks, and Yacht's last layers are the NumPy loop's to the last
+    bit. Once the backend has started (as in this process), asking changes nothing."""
+    import subprocess
+    import sys
+
+    from yahtzee_jax import parallel
+    from yahtzee_jax.solver.compiled import ONE_THREAD_RUN_CHUNKS
+
+    jax.numpy.zeros(1).block_until_ready()
+    assert not parallel.one_thread_per_program()
+    assert not parallel.is_one_thread_per_program()
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_THREAD_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, done.stderr[-3000:]
+    result = json.loads(lines[-1][len("RESULT ") :])
+    assert result["one_thread"]
+    assert result["run_chunks"] == ONE_THREAD_RUN_CHUNKS
+    assert result["split_passes"] == 0
+    assert result["solved"] > 4 * 512  # several runs a layer
+    assert result["same_bits"]

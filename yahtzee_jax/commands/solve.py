@@ -98,6 +98,9 @@ def run_solve(args: argparse.Namespace) -> int:
         raise UserError("--players and --out go with --ceiling")
     if args.targets:
         return _run_targets(args)
+    from yahtzee_jax.parallel import one_thread_per_program
+
+    one_thread_per_program()  # this process only solves: its runs go one per core
     from yahtzee_jax.solver.exact import solve
 
     result = solve(args.rules, cache_dir=args.cache_dir, progress=True, force=args.force)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
-from yahtzee_jax.parallel import host_threads, ordered_map
+from yahtzee_jax.parallel import host_threads, is_one_thread_per_program, ordered_map
 from yahtzee_jax.solver.final_rolls import (
     BoxFutures,
     FinalRollPlan,
@@ -33,7 +33,7 @@ from yahtzee_jax.solver.final_rolls import (
     five_of_a_kind_values,
 )
 from yahtzee_jax.solver.programs import load_or_compile
-from yahtzee_jax.solver.states import SOLVE_CHUNK, chunk_indices, filled_count, table_shape
+from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count, table_shape
 from yahtzee_jax.solver.tables import (
     KEEP_OFFSETS,
     REMOVE_DIE,
@@ -224,6 +224,11 @@ def _compiled(rules: Rules, options: bool = True, expectation: bool = False) -> 
 # Yatzy solve with 1 / 2 / 4 / 8 took 3.16 / 3.03 / 2.95 / 3.35 CPU-s (medians of 4 alternated,
 # a 2-core AMD EPYC shared with 8 runnable processes); every size gives the same values.
 RUN_CHUNKS = 4
+# Where each program runs on its caller's thread alone (`parallel.one_thread_per_program`, what
+# `yahtzee-jax solve` asks for), two host threads each run their own: there a run of 512
+# states was the fastest (a warm Yatzy solve 1.21-1.31 s against 1.59-1.78 with 1,024; medians
+# of 5, alternated, idle 2-core AMD EPYC, 2026-11-28).
+ONE_THREAD_RUN_CHUNKS = 2
 # On an accelerator a run's fixed cost is a launch of each pass and two transfers, which 1,024
 # states do not repay: a Yatzy solve took 4.38 s in 3,755 runs on an H200 (results/gpu-h200).
 # There a run takes 32,768 states (a Yatzy solve in about 50 runs, a padded layer's run at most
@@ -266,7 +271,11 @@ class CompiledSolve:
         if accelerator is None:
             accelerator = jax.default_backend() != "cpu"
         self._expectation = accelerator
-        self._run_chunks = ACCELERATOR_RUN_CHUNKS if accelerator else RUN_CHUNKS
+        one_thread = is_one_thread_per_program()
+        if accelerator:
+            self._run_chunks = ACCELERATOR_RUN_CHUNKS
+        else:
+            self._run_chunks = ONE_THREAD_RUN_CHUNKS if one_thread else RUN_CHUNKS
         self.threads = threads or (1 if accelerator else host_threads())
         self._rows = jax.device_put(_rows_in_layer(rules))
         self._score_tables = tuple(jax.device_put(part) for part in score_tables)
@@ -276,8 +285,14 @@ class CompiledSolve:
         self._next_values: jax.Array | None = None
         chunk = (jax.ShapeDtypeStruct((self._run_chunks * SOLVE_CHUNK,), np.int32),) * 3
         shapes = self._arguments(chunk, jax.ShapeDtypeStruct(next_shape, np.float64))
+        # A program compiled for one thread has no pass split into tasks: it is cached apart.
         compile_with = functools.partial(
-            _load_or_compile, rules, shapes=shapes, cache_dir=cache_dir, expectation=accelerator
+            _load_or_compile,
+            rules,
+            shapes=shapes,
+            cache_dir=cache_dir,
+            expectation=accelerator,
+            one_thread=one_thread,
         )
         try:
             self._program = compile_with(options=rules not in _OPTIONS_REFUSED)
@@ -292,30 +307,42 @@ class CompiledSolve:
         # by its reciprocal, which rounds differently.
         return (chunk, next_values, self._rows, self._score_tables, np.float64(NUM_FACES))
 
-    def solve_layer(
-        self, value_table: np.ndarray, filled: int, chunks: list[tuple[np.ndarray, ...]]
-    ) -> None:
-        """Value the chunks of states (`states.layer_chunks`) of layer `filled` into the table,
-        whose later layers are solved: `RUN_CHUNKS` chunks a run of the program (on an
-        accelerator `ACCELERATOR_RUN_CHUNKS`), `threads` runs at once.
+    def solve_layer(self, value_table: np.ndarray, filled: int, states: list[np.ndarray]) -> None:
+        """Value the solved states of layer `filled` (`states.layer_states`' columns) into the
+        table, whose later layers are solved: `RUN_CHUNKS` chunks a run of the program
+        (`ONE_THREAD_RUN_CHUNKS` where each program runs on its caller alone, on an accelerator
+        `ACCELERATOR_RUN_CHUNKS`), `threads` runs at once.
 
         A layer's runs read only the next layer, so they may go in any order and at once; each
         run's values are the same bits on any thread, and the table is written here, in order.
         Two threads took a warm Yatzy solve from 1.96 to 1.50 s (medians of 5 alternated, an idle
         2-core AMD EPYC, 2026-11-28): XLA splits a run's passes between the cores only in part,
-        and the Python around a run (its indices, the dot) overlaps another run's program.
+        and the Python around a run (its indices, the dot) overlaps another run's program. With
+        one thread per program (`parallel.one_thread_per_program`) nothing is split and each
+        host thread keeps its core: 1.21-1.31 s.
         """
         self.start_layer(value_table, filled)
+        size = self._run_chunks * SOLVE_CHUNK
+        # The layer's states padded to whole runs with its last one (valued, then left out): a
+        # run's arguments are slices, so the Python around a run (which holds the GIL while the
+        # other thread's run goes on) is a few calls. A run's chunks are the layer's own.
+        padded = [
+            np.pad(column.astype(np.int32), (0, -len(column) % size), mode="edge")
+            for column in states
+        ]
+        values = np.empty(len(states[0]))
+        chunk_starts = SOLVE_CHUNK * np.arange(self._run_chunks)
 
-        def run_values(start: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-            run = chunks[start : start + self._run_chunks]
-            parts = zip(*map(chunk_indices, run), strict=True)
+        def run_values(start: int) -> np.ndarray:
+            run = tuple(column[start : start + size] for column in padded)
+            lengths = np.clip(len(values) - start - chunk_starts, 0, SOLVE_CHUNK)
             with jax.enable_x64(True):  # a context of the calling thread only
-                return tuple(map(np.concatenate, parts)), self.turn_start_values(run)
+                return self._run(run, lengths)
 
-        starts = range(0, len(chunks), self._run_chunks)
-        for (mask, upper, flag), values in ordered_map(run_values, starts, self.threads):
-            value_table[mask, upper, flag] = values
+        starts = range(0, len(values), size)
+        for start, run in zip(starts, ordered_map(run_values, starts, self.threads), strict=True):
+            values[start : start + len(run)] = run
+        value_table[tuple(states)] = values
 
     def start_layer(self, value_table: np.ndarray, filled: int) -> None:
         """Copy the values of the layer after `filled` (already solved) to the device."""
@@ -339,18 +366,23 @@ class CompiledSolve:
         states = tuple(
             np.concatenate(parts).astype(np.int32) for parts in zip(*padded, strict=True)
         )
+        lengths = [len(chunk[0]) for chunk in chunks] + [0] * (self._run_chunks - len(chunks))
+        return self._run(states, lengths)
+
+    def _run(self, states: tuple[np.ndarray, ...], lengths: Any) -> np.ndarray:
+        """The values of a run's states, int32 (mask, upper, flag) of a whole run: of each
+        `SOLVE_CHUNK` block, its first `lengths[block]` (the rest is padding)."""
         output = np.asarray(self._program(*self._arguments(states, self._next_values)))
         if self._expectation:  # [chunk, state]: each chunk's values, the padding left out
-            return np.concatenate(
-                [block[: len(chunk[0])] for block, chunk in zip(output, chunks, strict=False)]
-            )
+            return np.concatenate([block[:n] for block, n in zip(output, lengths, strict=True)])
         # [chunk, roll, state]: the dot of each chunk's states alone, as the NumPy loop takes it:
         # BLAS rounds a column by how many columns there are (2,048 of them, for one, give other
         # values).
         return np.concatenate(
             [
-                ROLL_PROBABILITIES @ np.ascontiguousarray(block[:, : len(chunk[0])])
-                for block, chunk in zip(output, chunks, strict=False)  # the padding's left out
+                ROLL_PROBABILITIES @ np.ascontiguousarray(block[:, :n])
+                for block, n in zip(output, lengths, strict=True)
+                if n
             ]
         )
 
@@ -361,12 +393,13 @@ def _load_or_compile(
     shapes: tuple,
     cache_dir: str | os.PathLike | None,
     expectation: bool = False,
+    one_thread: bool = False,
 ) -> Callable:
     """The chunk program compiled for arguments of `shapes`, or loaded from `cache_dir`."""
     return load_or_compile(
         lambda: _compiled(rules, options, expectation).lower(*shapes),
         "solver-chunk",
-        (rules, expectation),
+        (rules, expectation, one_thread),
         shapes,
         _COMPILE_OPTIONS if options else None,
         cache_dir,

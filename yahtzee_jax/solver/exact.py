@@ -53,6 +53,7 @@ from yahtzee_jax.solver.states import (  # noqa: F401 (re-exported: the solver's
     filled_count,
     full_mask,
     layer_chunks,
+    layer_states,
     num_upper_totals,
     reachable_upper_totals,
     solved_states,
@@ -178,18 +179,18 @@ def _solve_layers(
             program = CompiledSolve(rules, tuple(options), cache_dir)
     try:
         for filled in layers:
-            layer_masks, chunks = layer_chunks(rules, filled)
             if program is not None:
-                # XLA splits the program's passes between its threads: unpinned, a Yatzy solve
-                # took 4.58 s (2.84 CPU-s) against 5.85 (2.96) on one CPU (medians of 6
-                # alternated, a 2-core AMD EPYC shared with 7 runnable processes).
+                layer_masks, states = layer_states(rules, filled)
                 with jax.enable_x64(True):
-                    program.solve_layer(value_table, filled, chunks)
-            elif pool is None:
-                for chunk in chunks:
-                    _solve_chunk(chunk)
+                    program.solve_layer(value_table, filled, states)
             else:
-                pool.map(_solve_chunk, chunks, chunksize=max(1, len(chunks) // (4 * workers)))
+                layer_masks, chunks = layer_chunks(rules, filled)
+                if pool is None:
+                    for chunk in chunks:
+                        _solve_chunk(chunk)
+                else:
+                    chunksize = max(1, len(chunks) // (4 * workers))
+                    pool.map(_solve_chunk, chunks, chunksize=chunksize)
             fill_copies(value_table, rules, layer_masks)
     finally:
         _SOLVE_CONTEXT = None

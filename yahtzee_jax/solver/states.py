@@ -120,11 +120,9 @@ def solved_states(rules: Rules, masks: np.ndarray | None = None) -> np.ndarray:
     return states
 
 
-def layer_chunks(
-    rules: Rules, filled: int
-) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """The masks with `filled` boxes filled, and their solved states (mask, upper, flag) in
-    chunks of `SOLVE_CHUNK` (`chunk_indices` makes a chunk the int64 indices it is used as).
+def layer_states(rules: Rules, filled: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The masks with `filled` boxes filled, and their solved states as columns (mask, upper,
+    flag), in order.
 
     The states are kept as int16, int8, int8 (wider for larger games), found a block of masks at a
     time: Yahtzee's largest layer has 88,049 of them, whose int64 indices would hold 2 MB through
@@ -138,7 +136,15 @@ def layer_chunks(
         row, upper, flag = np.nonzero(solved_states(rules, block))
         upper = upper.astype(_upper_type(rules))
         blocks.append((block[row].astype(mask_type), upper, flag.astype(np.int8)))
-    states = [np.concatenate(column) for column in zip(*blocks, strict=True)]
+    return layer_masks, [np.concatenate(column) for column in zip(*blocks, strict=True)]
+
+
+def layer_chunks(
+    rules: Rules, filled: int
+) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """`layer_states` in chunks of `SOLVE_CHUNK` states (`chunk_indices` makes a chunk the int64
+    indices it is used as)."""
+    layer_masks, states = layer_states(rules, filled)
     splits = range(SOLVE_CHUNK, len(states[0]), SOLVE_CHUNK)
     return layer_masks, list(zip(*(np.split(column, splits) for column in states), strict=True))
 

@@ -73,6 +73,8 @@ sampler = threading.Thread(target=sample_workers, daemon=True)
 _OURS = """
 import json, sys, time
 import jax
+from yahtzee_jax.parallel import one_thread_per_program
+one_thread_per_program()  # as `yahtzee-jax solve` runs: one thread per program
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.tables import solver_score_tables
