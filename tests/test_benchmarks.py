@@ -91,6 +91,26 @@ def test_bench_solve_rejects_bad_counts(capsys) -> None:
     assert "--repeats must be at least 1" in capsys.readouterr().err
 
 
+def test_bench_solve_puts_our_solve_beside_the_published_times(capsys) -> None:
+    """Our Yatzy solve over dlangk/yatzy's published one-thread and two-thread times: 1.22 s
+    is 0.5x its 2.44 on one thread and 1.0x its 1.22 on two (made-up published figures)."""
+    from yahtzee_jax.commands.bench.solve import beside_published
+
+    ours = [
+        {
+            "workers": 1,
+            "seconds": 1.22,
+            "cpu_seconds": 2.0,
+            "compiled_seconds": 1.9,
+            "cached_seconds": 1.22,
+        }
+    ]
+    published = beside_published(("them", {"1": 2.44, "2": 1.22}, "somewhere"), ours)
+    (row,) = published["ours"]
+    assert row["time"] == {"1": pytest.approx(0.5), "2": pytest.approx(1.0)}
+    assert "0.50x its 1, 1.00x its 2" in capsys.readouterr().out
+
+
 def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     """Random and greedy level-1 on 64 games in batches of 32; an unknown agent is skipped."""
     argv = ["bench", "evaluate", "--agents", "random", "greedy1", "nonsense"]
