@@ -39,6 +39,7 @@ from yahtzee_jax.agents.exact import (
     MAX_REROLLS,
     PLAN_CHUNK,
     WIDGET_CPU_BATCH_SIZE,
+    first_best_action,
     first_keep_values,
     last_keep_values,
     make_optimal_agent,
@@ -130,18 +131,9 @@ def _cards(rows: np.ndarray, rules: Rules) -> State:
 
 
 def _first_best(keep_values: jax.Array) -> jax.Array:
-    """The best keep action of every roll, int32[252, columns], from keep values [462, columns]:
-    `best_keeps`' argmax over each roll's 32 actions, the first of equal values winning. XLA's
-    CPU argmax (a reduction of value and index pairs) took most of the build; a running maximum
-    over the actions, a row of the values each, took a thirtieth of its time."""
-    best = keep_values[KEEP_OF_ACTION[:, 0]]
-    actions = jnp.zeros(best.shape, jnp.int32)
-    for action in range(1, KEEP_OF_ACTION.shape[1]):
-        candidate = keep_values[KEEP_OF_ACTION[:, action]]
-        better = candidate > best  # strictly: the first of equal values stays
-        best = jnp.where(better, candidate, best)
-        actions = jnp.where(better, action, actions)
-    return actions
+    """The best keep action of every roll, int32[252, columns], from keep values [462, columns]
+    (`best_keeps` of every roll at once)."""
+    return first_best_action(lambda action: keep_values[KEEP_OF_ACTION[:, action]])
 
 
 @functools.partial(jax.jit, static_argnames="rules")
