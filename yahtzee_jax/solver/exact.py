@@ -145,7 +145,10 @@ def solve_value_table(
     last bit. The one process is the faster: a Yatzy solve took 2.37 s (3.33 CPU-s, its programs
     cached) against 4.59 s (8.55 CPU-s) for two workers on an idle 2-core AMD EPYC (2026-11-27,
     `results/solver-speed/bench_solve_yatzy.json`). Processes, not threads, for the NumPy loop:
-    its many small calls contend for the GIL.
+    its many small calls contend for the GIL. A process that mostly solves may call
+    `parallel.one_thread_per_program()` before JAX starts, as `yahtzee-jax solve` does: each
+    run then goes on one core of its own (the Yatzy solve 1.25 s in place of 1.81,
+    `results/solver-speed/one-thread-ab/`).
     """
     with _SOLVE_LOCK:
         return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
