@@ -142,13 +142,12 @@ def solve_value_table(
     (`solver.compiled`), kept in `cache_dir` with the score tables' (`solver.programs`; None:
     compiled in every solve); more `workers` are forked processes sharing the table, each
     running the NumPy loop (forked workers cannot run XLA). Both give the same values to the
-    last bit. The one process is the faster: a Yatzy solve took 2.37 s (3.33 CPU-s, its programs
-    cached) against 4.59 s (8.55 CPU-s) for two workers on an idle 2-core AMD EPYC (2026-11-27,
-    `results/solver-speed/bench_solve_yatzy.json`). Processes, not threads, for the NumPy loop:
-    its many small calls contend for the GIL. A process that mostly solves may call
-    `parallel.one_thread_per_program()` before JAX starts, as `yahtzee-jax solve` does: each
-    run then goes on one core of its own (the Yatzy solve 1.25 s in place of 1.81,
-    `results/solver-speed/one-thread-ab/`).
+    last bit. Processes, not threads, for the NumPy loop: its many small calls contend for the
+    GIL. The one process is the faster, more so in a process that mostly solves and calls
+    `parallel.one_thread_per_program()` before JAX starts, as `yahtzee-jax solve` does (each
+    run then has a core of its own): a Yatzy solve took 1.25 s that way, 1.81 s without, and
+    4.20 s with two workers, its programs cached, on an idle 2-core AMD EPYC (2026-11-28,
+    `results/solver-speed/bench_solve_yatzy.json`, `results/solver-speed/one-thread-ab/`).
     """
     with _SOLVE_LOCK:
         return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
