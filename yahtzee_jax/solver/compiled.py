@@ -369,7 +369,7 @@ class CompiledSolve:
         lengths = [len(chunk[0]) for chunk in chunks] + [0] * (self._run_chunks - len(chunks))
         return self._run(states, lengths)
 
-    def _run(self, states: tuple[np.ndarray, ...], lengths: Any) -> np.ndarray:
+    def _run(self, states: tuple[np.ndarray, ...], lengths: np.ndarray | list[int]) -> np.ndarray:
         """The values of a run's states, int32 (mask, upper, flag) of a whole run: of each
         `SOLVE_CHUNK` block, its first `lengths[block]` (the rest is padding)."""
         output = np.asarray(self._program(*self._arguments(states, self._next_values)))
