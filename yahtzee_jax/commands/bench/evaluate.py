@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.commands.bench import yatzy_solver
+from yahtzee_jax.commands.bench.published import over_published, ratio_words
 from yahtzee_jax.errors import UserError
 
 if TYPE_CHECKING:
@@ -206,18 +207,14 @@ def beside_published(rules: Rules, results: list[dict]) -> dict[str, Any] | None
     for row in results:
         for engine, by_threads, how in yardsticks.get(row["agent"], []):
             ours = row["games_per_second"]
-            ratios = {threads: ours / theirs for threads, theirs in by_threads.items()}
+            ratios = over_published(ours, by_threads)
             figures = ", ".join(
                 f"{theirs:,.0f} on {threads}" if threads.isdigit() else f"{theirs:,.0f} ({threads})"
                 for threads, theirs in by_threads.items()
             )
             print(
                 f"{engine}, published (not run here): games/s by threads {figures} ({how}); "
-                f"{row['agent']} here: "
-                + ", ".join(
-                    f"{ratio:.2f}x its {threads}" if threads.isdigit() else f"{ratio:.2f}x it"
-                    for threads, ratio in ratios.items()
-                )
+                f"{row['agent']} here: {ratio_words(ratios)}"
             )
             published.setdefault(row["agent"], []).append(
                 {

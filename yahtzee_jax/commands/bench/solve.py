@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from yahtzee_jax.commands.bench import yatzy_solver
+from yahtzee_jax.commands.bench.published import over_published, ratio_words
 
 # Each child prints one JSON line of numbers. Memory is the process's peak RSS (VmHWM; getrusage's
 # ru_maxrss would start from this parent's, Linux keeps it across fork and exec) at three points:
@@ -280,17 +281,15 @@ def beside_published(published: tuple[str, dict[str, float], str], ours: list[di
     solver, by_threads, how = published
     keys = ("workers", "seconds", "cpu_seconds", "compiled_seconds", "cached_seconds")
     rows = [
-        {key: row[key] for key in keys}
-        | {"time": {threads: row["seconds"] / theirs for threads, theirs in by_threads.items()}}
+        {key: row[key] for key in keys} | {"time": over_published(row["seconds"], by_threads)}
         for row in ours
     ]
     figures = ", ".join(f"{theirs:.2f} s on {threads}" for threads, theirs in by_threads.items())
     print(f"{solver}, published (not run here): threads {figures}; {how}")
     for row in rows:
-        ratios = ", ".join(f"{ratio:.2f}x its {threads}" for threads, ratio in row["time"].items())
         line = (
             f"ours in {_processes(row['workers'])}: {row['seconds']:.2f} s "
-            f"({row['cpu_seconds']:.2f} CPU-s), {ratios}"
+            f"({row['cpu_seconds']:.2f} CPU-s), {ratio_words(row['time'])}"
         )
         # Our first solve compiles its XLA programs, a later one loads them from the cache (the
         # chunk program runs in one process only: workers run NumPy).
