@@ -147,18 +147,21 @@ def _keep_layers(roll_values: jax.Array, six: jax.Array) -> list[jax.Array]:
 
 def _best_keep(layers: list[jax.Array]) -> jax.Array:
     """`widget._best_keep_inplace`: each keep the best of itself and its sub-keeps."""
-    # Each size is written into one buffer and read back from it: XLA fuses an array into
-    # every pass that reads it (recomputing each row once per sub-keep that reads it, five
-    # times over at the rolls) but not an update of a buffer in place.
-    best = jnp.zeros((int(KEEP_OFFSETS[-1]), layers[0].shape[-1]), layers[0].dtype)
+    # Each smaller size is written into one buffer and read back from it: XLA fuses an array
+    # into every pass that reads it (recomputing each row once per sub-keep that reads it, five
+    # times over at the rolls) but not an update of a buffer in place. The rolls' best, read by
+    # no other size, is the pass's output.
+    best = jnp.zeros((int(KEEP_OFFSETS[NUM_DICE]), layers[0].shape[-1]), layers[0].dtype)
     best = jax.lax.dynamic_update_slice(best, layers[0], (0, 0))
     for size in range(1, NUM_DICE + 1):
         here = layers[size]
         smaller = best[KEEP_OFFSETS[size - 1] : KEEP_OFFSETS[size]]
         for rows in _REMOVE_PADDED[size - 1]:
             here = jnp.maximum(here, smaller[rows])
+        if size == NUM_DICE:
+            return here
         best = jax.lax.dynamic_update_slice(best, here, (int(KEEP_OFFSETS[size]), 0))
-    return best[KEEP_OFFSETS[NUM_DICE] :]
+    raise AssertionError("unreachable")
 
 
 # XLA's older loop emitters compile the program in 0.6 CPU-s where the fusion emitters take 0.9,
