@@ -3,7 +3,8 @@
 With `optimal` among the agents and the `yatzy-solver` package installed, its Rust simulation of
 optimal play (table loaded, same rules and number of games) is timed in the same run, and the
 ratio printed: a loaded machine slows both alike. Where another engine's optimal play has a
-published speed for the rules (`PUBLISHED`), ours is printed beside it too.
+published speed for the rules (`PUBLISHED`), ours is printed beside it too; with `--dlangk DIR`
+(Yatzy), dlangk/yatzy's lockstep engine is run beside ours (`bench.dlangk`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yahtzee_jax.commands.arguments import seed_argument
-from yahtzee_jax.commands.bench import yatzy_solver
-from yahtzee_jax.commands.bench.published import over_published, ratio_words
+from yahtzee_jax.commands.bench import dlangk, yatzy_solver
+from yahtzee_jax.commands.bench.published import over_theirs, ratio_words
 from yahtzee_jax.errors import UserError
 
 if TYPE_CHECKING:
@@ -65,6 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="timed runs per agent (and of yatzy-solver), the fastest kept (default 1)",
     )
+    parser.add_argument(
+        "--dlangk",
+        default=None,
+        metavar="DIR",
+        help="folder of dlangk/yatzy's built binaries (Yatzy only): its lockstep optimal play "
+        "run beside ours, on 1 thread and one per CPU (experiments/build_dlangk_yatzy.sh)",
+    )
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
@@ -81,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
     rules = get_rules(args.rules)
+    if args.dlangk is not None:
+        if rules.name != "yatzy":
+            raise UserError(f"--dlangk: dlangk/yatzy plays Yatzy only (got --rules {rules.name})")
+        dlangk.binary(args.dlangk, dlangk.SOLVE)
+        dlangk.binary(args.dlangk, dlangk.SIMULATE)
     results = []
     for spec in args.agents:
         started = time.perf_counter()
@@ -160,9 +173,14 @@ def run(args: argparse.Namespace) -> int:
             f"{reference['optimal_over_yatzy_solver']:.2f}x the games per second"
         )
     published = beside_published(rules, results)
+    rust = None
+    if args.dlangk is not None:
+        runs = dlangk.fastest_plays(args.dlangk, args.games, args.seed + 1, args.repeats)
+        rust = beside_dlangk(runs, results)
     if args.json:
         info = {"rules": rules.name, "games": args.games, "batch_size": batch_size}
         output = {**info, "agents": results, "yatzy_solver": reference, "published": published}
+        output["dlangk"] = rust
         Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
     return 0
 
@@ -199,6 +217,21 @@ def _yatzy_solver_row(
     }
 
 
+def beside_dlangk(runs: dict[str, dict], results: list[dict]) -> dict[str, Any]:
+    """Print dlangk/yatzy's lockstep games/s run in this bench (its best on each thread count)
+    and our optimal agents' over them; return both."""
+    by_threads = {threads: run["games_per_second"] for threads, run in runs.items()}
+    figures = ", ".join(f"{speed:,.0f} on {threads}" for threads, speed in by_threads.items())
+    mean = next(iter(runs.values()))["mean"]
+    print(f"{LOCKSTEP[0]}, run here: games/s by threads {figures} (its mean {mean:.2f})")
+    ours = {}
+    for row in results:
+        if row["agent"] in PUBLISHED["yatzy"]:
+            ours[row["agent"]] = over_theirs(row["games_per_second"], by_threads)
+            print(f"{row['agent']} here: {ratio_words(ours[row['agent']])}")
+    return {"engine": LOCKSTEP[0], "runs": runs, "ours_over_theirs": ours}
+
+
 def beside_published(rules: Rules, results: list[dict]) -> dict[str, Any] | None:
     """Print each of our agents' games/s that has a yardstick (`PUBLISHED`) beside the other
     engines' published ones and return them, per agent, with the ratios (None if none has)."""
@@ -207,7 +240,7 @@ def beside_published(rules: Rules, results: list[dict]) -> dict[str, Any] | None
     for row in results:
         for engine, by_threads, how in yardsticks.get(row["agent"], []):
             ours = row["games_per_second"]
-            ratios = over_published(ours, by_threads)
+            ratios = over_theirs(ours, by_threads)
             figures = ", ".join(
                 f"{theirs:,.0f} on {threads}" if threads.isdigit() else f"{theirs:,.0f} ({threads})"
                 for threads, theirs in by_threads.items()

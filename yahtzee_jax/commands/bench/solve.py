@@ -2,7 +2,8 @@
 
 Each solve runs in a fresh Python process, so its peak memory is its own: ours, and, when the
 `yatzy-solver` package is installed, its solve of the same rules right after (alternating with
-ours when repeated), with the ratios. Both write their table file (ours: the float64 cache
+ours when repeated), with the ratios; with `--dlangk DIR`, dlangk/yatzy's Rust solve too, on one
+thread and on one per CPU (`bench.dlangk`). Both write their table file (ours: the float64 cache
 the agents load; its: its own f32 table file) to a temporary folder. Ours keeps one folder
 across its repeats: its first solve compiles its XLA programs into it, the later ones load them
 from there (`solver.programs`), as a user's later solves do; both figures are reported.
@@ -19,8 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from yahtzee_jax.commands.bench import yatzy_solver
-from yahtzee_jax.commands.bench.published import over_published, ratio_words
+from yahtzee_jax.commands.bench import dlangk, yatzy_solver
+from yahtzee_jax.commands.bench.published import over_theirs, ratio_words
 
 # Each child prints one JSON line of numbers. Memory is the process's peak RSS (VmHWM; getrusage's
 # ru_maxrss would start from this parent's, Linux keeps it across fork and exec) at three points:
@@ -137,6 +138,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="processes of our solve (default: both one and one per CPU, side by side)",
     )
+    parser.add_argument(
+        "--dlangk",
+        default=None,
+        metavar="DIR",
+        help="folder of dlangk/yatzy's built binaries (Yatzy only): its solve run beside ours, "
+        "on 1 thread and one per CPU (experiments/build_dlangk_yatzy.sh builds them)",
+    )
     parser.add_argument("--json", default=None, help="write the results to this JSON file")
 
 
@@ -181,12 +189,18 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--workers must be at least 1 (got {args.workers})")
     # One process is the smaller solve, one per CPU (the default of `solve`) the faster one.
     settings = [args.workers] if args.workers else sorted({1, solver_workers()})
+    if args.dlangk is not None:
+        if rules.name != "yatzy":
+            raise UserError(f"--dlangk: dlangk/yatzy plays Yatzy only (got --rules {rules.name})")
+        dlangk.binary(args.dlangk, dlangk.SOLVE)
+    rust = {str(threads): [] for threads in dlangk.thread_counts()} if args.dlangk else {}
     note = yatzy_solver.no_variant(rules)
     module = None if note else yatzy_solver.load_module()
     ours, theirs = {workers: [] for workers in settings}, []
     # One folder per setting for all its solves: the first one compiles our XLA programs and
     # keeps them there (`solver.programs`), the later ones load them, as a user's later solves do.
     folders = {workers: tempfile.TemporaryDirectory() for workers in settings}
+    rust_base = tempfile.TemporaryDirectory()
     try:
         for _ in range(args.repeats):
             for workers in settings:
@@ -195,8 +209,10 @@ def run(args: argparse.Namespace) -> int:
                 ours[workers].append(run)
             if module is not None:
                 theirs.append(_measure(_THEIRS, yatzy_solver.VARIANTS[rules.name]))
+            for threads, runs in rust.items():
+                runs.append(dlangk.solve(args.dlangk, int(threads), Path(rust_base.name)))
     finally:
-        for folder in folders.values():
+        for folder in [*folders.values(), rust_base]:
             folder.cleanup()
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     results = {"rules": rules.name, "cpus": os.cpu_count(), "ours": []}
@@ -259,6 +275,10 @@ def run(args: argparse.Namespace) -> int:
     published = PUBLISHED.get(rules.name)
     if published is not None:
         results["published"] = beside_published(published, results["ours"])
+    if rust:
+        results["dlangk"] = beside_dlangk(
+            {threads: dlangk.fastest(runs) for threads, runs in rust.items()}, results["ours"]
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
@@ -279,13 +299,37 @@ def beside_published(published: tuple[str, dict[str, float], str], ours: list[di
     """Print our solve times beside a published solver's (by its threads) and return both, with
     our time over each of its."""
     solver, by_threads, how = published
-    keys = ("workers", "seconds", "cpu_seconds", "compiled_seconds", "cached_seconds")
-    rows = [
-        {key: row[key] for key in keys} | {"time": over_published(row["seconds"], by_threads)}
-        for row in ours
-    ]
     figures = ", ".join(f"{theirs:.2f} s on {threads}" for threads, theirs in by_threads.items())
     print(f"{solver}, published (not run here): threads {figures}; {how}")
+    return {
+        "solver": solver,
+        "seconds_by_threads": by_threads,
+        "measured": how,
+        "ours": _over_theirs(ours, by_threads),
+    }
+
+
+def beside_dlangk(runs: dict[str, dict], ours: list[dict]) -> dict:
+    """Print our solve times beside dlangk/yatzy's solves run in this bench (its fastest on each
+    thread count, by its own timer) and return both, with our time over each of its."""
+    by_threads = {threads: run["seconds"] for threads, run in runs.items()}
+    figures = ", ".join(
+        f"{run['seconds']:.2f} s on {threads} ({run['cpu_seconds']:.2f} CPU-s, "
+        f"{run['peak_mib']:.0f} MiB)"
+        for threads, run in runs.items()
+    )
+    optimum = next(iter(runs.values()))["optimum"]
+    print(f"{dlangk.ENGINE}, run here: threads {figures}; its optimum {optimum:.4f}")
+    return {"solver": dlangk.ENGINE, "runs": runs, "ours": _over_theirs(ours, by_threads)}
+
+
+def _over_theirs(ours: list[dict], by_threads: dict[str, float]) -> list[dict]:
+    """Print each of our solve times over another solver's (by its threads) and return them."""
+    keys = ("workers", "seconds", "cpu_seconds", "compiled_seconds", "cached_seconds")
+    rows = [
+        {key: row[key] for key in keys} | {"time": over_theirs(row["seconds"], by_threads)}
+        for row in ours
+    ]
     for row in rows:
         line = (
             f"ours in {_processes(row['workers'])}: {row['seconds']:.2f} s "
@@ -299,7 +343,7 @@ def beside_published(published: tuple[str, dict[str, float], str], ours: list[di
                 f"loaded from an earlier solve's cache: {row['cached_seconds']:.2f} s"
             )
         print(line)
-    return {"solver": solver, "seconds_by_threads": by_threads, "measured": how, "ours": rows}
+    return rows
 
 
 def _compiled_and_cached(runs: list[dict]) -> dict:
