@@ -203,13 +203,19 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--max-transitions-per-update": NUMBERS,
         "--set": OVERRIDES,
     },
-    "bench solve": {"--rules": NAMES, "--repeats": NUMBERS, "--workers": NUMBERS},
+    "bench solve": {
+        "--rules": NAMES,
+        "--repeats": NUMBERS,
+        "--workers": NUMBERS,
+        "--dlangk": PATHS,
+    },
     "bench evaluate": {
         "--games": NUMBERS,
         "--batch-size": NUMBERS,
         "--rules": NAMES,
         "--seed": NUMBERS,
         "--repeats": NUMBERS,
+        "--dlangk": PATHS,
     },
 }
 # The positional arguments of the commands that take them.
