@@ -20,7 +20,8 @@ from yahtzee_jax.commands.cli import main
 # Stand-ins for its two binaries: each reports a time that halves with the threads it is given,
 # as its own output words it, and the solve writes its table (header, then state 0's f32 value).
 _SOLVE = """
-import os, struct
+import os, struct, time
+time.sleep(0.05)  # alive for a few of the bench's 10-ms samples of its memory
 from pathlib import Path
 threads = int(os.environ["RAYON_NUM_THREADS"])
 assert Path.cwd().resolve() == Path(os.environ["YATZY_BASE_PATH"]).resolve()

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,20 +48,40 @@ def thread_counts() -> list[int]:
 
 def _run(argv: list[str], threads: int, base: Path) -> tuple[str, float, float, float]:
     """Run one of its binaries in `base` on `threads` threads: (stdout, wall seconds, CPU
-    seconds, peak RSS MiB), the last two of that process alone (`os.wait4`)."""
+    seconds, peak RSS MiB), the last two of that process alone.
+
+    Its CPU time is its own (`os.wait4`); its peak RSS is sampled from /proc every 10 ms (VmHWM,
+    a high-water mark, so only its last 10 ms can be missed): the rusage of a child forked from
+    this process would start from this process's own peak, which Linux keeps across exec.
+    """
     environment = {**os.environ, "RAYON_NUM_THREADS": str(threads), "YATZY_BASE_PATH": str(base)}
+    peak, done = [0.0], threading.Event()
+
+    def sample(status: Path) -> None:
+        while not done.wait(0.01):
+            try:
+                lines = status.read_text().splitlines()
+                kib = next(int(line.split()[1]) for line in lines if line.startswith("VmHWM:"))
+            except (OSError, StopIteration, ValueError):
+                continue  # not started, exiting, or no /proc
+            peak[0] = max(peak[0], kib / 1024)
+
     start = time.perf_counter()
     with subprocess.Popen(
         argv, cwd=base, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as process:
+        sampler = threading.Thread(target=sample, args=(Path(f"/proc/{process.pid}/status"),))
+        sampler.start()
         output = process.stdout.read() if process.stdout else ""
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        sampler.join()
     seconds = time.perf_counter() - start
     if process.returncode != 0:
         last = output.strip().splitlines()[-1:] or ["no output"]
         raise UserError(f"{Path(argv[0]).name} failed ({process.returncode}): {last[0]}")
-    return output, seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return output, seconds, usage.ru_utime + usage.ru_stime, peak[0]
 
 
 def _number(pattern: str, output: str, name: str) -> float:
