@@ -107,6 +107,29 @@ def isa() -> str:
     return "avx512" if "avx512f" in flags else "avx2" if "avx2" in flags else platform.machine()
 
 
+def cpu_identity() -> tuple[str, str]:
+    """This CPU as the golden records name it: its vendor ("AuthenticAMD", "GenuineIntel") and
+    its vendor, family and model. XLA compiles for the host CPU, and one program's bits differ
+    between an AMD and an Intel core with the same vector extensions, and may between models."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.machine(), platform.machine()
+    fields = {}
+    for line in lines:
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    vendor = fields.get("vendor_id", platform.machine())
+    return vendor, f"{vendor} family {fields.get('cpu family')} model {fields.get('model')}"
+
+
+def for_this_cpu(records: dict[str, Any]) -> Any | None:
+    """The record of this CPU's model, else of its vendor (a record whose model was not noted),
+    else None."""
+    vendor, model = cpu_identity()
+    return records.get(model, records.get(vendor))
+
+
 def learner_case(preset: str, overrides: list[str]) -> dict[str, Any]:
     """Train `UPDATES` updates in one compiled chunk; the final state's and metrics' figures."""
     from yahtzee_jax.algorithms.base import init_train_state, make_context
@@ -147,8 +170,9 @@ def agent_case(name: str) -> dict[str, Any]:
 
 
 def record_all() -> dict[str, Any]:
-    """Every case's figures, with the ISA and JAX version they were recorded on."""
+    """Every case's figures, with the ISA, CPU and JAX version they were recorded on."""
     golden: dict[str, Any] = {"isa": isa(), "jax": jax.__version__, "updates": UPDATES}
+    golden["cpu"] = cpu_identity()[1]
     golden["learners"] = {name: learner_case(*case) for name, case in LEARNER_CASES.items()}
     golden["agents"] = {name: agent_case(name) for name in AGENTS}
     return golden
@@ -172,16 +196,18 @@ if __name__ == "__main__":
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_FLAGS}"
         golden = json.loads(GOLDEN_PATH.read_text())
         assert golden["isa"] == isa() and golden["jax"] == jax.__version__, "record on the ISA"
-        golden["fast_compile"] = {
-            "flags": FAST_COMPILE_FLAGS,
-            "learners": {
-                name: {part: figures[part] for part in DIGESTS}
-                for name in FAST_CASES
-                for figures in [learner_case(*LEARNER_CASES[name])]
-            },
+        # Digests by CPU model: this model's are added or replaced, the others' kept (with
+        # other flags, all of them are replaced).
+        fast = golden.get("fast_compile", {})
+        by_vendor = fast.get("learners", {}) if fast.get("flags") == FAST_COMPILE_FLAGS else {}
+        by_vendor[cpu_identity()[1]] = {
+            name: {part: figures[part] for part in DIGESTS}
+            for name in FAST_CASES
+            for figures in [learner_case(*LEARNER_CASES[name])]
         }
+        golden["fast_compile"] = {"flags": FAST_COMPILE_FLAGS, "learners": by_vendor}
         GOLDEN_PATH.write_text(json.dumps(golden, indent=1) + "\n")
-        print(f"added the fast-compile digests to {GOLDEN_PATH}")
+        print(f"added the fast-compile digests of {cpu_identity()[1]} to {GOLDEN_PATH}")
     elif "--record" in sys.argv:
         GOLDEN_PATH.parent.mkdir(exist_ok=True)
         GOLDEN_PATH.write_text(json.dumps(record_all(), indent=1) + "\n")
