@@ -199,13 +199,13 @@ if __name__ == "__main__":
         # Digests by CPU model: this model's are added or replaced, the others' kept (with
         # other flags, all of them are replaced).
         fast = golden.get("fast_compile", {})
-        by_vendor = fast.get("learners", {}) if fast.get("flags") == FAST_COMPILE_FLAGS else {}
-        by_vendor[cpu_identity()[1]] = {
+        by_cpu = fast.get("learners", {}) if fast.get("flags") == FAST_COMPILE_FLAGS else {}
+        by_cpu[cpu_identity()[1]] = {
             name: {part: figures[part] for part in DIGESTS}
             for name in FAST_CASES
             for figures in [learner_case(*LEARNER_CASES[name])]
         }
-        golden["fast_compile"] = {"flags": FAST_COMPILE_FLAGS, "learners": by_vendor}
+        golden["fast_compile"] = {"flags": FAST_COMPILE_FLAGS, "learners": by_cpu}
         GOLDEN_PATH.write_text(json.dumps(golden, indent=1) + "\n")
         print(f"added the fast-compile digests of {cpu_identity()[1]} to {GOLDEN_PATH}")
     elif "--record" in sys.argv:

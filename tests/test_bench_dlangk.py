@@ -125,8 +125,8 @@ def test_it_is_refused_in_one_line_before_any_run(target, binaries, tmp_path, ca
 
 
 def test_a_failing_or_changed_binary_is_one_line(binaries, tmp_path) -> None:
-    """A binary that fails, or whose output lacks its timer's line or whose solve leaves no table
-    (another version), stops the bench with a one-line error naming it."""
+    """A binary that fails, does not run here, or whose output lacks its timer's line or whose
+    solve leaves no table (another version), stops the bench with a one-line error naming it."""
     from yahtzee_jax.errors import UserError
 
     solve = binaries / dlangk.SOLVE
@@ -138,4 +138,7 @@ def test_a_failing_or_changed_binary_is_one_line(binaries, tmp_path) -> None:
         dlangk.solve(binaries, 1, tmp_path)
     solve.write_text(f"#!{sys.executable}\nraise SystemExit('table is read-only')\n")
     with pytest.raises(UserError, match=r"yatzy-precompute failed \(1\): table is read-only"):
+        dlangk.solve(binaries, 1, tmp_path)
+    solve.write_bytes(bytes(range(256)))  # executable, but no program
+    with pytest.raises(UserError, match="yatzy-precompute does not run here: Exec format error"):
         dlangk.solve(binaries, 1, tmp_path)

@@ -67,12 +67,16 @@ def _run(argv: list[str], threads: int, base: Path) -> tuple[str, float, float, 
             peak[0] = max(peak[0], kib / 1024)
 
     start = time.perf_counter()
-    with subprocess.Popen(
-        argv, cwd=base, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    ) as process:
+    try:
+        process = subprocess.Popen(
+            argv, cwd=base, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+    except OSError as error:  # not a program this machine runs
+        raise UserError(f"{Path(argv[0]).name} does not run here: {error.strerror}") from None
+    with process:
         sampler = threading.Thread(target=sample, args=(Path(f"/proc/{process.pid}/status"),))
         sampler.start()
-        output = process.stdout.read() if process.stdout else ""
+        output = process.stdout.read().decode(errors="replace") if process.stdout else ""
         _, status, usage = os.wait4(process.pid, 0)
         process.returncode = os.waitstatus_to_exitcode(status)
         done.set()
