@@ -46,6 +46,7 @@ from yahtzee_jax.agents.exact import (
     score_actions,
     widget_batch_actions,
 )
+from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
@@ -214,15 +215,10 @@ def _store_keeps(path: pathlib.Path, keeps: np.ndarray, stale: str) -> None:
     """Write the keeps whole or not at all (a partial file goes; a reader never sees one), then
     remove the files matching `stale` (the same rules' tables of other code: hundreds of MB
     each that nothing reads again)."""
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "wb") as file:
+        with replaced_whole(path) as partial, open(partial, "wb") as file:
             np.save(file, keeps)
-        os.replace(partial, path)
     except OSError:
-        with contextlib.suppress(OSError):
-            partial.unlink()
         return
     for old in path.parent.glob(stale):
         if old != path:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver.exact import cache_file, solve
 from yahtzee_jax.solver.moments import box_outcomes, roll_options
@@ -49,10 +50,8 @@ def endgame_distributions(
         return loaded
     rows, distributions = solve_endgame(rules, open_boxes, solve(rules, cache_dir).value_table)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp.npz")
-        np.savez_compressed(partial, rows=rows, distributions=distributions)
-        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
+        with replaced_whole(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
+            np.savez_compressed(partial, rows=rows, distributions=distributions)
     except OSError as error:
         raise UserError(f"cannot write the endgame cache {path}: {error}") from error
     return rows, distributions

@@ -34,6 +34,7 @@ import jax
 import numpy as np
 
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 from yahtzee_jax.solver.compiled import CompiledSolve
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
@@ -280,9 +281,8 @@ def save_table(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
     count = int(solved_states(rules).sum())
     header = {"descr": np.dtype(np.float64).str, "fortran_order": False, "shape": (count,)}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
         with (
+            replaced_whole(path) as partial,
             zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as archive,
             archive.open("values.npy", "w", force_zip64=True) as member,
         ):
@@ -290,7 +290,6 @@ def save_table(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
             for start in range(0, num_masks(rules), FILL_BLOCK):
                 block = all_masks(rules)[start : start + FILL_BLOCK]
                 member.write(table[block][solved_states(rules, block)].tobytes())
-        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
     except OSError as error:
         raise UserError(f"cannot write the value-table cache {path}: {error}") from error
 

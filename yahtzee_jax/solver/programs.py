@@ -29,6 +29,8 @@ import jax
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
+from yahtzee_jax.files import replaced_whole
+
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -36,7 +38,7 @@ _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 def source_digest() -> str:
     """A digest of the sources of every module the solver's programs are built from (read once,
     at the first program cached, not at import)."""
-    modules = ("game/*.py", "solver/*.py", "parallel.py", "errors.py")
+    modules = ("game/*.py", "solver/*.py", "parallel.py", "errors.py", "files.py")
     sources = sorted(path for pattern in modules for path in _PACKAGE.glob(pattern))
     digest = hashlib.sha256()
     for source in sources:
@@ -87,11 +89,9 @@ def load_or_compile(
     lowered = lower()
     compiled = lowered.compile()
     blob = pickle.dumps((serialize(compiled)[0], lowered.in_tree, lowered.out_tree))
-    with contextlib.suppress(OSError):  # a cache that cannot be written is only slower
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
+    # A cache that cannot be written is only slower.
+    with contextlib.suppress(OSError), replaced_whole(path) as partial:
         partial.write_bytes(hashlib.sha256(blob).digest() + blob)
-        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
     return compiled
 
 

@@ -32,6 +32,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.solver.exact import _worker_pool, cache_file, solver_workers
 from yahtzee_jax.solver.final_rolls import score_transition
@@ -399,10 +400,8 @@ def target_tables(
             values = solve(rules, cache_dir=cache_dir).value_table
         flat = solve_target_table(rules, policy, values, workers=workers)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp.npz")
-            np.savez_compressed(partial, chances=flat)
-            os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
+            with replaced_whole(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
+                np.savez_compressed(partial, chances=flat)
         except OSError as error:
             raise UserError(f"cannot write the target-table cache {path}: {error}") from error
     return TargetResult(

@@ -8,11 +8,12 @@ Scandinavian Yatzy is our `yatzy`. It plays no Yacht.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+from yahtzee_jax.files import replaced_whole
 
 if TYPE_CHECKING:
     from yahtzee_jax.game.rules import Rules
@@ -60,10 +61,8 @@ def load_solver(module: ModuleType, rules: Rules, cache_dir: Path) -> tuple[Any,
     start = time.perf_counter()
     solved = not path.exists()
     if solved:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        module.Solver.build_table(variant, str(partial))
-        os.replace(partial, path)
+        with replaced_whole(path) as partial:
+            module.Solver.build_table(variant, str(partial))
     solver = module.Solver.load(str(path), variant)
     return solver, time.perf_counter() - start, solved
 
