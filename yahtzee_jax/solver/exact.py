@@ -146,9 +146,10 @@ def solve_value_table(
     last bit. Processes, not threads, for the NumPy loop: its many small calls contend for the
     GIL. The one process is the faster, more so in a process that mostly solves and calls
     `parallel.one_thread_per_program()` before JAX starts, as `yahtzee-jax solve` does (each
-    run then has a core of its own): a Yatzy solve took 1.25 s that way, 1.81 s without, and
-    4.20 s with two workers, its programs cached, on an idle 2-core AMD EPYC (2026-11-28,
-    `results/solver-speed/bench_solve_yatzy.json`, `results/solver-speed/one-thread-ab/`).
+    run then has a core of its own): on an idle 2-core AMD EPYC, a Yatzy solve with its programs
+    cached took 1.25 s that way and 4.20 s with two workers (2026-11-28, at bbd348f), and 1.81 s
+    without that mode at 779c2b0 (`results/solver-speed/bench_solve_yatzy.json`,
+    `one-thread-ab/`); the figures of other machines are in docs/speed/solver.md.
     """
     with _SOLVE_LOCK:
         return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
