@@ -171,6 +171,19 @@ def test_damaged_checkpoint_metadata_is_not_an_error(finished_run):
     assert stderr.strip() == "", stderr
 
 
+def test_a_folder_in_place_of_config_yaml_is_refused_in_one_line(finished_run):
+    """config.yaml replaced by a folder (found by the run-directory fuzzer: the resume said it
+    would write the checkpoint's config there again, then failed writing it, two lines): the
+    resume refuses in one line, exit 2, before writing anything, and the folder stays."""
+    path = finished_run / "config.yaml"
+    path.unlink()
+    path.mkdir()
+    status, stderr = _resume(finished_run)
+    check_one_line(status, stderr, allowed=(2,))
+    assert "config.yaml is not a file (move it away)" in stderr, stderr
+    assert path.is_dir()
+
+
 def test_damaged_config_yaml_gives_way_to_the_checkpoints_config(finished_run):
     """config.yaml cut after the lines of its first 300 bytes (found by the run-directory
     fuzzer: the cut file still parsed, and the resume trained the default 1,000,000 games,

@@ -129,6 +129,8 @@ def saved_config_data(run_dir: Path, report: Callable[[str], None] | None = None
     if not run_dir.is_dir():
         raise ConfigError(f"cannot resume: {run_dir} does not exist")
     saved_path = run_dir / CONFIG_FILE
+    if saved_path.exists() and not saved_path.is_file():  # a folder there: nothing rewrites it
+        raise ConfigError(f"cannot resume: {saved_path} is not a file (move it away)")
     stored = _checkpoint_config(run_dir)
     if stored is None:
         if not saved_path.is_file():
