@@ -135,13 +135,6 @@ def simulate(
     }
 
 
-def fastest(runs: list[dict[str, float]], key: str = "seconds") -> dict[str, float]:
-    """The best of one thread count's runs: the least `key`, or the most games/s."""
-    if key == "games_per_second":
-        return max(runs, key=lambda run: run[key])
-    return min(runs, key=lambda run: run[key])
-
-
 def fastest_plays(
     folder: str | os.PathLike, games: int, seed: int, repeats: int
 ) -> dict[str, dict[str, float]]:
@@ -150,9 +143,9 @@ def fastest_plays(
     with tempfile.TemporaryDirectory() as base:
         solve(folder, max(thread_counts()), Path(base))
         return {
-            str(threads): fastest(
-                [simulate(folder, threads, Path(base), games, seed) for _ in range(repeats)],
-                "games_per_second",
+            str(threads): max(
+                (simulate(folder, threads, Path(base), games, seed) for _ in range(repeats)),
+                key=lambda run: run["games_per_second"],
             )
             for threads in thread_counts()
         }
