@@ -306,7 +306,7 @@ def beside_published(published: tuple[str, dict[str, float], str], ours: list[di
         "solver": solver,
         "seconds_by_threads": by_threads,
         "measured": how,
-        "ours": _over_theirs(ours, by_threads),
+        "ours": _print_ours_over(ours, by_threads),
     }
 
 
@@ -321,10 +321,10 @@ def beside_dlangk(runs: dict[str, dict], ours: list[dict]) -> dict:
     )
     optimum = next(iter(runs.values()))["optimum"]
     print(f"{dlangk.ENGINE}, run here: threads {figures}; its optimum {optimum:.4f}")
-    return {"solver": dlangk.ENGINE, "runs": runs, "ours": _over_theirs(ours, by_threads)}
+    return {"solver": dlangk.ENGINE, "runs": runs, "ours": _print_ours_over(ours, by_threads)}
 
 
-def _over_theirs(ours: list[dict], by_threads: dict[str, float]) -> list[dict]:
+def _print_ours_over(ours: list[dict], by_threads: dict[str, float]) -> list[dict]:
     """Print each of our solve times over another solver's (by its threads) and return them."""
     keys = ("workers", "seconds", "cpu_seconds", "compiled_seconds", "cached_seconds")
     rows = [
