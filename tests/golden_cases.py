@@ -130,6 +130,12 @@ def for_this_cpu(records: dict[str, Any]) -> Any | None:
     return records.get(model, records.get(vendor))
 
 
+def recorded_on_this_cpu(recorded: str) -> bool:
+    """Whether a record made on `recorded` (a CPU's model, or only its vendor) counts as made
+    on this CPU."""
+    return recorded in cpu_identity()
+
+
 def learner_case(preset: str, overrides: list[str]) -> dict[str, Any]:
     """Train `UPDATES` updates in one compiled chunk; the final state's and metrics' figures."""
     from yahtzee_jax.algorithms.base import init_train_state, make_context

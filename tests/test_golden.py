@@ -33,7 +33,6 @@ GOLDEN = json.loads(golden_cases.GOLDEN_PATH.read_text())
 # for the host CPU, and its code for one ISA rounds differently on an AMD and an Intel core. A
 # record names the CPU's model, or only its vendor where the model was not noted.
 SAME_ISA_AND_JAX = GOLDEN["isa"] == golden_cases.isa() and GOLDEN["jax"] == jax.__version__
-PRODUCTION_CPU = {GOLDEN["cpu"]: True}
 # Cases whose code was replaced by a different computation of the same mathematics: checked to
 # the tolerance only. A2C in the match environment is A2C's update (each head on the decisions
 # that need it, values recomputed in the loss) where the former `a2c-2p` ran every head on every
@@ -125,7 +124,7 @@ def _check_learner(got: dict, name: str, digests: dict | None, recorded_on: str)
 
 def _production_digests(name: str) -> dict | None:
     """The digests recorded as production compiles, if recorded on this CPU."""
-    return GOLDEN["learners"][name] if golden_cases.for_this_cpu(PRODUCTION_CPU) else None
+    return GOLDEN["learners"][name] if golden_cases.recorded_on_this_cpu(GOLDEN["cpu"]) else None
 
 
 @pytest.mark.parametrize(
