@@ -167,12 +167,17 @@ def _best_keep(layers: list[jax.Array]) -> jax.Array:
 # and run it as fast. 512-bit vectors and maxima without NaN checks (the program's values hold
 # none: a filled box's -inf is masked in by `box_futures`, and a maximum of numbers is exact)
 # take a chunk from 2.27 to 2.02 and 1.70 us a state, both to 1.52 (one core of a 2-core AMD
-# EPYC with AVX-512, 2026-11-27). An XLA without an option refuses it: the program is compiled
-# with its defaults then (`_compiled(rules, options=False)`).
+# EPYC with AVX-512, 2026-11-27). LLVM's full optimisation (XLA's default level, 3) is asked for
+# whatever XLA_FLAGS says: the tests' fast-compile level 0 (`tests/conftest.py`) ran an official
+# solve in 6.8 s where it takes 1.4 (2-core Intel Xeon, 2026-11-28), and the program is compiled
+# once a rule set and then loaded from the cache; the tables are the same to the last bit. An XLA
+# without an option refuses it: the program is compiled with its defaults then
+# (`_compiled(rules, options=False)`).
 _COMPILE_OPTIONS = {
     "xla_cpu_use_fusion_emitters": False,
     "xla_cpu_prefer_vector_width": 512,
     "xla_cpu_enable_fast_min_max": True,
+    "xla_backend_optimization_level": 3,
 }
 _OPTIONS_REFUSED: set[Rules] = set()
 
