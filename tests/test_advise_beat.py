@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 from positions import card_state, card_without
-from test_targets import partial
+from test_targets import partial_best
 
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
@@ -28,7 +28,7 @@ KEEP_ALL = 0b11111
 
 def tables():
     """The plain rules' last layer as host tables."""
-    values, best, _ = partial("plain", 12)
+    values, best = partial_best("plain", 12)
     return host_tables(best, target_layout(get_rules("plain")), values)
 
 
@@ -54,7 +54,7 @@ def test_first_rolls_average_to_the_table():
     """Over the 252 first rolls, the best chances at roll 0 average (by the rolls'
     probabilities) to the table's T_s(d) of the turn start, for a target the straights need."""
     card = card_without("small_straight", "large_straight")
-    values, best, _ = partial("plain", 11)
+    values, best = partial_best("plain", 11)
     rules = get_rules("plain")
     host = host_tables(best, target_layout(rules), values)
     beat = final_score(card, 0) + 34  # above 34 more: a large straight, or both

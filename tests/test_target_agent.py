@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from positions import card_state, card_without
-from test_targets import _free_the_tables, partial  # noqa: F401 (autouse: frees its tables)
+from test_targets import _free_the_tables, partial, partial_best  # noqa: F401 (autouse: frees its tables)
 
 from yahtzee_jax.agents.target import device_tables, target_agent
 from yahtzee_jax.game import engine
@@ -74,7 +74,7 @@ def played() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(straights' games reaching each goal in `MORE` [goals, GAMES], the fours card's totals
     with its goal reached [GAMES], the plain rules' partial value table): one batch, one compile."""
     rules = get_rules("plain")
-    values, best, _ = partial("plain", 11)
+    values, best = partial_best("plain", 11)
     goals = np.concatenate([np.repeat(final_score(STRAIGHTS, 0) + MORE, GAMES), np.zeros(GAMES)])
     agent = target_agent(rules, device_tables(best, target_layout(rules), values), goals)
     keys = jax.random.split(jax.random.key(7), 2)

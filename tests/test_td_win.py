@@ -231,13 +231,15 @@ def self_play_config(players: int = 2, *extra: str):
     return resolve("td-planner-win", overrides=overrides)
 
 
-def test_self_play_training_and_play_read_no_solver_table(monkeypatch):
+# Three players in the slow suite: its planners compile for 18 s where two players' take 9.
+@pytest.mark.parametrize("players", [2, pytest.param(3, marks=pytest.mark.slow)])
+def test_self_play_training_and_play_read_no_solver_table(monkeypatch, players):
     """With every solver table loader raising (`test_td_planner.forbid_solver_tables`), one
-    td-win update of three-player self-play runs (the learner plans every decision, its frozen
-    copies plan theirs reading the whole table), the same again to the bit (another key: other
-    games), and the acting agent plays a legal move at each kind of decision against two cards
-    and refuses a two-player table in one line."""
-    config = self_play_config(3)
+    td-win update of self-play runs (the learner plans every decision, its frozen copies plan
+    theirs reading the whole table), the same again to the bit (another key: other games), and
+    the acting agent plays a legal move at each kind of decision against the other cards and
+    refuses a table of one player more in one line."""
+    config = self_play_config(players)
     forbid_solver_tables(monkeypatch)
     context = make_context(config)
     state = init_train_state(context)
@@ -251,13 +253,16 @@ def test_self_play_training_and_play_read_no_solver_table(monkeypatch):
     assert float(other["train/mean_score"]) != float(metrics["train/mean_score"])
     agent = context.algorithm.make_agent(config, new_state.params, "td-win")
     own = stack(card(roll_index=0), card(roll_index=1), card(roll_index=2))
-    others = jax.tree.map(lambda leaf: jnp.stack([leaf, leaf], axis=1), own)
+
+    def others(count: int):
+        return jax.tree.map(lambda leaf: jnp.stack([leaf] * count, axis=1), own)
+
     keys = jax.random.split(jax.random.key(0), 3)
-    actions = jax.jit(agent.policy)(agent.params, own, others, keys)
+    actions = jax.jit(agent.policy)(agent.params, own, others(players - 1), keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(3), actions]))
-    with pytest.raises(ConfigError, match="trained for 3-player matches"):
-        agent.policy(agent.params, own, jax.tree.map(lambda leaf: leaf[:, None], own), keys)
+    with pytest.raises(ConfigError, match=f"trained for {players}-player matches"):
+        agent.policy(agent.params, own, others(players), keys)
 
 
 @pytest.mark.slow
