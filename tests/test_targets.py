@@ -86,8 +86,9 @@ def partial_best(variant: str, down_to_filled: int) -> tuple[np.ndarray, np.ndar
 
 @functools.cache
 def partial(variant: str, down_to_filled: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(value table, target chances, the value-maximiser's chances) of the last layers (the
-    last apart: a partial table is filled whole first, 1.6 GiB for official Yahtzee)."""
+    """(value table, target chances, the value-maximiser's chances) of the last layers. Only
+    the tests that read the last solve it: a partial table is filled whole first (1.6 GiB for
+    official Yahtzee), so `partial_best` leaves it out."""
     values, best = partial_best(variant, down_to_filled)
     return values, best, solve_target_table(variant, "expected", values, down_to_filled, workers=1)
 
