@@ -27,11 +27,8 @@ CACHE_VARIABLE = "YAHTZEE_JAX_TEST_COMPILATION_CACHE"
 # bitwise regression (`test_golden.py`) has digests of its own for these flags.
 FAST_COMPILE_FLAGS = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 # JAX reads each of its options from the upper-cased name in the environment when it starts.
-# Every program is cached, however fast it compiled: the files that resume runs in subprocesses
-# (checkpoint, run_dir, population, parallel, match_env, golden) took 88-89 s against 92 with
-# programs under 0.5 s left out, in two alternated pairs (2-core Intel Xeon, 2026-11-28).
 CACHE_SETTINGS = {
-    "jax_persistent_cache_min_compile_time_secs": 0.0,
+    "jax_persistent_cache_min_compile_time_secs": 0.5,
     "jax_persistent_cache_min_entry_size_bytes": 0,
 }
 
