@@ -206,3 +206,35 @@ def test_solve_runs_one_thread_per_program_with_the_same_values(tmp_path):
     assert result["split_passes"] == 0
     assert result["solved"] > 4 * 512  # several runs a layer
     assert result["same_bits"]
+
+
+def test_a_program_loaded_from_jaxs_own_cache_is_not_kept(tmp_path):
+    """With JAX's persistent compilation cache keeping every program (the test session has one),
+    a program compiled for one folder and then for another comes from JAX's cache the second
+    time: it is not written to the second folder, and a third call, for that folder, gets a
+    program that runs. Written there, it had lost its kernels: loaded back, it failed when run
+    ("NOT_FOUND: Function ... not found")."""
+    import jax.numpy as jnp
+
+    from yahtzee_jax.solver import programs
+
+    assert jax.config.jax_compilation_cache_dir  # tests/conftest.py sets one for the session
+    x = jnp.asarray(np.random.default_rng(5).uniform(size=(64, 128)))
+    expected = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), -np.asarray(x)).sum(axis=0)
+
+    def program(folder):
+        function = jax.jit(lambda x: jnp.where(x > 0.5, x * 2.0, -x).sum(axis=0))
+        return programs.load_or_compile(
+            lambda: function.lower(x), "kernels", "test", x, None, tmp_path / folder
+        )
+
+    shortest = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        for folder in ("first", "second", "second"):  # compiled, then twice from JAX's cache
+            (tmp_path / folder).mkdir(exist_ok=True)
+            np.testing.assert_allclose(np.asarray(program(folder)(x)), expected, rtol=1e-6)
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
+    assert len(list((tmp_path / "first").glob("xla-kernels-*.xla"))) == 1
+    assert not list((tmp_path / "second").iterdir())

@@ -87,12 +87,37 @@ def load_or_compile(
     except (OSError, ValueError, EOFError, pickle.UnpicklingError, jax.errors.JaxRuntimeError):
         pass  # missing or unusable: compile it again
     lowered = lower()
-    compiled = lowered.compile()
+    compiled, loaded = _compiled_and_whether_loaded(lowered)
+    if loaded:
+        return compiled
     blob = pickle.dumps((serialize(compiled)[0], lowered.in_tree, lowered.out_tree))
     # A cache that cannot be written is only slower.
     with contextlib.suppress(OSError), replaced_whole(path) as partial:
         partial.write_bytes(hashlib.sha256(blob).digest() + blob)
     return compiled
+
+
+# The event JAX records when it loads a program from its persistent compilation cache.
+_JAX_CACHE_HIT = "/jax/compilation_cache/cache_hits"
+
+
+def _compiled_and_whether_loaded(lowered: jax.stages.Lowered) -> tuple[jax.stages.Compiled, bool]:
+    """`lowered.compile()`, and whether JAX loaded it from its own persistent compilation cache
+    (a process's `jax_compilation_cache_dir`): such an executable serializes without its
+    kernels, and loaded back from our file it fails when run ("NOT_FOUND: Function ... not
+    found", jaxlib 0.10.2 on the CPU), so it is not kept (JAX's cache keeps it already)."""
+    hits = []
+
+    def listen(event: str, **_: Any) -> None:
+        if event == _JAX_CACHE_HIT:
+            hits.append(event)  # another thread's hit counts too: the program is only not kept
+
+    jax.monitoring.register_event_listener(listen)
+    try:
+        compiled = lowered.compile()
+    finally:
+        jax.monitoring.unregister_event_listener(listen)
+    return compiled, bool(hits)
 
 
 def build_identity() -> tuple[str, ...]:
