@@ -16,7 +16,7 @@ take no longer fits in what is left of `--budget-s`, and stopped when it outruns
    into the env, the acting rollout and the learning (`bench train --breakdown`);
 3. `bench_solve.json`: the value table solved on the device (Yatzy; issue 46's target is
    under a second), three solves in fresh processes, the first compiling its program into the
-   cache folder and the others loading it (`bench solve --workers 1 --repeats 3`);
+   cache folder and the others loading it (`bench solve --workers 1 --engines xla --repeats 3`);
 4. `bench_train_w256_large.json`: width 256 at B = 65,536 in float32 and in bfloat16
    (`--dtypes`), for the 500,000 games/s target (16,384 in float32 gave 390,306 on an H200);
 5. `train_ppo-252_seed9.json`: the 252 recipe (`ppo-252`, 6.5M games at B = 256, then
@@ -226,9 +226,9 @@ def bench_step(
 
 
 def solve_step(out: Path, tiny: bool, timeout_s: float | None = None) -> dict[str, Any]:
-    """Three solves of Yatzy in fresh processes, the fastest kept, to OUT/bench_solve.json
-    (tiny: one of Yacht)."""
-    argv = [*yahtzee_jax_command(), "bench", "solve", "--workers", "1"]
+    """Three solves of Yatzy in fresh processes by the XLA program (the device's), the fastest
+    kept, to OUT/bench_solve.json (tiny: one of Yacht)."""
+    argv = [*yahtzee_jax_command(), "bench", "solve", "--workers", "1", "--engines", "xla"]
     argv += (
         ["--rules", "yacht", "--repeats", "1"] if tiny else ["--rules", "yatzy", "--repeats", "3"]
     )

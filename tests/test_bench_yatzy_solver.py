@@ -118,9 +118,11 @@ def test_bench_solve_beside_yatzy_solver(tmp_path, workers):
     options = [] if workers is None else ["--workers", str(workers)]
     assert main(["bench", "solve", *options, "--json", str(tmp_path / "out.json")]) == 0
     result = json.loads((tmp_path / "out.json").read_text())
-    settings = [1] if workers == 1 else sorted({1, solver_workers()})
-    assert [row["workers"] for row in result["ours"]] == settings
-    assert [ratios["workers"] for ratios in result["ratios"]] == settings
+    settings = [(1, "native"), (1, "xla")]
+    if workers is None and solver_workers() > 1:
+        settings.append((solver_workers(), "numpy"))
+    assert [(row["workers"], row["engine"]) for row in result["ours"]] == settings
+    assert [(ratios["workers"], ratios["engine"]) for ratios in result["ratios"]] == settings
     assert result["ours"][0]["workers_mib"] == 0  # one process forks no workers
     assert result["yatzy_solver"]["optimum"] == pytest.approx(254.5877287345, abs=1e-4)
     for row in [*result["ours"], result["yatzy_solver"]]:
@@ -129,4 +131,4 @@ def test_bench_solve_beside_yatzy_solver(tmp_path, workers):
     for row in result["ours"]:
         assert row["optimum"] == pytest.approx(254.5877287345, abs=1e-9)
     for ratios in result["ratios"]:
-        assert set(ratios) == {"workers", "time", "dp_memory", "table_file", "peak_rss"}
+        assert set(ratios) == {"workers", "engine", "time", "dp_memory", "table_file", "peak_rss"}

@@ -93,6 +93,27 @@ def test_bench_solve_rejects_bad_counts(capsys) -> None:
     assert "--workers must be at least 1" in capsys.readouterr().err
     assert main(["bench", "solve", "--repeats", "0"]) == 2
     assert "--repeats must be at least 1" in capsys.readouterr().err
+    assert main(["bench", "solve", "--engines", "native,numba"]) == 2
+    assert (
+        "--engines: choose from auto, native, xla (got 'native,numba')" in capsys.readouterr().err
+    )
+
+
+def test_bench_solve_times_each_engine_side_by_side(tmp_path, capsys) -> None:
+    """Yacht solved in one process by the C kernel and by the XLA program, one fresh process
+    each: two rows named by their engine, the same optimum (180.4161173148), each the time of a
+    solve that built its programs into its folder."""
+    out = tmp_path / "solve.json"
+    argv = ["bench", "solve", "--rules", "yacht", "--workers", "1", "--engines", "native,xla"]
+    assert main([*argv, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["ours"]
+    assert [(row["workers"], row["engine"]) for row in rows] == [(1, "native"), (1, "xla")]
+    for row in rows:
+        assert row["optimum"] == pytest.approx(180.4161173148, abs=1e-9)
+        assert row["seconds"] > 0 and row["compiled_seconds"] == row["seconds"]
+    printed = capsys.readouterr().out
+    assert "yahtzee_jax, 1 process, native" in printed
+    assert "yahtzee_jax, 1 process, xla" in printed
 
 
 def test_bench_solve_puts_our_solve_beside_the_published_times(capsys) -> None:
@@ -103,6 +124,7 @@ def test_bench_solve_puts_our_solve_beside_the_published_times(capsys) -> None:
     ours = [
         {
             "workers": 1,
+            "engine": "native",
             "seconds": 1.22,
             "cpu_seconds": 2.0,
             "compiled_seconds": 1.9,

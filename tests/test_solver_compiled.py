@@ -76,7 +76,7 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
     def solve():
         monkeypatch.setattr(tables, "_SCORE_TABLES", {})  # the score tables computed again
         return exact.solve_value_table(
-            rules, workers=1, down_to_filled=rules.num_boxes - 3, cache_dir=tmp_path
+            rules, workers=1, down_to_filled=rules.num_boxes - 3, cache_dir=tmp_path, engine="xla"
         )
 
     first = solve()
@@ -107,9 +107,9 @@ def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypat
 
     rules = get_rules("yacht")
     monkeypatch.setattr(compiled, "ACCELERATOR_RUN_CHUNKS", 8)  # a small program, quick to compile
-    expected = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4)
+    expected = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
     monkeypatch.setattr(exact, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True))
-    got = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4)
+    got = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11, equal_nan=True)
 
@@ -142,7 +142,9 @@ def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
     for threads in (1, 3):
         patched = functools.partial(CompiledSolve, threads=threads)
         monkeypatch.setattr(exact, "CompiledSolve", patched)
-        tables.append(exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4))
+        tables.append(
+            exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
+        )
     numpy_loop = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, workers=2)
     assert np.isfinite(tables[0]).sum() > 4 * 1024  # the layers had several runs
     np.testing.assert_array_equal(tables[1], tables[0])
@@ -166,7 +168,7 @@ cli.main(["solve", "--rules", "yacht", "--cache-dir", sys.argv[1], "--force"])
 with jax.enable_x64(True):
     program = compiled.CompiledSolve(rules, tuple(solver_score_tables(rules)[1:]), sys.argv[1])
 last = rules.num_boxes - 4
-ours = exact.solve_value_table(rules, down_to_filled=last)
+ours = exact.solve_value_table(rules, down_to_filled=last, engine="xla")
 numpy_loop = exact.solve_value_table(rules, down_to_filled=last, workers=2)
 print("RESULT " + json.dumps({
     "one_thread": parallel.is_one_thread_per_program(),

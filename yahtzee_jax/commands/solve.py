@@ -51,6 +51,13 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
         "--players", type=int, default=2, help="with --ceiling: seats, the oracle's too (2)"
     )
     solve_parser.add_argument("--out", default=None, help="with --ceiling: write the JSON here")
+    solve_parser.add_argument(
+        "--engine",
+        choices=("auto", "native", "xla"),
+        default="auto",
+        help="what values the states: 'native' the C kernel built for this CPU, 'xla' the XLA "
+        "program; 'auto' (default) the kernel on a CPU that has a C compiler, else XLA",
+    )
     solve_parser.set_defaults(func=run_solve)
 
     advise_parser = subparsers.add_parser(
@@ -98,12 +105,16 @@ def run_solve(args: argparse.Namespace) -> int:
         raise UserError("--players and --out go with --ceiling")
     if args.targets:
         return _run_targets(args)
+    if args.engine != "auto" and not args.force:
+        raise UserError("--engine chooses how to solve: it goes with --force")
     from yahtzee_jax.parallel import one_thread_per_program
 
     one_thread_per_program()  # this process only solves: its runs go one per core
     from yahtzee_jax.solver.exact import solve
 
-    result = solve(args.rules, cache_dir=args.cache_dir, progress=True, force=args.force)
+    result = solve(
+        args.rules, cache_dir=args.cache_dir, progress=True, force=args.force, engine=args.engine
+    )
     how = "loaded from cache" if result.from_cache else "solved"
     print(f"optimal expected score ({result.rules.name}): {result.expected_score:.10f}")
     print(f"{how} in {result.seconds:.2f} s; value table: {result.cache_path}")

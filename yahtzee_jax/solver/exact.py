@@ -45,6 +45,7 @@ from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the sol
     score_transition,
     solver_final_roll_values,
 )
+from yahtzee_jax.solver.native import NativeError, NativeSolve, load_kernel
 from yahtzee_jax.solver.states import (  # noqa: F401 (re-exported: the solver's API)
     FILL_BLOCK,
     SOLVE_CHUNK,
@@ -126,12 +127,16 @@ def _worker_pool(workers: int) -> Any:
             return None
 
 
+ENGINES = ("auto", "native", "xla")  # what values a one-process solve's states
+
+
 def solve_value_table(
     rules: str | Rules,
     progress: bool = False,
     down_to_filled: int = 0,
     workers: int = 1,
     cache_dir: str | os.PathLike | None = None,
+    engine: str = "auto",
 ) -> np.ndarray:
     """Backward induction: float64[masks, upper totals, 2] expected future score of every
     turn-start state ([8192, 64, 2] for Yahtzee).
@@ -139,20 +144,39 @@ def solve_value_table(
     Indexed by [filled mask, capped upper total, flag]; unreachable upper totals are NaN, and so
     are the states with fewer than `down_to_filled` boxes filled (a partial solve, for tests).
     A layer (number of filled boxes) only reads the layers after it, so its states are solved in
-    independent chunks of `SOLVE_CHUNK`. One process (the default) runs them as an XLA program
-    (`solver.compiled`), kept in `cache_dir` with the score tables' (`solver.programs`; None:
-    compiled in every solve); more `workers` are forked processes sharing the table, each
-    running the NumPy loop (forked workers cannot run XLA). Both give the same values to the
-    last bit. Processes, not threads, for the NumPy loop: its many small calls contend for the
-    GIL. The one process is the faster, more so in a process that mostly solves and calls
-    `parallel.one_thread_per_program()` before JAX starts, as `yahtzee-jax solve` does (each
-    run then has a core of its own): on an idle 2-core AMD EPYC, a Yatzy solve with its programs
-    cached took 1.25 s that way and 4.20 s with two workers (2026-11-28, at bbd348f), and 1.81 s
-    without that mode at 779c2b0 (`results/solver-speed/bench_solve_yatzy.json`,
-    `one-thread-ab/`); the figures of other machines are in docs/speed/solver.md.
+    independent chunks of `SOLVE_CHUNK`. One process (the default) runs them with `engine`:
+    "native", the C kernel of `solver.native`, one host thread a core; "xla", the XLA program of
+    `solver.compiled`; "auto", the kernel where JAX computes on the CPU and a C compiler builds
+    it, the XLA program otherwise (on an accelerator, or with a warning). Both are kept in
+    `cache_dir` with the score tables' program (`solver.programs`; None: built in every solve).
+    More `workers` are forked processes sharing the table, each running the NumPy loop (forked
+    workers cannot run XLA); processes, not threads, for its many small calls contend for the
+    GIL. Every engine gives the same values to the last bit. The one process is the faster: on
+    an idle 2-core Intel Xeon, a Yatzy solve took 0.85 s with the kernel, 1.89 s with the XLA
+    program (its programs cached, `yahtzee-jax solve`'s one thread per program) and about 4 s
+    with two workers; docs/speed/solver.md has the figures and their artifacts.
     """
+    if engine not in ENGINES:
+        raise UserError(f"unknown solver engine {engine!r}; choose one of {', '.join(ENGINES)}")
     with _SOLVE_LOCK:
-        return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir)
+        return _solve_layers(get_rules(rules), progress, down_to_filled, workers, cache_dir, engine)
+
+
+def _one_process_engine(
+    rules: Rules, options: tuple, engine: str, cache_dir: str | os.PathLike | None
+) -> NativeSolve | CompiledSolve:
+    """What values a one-process solve's states: `solve_value_table`'s `engine`."""
+    if engine == "native" or (engine == "auto" and jax.default_backend() == "cpu"):
+        try:
+            kernel = load_kernel(None if cache_dir is None else str(cache_dir))
+            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+            return NativeSolve(rules, options, kernel, threads)
+        except NativeError as error:
+            if engine == "native":
+                raise UserError(f"the native solver engine: {error}") from None
+            warnings.warn(f"{error}; solving with the XLA program", RuntimeWarning, stacklevel=4)
+    with jax.enable_x64(True):  # the program is float64
+        return CompiledSolve(rules, options, cache_dir)
 
 
 def _solve_layers(
@@ -161,6 +185,7 @@ def _solve_layers(
     down_to_filled: int,
     workers: int,
     cache_dir: str | os.PathLike | None,
+    engine: str,
 ) -> np.ndarray:
     global _SOLVE_CONTEXT
     base, *options = solver_score_tables(rules, cache_dir)
@@ -179,8 +204,7 @@ def _solve_layers(
     # A daemonic process was forked (a pool's worker): XLA's threads may not have come with it.
     program = None
     if pool is None and not multiprocessing.current_process().daemon:
-        with jax.enable_x64(True):  # the program is float64
-            program = CompiledSolve(rules, tuple(options), cache_dir)
+        program = _one_process_engine(rules, tuple(options), engine, cache_dir)
     try:
         for filled in layers:
             if program is not None:
@@ -302,11 +326,13 @@ def solve(
     use_cache: bool = True,
     force: bool = False,
     workers: int = 1,
+    engine: str = "auto",
 ) -> SolveResult:
     """Solve a rule variant exactly, or load its value table from the disk cache.
 
     `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it;
-    `workers` is the processes of a solve (`solve_value_table`; default: one, compiled).
+    `workers` is the processes of a solve and `engine` what values its states in one process
+    (`solve_value_table`; default: one process, the C kernel on a CPU).
     """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
@@ -315,7 +341,9 @@ def solve(
     from_cache = table is not None
     if table is None:
         program_cache = path.parent if use_cache else None
-        table = solve_value_table(rules, progress, workers=workers, cache_dir=program_cache)
+        table = solve_value_table(
+            rules, progress, workers=workers, cache_dir=program_cache, engine=engine
+        )
         if use_cache:
             save_table(table, rules, path)
     return SolveResult(

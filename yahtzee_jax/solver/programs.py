@@ -130,11 +130,11 @@ def build_identity() -> tuple[str, ...]:
         jax.lib.__version__,  # jaxlib's: XLA's
         backend.platform,
         backend.platform_version,
-        _host(),
+        host_description(),
     )
 
 
-def _host() -> str:
+def host_description() -> str:
     """What XLA compiled for: the CPU's model and features (Linux), else its architecture."""
     with contextlib.suppress(OSError):
         with open("/proc/cpuinfo") as cpuinfo:

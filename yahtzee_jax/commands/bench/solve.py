@@ -4,9 +4,11 @@ Each solve runs in a fresh Python process, so its peak memory is its own: ours, 
 `yatzy-solver` package is installed, its solve of the same rules right after (alternating with
 ours when repeated), with the ratios; with `--dlangk DIR`, dlangk/yatzy's Rust solve too, on one
 thread and on one per CPU (`bench.dlangk`). Both write their table file (ours: the float64 cache
-the agents load; its: its own f32 table file) to a temporary folder. Ours keeps one folder
-across its repeats: its first solve compiles its XLA programs into it, the later ones load them
-from there (`solver.programs`), as a user's later solves do; both figures are reported.
+the agents load; its: its own f32 table file) to a temporary folder. Ours runs in one process
+with each of `--engines` (the C kernel, the XLA program) and with a process per CPU (the NumPy
+loop), side by side. Each keeps one folder across its repeats: its first solve compiles its
+programs into it, the later ones load them from there (`solver.programs`, `solver.native`), as
+a user's later solves do; both figures are reported.
 """
 
 from __future__ import annotations
@@ -82,15 +84,18 @@ from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.tables import solver_score_tables
 jax.numpy.zeros(1).block_until_ready()
 started = rss()
-if sys.argv[4:] == ["sample-workers"]:
+if sys.argv[5:] == ["sample-workers"]:
     sampler.start()
 from pathlib import Path
-program_cached = any(Path(sys.argv[2]).glob("*.xla"))  # our programs, compiled by an earlier solve
+# Our programs (XLA's, the C kernel), compiled by an earlier solve into the folder.
+program_cached = any(Path(sys.argv[2]).glob("*.xla")) or any(Path(sys.argv[2]).glob("*.so"))
 start, cpu_start = time.perf_counter(), cpu_seconds()
 solver_score_tables(get_rules(sys.argv[1]), sys.argv[2])  # the solve's own first step, timed
 tables = rss()
 induction_from = reset_peak()
-result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]))
+engine = "auto" if sys.argv[4] == "numpy" else sys.argv[4]  # forked workers: the NumPy loop
+result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]),
+               engine=engine)
 seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
 end = rss()
 sampling.set()
@@ -139,6 +144,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="processes of our solve (default: both one and one per CPU, side by side)",
     )
     parser.add_argument(
+        "--engines",
+        default="native,xla",
+        help="engines of our one-process solve, side by side (`solve --engine`): "
+        "native, xla, auto; default native,xla",
+    )
+    parser.add_argument(
         "--dlangk",
         default=None,
         metavar="DIR",
@@ -180,15 +191,23 @@ def run(args: argparse.Namespace) -> int:
     """Solve from scratch (ours, then yatzy-solver's) and report time, memory and table size."""
     from yahtzee_jax.errors import UserError
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.solver.exact import solver_workers
+    from yahtzee_jax.solver.exact import ENGINES, solver_workers
 
     rules = get_rules(args.rules)
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
     if args.workers is not None and args.workers < 1:
         raise UserError(f"--workers must be at least 1 (got {args.workers})")
-    # One process is the smaller solve, one per CPU (the default of `solve`) the faster one.
-    settings = [args.workers] if args.workers else sorted({1, solver_workers()})
+    engines = [engine.strip() for engine in args.engines.split(",") if engine.strip()]
+    unknown = sorted(set(engines) - set(ENGINES))
+    if unknown or not engines:
+        raise UserError(f"--engines: choose from {', '.join(ENGINES)} (got {args.engines!r})")
+    # Our one process with each engine, and one process per CPU (forked workers, the NumPy loop).
+    settings = [
+        (workers, engine)
+        for workers in ([args.workers] if args.workers else sorted({1, solver_workers()}))
+        for engine in (engines if workers == 1 else [NUMPY_LOOP])
+    ]
     if args.dlangk is not None:
         if rules.name != "yatzy":
             raise UserError(f"--dlangk: dlangk/yatzy plays Yatzy only (got --rules {rules.name})")
@@ -196,17 +215,17 @@ def run(args: argparse.Namespace) -> int:
     rust = {str(threads): [] for threads in dlangk.thread_counts()} if args.dlangk else {}
     note = yatzy_solver.no_variant(rules)
     module = None if note else yatzy_solver.load_module()
-    ours, theirs = {workers: [] for workers in settings}, []
+    ours, theirs = {setting: [] for setting in settings}, []
     # One folder per setting for all its solves: the first one compiles our XLA programs and
     # keeps them there (`solver.programs`), the later ones load them, as a user's later solves do.
-    folders = {workers: tempfile.TemporaryDirectory() for workers in settings}
+    folders = {setting: tempfile.TemporaryDirectory() for setting in settings}
     rust_base = tempfile.TemporaryDirectory()
     try:
         for _ in range(args.repeats):
-            for workers in settings:
-                folder = folders[workers].name
-                run = _measure(_WORKERS + _OURS, rules.name, str(workers), folder=folder)
-                ours[workers].append(run)
+            for workers, engine in settings:
+                folder = folders[workers, engine].name
+                run = _measure(_WORKERS + _OURS, rules.name, str(workers), engine, folder=folder)
+                ours[workers, engine].append(run)
             if module is not None:
                 theirs.append(_measure(_THEIRS, yatzy_solver.VARIANTS[rules.name]))
             for threads, runs in rust.items():
@@ -217,15 +236,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     results = {"rules": rules.name, "cpus": os.cpu_count(), "ours": []}
     rows = []
-    for workers, runs in ours.items():
+    for (workers, engine), runs in ours.items():
         # The workers' private memory: one more solve, sampled, not timed (one process has none).
         if workers > 1:
-            runs.append(_measure(_WORKERS + _OURS, rules.name, str(workers), "sample-workers"))
+            options = (str(workers), engine, "sample-workers")
+            runs.append(_measure(_WORKERS + _OURS, rules.name, *options))
         row = _best(runs)
-        row |= {"workers": workers, "seconds": min(run["seconds"] for run in runs[: args.repeats])}
+        row |= {"workers": workers, "engine": engine}
+        row |= {"seconds": min(run["seconds"] for run in runs[: args.repeats])}
         row |= _compiled_and_cached(runs[: args.repeats])
         results["ours"].append(row)
-        rows.append((f"yahtzee_jax, {_processes(workers)}", row))
+        rows.append((f"yahtzee_jax, {_setting(row)}", row))
     if module is None:
         print(note or yatzy_solver.MISSING)
     else:
@@ -233,13 +254,13 @@ def run(args: argparse.Namespace) -> int:
         rows.append((f"yatzy-solver {module.SOLVER_VERSION}", results["yatzy_solver"]))
     print(f"rules {rules.name}, best of {args.repeats} solve(s) from scratch, each process alone")
     header = (
-        f"{'solver':<26} {'optimum':>15} {'seconds':>8} {'CPU s':>6} {'peak MiB':>9} "
+        f"{'solver':<32} {'optimum':>15} {'seconds':>8} {'CPU s':>6} {'peak MiB':>9} "
         f"{'started':>8} {'tables':>7} {'DP':>5} {'workers':>8} {'file MB':>8}"
     )
     print(header)
     for name, row in rows:
         print(
-            f"{name:<26} {row['optimum']:>15.10f} {row['seconds']:>8.2f} "
+            f"{name:<32} {row['optimum']:>15.10f} {row['seconds']:>8.2f} "
             f"{row['cpu_seconds']:>6.2f} {row['peak_mib']:>9.0f} "
             f"{row['started_mib']:>8.0f} {row['tables_mib'] - row['started_mib']:>7.0f} "
             f"{row['induction_mib']:>5.0f} {row['workers_mib']:>8.0f} "
@@ -258,6 +279,7 @@ def run(args: argparse.Namespace) -> int:
         results["ratios"] = [
             {
                 "workers": mine["workers"],
+                "engine": mine["engine"],
                 "time": mine["seconds"] / other["seconds"],
                 "dp_memory": _dp_mib(mine) / max(_dp_mib(other), 1.0),
                 "table_file": mine["table_bytes"] / other["table_bytes"],
@@ -267,9 +289,11 @@ def run(args: argparse.Namespace) -> int:
         ]
         for ratios in results["ratios"]:
             print(
-                f"ours in {_processes(ratios['workers'])} / yatzy-solver: "
+                f"ours in {_setting(ratios)} / yatzy-solver: "
                 + ", ".join(
-                    f"{name} {ratio:.2f}x" for name, ratio in ratios.items() if name != "workers"
+                    f"{name} {ratio:.2f}x"
+                    for name, ratio in ratios.items()
+                    if name not in ("workers", "engine")
                 )
             )
     published = PUBLISHED.get(rules.name)
@@ -326,18 +350,18 @@ def beside_dlangk(runs: dict[str, dict], ours: list[dict]) -> dict:
 
 def _print_ours_over(ours: list[dict], by_threads: dict[str, float]) -> list[dict]:
     """Print each of our solve times over another solver's (by its threads) and return them."""
-    keys = ("workers", "seconds", "cpu_seconds", "compiled_seconds", "cached_seconds")
+    keys = ("workers", "engine", "seconds", "cpu_seconds", "compiled_seconds", "cached_seconds")
     rows = [
         {key: row[key] for key in keys} | {"time": over_theirs(row["seconds"], by_threads)}
         for row in ours
     ]
     for row in rows:
         line = (
-            f"ours in {_processes(row['workers'])}: {row['seconds']:.2f} s "
+            f"ours in {_setting(row)}: {row['seconds']:.2f} s "
             f"({row['cpu_seconds']:.2f} CPU-s), {ratio_words(row['time'])}"
         )
-        # Our first solve compiles its XLA programs, a later one loads them from the cache (the
-        # chunk program runs in one process only: workers run NumPy).
+        # Our first solve compiles its programs (XLA's, the kernel), a later one loads them from
+        # the cache (one process only: workers run NumPy).
         if row["workers"] == 1 and None not in (row["compiled_seconds"], row["cached_seconds"]):
             line += (
                 f"; programs compiled: {row['compiled_seconds']:.2f} s, "
@@ -364,5 +388,10 @@ def _dp_mib(row: dict) -> float:
     return row["induction_mib"] + row["workers_mib"]
 
 
-def _processes(workers: int) -> str:
-    return f"{workers} process" + ("es" if workers > 1 else "")
+NUMPY_LOOP = "numpy"  # the engine of forked workers
+
+
+def _setting(row: dict) -> str:
+    """How a row of ours solved: "1 process, native", "2 processes, numpy"."""
+    workers = row["workers"]
+    return f"{workers} process" + ("es" if workers > 1 else "") + f", {row['engine']}"

@@ -1,0 +1,189 @@
+"""The solver's C kernel (`solver.native`): the NumPy loop's values bit for bit, and what happens
+where it cannot be built."""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.solver import exact, native
+from yahtzee_jax.solver.final_rolls import final_roll_plan, solver_final_roll_values
+from yahtzee_jax.solver.states import layer_chunks, layer_states, table_shape
+from yahtzee_jax.solver.tables import solver_score_tables
+from yahtzee_jax.solver.widget import turn_start_value
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory):
+    """The kernel, built once for this module's tests."""
+    return native.load_kernel(str(tmp_path_factory.mktemp("kernel")))
+
+
+def _numpy_loop_values(rules, table, chunk):
+    """The NumPy loop's values of one chunk of states (`exact._solve_chunk` without the write)."""
+    base, *options = solver_score_tables(rules)
+    mask, upper, flag = (part.astype(np.int64) for part in chunk)
+    yahtzee_options = exact._yahtzee_options(options, mask, flag)
+    plan = final_roll_plan(base, rules)
+    future = exact._future_of(table)
+    return turn_start_value(
+        solver_final_roll_values(mask, upper, flag, plan, yahtzee_options, future)
+    )
+
+
+@pytest.mark.parametrize("variant", ["official", "yatzy", "yacht-clubhouse"])
+def test_the_kernel_values_random_tables_as_the_numpy_loop_does(kernel, variant):
+    """Against a table of random values (every next state's value arbitrary, not a solve's), a
+    layer's states in one run of a whole chunk, one of 37 states (a short chunk, copied for its
+    dot) and one of a single state equal the NumPy loop's values to the last bit, for a rule set
+    with the Yahtzee bonus and Joker, Yatzy's card and Yacht's."""
+    rules = get_rules(variant)
+    table = np.random.default_rng(11).uniform(0, 300, size=table_shape(rules))
+    _, chunks = layer_chunks(rules, 3)
+    solver = native.NativeSolve(rules, solver_score_tables(rules)[1:], kernel, threads=1)
+    for chunk in (
+        chunks[0],
+        tuple(part[5:42] for part in chunks[1]),
+        tuple(p[:1] for p in chunks[2]),
+    ):
+        expected = _numpy_loop_values(rules, table, chunk)
+        got = table.copy()
+        solver.solve_layer(got, 3, [part.astype(np.int64) for part in chunk])
+        np.testing.assert_array_equal(got[tuple(part.astype(np.int64) for part in chunk)], expected)
+
+
+@pytest.mark.parametrize("variant", ["official", "yacht"])
+def test_a_solve_with_the_kernel_is_the_numpy_loops_table(variant):
+    """The last four layers solved with the kernel (two threads) equal the NumPy loop's (forked
+    workers) to the last bit, NaN where a state is not reachable or not solved."""
+    rules = get_rules(variant)
+    last = rules.num_boxes - 4
+    ours = exact.solve_value_table(rules, down_to_filled=last, engine="native")
+    numpy_loop = exact.solve_value_table(rules, down_to_filled=last, workers=2)
+    assert np.isfinite(ours).sum() > 2 * native.RUN_STATES  # several runs a layer
+    np.testing.assert_array_equal(ours, numpy_loop)
+
+
+def test_every_rule_set_solved_whole_by_the_kernel_is_the_xla_programs_table():
+    """Yacht solved whole, the first layer's lone state included (a chunk of one state), is the
+    XLA program's table to the last bit, and its optimum is the published 180.4161."""
+    rules = get_rules("yacht")
+    ours = exact.solve_value_table(rules, engine="native")
+    np.testing.assert_array_equal(ours, exact.solve_value_table(rules, engine="xla"))
+    assert ours[0, 0, 0] == pytest.approx(180.4161173148, abs=1e-9)
+
+
+def test_a_layers_parts_on_several_threads_give_the_same_values(kernel):
+    """One thread or three (each a contiguous part of a layer's runs, the last ones short) fill
+    a layer with the same bits."""
+    rules = get_rules("official")
+    table = np.random.default_rng(3).uniform(0, 300, size=table_shape(rules))
+    _, states = layer_states(rules, 5)
+    filled = []
+    for threads in (1, 3):
+        solver = native.NativeSolve(rules, solver_score_tables(rules)[1:], kernel, threads)
+        values = table.copy()
+        solver.solve_layer(values, 5, states)
+        filled.append(values)
+    assert len(states[0]) > 3 * native.RUN_STATES
+    np.testing.assert_array_equal(filled[0], filled[1])
+
+
+def test_the_kernel_refuses_a_run_that_is_not_whole_tiles(kernel):
+    """A run of 7 states (not a whole number of tiles) is refused with status 1 before anything
+    is read or written."""
+    rules = get_rules("yacht")
+    solver = native.NativeSolve(rules, solver_score_tables(rules)[1:], kernel, threads=1)
+    nothing = [None] * 8
+    status = kernel.solve_run(ctypes.byref(solver._plan), 7, 256, 264, *nothing)
+    assert status == 1
+
+
+def _compiler(folder, body):
+    """A fake C compiler: answers --version, runs `body` (a shell line) to build."""
+    path = folder / "fake-cc"
+    path.write_text(f'#!/bin/sh\nif [ "$1" = --version ]; then echo fake 1.0; exit 0; fi\n{body}\n')
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return str(path)
+
+
+def test_where_the_kernel_cannot_be_built_the_reason_is_one_line(tmp_path):
+    """No compiler, a compiler that fails (its first error line is quoted) and one that writes
+    no library each raise `NativeError` with the reason on one line; nothing is left behind."""
+    with pytest.raises(native.NativeError, match="no C compiler 'no-such-cc'"):
+        native.load_kernel(str(tmp_path), compiler="no-such-cc")
+    failing = _compiler(tmp_path, "echo 'kernel.c:1: error: boom' >&2; exit 1")
+    with pytest.raises(native.NativeError, match=r"failed to build the solver kernel: .*boom$"):
+        native.load_kernel(str(tmp_path / "cache"), compiler=failing)
+    silent = _compiler(tmp_path, "exit 0")
+    with pytest.raises(native.NativeError, match=r"could not build|cannot load"):
+        native.load_kernel(str(tmp_path / "cache"), compiler=silent)
+    assert not list((tmp_path / "cache").glob("*"))
+
+
+def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch):
+    """The kernel built into a folder is loaded from it by a later solve (nothing compiled); a
+    damaged file of its name in another folder is built again and replaced, whole."""
+    native.load_kernel(str(tmp_path / "kept"))
+    (library,) = (tmp_path / "kept").glob("native-kernel-*.so")
+    native.load_kernel.cache_clear()  # as a later solve in a new process would
+    with monkeypatch.context() as patch:
+        patch.setattr(native, "_build", lambda *_: pytest.fail("built again"))
+        assert native.load_kernel(str(tmp_path / "kept")).solve_run
+    damaged = tmp_path / "damaged" / library.name
+    damaged.parent.mkdir()
+    damaged.write_bytes(b"not a library")  # a new path: this process never loaded it
+    native.load_kernel.cache_clear()
+    assert native.load_kernel(str(damaged.parent)).solve_run
+    assert damaged.read_bytes()[:4] == b"\x7fELF" and len(list(damaged.parent.iterdir())) == 1
+
+
+def test_auto_falls_back_to_xla_with_a_warning_and_native_says_why(monkeypatch):
+    """Where the kernel cannot be built, "auto" warns once and solves with the XLA program (the
+    same table); "native" stops with a one-line error; an unknown engine is refused."""
+    rules = get_rules("yacht")
+    last = rules.num_boxes - 2
+    expected = exact.solve_value_table(rules, down_to_filled=last, engine="native")
+
+    def no_compiler(*_):
+        raise native.NativeError("no C compiler 'cc' on the PATH")
+
+    monkeypatch.setattr(exact, "load_kernel", no_compiler)
+    with pytest.warns(RuntimeWarning, match="no C compiler 'cc' on the PATH; solving with the XLA"):
+        got = exact.solve_value_table(rules, down_to_filled=last)
+    np.testing.assert_array_equal(got, expected)
+    with pytest.raises(UserError, match=r"^the native solver engine: no C compiler 'cc'"):
+        exact.solve_value_table(rules, down_to_filled=last, engine="native")
+    with pytest.raises(UserError, match="unknown solver engine 'numba'"):
+        exact.solve_value_table(rules, engine="numba")
+
+
+def test_solve_command_takes_an_engine_with_force(tmp_path, capsys):
+    """`solve --engine native --force` solves Yacht to its optimum; --engine without --force is
+    a one-line error (a cached table would be loaded, not solved)."""
+    cache = ["--rules", "yacht", "--cache-dir", str(tmp_path)]
+    assert main(["solve", *cache, "--engine", "native", "--force"]) == 0
+    assert "180.4161173148" in capsys.readouterr().out
+    assert main(["solve", *cache, "--engine", "xla"]) == 2
+    assert "--engine chooses how to solve: it goes with --force" in capsys.readouterr().err
+
+
+def test_the_kernels_name_changes_with_its_source_compiler_and_cpu(monkeypatch):
+    """The kernel's file is named by a digest of everything that makes it: the same inputs name
+    the same file; another CPU description names another."""
+    names = []
+    for cpu in ("model A", "model A", "model B"):
+        monkeypatch.setattr(native, "host_description", functools.partial(str, cpu))
+        monkeypatch.setattr(native, "_loaded", lambda path, compiler, library: library.name)
+        native.load_kernel.cache_clear()
+        names.append(native.load_kernel(os.devnull))
+    native.load_kernel.cache_clear()
+    assert names[0] == names[1] != names[2]

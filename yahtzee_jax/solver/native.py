@@ -1,0 +1,282 @@
+"""The solver's per-state work as a C kernel (`native_kernel.c`), built for this machine.
+
+The XLA chunk program (`solver.compiled`) streams each chunk's [462, n] widget arrays through
+the second-level cache, pass after pass; the kernel takes eight states at a time through the
+whole turn with their widget in the first-level cache, as dlangk/yatzy's solver does. It
+computes the program's numbers bit for bit (the same sums in the same order, no fused
+multiply-adds, maxima exact in any order), and the expectation over the first roll stays
+NumPy's dot of each chunk, as in the NumPy loop: every engine fills the same table.
+
+The system's C compiler builds it at the first solve (half a second) with `-march=native`, into
+the folder of the solver's programs, named by a digest of its source, the compiler, the flags
+and this CPU. Where that fails (no compiler), `load_kernel` raises `NativeError` in one line and
+`exact.solve_value_table` runs the XLA program instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import itertools
+import pathlib
+import shutil
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.game.rules import NUM_DICE, Rules
+from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms
+from yahtzee_jax.solver.final_rolls import final_roll_plan
+from yahtzee_jax.solver.programs import host_description
+from yahtzee_jax.solver.states import SOLVE_CHUNK, num_upper_totals, upper_cap
+from yahtzee_jax.solver.tables import (
+    KEEP_OFFSETS,
+    NUM_ROLLS,
+    ROLL_PROBABILITIES,
+    WIDGET_POSITION,
+    solver_score_tables,
+)
+from yahtzee_jax.solver.widget import _ADD_BY_FACE
+
+SOURCE = pathlib.Path(__file__).with_name("native_kernel.c")
+# No fused multiply-adds (`-ffp-contract=off`): they would round a product and a sum once
+# where NumPy and XLA round twice. No fast-math: it would reorder the sums.
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-std=gnu11", "-fPIC", "-shared")
+TILE = 8  # the kernel's TILE: it values whole tiles
+# States a kernel call values, their first rolls' values written to a buffer [chunks, 252,
+# OUTPUT_STRIDE] that the dots read: 256 or 512 states (a 0.5 or 1 MB buffer) took 1.13-1.17 us
+# a state in layers 6-8 of Yatzy, 1,024 1.32 (one thread, idle 2-core Intel Xeon, 2026-11-28).
+RUN_STATES = 2 * SOLVE_CHUNK
+# A buffer row 264 values (33 cache lines) long, where 256 took 1.49 s to 1.39 for the solve: a
+# tile's 252 rows then fall in every set of the first-level cache, not two of them.
+OUTPUT_STRIDE = SOLVE_CHUNK + TILE
+
+_I32 = ctypes.c_int32
+_POINTER = ctypes.c_void_p
+_PLAN_NUMBERS = [
+    "num_upper",
+    "num_boxes",
+    "yahtzee_box",
+    "num_totals",
+    "cap",
+    "upper_bonus_points",
+    "yahtzee_score",
+    "yahtzee_bonus_points",
+    "groups",
+]
+_PLAN_LISTS = [
+    "group_starts",
+    "group_rows",
+    "face_starts",
+    "face_rows",
+    "lower_starts",
+    "lower_rows",
+    "lower_points",
+    "group_of_roll",
+    "five_of_roll",
+    "add_by_face",
+    "remove_starts",
+    "remove_rows",
+    "keep_offsets",
+    "roll_order",
+]
+
+
+class _Plan(ctypes.Structure):
+    """The kernel's `plan_t`: a rule set's constants, then its index lists."""
+
+    _fields_ = [(name, _I32) for name in _PLAN_NUMBERS] + [(name, _POINTER) for name in _PLAN_LISTS]
+
+
+class NativeError(RuntimeError):
+    """The kernel could not be built or loaded here (no compiler, a failed build)."""
+
+
+@functools.cache
+def load_kernel(cache_dir: str | None, compiler: str = "cc") -> ctypes.CDLL:
+    """The kernel built by `compiler` for this CPU: loaded from `cache_dir`, or built into it
+    first (None: built for this process alone). Raises `NativeError`, its reason in one line."""
+    path = shutil.which(compiler)
+    if path is None:
+        raise NativeError(f"no C compiler {compiler!r} on the PATH")
+    try:
+        version = subprocess.run(
+            [path, "--version"], capture_output=True, text=True, check=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as error:
+        raise NativeError(f"{compiler} --version failed: {error}") from None
+    what = (SOURCE.read_bytes(), path, version, FLAGS, host_description())
+    name = f"native-kernel-{hashlib.sha256(repr(what).encode()).hexdigest()[:32]}.so"
+    if cache_dir is None:  # the file can go once it is loaded
+        with tempfile.TemporaryDirectory() as folder:
+            return _loaded(path, compiler, pathlib.Path(folder) / name)
+    return _loaded(path, compiler, pathlib.Path(cache_dir) / name)
+
+
+def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
+    """The kernel at `library`; built there first by the compiler at `path` where it is missing
+    or does not load (a damaged file)."""
+    try:
+        kernel = ctypes.CDLL(str(library))
+    except OSError:
+        _build(path, compiler, library)
+        try:
+            kernel = ctypes.CDLL(str(library))
+        except OSError as error:
+            raise NativeError(f"cannot load the solver kernel: {error}") from None
+    kernel.solve_run.restype = ctypes.c_int
+    kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
+    return kernel
+
+
+def _build(path: str, compiler: str, library: pathlib.Path) -> None:
+    """Compile the kernel into `library`, whole or not at all."""
+    try:
+        with replaced_whole(library, suffix=".so.tmp") as partial:
+            command = [path, *FLAGS, "-o", str(partial), str(SOURCE)]
+            subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    except subprocess.CalledProcessError as error:
+        first = (error.stderr.strip().splitlines() or ["no message"])[0]
+        raise NativeError(f"{compiler} failed to build the solver kernel: {first}") from None
+    except (OSError, subprocess.SubprocessError) as error:
+        raise NativeError(f"{compiler} could not build the solver kernel: {error}") from None
+
+
+class NativeSolve:
+    """The kernel's solve of one rule set, a layer at a time (`solve_layer`), `threads` runs
+    at once (the kernel holds no lock: ctypes lets go of the GIL while it runs)."""
+
+    def __init__(
+        self, rules: Rules, score_tables: tuple[np.ndarray, ...], kernel: ctypes.CDLL, threads: int
+    ) -> None:
+        self.rules, self.threads, self._kernel = rules, threads, kernel
+        plan = final_roll_plan(solver_score_tables(rules)[0], rules)
+        terms = _terms(plan)
+        self._arrays: list[np.ndarray] = []  # what the plan's pointers point into
+        self._plan = _Plan(
+            rules.num_upper,
+            rules.num_boxes,
+            rules.yahtzee_box,
+            num_upper_totals(rules),
+            upper_cap(rules),
+            rules.upper_bonus_points,
+            rules.yahtzee_score,
+            rules.yahtzee_bonus_points,
+            terms.zero_rows.shape[1],
+            *map(self._pointer, _compressed(terms.zero_rows)),
+            *map(self._pointer, _compressed(terms.face_rows)),
+            *map(self._pointer, _compressed(terms.lower_rows, terms.lower_points)),
+            self._pointer(plan.group_of_roll),
+            self._pointer(np.where(terms.is_five, terms.five_of_roll, -1)),
+            # The keep sizes from four down to none, as the kernel reads them.
+            self._pointer(
+                np.concatenate([_ADD_BY_FACE[size].ravel() for size in range(4, -1, -1)])
+            ),
+            *map(self._pointer, _compressed(_remove_lists())),
+            self._pointer(KEEP_OFFSETS),
+            self._pointer(WIDGET_POSITION[NUM_DICE]),
+        )
+        self._options = [np.ascontiguousarray(part) for part in score_tables]
+        self._buffers = threading.local()  # a run's output, one per thread, reused
+
+    def _pointer(self, values: np.ndarray | list[int]) -> int:
+        """The address of `values` as int32, kept alive as long as the plan."""
+        array = np.ascontiguousarray(values, np.int32)
+        self._arrays.append(array)
+        return array.ctypes.data
+
+    def solve_layer(self, value_table: np.ndarray, filled: int, states: list[np.ndarray]) -> None:
+        """Value the solved states of layer `filled` (`states.layer_states`' columns) into the
+        table, whose later layers are solved: runs of `RUN_STATES`, `threads` at once."""
+        del filled  # the kernel reads the next states from the whole table
+        count = len(states[0])
+        padded = [
+            np.pad(column.astype(np.int32), (0, -count % TILE), mode="edge") for column in states
+        ]
+        values = np.empty(count)
+        table = np.ascontiguousarray(value_table)
+
+        def run(start: int) -> np.ndarray:
+            size = min(RUN_STATES, len(padded[0]) - start)
+            output = getattr(self._buffers, "output", None)
+            if output is None:
+                shape = (RUN_STATES // SOLVE_CHUNK, NUM_ROLLS, OUTPUT_STRIDE)
+                output = self._buffers.output = np.empty(shape)
+            pointers = [column[start:].ctypes.data for column in padded]
+            status = self._kernel.solve_run(
+                ctypes.byref(self._plan),
+                size,
+                SOLVE_CHUNK,
+                OUTPUT_STRIDE,
+                *pointers,
+                table.ctypes.data,
+                *(part.ctypes.data for part in self._options),
+                output.ctypes.data,
+            )
+            if status:
+                raise NativeError(f"the solver kernel refused the run (status {status})")
+            # Each chunk's states alone in the dot, as the NumPy loop takes it: BLAS rounds a
+            # column by how many columns there are. A full chunk is read in place (the same dot
+            # with a longer row); a short one is copied, as NumPy dots a lone strided column in
+            # another order.
+            chunks = range(start, min(start + size, count), SOLVE_CHUNK)
+            return np.concatenate(
+                [
+                    ROLL_PROBABILITIES @ _whole_or_copied(output[block], count - first)
+                    for block, first in enumerate(chunks)
+                ]
+            )
+
+        def run_part(starts: range) -> None:
+            for start in starts:
+                part = run(start)
+                values[start : start + len(part)] = part
+
+        # Each thread a contiguous part of the runs: few hand-overs between threads.
+        runs = range(0, count, RUN_STATES)
+        bounds = [len(runs) * part // self.threads for part in range(self.threads + 1)]
+        parts = [runs[low:high] for low, high in itertools.pairwise(bounds)]
+        with ThreadPoolExecutor(max(1, self.threads - 1)) as pool:
+            others = [pool.submit(run_part, part) for part in parts[1:]]
+            run_part(parts[0])
+            for other in others:
+                other.result()
+        value_table[tuple(states)] = values
+
+
+def _whole_or_copied(block: np.ndarray, states: int) -> np.ndarray:
+    """A chunk's [252, states] of an output block: in place if whole, else a contiguous copy."""
+    if states >= SOLVE_CHUNK:
+        return block[:, :SOLVE_CHUNK]
+    return np.ascontiguousarray(block[:, :states])
+
+
+def _compressed(*padded: np.ndarray) -> list[np.ndarray]:
+    """Padded lists [longest, lists] (`compiled._terms`: a short list repeats an entry) as
+    compressed rows without the repeats: (starts [lists + 1], then each array's entries)."""
+    lists = [
+        list(dict.fromkeys(zip(*(part[:, i] for part in padded), strict=True)))
+        for i in range(padded[0].shape[1])
+    ]
+    starts = np.cumsum([0] + [len(entries) for entries in lists])
+    return [
+        starts,
+        *(
+            np.array([entry[k] for entries in lists for entry in entries])
+            for k in range(len(padded))
+        ),
+    ]
+
+
+def _remove_lists() -> np.ndarray:
+    """`compiled._REMOVE_PADDED` of every size side by side, [5, keeps of sizes 1..5]: each
+    keep's one-die-smaller keeps (a short list repeats its last)."""
+    return np.concatenate(
+        [np.pad(rows, ((0, NUM_DICE - len(rows)), (0, 0)), mode="edge") for rows in _REMOVE_PADDED],
+        axis=1,
+    )

@@ -1,0 +1,222 @@
+/* The solver's per-state work in C: a run of turn-start states to their first rolls' values.
+ *
+ * The same numbers as the XLA chunk program (`solver/compiled.py`), bit for bit: every sum is
+ * taken in the same order (`-ffp-contract=off`, no fast-math), a maximum is exact in any order,
+ * and the values hold no NaN. The states are worked in tiles of TILE: a tile's widget, 462 keeps
+ * by TILE states, stays in the core's first-level cache, where the XLA program streams [462, n]
+ * arrays through the second level. Every index list is data from `solver/native.py`, so one
+ * kernel serves every rule set. Compiled by `native.py` for the machine it runs on.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
+#define TILE 8
+#define NUM_DICE 5
+#define NUM_FACES 6
+#define NUM_ROLLS 252
+#define NUM_KEEPS 462
+#define MAX_BOXES 32
+#define MAX_ROWS 64 /* zeros' rows: upper boxes + lower boxes + the -inf row */
+
+/* A tile's values of one row: a vector the compiler maps onto the machine's registers. */
+typedef double tile_t __attribute__((vector_size(TILE * sizeof(double))));
+typedef int64_t tile_mask_t __attribute__((vector_size(TILE * sizeof(double))));
+
+/* A rule set's constants and index lists (`native.py`'s `_Plan` builds them, in its order). */
+typedef struct {
+    int32_t num_upper, num_boxes, yahtzee_box, num_totals, cap;
+    int32_t upper_bonus_points, yahtzee_score, yahtzee_bonus_points;
+    /* Lists in compressed rows: list i is rows[starts[i]] .. rows[starts[i + 1] - 1]. */
+    int32_t groups;
+    const int32_t *group_starts, *group_rows; /* each group's zero options, rows of zeros */
+    const int32_t *face_starts, *face_rows;   /* each roll's faces, rows of [box x count] */
+    const int32_t *lower_starts, *lower_rows, *lower_points; /* each roll's lower boxes */
+    const int32_t *group_of_roll;   /* [252] */
+    const int32_t *five_of_roll;    /* [252]: the five-of-a-kind a roll is, -1 for others */
+    const int32_t *add_by_face;     /* per size 0..4: [6, keeps of the size] into size + 1 */
+    /* Each keep of sizes 1..5 in turn: its one-die-smaller keeps, rows of the size below. */
+    const int32_t *remove_starts, *remove_rows;
+    const int32_t *keep_offsets;    /* [7] */
+    const int32_t *roll_order;      /* [252]: `WIDGET_POSITION[5]`, the output's order */
+} plan_t;
+
+/* (a > b ? a : b) lane by lane: the machine's maximum instruction is exactly that. */
+#if defined(__AVX512F__) && TILE % 8 == 0
+#define VECTOR __m512d
+#define VECTOR_MAX _mm512_max_pd
+#elif defined(__AVX__) && TILE % 4 == 0
+#define VECTOR __m256d
+#define VECTOR_MAX _mm256_max_pd
+#elif defined(__SSE2__) && TILE % 2 == 0
+#define VECTOR __m128d
+#define VECTOR_MAX _mm_max_pd
+#endif
+static inline tile_t tile_max(tile_t a, tile_t b) {
+#ifdef VECTOR
+    enum { PARTS = sizeof(tile_t) / sizeof(VECTOR) };
+    union { tile_t tile; VECTOR part[PARTS]; } x = {a}, y = {b};
+    for (int i = 0; i < PARTS; i++) x.part[i] = VECTOR_MAX(x.part[i], y.part[i]);
+    return x.tile;
+#else
+    tile_mask_t greater = a > b;
+    return (tile_t)(((tile_mask_t)a & greater) | ((tile_mask_t)b & ~greater));
+#endif
+}
+
+/* `box_futures`, the zeros' rows and `five_of_a_kind_values` of a tile. The futures are
+ * looked up lane by lane in loops the compiler turns into vector gathers; a filled box's own
+ * index is the state's mask, always in the table, and its value is masked to -inf after. */
+static void futures(const plan_t *p, const int32_t *mask, const int32_t *upper,
+                    const int32_t *flag, const double *values,
+                    const int8_t *yz_points, const uint8_t *yz_legal, const uint8_t *yz_bonus,
+                    tile_t *by_count, tile_t *zeros, tile_t *five) {
+    const int nu = p->num_upper, nb = p->num_boxes, yz = p->yahtzee_box;
+    const int lower = nb - nu, cap = p->cap;
+    const int64_t totals = p->num_totals;
+    int64_t m[TILE], u[TILE], f[TILE];
+    for (int w = 0; w < TILE; w++) m[w] = mask[w], u[w] = upper[w], f[w] = flag[w];
+    /* The upper boxes: reward (the upper bonus included) and future by count of the face. */
+    int64_t upper_reward[NUM_FACES * (NUM_DICE + 1)][TILE];
+    tile_t upper_future[NUM_FACES * (NUM_DICE + 1)];
+    for (int box = 0; box < nu; box++)
+        for (int count = 0; count <= NUM_DICE; count++) {
+            const int row = box * (NUM_DICE + 1) + count, points = (box + 1) * count;
+            for (int w = 0; w < TILE; w++) {
+                const int64_t next = u[w] + points < cap ? u[w] + points : cap;
+                const int64_t reaches = u[w] < cap && next >= cap;
+                const double later = values[((m[w] | 1 << box) * totals + next) * 2 + f[w]];
+                upper_reward[row][w] = points + p->upper_bonus_points * reaches;
+                upper_future[row][w] = (m[w] >> box) & 1 ? -INFINITY : later;
+                by_count[row][w] = (double)upper_reward[row][w] + upper_future[row][w];
+            }
+        }
+    for (int box = 0; box < nu; box++) zeros[box] = by_count[box * (NUM_DICE + 1)];
+    for (int j = 0; j < lower; j++) {
+        const int box = nu + j;
+        for (int w = 0; w < TILE; w++) {
+            const int64_t next_flag = box == yz ? 0 : f[w];
+            const double later = values[((m[w] | 1 << box) * totals + u[w]) * 2 + next_flag];
+            zeros[nu + j][w] = (m[w] >> box) & 1 ? -INFINITY : later;
+        }
+    }
+    for (int w = 0; w < TILE; w++) zeros[nu + lower][w] = -INFINITY;
+    const tile_t *lower_future = zeros + nu;
+    for (int w = 0; w < TILE; w++) {
+        const double fifty = (m[w] >> yz) & 1
+                                 ? -INFINITY
+                                 : values[((m[w] | 1 << yz) * totals + u[w]) * 2 + 1];
+        const int64_t options = (m[w] * 2 + f[w]) * NUM_FACES;
+        const uint32_t open = ~(uint32_t)m[w] & ((1u << nb) - 1);
+        for (int face = 0; face < NUM_FACES; face++) {
+            const int8_t *points = yz_points + (options + face) * nb;
+            const uint8_t *legal = yz_legal + (options + face) * nb;
+            const int64_t bonus = (int64_t)p->yahtzee_bonus_points * yz_bonus[options + face];
+            /* A filled box is worth -inf (its future is), legal or not: only the open count. */
+            double best = -INFINITY;
+            for (uint32_t left = open; left; left &= left - 1) {
+                const int box = __builtin_ctz(left);
+                if (!legal[box]) continue;
+                int64_t reward;
+                double later;
+                if (box < nu) {
+                    const int row = box * (NUM_DICE + 1) + (face == box ? NUM_DICE : 0);
+                    reward = upper_reward[row][w];
+                    later = upper_future[row][w];
+                } else if (box == yz) {
+                    reward = points[box];
+                    later = points[box] == p->yahtzee_score ? fifty : lower_future[box - nu][w];
+                } else {
+                    reward = points[box];
+                    later = lower_future[box - nu][w];
+                }
+                const double value = (double)(reward + bonus) + later;
+                best = value > best ? value : best;
+            }
+            five[face][w] = best;
+        }
+    }
+}
+
+/* `_final_values`: each roll's best box, [252] rows in `WIDGET_ORDER[5]`. */
+static void final_values(const plan_t *p, const tile_t *by_count, const tile_t *zeros,
+                         const tile_t *five, tile_t *groups, tile_t *rolls) {
+    for (int g = 0; g < p->groups; g++) {
+        tile_t best = zeros[p->group_rows[p->group_starts[g]]];
+        for (int k = p->group_starts[g] + 1; k < p->group_starts[g + 1]; k++)
+            best = tile_max(best, zeros[p->group_rows[k]]);
+        groups[g] = best;
+    }
+    for (int r = 0; r < NUM_ROLLS; r++) {
+        if (p->five_of_roll[r] >= 0) {
+            rolls[r] = five[p->five_of_roll[r]];
+            continue;
+        }
+        tile_t best = groups[p->group_of_roll[r]];
+        for (int k = p->face_starts[r]; k < p->face_starts[r + 1]; k++)
+            best = tile_max(best, by_count[p->face_rows[k]]);
+        for (int k = p->lower_starts[r]; k < p->lower_starts[r + 1]; k++)
+            best = tile_max(best, (double)p->lower_points[k] + zeros[p->num_upper + p->lower_rows[k]]);
+        rolls[r] = best;
+    }
+}
+
+/* `_keep_layers` then `_best_keep`: the keeps' values from the rolls' (the buffer's last 252
+ * rows), then each roll's best keep there. */
+static void reroll(const plan_t *p, tile_t *keeps) {
+    const int32_t *offsets = p->keep_offsets, *add = p->add_by_face;
+    for (int size = NUM_DICE - 1; size >= 0; size--) {
+        const int count = offsets[size + 1] - offsets[size];
+        tile_t *here = keeps + offsets[size];
+        const tile_t *larger = keeps + offsets[size + 1];
+        for (int i = 0; i < count; i++) {
+            tile_t total = larger[add[i]];
+            for (int face = 1; face < NUM_FACES; face++) total = total + larger[add[face * count + i]];
+            here[i] = total / 6.0;
+        }
+        add += NUM_FACES * count;
+    }
+    /* Each keep the best of itself and its one-die-smaller keeps' bests, a size at a time. */
+    const int32_t *starts = p->remove_starts, *remove = p->remove_rows;
+    for (int size = 1; size <= NUM_DICE; size++) {
+        tile_t *here = keeps + offsets[size];
+        const tile_t *smaller = keeps + offsets[size - 1];
+        const int count = offsets[size + 1] - offsets[size];
+        for (int i = 0; i < count; i++) {
+            tile_t best = here[i];
+            for (int k = starts[i]; k < starts[i + 1]; k++) best = tile_max(best, smaller[remove[k]]);
+            here[i] = best;
+        }
+        starts += count;
+    }
+}
+
+/* The first rolls' values of `n` states (a multiple of TILE), in `ROLLS` order: out is
+ * [n / chunk, 252, stride], a chunk's states the first `chunk` of a row (a stride of a whole
+ * number of tiles more than the chunk spreads a tile's 252 rows over the cache's sets). */
+int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const int32_t *mask,
+              const int32_t *upper, const int32_t *flag, const double *values,
+              const int8_t *yz_points, const uint8_t *yz_legal,
+              const uint8_t *yz_bonus, double *out) {
+    if (n % TILE || chunk % TILE || stride < chunk || stride % TILE || p->num_boxes > MAX_BOXES ||
+        p->num_boxes + 1 > MAX_ROWS || p->num_upper != NUM_FACES)
+        return 1;
+    tile_t by_count[NUM_FACES * (NUM_DICE + 1)], zeros[MAX_ROWS], five[NUM_FACES];
+    tile_t groups[NUM_ROLLS], keeps[NUM_KEEPS];
+    if (p->groups > NUM_ROLLS) return 1;
+    tile_t *rolls = keeps + p->keep_offsets[NUM_DICE];
+    for (int64_t start = 0; start < n; start += TILE) {
+        futures(p, mask + start, upper + start, flag + start, values, yz_points,
+                yz_legal, yz_bonus, by_count, zeros, five);
+        final_values(p, by_count, zeros, five, groups, rolls);
+        reroll(p, keeps);
+        reroll(p, keeps);
+        double *block = out + (start / chunk) * NUM_ROLLS * stride + start % chunk;
+        for (int r = 0; r < NUM_ROLLS; r++)
+            memcpy(block + r * stride, &rolls[p->roll_order[r]], sizeof(tile_t));
+    }
+    return 0;
+}
