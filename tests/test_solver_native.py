@@ -10,10 +10,12 @@ import stat
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
 from yahtzee_jax.solver import exact, native
 from yahtzee_jax.solver.final_rolls import final_roll_plan, solver_final_roll_values
 from yahtzee_jax.solver.states import layer_chunks, layer_states, table_shape
@@ -187,3 +189,53 @@ def test_the_kernels_name_changes_with_its_source_compiler_and_cpu(monkeypatch):
         names.append(native.load_kernel(os.devnull))
     native.load_kernel.cache_clear()
     assert names[0] == names[1] != names[2]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    variant=st.sampled_from(list(RULE_VARIANTS)),
+    filled=st.integers(0, 11),
+    picks=st.lists(st.integers(0, 10**9), min_size=1, max_size=40),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_any_states_in_any_order_against_any_table_are_the_numpy_loops(
+    kernel, variant, filled, picks, seed
+):
+    """Any rule set, any layer, any of its states (repeated, in any order, a chunk of one to
+    forty) against a table of arbitrary values: the kernel's values are the NumPy loop's bit for
+    bit."""
+    rules = get_rules(variant)
+    _, states = layer_states(rules, filled)
+    rows = np.array(picks) % len(states[0])
+    chunk = tuple(column[rows] for column in states)
+    table = np.random.default_rng(seed).uniform(0, 400, size=table_shape(rules))
+    expected = _numpy_loop_values(rules, table, chunk)
+    solver = native.NativeSolve(rules, solver_score_tables(rules)[1:], kernel, threads=2)
+    got = table.copy()
+    solver.solve_layer(got, filled, [part.astype(np.int64) for part in chunk])
+    # A repeated state is written once per copy, each copy the same value.
+    np.testing.assert_array_equal(got[tuple(part.astype(np.int64) for part in chunk)], expected)
+
+
+def test_states_or_tables_the_kernel_would_misread_are_refused(kernel):
+    """The kernel indexes its tables with the states unchecked, so the class checks them first:
+    a state past the table's masks, a negative upper total, a float32 table or another shape,
+    and score tables of another rule set are refused in one line, before the kernel runs."""
+    rules = get_rules("yacht")
+    options = solver_score_tables(rules)[1:]
+    solver = native.NativeSolve(rules, options, kernel, threads=1)
+    table = np.zeros(table_shape(rules))
+    good = [np.array([0]), np.array([0]), np.array([0])]
+    for states in (
+        [np.array([1 << rules.num_boxes]), good[1], good[2]],
+        [good[0], np.array([-1]), good[2]],
+        [good[0], good[1], np.array([2])],
+    ):
+        with pytest.raises(ValueError, match="a state outside the table's"):
+            solver.solve_layer(table, 0, states)
+    for wrong in (table.astype(np.float32), table[:-1]):
+        with pytest.raises(ValueError, match="value_table: not a float64"):
+            solver.solve_layer(wrong, 0, good)
+    with pytest.raises(ValueError, match="score_tables: not the five-of-a-kinds'"):
+        native.NativeSolve(rules, solver_score_tables(get_rules("official"))[1:], kernel, 1)
+    assert np.all(table == 0)  # nothing written

@@ -29,16 +29,18 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from yahtzee_jax.files import replaced_whole
-from yahtzee_jax.game.rules import NUM_DICE, Rules
+from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms
 from yahtzee_jax.solver.final_rolls import final_roll_plan
 from yahtzee_jax.solver.programs import host_description
-from yahtzee_jax.solver.states import SOLVE_CHUNK, num_upper_totals, upper_cap
+from yahtzee_jax.solver.states import SOLVE_CHUNK, num_upper_totals, table_shape, upper_cap
 from yahtzee_jax.solver.tables import (
     KEEP_OFFSETS,
+    NUM_FLAGS,
     NUM_ROLLS,
     ROLL_PROBABILITIES,
     WIDGET_POSITION,
+    num_masks,
     solver_score_tables,
 )
 from yahtzee_jax.solver.widget import _ADD_BY_FACE
@@ -181,6 +183,13 @@ class NativeSolve:
             self._pointer(KEEP_OFFSETS),
             self._pointer(WIDGET_POSITION[NUM_DICE]),
         )
+        shape = (num_masks(rules), NUM_FLAGS, NUM_FACES)
+        kinds = (np.int8, np.bool_, np.bool_)
+        expected = ((*shape, rules.num_boxes), (*shape, rules.num_boxes), shape)
+        if [(part.shape, part.dtype) for part in score_tables] != list(
+            zip(expected, kinds, strict=True)
+        ):
+            raise ValueError("score_tables: not the five-of-a-kinds' (points, legal, bonus)")
         self._options = [np.ascontiguousarray(part) for part in score_tables]
         self._buffers = threading.local()  # a run's output, one per thread, reused
 
@@ -194,6 +203,13 @@ class NativeSolve:
         """Value the solved states of layer `filled` (`states.layer_states`' columns) into the
         table, whose later layers are solved: runs of `RUN_STATES`, `threads` at once."""
         del filled  # the kernel reads the next states from the whole table
+        # The kernel indexes the tables with the states unchecked: check them here.
+        if value_table.shape != table_shape(self.rules) or value_table.dtype != np.float64:
+            raise ValueError(f"value_table: not a float64 {table_shape(self.rules)} table")
+        bounds = table_shape(self.rules)
+        for column, bound in zip(states, bounds, strict=True):
+            if len(column) and (np.min(column) < 0 or np.max(column) >= bound):
+                raise ValueError(f"a state outside the table's {bounds}")
         count = len(states[0])
         padded = [
             np.pad(column.astype(np.int32), (0, -count % TILE), mode="edge") for column in states
