@@ -240,3 +240,40 @@ def test_states_or_tables_the_kernel_would_misread_are_refused(kernel):
     with pytest.raises(ValueError, match="score_tables: not the five-of-a-kinds'"):
         native.NativeSolve(rules, solver_score_tables(get_rules("official"))[1:], kernel, 1)
     assert np.all(table == 0)  # nothing written
+
+
+@pytest.mark.parametrize("columns", [1, 5, 8, 37, 300])
+def test_the_kernels_widget_is_numpys_bit_for_bit(kernel, columns):
+    """The widget alone (the target tables' columns): random final values [252, n], n not a
+    whole number of tiles among them, give NumPy's `widget.turn_start_value` to the last bit;
+    the input is left as it was, and a wrong shape is refused in one line."""
+    from yahtzee_jax.solver.widget import turn_start_value
+
+    final = np.random.default_rng(columns).uniform(0, 1, size=(252, columns))
+    before = final.copy()
+    np.testing.assert_array_equal(
+        native.turn_start_value(final, kernel), turn_start_value(final.copy())
+    )
+    np.testing.assert_array_equal(final, before)
+    with pytest.raises(ValueError, match=r"final_values: \[252, n\] expected"):
+        native.turn_start_value(final[:-1], kernel)
+
+
+def test_target_tables_with_the_kernels_widget_are_numpys(monkeypatch):
+    """A partial Yacht target solve with the kernel's widget is the NumPy widget's table to the
+    last bit; where the kernel cannot be built the solve warns and uses NumPy's."""
+    from yahtzee_jax.solver import targets
+
+    rules = get_rules("yacht")
+    ours = targets.solve_target_table(rules, down_to_filled=rules.num_boxes - 2, workers=1)
+
+    def no_compiler(*_):
+        raise native.NativeError("no C compiler 'cc' on the PATH")
+
+    monkeypatch.setattr(native, "load_kernel", no_compiler)
+    with pytest.warns(RuntimeWarning, match="the target tables use NumPy's widget"):
+        numpy_widget = targets.solve_target_table(
+            rules, down_to_filled=rules.num_boxes - 2, workers=1
+        )
+    assert np.isfinite(ours).sum() > 1000
+    np.testing.assert_array_equal(ours, numpy_widget)

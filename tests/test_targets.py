@@ -232,9 +232,11 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     """`solve --targets` solves (here Yacht's last layer, the rest 0: the smallest table) and
     caches; the second call loads the same chances; a damaged cache file is solved again."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None):
+    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None):
         return np.nan_to_num(
-            solve_target_table(rules, policy, value_table, down_to_filled=11, workers=1)
+            solve_target_table(
+                rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
+            )
         )
 
     monkeypatch.setattr(targets, "solve_target_table", last_layer)
@@ -258,9 +260,11 @@ def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):
     the target table; its chances at the last box sum to the value table's (the test above's tie);
     `--policy` without `--targets` is a one-line error."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None):
+    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None):
         return np.nan_to_num(
-            solve_target_table(rules, policy, value_table, down_to_filled=11, workers=1)
+            solve_target_table(
+                rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
+            )
         )
 
     monkeypatch.setattr(targets, "solve_target_table", last_layer)

@@ -131,8 +131,9 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
             kernel = ctypes.CDLL(str(library))
         except OSError as error:
             raise NativeError(f"cannot load the solver kernel: {error}") from None
-    kernel.solve_run.restype = ctypes.c_int
+    kernel.solve_run.restype = kernel.widget_run.restype = ctypes.c_int
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
+    kernel.widget_run.argtypes = [ctypes.POINTER(_Plan), ctypes.c_int64, _POINTER, _POINTER]
     return kernel
 
 
@@ -175,13 +176,7 @@ class NativeSolve:
             *map(self._pointer, _compressed(terms.lower_rows, terms.lower_points)),
             self._pointer(plan.group_of_roll),
             self._pointer(np.where(terms.is_five, terms.five_of_roll, -1)),
-            # The keep sizes from four down to none, as the kernel reads them.
-            self._pointer(
-                np.concatenate([_ADD_BY_FACE[size].ravel() for size in range(4, -1, -1)])
-            ),
-            *map(self._pointer, _compressed(_remove_lists())),
-            self._pointer(KEEP_OFFSETS),
-            self._pointer(WIDGET_POSITION[NUM_DICE]),
+            *(array.ctypes.data for array in _widget_lists()),
         )
         shape = (num_masks(rules), NUM_FLAGS, NUM_FACES)
         kinds = (np.int8, np.bool_, np.bool_)
@@ -296,3 +291,39 @@ def _remove_lists() -> np.ndarray:
         [np.pad(rows, ((0, NUM_DICE - len(rows)), (0, 0)), mode="edge") for rows in _REMOVE_PADDED],
         axis=1,
     )
+
+
+@functools.cache
+def _widget_lists() -> tuple[np.ndarray, ...]:
+    """The plan's widget lists, the same for every rule set (kept alive here): each keep's six
+    one-die-larger keeps (sizes four down to none, as the kernel reads them), each keep's
+    one-die-smaller keeps (compressed), the keep sizes' offsets and the rolls' output order."""
+    larger = np.concatenate([_ADD_BY_FACE[size].ravel() for size in range(4, -1, -1)])
+    lists = (larger, *_compressed(_remove_lists()), KEEP_OFFSETS, WIDGET_POSITION[NUM_DICE])
+    return tuple(np.ascontiguousarray(values, np.int32) for values in lists)
+
+
+@functools.cache
+def _widget_plan() -> _Plan:
+    """A plan with only the widget's lists: what `widget_run` reads."""
+    return _Plan(*[0] * len(_PLAN_NUMBERS), *[None] * 9, *(a.ctypes.data for a in _widget_lists()))
+
+
+def turn_start_value(final_values: np.ndarray, kernel: ctypes.CDLL) -> np.ndarray:
+    """`widget.turn_start_value` by the kernel, bit for bit: [n] from final rolls' values [252, n]
+    in `WIDGET_ORDER[5]` (not overwritten). The dot is NumPy's, on the same contiguous [252, n]."""
+    final = np.asarray(final_values, np.float64)
+    rolls, count = final.shape
+    if rolls != NUM_ROLLS:
+        raise ValueError(f"final_values: [{NUM_ROLLS}, n] expected, got {final.shape}")
+    width = count + (-count % TILE)
+    padded = np.empty((NUM_ROLLS, width))  # the spare columns repeat the last (left out)
+    padded[:, :count] = final
+    padded[:, count:] = final[:, -1:]
+    out = np.empty_like(padded)
+    status = kernel.widget_run(
+        ctypes.byref(_widget_plan()), width, padded.ctypes.data, out.ctypes.data
+    )
+    if status:
+        raise NativeError(f"the solver kernel refused the widget (status {status})")
+    return ROLL_PROBABILITIES @ (out if width == count else np.ascontiguousarray(out[:, :count]))

@@ -220,3 +220,20 @@ int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const i
     }
     return 0;
 }
+
+/* The widget alone (`widget.turn_start_value` before its dot): the first rolls' values, [252, m]
+ * in `ROLLS` order, of final rolls' values [252, m] in `WIDGET_ORDER[5]` (m a multiple of TILE;
+ * rows m values apart), for the target tables' columns. Reads only the plan's widget lists. */
+int widget_run(const plan_t *p, int64_t m, const double *final, double *out) {
+    if (m % TILE) return 1;
+    tile_t keeps[NUM_KEEPS];
+    tile_t *rolls = keeps + p->keep_offsets[NUM_DICE];
+    for (int64_t column = 0; column < m; column += TILE) {
+        for (int r = 0; r < NUM_ROLLS; r++) memcpy(&rolls[r], final + r * m + column, sizeof(tile_t));
+        reroll(p, keeps);
+        reroll(p, keeps);
+        for (int r = 0; r < NUM_ROLLS; r++)
+            memcpy(out + r * m + column, &rolls[p->roll_order[r]], sizeof(tile_t));
+    }
+    return 0;
+}

@@ -18,6 +18,7 @@ table's expected score to come, which is how the tests tie these tables to the v
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
 import mmap
@@ -25,15 +26,18 @@ import os
 import pathlib
 import threading
 import time
+import warnings
 import zipfile
 import zlib
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
+from yahtzee_jax.solver import native
 from yahtzee_jax.solver.exact import _worker_pool, cache_file, solver_workers
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.states import (
@@ -245,13 +249,19 @@ def _chosen_chances(
     return best, best_value
 
 
-def turn_start_chances(final: np.ndarray, final_values: np.ndarray | None = None) -> np.ndarray:
+def turn_start_chances(
+    final: np.ndarray, final_values: np.ndarray | None = None, kernel: ctypes.CDLL | None = None
+) -> np.ndarray:
     """[n, width] chances at the turn's start from the final rolls' [252, n, width] (in
-    `WIDGET_ORDER[5]`): the solver's widget on [252, n x width], or with `final_values` [252, n]
-    the chances of the keeps of highest expected score."""
+    `WIDGET_ORDER[5]`): the solver's widget on [252, n x width] (the C kernel's, the same bits,
+    given `kernel`), or with `final_values` [252, n] the chances of the keeps of highest
+    expected score."""
     rolls, n, width = final.shape
     if final_values is None:
-        return turn_start_value(final.reshape(rolls, n * width)).reshape(n, width)
+        columns = final.reshape(rolls, n * width)
+        if kernel is not None:
+            return native.turn_start_value(columns, kernel).reshape(n, width)
+        return turn_start_value(columns).reshape(n, width)
     in_rolls = WIDGET_POSITION[NUM_DICE]  # back to `ROLLS` order, the generic widget's
     value, chance = final_values[in_rolls], final[in_rolls]
     middle, middle_chance = best_keep_choice(keep_values(value), keep_values(chance))
@@ -259,8 +269,9 @@ def turn_start_chances(final: np.ndarray, final_values: np.ndarray | None = None
     return expected_over_rolls(start_chance)
 
 
-# What the forked workers read (set before they fork): (flat table, layout, rules, value table).
-_CONTEXT: tuple[np.ndarray, TargetLayout, Rules, np.ndarray | None] | None = None
+# What the forked workers read (set before they fork): (flat table, layout, rules, value table,
+# the C kernel or None); a library loaded before the fork is mapped in the workers too.
+_CONTEXT: tuple[np.ndarray, TargetLayout, Rules, np.ndarray | None, Any] | None = None
 _LOCK = threading.Lock()
 
 
@@ -268,12 +279,12 @@ def _solve_piece(piece: tuple[np.ndarray, np.ndarray, np.ndarray, int, int]) -> 
     """Solve the chances of a piece (states of one layer, targets start .. stop - 1) into the
     flat table: a layer's targets are independent, as its states are."""
     assert _CONTEXT is not None
-    flat, layout, rules, value_table = _CONTEXT
+    flat, layout, rules, value_table, kernel = _CONTEXT
     *states, start, stop = piece
     states = tuple(states)
     targets = np.arange(start, stop)
     final, final_values = final_roll_chances(states, targets, flat, layout, rules, value_table)
-    chances = turn_start_chances(final, final_values)
+    chances = turn_start_chances(final, final_values, kernel)
     wanted = targets < layout.lengths[states][:, None]
     flat[(layout.rows[states][:, None] + targets)[wanted]] = chances[wanted]
 
@@ -304,13 +315,16 @@ def solve_target_table(
     value_table: np.ndarray | None = None,
     down_to_filled: int = 0,
     workers: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
 ) -> np.ndarray:
     """The flat float64 table of chances (`target_layout(rules)` says where each state's row is).
 
     `policy` "target" maximises each chance; "expected" follows the value-maximising player and
     needs the `value_table` (solved at least down to `down_to_filled`). States with fewer than
     `down_to_filled` boxes filled stay NaN (a partial solve, for tests). `workers` processes
-    share the table as in `exact.solve_value_table` (default: one per CPU).
+    share the table as in `exact.solve_value_table` (default: one per CPU). The widget is the
+    solver's C kernel (`solver.native`, built into or loaded from `cache_dir`), the same bits
+    as the NumPy widget it falls back to, with a warning, where the kernel cannot be built.
     """
     global _CONTEXT
     rules = get_rules(rules)
@@ -319,13 +333,19 @@ def solve_target_table(
         raise UserError('policy "expected" takes the value table, and only it does')
     workers = solver_workers() if workers is None else workers
     layout = target_layout(rules)
+    kernel = None
+    if policy == "target":  # the "expected" policy's keeps carry their chances: NumPy's
+        try:
+            kernel = native.load_kernel(None if cache_dir is None else str(cache_dir))
+        except native.NativeError as error:
+            warnings.warn(f"{error}; the target tables use NumPy's widget", RuntimeWarning, 2)
     with _LOCK:
         shared = mmap.mmap(-1, layout.size * np.dtype(np.float64).itemsize)
         flat = np.frombuffer(shared, np.float64)
         flat[...] = np.nan
         full = layout.rows[full_mask(rules)]
         flat[full[full >= 0]] = 1.0  # the full card: nothing more to come, surely reached
-        _CONTEXT = (flat, layout, rules, value_table)
+        _CONTEXT = (flat, layout, rules, value_table, kernel)
         pool = _worker_pool(workers)
         try:
             for filled in range(rules.num_boxes - 1, down_to_filled - 1, -1):
@@ -398,7 +418,7 @@ def target_tables(
             from yahtzee_jax.solver.exact import solve
 
             values = solve(rules, cache_dir=cache_dir).value_table
-        flat = solve_target_table(rules, policy, values, workers=workers)
+        flat = solve_target_table(rules, policy, values, workers=workers, cache_dir=path.parent)
         try:
             with replaced_whole(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
                 np.savez_compressed(partial, chances=flat)
