@@ -232,7 +232,7 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     """`solve --targets` solves (here Yacht's last layer, the rest 0: the smallest table) and
     caches; the second call loads the same chances; a damaged cache file is solved again."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None):
+    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
         return np.nan_to_num(
             solve_target_table(
                 rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
@@ -260,7 +260,7 @@ def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):
     the target table; its chances at the last box sum to the value table's (the test above's tie);
     `--policy` without `--targets` is a one-line error."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None):
+    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
         return np.nan_to_num(
             solve_target_table(
                 rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
@@ -280,3 +280,15 @@ def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):
         chances = expected.chances(state)
         assert chances[1:].sum() == pytest.approx(values[state], abs=1e-9)
     assert main(["solve", "--rules", "yacht", "--policy", "expected"]) == 2
+
+
+def test_a_target_solve_shows_its_progress_and_time_left(capsys):
+    """With `progress`, a target solve draws a bar of its pieces (on stderr) that ends full, and
+    two forked workers fill the same table as one process."""
+    rules = get_rules("yacht")
+    last = rules.num_boxes - 2
+    one = solve_target_table(rules, down_to_filled=last, workers=1, progress=True)
+    bar = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert bar.startswith("target tables (yacht): 100%") and "piece" in bar
+    two = solve_target_table(rules, down_to_filled=last, workers=2)
+    np.testing.assert_array_equal(one, two)

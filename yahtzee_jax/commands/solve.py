@@ -129,7 +129,7 @@ def _run_targets(args: argparse.Namespace) -> int:
     from yahtzee_jax.solver.targets import target_tables
 
     result = target_tables(
-        args.rules, cache_dir=args.cache_dir, force=args.force, policy=args.policy
+        args.rules, cache_dir=args.cache_dir, force=args.force, policy=args.policy, progress=True
     )
     start = result.chances((0, 0, 0))  # the empty card: every point is still to come
     whose = "best chance" if args.policy == "target" else "the optimal agent's chance"

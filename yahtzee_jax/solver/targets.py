@@ -316,6 +316,7 @@ def solve_target_table(
     down_to_filled: int = 0,
     workers: int | None = None,
     cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
 ) -> np.ndarray:
     """The flat float64 table of chances (`target_layout(rules)` says where each state's row is).
 
@@ -325,6 +326,7 @@ def solve_target_table(
     share the table as in `exact.solve_value_table` (default: one per CPU). The widget is the
     solver's C kernel (`solver.native`, built into or loaded from `cache_dir`), the same bits
     as the NumPy widget it falls back to, with a warning, where the kernel cannot be built.
+    `progress` shows a bar of the pieces solved, with the time left (minutes for Yahtzee).
     """
     global _CONTEXT
     rules = get_rules(rules)
@@ -347,20 +349,32 @@ def solve_target_table(
         flat[full[full >= 0]] = 1.0  # the full card: nothing more to come, surely reached
         _CONTEXT = (flat, layout, rules, value_table, kernel)
         pool = _worker_pool(workers)
+        layers = range(rules.num_boxes - 1, down_to_filled - 1, -1)
+        by_layer = [list(_pieces(rules, layout, filled)) for filled in layers]
+        bar = _progress_bar(sum(map(len, by_layer)), rules, progress)
         try:
-            for filled in range(rules.num_boxes - 1, down_to_filled - 1, -1):
-                pieces = list(_pieces(rules, layout, filled))
+            for pieces in by_layer:
                 if pool is None:
-                    for piece in pieces:
-                        _solve_piece(piece)
+                    done = map(_solve_piece, pieces)
                 else:
-                    pool.map(_solve_piece, pieces, chunksize=max(1, len(pieces) // (8 * workers)))
+                    chunksize = max(1, len(pieces) // (8 * workers))
+                    done = pool.imap_unordered(_solve_piece, pieces, chunksize=chunksize)
+                for _ in done:  # a layer's pieces all solved before the next layer starts
+                    bar.update()
         finally:
+            bar.close()
             _CONTEXT = None
             if pool is not None:
                 pool.terminate()
                 pool.join()
     return flat
+
+
+def _progress_bar(total: int, rules: Rules, shown: bool) -> Any:
+    """A tqdm bar over the pieces of a target solve (one that shows nothing unless `shown`)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=f"target tables ({rules.name})", unit="piece", disable=not shown)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -399,11 +413,13 @@ def target_tables(
     force: bool = False,
     workers: int | None = None,
     policy: str = "target",
+    progress: bool = False,
 ) -> TargetResult:
     """The target tables of `rules`, from the disk cache or solved (and cached) when missing.
 
     `policy` "expected" gives the value-maximising player's chances (its value table solved or
     loaded from the same cache): the optimal-solitaire agent's exact score distribution.
+    `progress` shows the solve's progress and time left.
     """
     rules = get_rules(rules)
     _check_policy(policy)
@@ -418,7 +434,9 @@ def target_tables(
             from yahtzee_jax.solver.exact import solve
 
             values = solve(rules, cache_dir=cache_dir).value_table
-        flat = solve_target_table(rules, policy, values, workers=workers, cache_dir=path.parent)
+        flat = solve_target_table(
+            rules, policy, values, workers=workers, cache_dir=path.parent, progress=progress
+        )
         try:
             with replaced_whole(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
                 np.savez_compressed(partial, chances=flat)
