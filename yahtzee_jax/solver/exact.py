@@ -5,13 +5,14 @@ holds 50; `yahtzee_jax.solver.states`). Its value is the expected score still to
 optimal play. States are solved a layer (number of filled boxes) at a time, from the full card
 back to the empty one, in chunks of 256 states as NumPy float64 array programs with the states
 along the last axis: the value of each final roll (`yahtzee_jax.solver.final_rolls`), then the
-widget of `yahtzee_jax.solver.widget` (in one process, both compiled by XLA as one program,
-`yahtzee_jax.solver.compiled`). The on-device agents value the final rolls with
-`final_roll_values`; the solver's hot loop (`solver_final_roll_values`,
-`widget.turn_start_value`) gives the same numbers to the last bit with the rolls grouped so
-that most of its work runs over prefixes and runs of rows. Only the states whose value is not a
-copy of another's are solved (`solved_states`: 359,616 for official Yahtzee); the cache stores
-just those, stored uncompressed (2.9 MB). Every table is sized by the rule set's box table.
+widget of `yahtzee_jax.solver.widget` (in one process, both in one C kernel built for the CPU,
+`yahtzee_jax.solver.native`, or one XLA program, `yahtzee_jax.solver.compiled`). The on-device
+agents value the final rolls with `final_roll_values`; the solver's hot loop
+(`solver_final_roll_values`, `widget.turn_start_value`) gives the same numbers to the last bit
+with the rolls grouped so that most of its work runs over prefixes and runs of rows. Only the
+states whose value is not a copy of another's are solved (`solved_states`: 359,616 for official
+Yahtzee); the cache stores just those, stored uncompressed (2.9 MB). Every table is sized by
+the rule set's box table.
 """
 
 from __future__ import annotations
@@ -152,9 +153,9 @@ def solve_value_table(
     More `workers` are forked processes sharing the table, each running the NumPy loop (forked
     workers cannot run XLA); processes, not threads, for its many small calls contend for the
     GIL. Every engine gives the same values to the last bit. The one process is the faster: on
-    an idle 2-core Intel Xeon, a Yatzy solve took 0.85 s with the kernel, 1.89 s with the XLA
-    program (its programs cached, `yahtzee-jax solve`'s one thread per program) and about 4 s
-    with two workers; docs/speed/solver.md has the figures and their artifacts.
+    an idle 2-core Intel Xeon, a Yatzy solve took 0.84 s with the kernel, 1.62 s with the XLA
+    program (its programs cached, `yahtzee-jax solve`'s one thread per program) and 5.89 s with
+    two workers (`results/solver-speed/intel/native/`; docs/speed/solver.md).
     """
     if engine not in ENGINES:
         raise UserError(f"unknown solver engine {engine!r}; choose one of {', '.join(ENGINES)}")

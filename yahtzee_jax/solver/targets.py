@@ -7,7 +7,8 @@ score maximises. It is the value solve's backward induction with a vector per st
 roll in a box worth r points and leading to s' gives T_{s'}(d - r) (1 where d <= r, 0 past the
 most s' can still score), a choice takes the maximum for each d on its own (the best play for a
 target of 40 need not be the best for 60) and a roll the mean. The within-turn part is the
-solver's widget itself (`widget.turn_start_value`) on [252, states x targets] arrays.
+solver's widget itself (`widget.turn_start_value`, or the C kernel's, `native.turn_start_value`,
+the same bits) on [252, states x targets] arrays.
 
 Each solved state owns a row of `most_to_come + 1` chances in one flat float64 table; a state whose
 value is a copy of another's (`states.fill_copies`) shares that state's row (`TargetLayout`).
