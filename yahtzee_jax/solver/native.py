@@ -199,12 +199,12 @@ class NativeSolve:
         table, whose later layers are solved: runs of `RUN_STATES`, `threads` at once."""
         del filled  # the kernel reads the next states from the whole table
         # The kernel indexes the tables with the states unchecked: check them here.
-        if value_table.shape != table_shape(self.rules) or value_table.dtype != np.float64:
-            raise ValueError(f"value_table: not a float64 {table_shape(self.rules)} table")
-        bounds = table_shape(self.rules)
-        for column, bound in zip(states, bounds, strict=True):
+        shape = table_shape(self.rules)
+        if value_table.shape != shape or value_table.dtype != np.float64:
+            raise ValueError(f"value_table: not a float64 {shape} table")
+        for column, bound in zip(states, shape, strict=True):
             if len(column) and (np.min(column) < 0 or np.max(column) >= bound):
-                raise ValueError(f"a state outside the table's {bounds}")
+                raise ValueError(f"a state outside the table's {shape}")
         count = len(states[0])
         padded = [
             np.pad(column.astype(np.int32), (0, -count % TILE), mode="edge") for column in states
@@ -306,7 +306,9 @@ def _widget_lists() -> tuple[np.ndarray, ...]:
 @functools.cache
 def _widget_plan() -> _Plan:
     """A plan with only the widget's lists: what `widget_run` reads."""
-    return _Plan(*[0] * len(_PLAN_NUMBERS), *[None] * 9, *(a.ctypes.data for a in _widget_lists()))
+    widget = [array.ctypes.data for array in _widget_lists()]  # the plan's last lists
+    rule_lists = [None] * (len(_PLAN_LISTS) - len(widget))
+    return _Plan(*[0] * len(_PLAN_NUMBERS), *rule_lists, *widget)
 
 
 def turn_start_value(final_values: np.ndarray, kernel: ctypes.CDLL) -> np.ndarray:
