@@ -121,6 +121,11 @@ def host_threads() -> int:
     """
     if jax.default_backend() != "cpu":
         return 1
+    return usable_cpus()
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the OS tells it, else all)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

@@ -37,6 +37,7 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
+from yahtzee_jax.parallel import usable_cpus
 from yahtzee_jax.solver.compiled import CompiledSolve
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
     FinalRollPlan,
@@ -170,8 +171,7 @@ def _one_process_engine(
     if engine == "native" or (engine == "auto" and jax.default_backend() == "cpu"):
         try:
             kernel = load_kernel(None if cache_dir is None else str(cache_dir))
-            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
-            return NativeSolve(rules, options, kernel, threads)
+            return NativeSolve(rules, options, kernel, usable_cpus())
         except NativeError as error:
             if engine == "native":
                 raise UserError(f"the native solver engine: {error}") from None
