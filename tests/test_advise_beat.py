@@ -18,7 +18,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, get_rules
 from yahtzee_jax.solver.advise import advise_beat, make_position
 from yahtzee_jax.solver.beat import host_tables
 from yahtzee_jax.solver.tables import ROLL_PROBABILITIES, ROLLS
-from yahtzee_jax.solver.targets import state_chances, target_layout
+from yahtzee_jax.solver.target_layout import state_chances, target_layout
 
 CARD = card_without("yahtzee")  # only the Yahtzee box open, plain rules: 50 or nothing
 START = final_score(CARD, 0)

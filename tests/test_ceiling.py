@@ -21,7 +21,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import reference
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.ceiling import exact_ceiling
-from yahtzee_jax.solver.targets import state_chances, target_layout
+from yahtzee_jax.solver.target_layout import state_chances, target_layout
 
 
 def optimal_distribution(card: dict[str, int], variant: str, most: int) -> np.ndarray:

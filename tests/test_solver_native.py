@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
+from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind, Rules, get_rules
 from yahtzee_jax.solver import exact, native
 from yahtzee_jax.solver.final_rolls import final_roll_plan, solver_final_roll_values
 from yahtzee_jax.solver.states import layer_chunks, layer_states, table_shape
@@ -242,38 +242,105 @@ def test_states_or_tables_the_kernel_would_misread_are_refused(kernel):
     assert np.all(table == 0)  # nothing written
 
 
+def _candidates_by_hand(flat, rows, lengths, shifts, state, target):
+    """Each candidate's chance of each column, [candidates, columns], read as the kernel's
+    docstring says: the row's entry d - shift, its first below 0, 0 past its end."""
+    wanted = target[None] - shifts[:, state]
+    length = lengths[:, state]
+    entry = rows[:, state] + np.clip(wanted, 0, np.maximum(length - 1, 0))
+    return np.where(wanted < length, flat[np.maximum(entry, 0)], 0.0)
+
+
 @pytest.mark.parametrize("columns", [1, 5, 8, 37, 300])
-def test_the_kernels_widget_is_numpys_bit_for_bit(kernel, columns):
-    """The widget alone (the target tables' columns): random final values [252, n], n not a
-    whole number of tiles among them, give NumPy's `widget.turn_start_value` to the last bit;
-    the input is left as it was, and a wrong shape is refused in one line."""
-    from yahtzee_jax.solver.widget import turn_start_value
+def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns):
+    """Random candidates (some never taken, some rows read past their end or before their start)
+    and random columns, their count not a whole number of tiles among them: the kernel's turn is
+    the NumPy passes' (best candidate per roll, `widget.first_roll_values`,
+    `target_turn.mean_over_rolls`) to the last bit."""
+    from yahtzee_jax.solver.target_turn import mean_over_rolls
+    from yahtzee_jax.solver.widget import first_roll_values
 
-    final = np.random.default_rng(columns).uniform(0, 1, size=(252, columns))
-    before = final.copy()
-    np.testing.assert_array_equal(
-        native.turn_start_value(final, kernel), turn_start_value(final.copy())
+    generator = np.random.default_rng(columns)
+    states, count, boxes = 3, 40, 13
+    flat = generator.uniform(0, 1, size=500)
+    lengths = generator.integers(1, 60, size=(count, states))
+    rows = generator.integers(0, len(flat) - lengths)
+    shifts = np.where(
+        generator.random((count, states)) < 0.2, -(1 << 40), generator.integers(0, 50)
     )
-    np.testing.assert_array_equal(final, before)
-    with pytest.raises(ValueError, match=r"final_values: \[252, n\] expected"):
-        native.turn_start_value(final[:-1], kernel)
+    sources = generator.integers(0, count, size=(252, boxes))
+    state = generator.integers(0, states, size=columns)
+    target = generator.integers(0, 120, size=columns)
+
+    chance = _candidates_by_hand(flat, rows, lengths, shifts, state, target)
+    final = np.maximum(chance[sources].max(axis=1), 0.0)  # [252, columns]
+    expected = mean_over_rolls(first_roll_values(final))
+    ours = native.target_turn_start((rows, lengths, shifts), sources, flat, (state, target), kernel)
+    np.testing.assert_array_equal(ours, expected)
 
 
-def test_target_tables_with_the_kernels_widget_are_numpys(monkeypatch):
-    """A partial Yacht target solve with the kernel's widget is the NumPy widget's table to the
-    last bit; where the kernel cannot be built the solve warns and uses NumPy's."""
+def test_a_columns_mean_is_the_same_bits_beside_any_columns():
+    """`mean_over_rolls`, the target tables' mean, gives a column the same bits alone or among
+    others (a BLAS dot need not), and is the dot's mean to round-off."""
+    from yahtzee_jax.solver.tables import ROLL_PROBABILITIES
+    from yahtzee_jax.solver.target_turn import mean_over_rolls
+
+    first = np.random.default_rng(1).uniform(0, 1, size=(252, 37))
+    together = mean_over_rolls(first)
+    alone = [mean_over_rolls(first[:, [column]])[0] for column in range(37)]
+    np.testing.assert_array_equal(together, alone)
+    np.testing.assert_allclose(together, ROLL_PROBABILITIES @ first, rtol=1e-14)
+
+
+def test_target_inputs_the_kernel_would_misread_are_refused(kernel):
+    """Candidates out of range, a row past the table's end, or a column's state outside the n
+    are refused in one line before the kernel reads them. Taken as given, every roll's best
+    candidate reads the row [0.5] at d = 0 (0.5) and past its end at d = 5 (0)."""
+    flat = np.zeros(100)
+    flat[0] = 0.5
+    rows, lengths, shifts = np.zeros((2, 3), np.int64), np.ones((2, 3), np.int64), np.zeros((2, 3))
+    sources = np.zeros((252, 4), np.int64)
+    columns = (np.array([0, 2]), np.array([0, 5]))
+    with pytest.raises(ValueError, match="sources"):
+        native.target_turn_start((rows, lengths, shifts), sources + 2, flat, columns, kernel)
+    with pytest.raises(ValueError, match="flat"):
+        native.target_turn_start((rows + 100, lengths, shifts), sources, flat, columns, kernel)
+    with pytest.raises(ValueError, match="status 2"):
+        native.target_turn_start(
+            (rows, lengths, shifts), sources, flat, (np.array([0, 3]), columns[1]), kernel
+        )
+    assert native.target_turn_start((rows, lengths, shifts), sources, flat, columns, kernel) == (
+        pytest.approx([0.5, 0.0], abs=1e-14)
+    )
+
+
+# Yahtzee's bonus and forced Joker on a card of eight boxes (upper six, chance, Yahtzee): its last
+# layer's moves are those official Yahtzee's candidates must get right, in a second.
+JOKER_CARD = Rules(
+    "joker-card",
+    yahtzee_bonus=True,
+    joker=Joker.FORCED,
+    boxes=(*UPPER_BOXES, Box("chance", Kind.CHANCE), Box("yahtzee", Kind.OF_A_KIND, 5, 50)),
+)
+
+
+@pytest.mark.parametrize(
+    ("rules", "layers"), [(get_rules("yacht"), 2), (JOKER_CARD, 1)], ids=["yacht", "joker-card"]
+)
+def test_target_tables_by_the_kernel_are_numpys(monkeypatch, rules, layers):
+    """A partial target solve by the kernel is the NumPy passes' table to the last bit (the
+    Joker card: joker moves and Yahtzee bonuses among the candidates); where the kernel cannot
+    be built the solve warns and uses NumPy."""
     from yahtzee_jax.solver import targets
 
-    rules = get_rules("yacht")
-    ours = targets.solve_target_table(rules, down_to_filled=rules.num_boxes - 2, workers=1)
+    down_to_filled = rules.num_boxes - layers
+    ours = targets.solve_target_table(rules, down_to_filled=down_to_filled, workers=1)
 
     def no_compiler(*_):
         raise native.NativeError("no C compiler 'cc' on the PATH")
 
     monkeypatch.setattr(native, "load_kernel", no_compiler)
-    with pytest.warns(RuntimeWarning, match="the target tables use NumPy's widget"):
-        numpy_widget = targets.solve_target_table(
-            rules, down_to_filled=rules.num_boxes - 2, workers=1
-        )
+    with pytest.warns(RuntimeWarning, match="the target tables are solved by NumPy"):
+        by_numpy = targets.solve_target_table(rules, down_to_filled=down_to_filled, workers=1)
     assert np.isfinite(ours).sum() > 1000
-    np.testing.assert_array_equal(ours, numpy_widget)
+    np.testing.assert_array_equal(ours, by_numpy)

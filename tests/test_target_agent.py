@@ -21,7 +21,7 @@ from yahtzee_jax.agents.target import device_tables, target_agent
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.reference import final_score
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver.targets import state_chances, target_layout
+from yahtzee_jax.solver.target_layout import state_chances, target_layout
 
 
 def start_cards(card: dict[str, int], games: int, key: jax.Array, rules) -> engine.State:

@@ -22,13 +22,8 @@ from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver import targets
 from yahtzee_jax.solver.exact import solve, solve_value_table
 from yahtzee_jax.solver.states import filled_count, solved_states
-from yahtzee_jax.solver.targets import (
-    most_to_come,
-    solve_target_table,
-    state_chances,
-    target_layout,
-    target_tables,
-)
+from yahtzee_jax.solver.target_layout import most_to_come, state_chances, target_layout
+from yahtzee_jax.solver.targets import solve_target_table, target_tables
 
 P_YAHTZEE = 2_783_176 / 6**10  # a five of a kind within three rolls, chasing the commonest face
 P_FIVE_SIXES = (1 - (5 / 6) ** 3) ** 5  # five sixes: each die has three tries

@@ -37,7 +37,8 @@ from yahtzee_jax.solver.beat import TargetTables, without_nan
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.tables import score_all_rolls
-from yahtzee_jax.solver.targets import TargetLayout, target_tables
+from yahtzee_jax.solver.target_layout import TargetLayout
+from yahtzee_jax.solver.targets import target_tables
 from yahtzee_jax.solver.win_policy import best_by_chance_then_points, best_keep
 
 

@@ -18,7 +18,7 @@ from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import roll_futures
 from yahtzee_jax.solver.tables import NUM_ROLLS
-from yahtzee_jax.solver.targets import TargetLayout
+from yahtzee_jax.solver.target_layout import TargetLayout
 
 Array = Any  # numpy.ndarray or jax.Array
 

@@ -131,9 +131,13 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
             kernel = ctypes.CDLL(str(library))
         except OSError as error:
             raise NativeError(f"cannot load the solver kernel: {error}") from None
-    kernel.solve_run.restype = kernel.widget_run.restype = ctypes.c_int
+    kernel.solve_run.restype = kernel.target_run.restype = ctypes.c_int
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
-    kernel.widget_run.argtypes = [ctypes.POINTER(_Plan), ctypes.c_int64, _POINTER, _POINTER]
+    kernel.target_run.argtypes = (
+        [ctypes.POINTER(_Plan), ctypes.c_int64, ctypes.c_int64, _POINTER, _POINTER, _I32, _I32]
+        + [_POINTER] * 6
+        + [ctypes.c_int64, _POINTER]
+    )
     return kernel
 
 
@@ -305,27 +309,59 @@ def _widget_lists() -> tuple[np.ndarray, ...]:
 
 @functools.cache
 def _widget_plan() -> _Plan:
-    """A plan with only the widget's lists: what `widget_run` reads."""
+    """A plan with only the widget's lists: what `target_run` reads."""
     widget = [array.ctypes.data for array in _widget_lists()]  # the plan's last lists
     rule_lists = [None] * (len(_PLAN_LISTS) - len(widget))
     return _Plan(*[0] * len(_PLAN_NUMBERS), *rule_lists, *widget)
 
 
-def turn_start_value(final_values: np.ndarray, kernel: ctypes.CDLL) -> np.ndarray:
-    """`widget.turn_start_value` by the kernel, bit for bit: [n] from final rolls' values [252, n]
-    in `WIDGET_ORDER[5]` (not overwritten). The dot is NumPy's, on the same contiguous [252, n]."""
-    final = np.asarray(final_values, np.float64)
-    rolls, count = final.shape
-    if rolls != NUM_ROLLS:
-        raise ValueError(f"final_values: [{NUM_ROLLS}, n] expected, got {final.shape}")
-    width = count + (-count % TILE)
-    padded = np.empty((NUM_ROLLS, width))  # the spare columns repeat the last (left out)
-    padded[:, :count] = final
-    padded[:, count:] = final[:, -1:]
-    out = np.empty_like(padded)
-    status = kernel.widget_run(
-        ctypes.byref(_widget_plan()), width, padded.ctypes.data, out.ctypes.data
+def target_turn_start(
+    candidates: tuple[np.ndarray, np.ndarray, np.ndarray],
+    sources: np.ndarray,
+    flat: np.ndarray,
+    columns: tuple[np.ndarray, np.ndarray],
+    kernel: ctypes.CDLL,
+) -> np.ndarray:
+    """The chances at the turn's start of `columns` (state of the n, target d), bit for bit
+    `target_turn`'s `final_roll_chances`, `widget.first_roll_values` and `mean_over_rolls`:
+    each final roll's best candidate (`sources` [252, boxes] into the candidates, rolls in
+    `WIDGET_ORDER[5]`), the widget, and the mean summed a roll at a time.
+
+    `candidates` are int64 (first entry in `flat`, length, shift) [candidates, n] of the moves a
+    roll can take: its chance of d is the row's entry d - shift (its first below 0, 0 past its
+    end; a shift past every target for a filled box or an illegal move)."""
+    rows, lengths, shifts = (np.ascontiguousarray(part, np.int64) for part in candidates)
+    count, n = rows.shape
+    sources = np.ascontiguousarray(sources, np.int32)
+    if sources.shape[0] != NUM_ROLLS or sources.min() < 0 or sources.max() >= count:
+        raise ValueError(f"sources: [{NUM_ROLLS}, boxes] of candidates 0..{count - 1} expected")
+    if lengths.shape != rows.shape or shifts.shape != rows.shape:
+        raise ValueError("candidates: three [candidates, n] arrays expected")
+    if (
+        flat.dtype != np.float64
+        or not flat.flags.c_contiguous
+        or (rows + lengths).max() > len(flat)
+    ):
+        raise ValueError("flat: a contiguous float64 table holding every candidate's row")
+    state, target = (np.ascontiguousarray(part, np.int64) for part in columns)
+    out = np.empty(len(state) + (-len(state) % TILE))
+    status = kernel.target_run(
+        ctypes.byref(_widget_plan()),
+        n,
+        len(state),
+        state.ctypes.data,
+        target.ctypes.data,
+        sources.shape[1],
+        count,
+        sources.ctypes.data,
+        rows.ctypes.data,
+        lengths.ctypes.data,
+        shifts.ctypes.data,
+        flat.ctypes.data,
+        ROLL_PROBABILITIES.ctypes.data,
+        len(out),
+        out.ctypes.data,
     )
     if status:
-        raise NativeError(f"the solver kernel refused the widget (status {status})")
-    return ROLL_PROBABILITIES @ (out if width == count else np.ascontiguousarray(out[:, :count]))
+        raise ValueError(f"the solver kernel refused the target run (status {status})")
+    return out[: len(state)]

@@ -221,19 +221,53 @@ int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const i
     return 0;
 }
 
-/* The widget alone (`widget.turn_start_value` before its dot): the first rolls' values, [252, m]
- * in `ROLLS` order, of final rolls' values [252, m] in `WIDGET_ORDER[5]` (m a multiple of TILE;
- * rows m values apart), for the target tables' columns. Reads only the plan's widget lists. */
-int widget_run(const plan_t *p, int64_t m, const double *final, double *out) {
-    if (m % TILE) return 1;
-    tile_t keeps[NUM_KEEPS];
+#define MAX_CANDIDATES 1024 /* (box, points) pairs and five-of-a-kind moves a piece's rolls read */
+
+/* The target tables' turn (`target_turn`'s `final_roll_chances`, the widget, `mean_over_rolls`):
+ * the chances at the turn's start of `count` columns, column c that of reaching target[c] more
+ * points from state[c] of the n, into out [m] (m: count rounded up to whole tiles, the last
+ * column repeated). A roll's final chance is the largest of its `boxes` candidates' (0 if none
+ * is above it): candidate k = sources[r * boxes + b] of state i reads the next state's row,
+ * row[k, i] .. + length[k, i], at d - shift[k, i], as `target_turn._shifted` does (its first entry
+ * where that is below 0; 0 past the row's end, as for a filled box, whose shift is set past
+ * every target). Arrays of candidates are [candidates, n]. The mean over the first rolls is
+ * summed a roll at a time in `ROLLS` order, a column's bits the same wherever it falls. Reads
+ * only the plan's widget lists. */
+int target_run(const plan_t *p, int64_t n, int64_t count, const int64_t *state,
+               const int64_t *target, int32_t boxes, int32_t candidates, const int32_t *sources,
+               const int64_t *row, const int64_t *length, const int64_t *shift,
+               const double *flat, const double *probabilities, int64_t m, double *out) {
+    if (m % TILE || m < count || count < 1 || candidates > MAX_CANDIDATES || boxes > MAX_BOXES)
+        return 1;
+    for (int64_t c = 0; c < count; c++)
+        if (state[c] < 0 || state[c] >= n) return 2;
+    tile_t chance[MAX_CANDIDATES], keeps[NUM_KEEPS];
     tile_t *rolls = keeps + p->keep_offsets[NUM_DICE];
+    const tile_t none = {0};
     for (int64_t column = 0; column < m; column += TILE) {
-        for (int r = 0; r < NUM_ROLLS; r++) memcpy(&rolls[r], final + r * m + column, sizeof(tile_t));
+        int64_t at[TILE], d[TILE];
+        for (int w = 0; w < TILE; w++) {
+            const int64_t c = column + w < count ? column + w : count - 1;
+            at[w] = state[c], d[w] = target[c];
+        }
+        for (int k = 0; k < candidates; k++)
+            for (int w = 0; w < TILE; w++) {
+                const int64_t i = k * n + at[w], wanted = d[w] - shift[i];
+                const int64_t last = length[i] > 1 ? length[i] - 1 : 0;
+                const int64_t index = wanted < 0 ? 0 : wanted > last ? last : wanted;
+                chance[k][w] = wanted < length[i] ? flat[(row[i] > 0 ? row[i] : 0) + index] : 0.0;
+            }
+        for (int r = 0; r < NUM_ROLLS; r++) {
+            tile_t best = none;
+            for (int b = 0; b < boxes; b++) best = tile_max(best, chance[sources[r * boxes + b]]);
+            rolls[r] = best;
+        }
         reroll(p, keeps);
         reroll(p, keeps);
+        tile_t mean = none;
         for (int r = 0; r < NUM_ROLLS; r++)
-            memcpy(out + r * m + column, &rolls[p->roll_order[r]], sizeof(tile_t));
+            mean = mean + probabilities[r] * rolls[p->roll_order[r]];
+        memcpy(out + column, &mean, sizeof(tile_t));
     }
     return 0;
 }

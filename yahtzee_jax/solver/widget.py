@@ -159,12 +159,17 @@ def turn_start_value(final_values: np.ndarray) -> np.ndarray:
     `final_values` is [252, n] with the rolls in `WIDGET_ORDER[5]` (it is overwritten, as
     `exact.solver_final_roll_values` returns them); returns [n].
     """
+    return ROLL_PROBABILITIES @ first_roll_values(final_values)
+
+
+def first_roll_values(final_values: np.ndarray) -> np.ndarray:
+    """`turn_start_value` before its expectation: each first roll's value [252, n], in `ROLLS`
+    order (the same in-place passes; `final_values` is overwritten)."""
     scratch = np.empty_like(final_values)
     best_last = _best_keep_inplace(_keep_layers_inplace(final_values, scratch), scratch)
     best_first = _best_keep_inplace(_keep_layers_inplace(best_last, scratch), scratch)
     # Back to `ROLLS` order, so that the expectation sums in the same order as the generic one.
-    rolls = np.take(best_first, WIDGET_POSITION[NUM_DICE], axis=0, out=scratch)
-    return ROLL_PROBABILITIES @ rolls
+    return np.take(best_first, WIDGET_POSITION[NUM_DICE], axis=0, out=scratch)
 
 
 def keep_action_values(keep_value: Array, roll: Array, xp: ModuleType = np) -> Array:
