@@ -225,7 +225,8 @@ def test_bad_policy_is_a_user_error():
 
 def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     """`solve --targets` solves (here Yacht's last layer, the rest 0: the smallest table) and
-    caches; the second call loads the same chances; a damaged cache file is solved again."""
+    caches; the second call loads the same chances, read-only; a cache file cut short, damaged
+    or holding a chance above 1 is solved again."""
 
     def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
         return np.nan_to_num(
@@ -246,8 +247,16 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     expected = state_chances(last_layer("yacht"), target_layout(result.rules), state)
     np.testing.assert_array_equal(result.chances(state), expected)
     assert result.chances(state)[1] > 0
-    result.cache_path.write_bytes(b"not an archive")
-    assert not target_tables("yacht", cache_dir=tmp_path).from_cache
+    with pytest.raises(ValueError, match="read-only"):
+        result.flat[0] = 0.5
+    whole = result.cache_path.read_bytes()
+    header = len(whole) - result.flat.nbytes
+    above_one = whole[:header] + np.full(len(result.flat), 1.5).tobytes()
+    for damaged in (whole[: len(whole) // 2], b"not an array", above_one):
+        result.cache_path.write_bytes(damaged)
+        if damaged is above_one:  # a well-formed array: refused for its chances alone
+            assert np.load(result.cache_path).max() == 1.5
+        assert not target_tables("yacht", cache_dir=tmp_path).from_cache
 
 
 def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):

@@ -25,8 +25,6 @@ import pathlib
 import threading
 import time
 import warnings
-import zipfile
-import zlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -185,11 +183,11 @@ class TargetResult:
 
 
 def load_targets(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
-    """The cached flat table, or None if missing, damaged or not chances of this layout."""
+    """The cached flat table, mapped read-only from its file (the pages read as they are used),
+    or None if missing, damaged or not chances of this layout."""
     try:
-        with np.load(path, allow_pickle=False) as data:
-            flat = data["chances"]
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+        flat = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, EOFError, ValueError):
         return None
     if flat.shape != (target_layout(rules).size,) or flat.dtype != np.float64:
         return None
@@ -210,12 +208,14 @@ def target_tables(
 
     `policy` "expected" gives the value-maximising player's chances (its value table solved or
     loaded from the same cache): the optimal-solitaire agent's exact score distribution.
-    `progress` shows the solve's progress and time left.
+    `progress` shows the solve's progress and time left. A loaded table is read-only.
     """
     rules = get_rules(rules)
     _check_policy(policy)
     table = "targets" if policy == "target" else f"targets_{policy}"
-    path = cache_file(rules, cache_dir, table=table)
+    # An uncompressed array, mapped when loaded: official's 1.6 GiB in 0.45 s, where its
+    # compressed archive (0.9 GiB) took 13.9 s to read (idle 2-core Intel Xeon, 2026-11-28).
+    path = cache_file(rules, cache_dir, table=table).with_suffix(".npy")
     start = time.perf_counter()
     flat = None if force else load_targets(path, rules)
     from_cache = flat is not None
@@ -229,8 +229,8 @@ def target_tables(
             rules, policy, values, workers=workers, cache_dir=path.parent, progress=progress
         )
         try:
-            with replaced_whole(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
-                np.savez_compressed(partial, chances=flat)
+            with replaced_whole(path, ".tmp.npy") as partial:  # npy: numpy adds none
+                np.save(partial, flat)
         except OSError as error:
             raise UserError(f"cannot write the target-table cache {path}: {error}") from error
     return TargetResult(
