@@ -114,3 +114,25 @@ def test_ceiling_refuses_bad_rows():
         exact_ceiling(np.ones(3), np.ones(3), 0)
     with pytest.raises(UserError, match="do not match"):
         exact_ceiling(np.ones(3), np.ones(4), 1)
+
+
+def test_the_match_command_finds_the_ceiling_once_both_tables_are_cached(tmp_path, monkeypatch):
+    """`cached_ceiling` (what `match ceiling` prints beside its matches) never solves: None until
+    both policies' tables are in the cache, where `target_tables` writes them, then the ceiling
+    of those tables."""
+    from yahtzee_jax.solver import ceiling, targets
+
+    solve = targets.solve_target_table
+
+    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
+        return np.nan_to_num(
+            solve(rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir)
+        )
+
+    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    monkeypatch.setattr(ceiling, "rules_ceiling", lambda rules, players, cache: (players, cache))
+    assert ceiling.cached_ceiling("yacht", 2, tmp_path) is None
+    targets.target_tables("yacht", cache_dir=tmp_path)
+    assert ceiling.cached_ceiling("yacht", 2, tmp_path) is None  # the expected policy's missing
+    targets.target_tables("yacht", cache_dir=tmp_path, policy="expected")
+    assert ceiling.cached_ceiling("yacht", 2, tmp_path) == (2, tmp_path)

@@ -24,8 +24,7 @@ import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
-from yahtzee_jax.solver.exact import cache_file
-from yahtzee_jax.solver.targets import target_tables
+from yahtzee_jax.solver.targets import POLICIES, target_cache_file, target_tables
 
 
 def score_distribution(at_least: np.ndarray) -> np.ndarray:
@@ -90,7 +89,6 @@ def cached_ceiling(
 ) -> dict[str, Any] | None:
     """`rules_ceiling` when both target tables are cached, else None (it never solves them)."""
     rules = get_rules(rules)
-    names = ("targets", "targets_expected")  # `target_tables`' names of the two policies
-    if not all(cache_file(rules, cache_dir, table=name).exists() for name in names):
+    if not all(target_cache_file(rules, policy, cache_dir).exists() for policy in POLICIES):
         return None
     return rules_ceiling(rules, players, cache_dir)

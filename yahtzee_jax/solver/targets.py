@@ -196,6 +196,17 @@ def load_targets(path: pathlib.Path, rules: Rules) -> np.ndarray | None:
     return flat
 
 
+def target_cache_file(
+    rules: Rules, policy: str, cache_dir: str | os.PathLike | None = None
+) -> pathlib.Path:
+    """Where `target_tables` caches the table of `rules` and `policy` (beside the value table)."""
+    _check_policy(policy)
+    table = "targets" if policy == "target" else f"targets_{policy}"
+    # An uncompressed array, mapped when loaded: official's 1.6 GiB in 0.45 s, where its
+    # compressed archive (0.9 GiB) took 13.9 s to read (idle 2-core Intel Xeon, 2026-11-28).
+    return cache_file(rules, cache_dir, table=table).with_suffix(".npy")
+
+
 def target_tables(
     rules: str | Rules,
     cache_dir: str | os.PathLike | None = None,
@@ -211,11 +222,7 @@ def target_tables(
     `progress` shows the solve's progress and time left. A loaded table is read-only.
     """
     rules = get_rules(rules)
-    _check_policy(policy)
-    table = "targets" if policy == "target" else f"targets_{policy}"
-    # An uncompressed array, mapped when loaded: official's 1.6 GiB in 0.45 s, where its
-    # compressed archive (0.9 GiB) took 13.9 s to read (idle 2-core Intel Xeon, 2026-11-28).
-    path = cache_file(rules, cache_dir, table=table).with_suffix(".npy")
+    path = target_cache_file(rules, policy, cache_dir)
     start = time.perf_counter()
     flat = None if force else load_targets(path, rules)
     from_cache = flat is not None
