@@ -251,13 +251,16 @@ def _candidates_by_hand(flat, rows, lengths, shifts, state, target):
     return np.where(wanted < length, flat[np.maximum(entry, 0)], 0.0)
 
 
+@pytest.mark.parametrize("policy", ["target", "expected"])
 @pytest.mark.parametrize("columns", [1, 5, 8, 37, 300])
-def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns):
+def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns, policy):
     """Random candidates (some never taken, some rows read past their end or before their start)
     and random columns, their count not a whole number of tiles among them: the kernel's turn is
-    the NumPy passes' (best candidate per roll, `widget.first_roll_values`,
-    `target_turn.mean_over_rolls`) to the last bit."""
-    from yahtzee_jax.solver.target_turn import mean_over_rolls
+    the NumPy passes' to the last bit. "target": each roll's best candidate, the widget
+    (`widget.first_roll_values`) and `target_turn.mean_over_rolls`. "expected": each roll's
+    candidate of highest value (few distinct values: many ties, the first one taken) and the
+    value-maximiser's keeps carrying the chances (`target_turn.turn_start_chances`)."""
+    from yahtzee_jax.solver.target_turn import mean_over_rolls, turn_start_chances
     from yahtzee_jax.solver.widget import first_roll_values
 
     generator = np.random.default_rng(columns)
@@ -271,11 +274,25 @@ def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns):
     sources = generator.integers(0, count, size=(252, boxes))
     state = generator.integers(0, states, size=columns)
     target = generator.integers(0, 120, size=columns)
+    values = generator.integers(0, 4, size=(count, states)).astype(float)
+    values[generator.random((count, states)) < 0.2] = -np.inf
 
     chance = _candidates_by_hand(flat, rows, lengths, shifts, state, target)
-    final = np.maximum(chance[sources].max(axis=1), 0.0)  # [252, columns]
-    expected = mean_over_rolls(first_roll_values(final))
-    ours = native.target_turn_start((rows, lengths, shifts), sources, flat, (state, target), kernel)
+    if policy == "target":
+        final = np.maximum(chance[sources].max(axis=1), 0.0)  # [252, columns]
+        expected = mean_over_rolls(first_roll_values(final))
+        given = None
+    else:
+        worth = values[:, state][sources]  # [252, boxes, columns]
+        first_best = worth.argmax(axis=1)  # the first of the highest
+        final = np.take_along_axis(chance[sources], first_best[:, None], axis=1)[:, 0]
+        final_values = np.take_along_axis(worth, first_best[:, None], axis=1)[:, 0]
+        final[final_values == -np.inf] = 0.0  # no candidate allowed: nothing taken
+        expected = turn_start_chances(final[..., None], final_values)[:, 0]
+        given = values
+    ours = native.target_turn_start(
+        (rows, lengths, shifts), sources, flat, (state, target), kernel, given
+    )
     np.testing.assert_array_equal(ours, expected)
 
 
@@ -324,23 +341,28 @@ JOKER_CARD = Rules(
 )
 
 
+@pytest.mark.parametrize("policy", ["target", "expected"])
 @pytest.mark.parametrize(
     ("rules", "layers"), [(get_rules("yacht"), 2), (JOKER_CARD, 1)], ids=["yacht", "joker-card"]
 )
-def test_target_tables_by_the_kernel_are_numpys(monkeypatch, rules, layers):
-    """A partial target solve by the kernel is the NumPy passes' table to the last bit (the
-    Joker card: joker moves and Yahtzee bonuses among the candidates); where the kernel cannot
-    be built the solve warns and uses NumPy."""
+def test_target_tables_by_the_kernel_are_numpys(monkeypatch, rules, layers, policy):
+    """A partial target solve by the kernel is the NumPy passes' table to the last bit, for both
+    policies (the Joker card: joker moves and Yahtzee bonuses among the candidates); where the
+    kernel cannot be built the solve warns and uses NumPy."""
     from yahtzee_jax.solver import targets
 
     down_to_filled = rules.num_boxes - layers
-    ours = targets.solve_target_table(rules, down_to_filled=down_to_filled, workers=1)
+    values = None if policy == "target" else exact.solve_value_table(rules)
+    solve = functools.partial(
+        targets.solve_target_table, rules, policy, values, down_to_filled, workers=1
+    )
+    ours = solve()
 
     def no_compiler(*_):
         raise native.NativeError("no C compiler 'cc' on the PATH")
 
     monkeypatch.setattr(native, "load_kernel", no_compiler)
     with pytest.warns(RuntimeWarning, match="the target tables are solved by NumPy"):
-        by_numpy = targets.solve_target_table(rules, down_to_filled=down_to_filled, workers=1)
+        by_numpy = solve()
     assert np.isfinite(ours).sum() > 1000
     np.testing.assert_array_equal(ours, by_numpy)

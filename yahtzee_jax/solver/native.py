@@ -135,7 +135,7 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
     kernel.target_run.argtypes = (
         [ctypes.POINTER(_Plan), ctypes.c_int64, ctypes.c_int64, _POINTER, _POINTER, _I32, _I32]
-        + [_POINTER] * 6
+        + [_POINTER] * 7
         + [ctypes.c_int64, _POINTER]
     )
     return kernel
@@ -321,28 +321,31 @@ def target_turn_start(
     flat: np.ndarray,
     columns: tuple[np.ndarray, np.ndarray],
     kernel: ctypes.CDLL,
+    values: np.ndarray | None = None,
 ) -> np.ndarray:
     """The chances at the turn's start of `columns` (state of the n, target d), bit for bit
-    `target_turn`'s `final_roll_chances`, `widget.first_roll_values` and `mean_over_rolls`:
-    each final roll's best candidate (`sources` [252, boxes] into the candidates, rolls in
-    `WIDGET_ORDER[5]`), the widget, and the mean summed a roll at a time.
+    `target_turn`'s `final_roll_chances` then `turn_start_chances`: each final roll's best
+    candidate (`sources` [252, boxes] into the candidates, rolls in `WIDGET_ORDER[5]`), the
+    widget, and the mean summed a roll at a time.
 
     `candidates` are int64 (first entry in `flat`, length, shift) [candidates, n] of the moves a
     roll can take: its chance of d is the row's entry d - shift (its first below 0, 0 past its
-    end; a shift past every target for a filled box or an illegal move)."""
+    end; a shift past every target for a filled box or an illegal move). Given the candidates'
+    expected `values` [candidates, n] (-inf where not allowed), the rolls and keeps are those of
+    highest value, the first on a tie, and carry their chances: the value-maximiser's."""
     rows, lengths, shifts = (np.ascontiguousarray(part, np.int64) for part in candidates)
     count, n = rows.shape
     sources = np.ascontiguousarray(sources, np.int32)
     if sources.shape[0] != NUM_ROLLS or sources.min() < 0 or sources.max() >= count:
         raise ValueError(f"sources: [{NUM_ROLLS}, boxes] of candidates 0..{count - 1} expected")
-    if lengths.shape != rows.shape or shifts.shape != rows.shape:
-        raise ValueError("candidates: three [candidates, n] arrays expected")
-    if (
-        flat.dtype != np.float64
-        or not flat.flags.c_contiguous
-        or (rows + lengths).max() > len(flat)
-    ):
+    shapes = {part.shape for part in (lengths, shifts) + (() if values is None else (values,))}
+    if shapes != {rows.shape}:
+        raise ValueError("candidates: [candidates, n] arrays expected")
+    holds_rows = (rows + lengths).max() <= len(flat)
+    if flat.dtype != np.float64 or not flat.flags.c_contiguous or not holds_rows:
         raise ValueError("flat: a contiguous float64 table holding every candidate's row")
+    if values is not None:
+        values = np.ascontiguousarray(values, np.float64)
     state, target = (np.ascontiguousarray(part, np.int64) for part in columns)
     out = np.empty(len(state) + (-len(state) % TILE))
     status = kernel.target_run(
@@ -357,6 +360,7 @@ def target_turn_start(
         rows.ctypes.data,
         lengths.ctypes.data,
         shifts.ctypes.data,
+        None if values is None else values.ctypes.data,
         flat.ctypes.data,
         ROLL_PROBABILITIES.ctypes.data,
         len(out),

@@ -164,9 +164,8 @@ static void final_values(const plan_t *p, const tile_t *by_count, const tile_t *
     }
 }
 
-/* `_keep_layers` then `_best_keep`: the keeps' values from the rolls' (the buffer's last 252
- * rows), then each roll's best keep there. */
-static void reroll(const plan_t *p, tile_t *keeps) {
+/* `_keep_layers`: the keeps' values from the rolls' (the buffer's last 252 rows). */
+static void average_keeps(const plan_t *p, tile_t *keeps) {
     const int32_t *offsets = p->keep_offsets, *add = p->add_by_face;
     for (int size = NUM_DICE - 1; size >= 0; size--) {
         const int count = offsets[size + 1] - offsets[size];
@@ -179,8 +178,13 @@ static void reroll(const plan_t *p, tile_t *keeps) {
         }
         add += NUM_FACES * count;
     }
+}
+
+/* `_keep_layers` then `_best_keep`: each roll's best keep (in the buffer's last 252 rows). */
+static void reroll(const plan_t *p, tile_t *keeps) {
+    average_keeps(p, keeps);
     /* Each keep the best of itself and its one-die-smaller keeps' bests, a size at a time. */
-    const int32_t *starts = p->remove_starts, *remove = p->remove_rows;
+    const int32_t *offsets = p->keep_offsets, *starts = p->remove_starts, *remove = p->remove_rows;
     for (int size = 1; size <= NUM_DICE; size++) {
         tile_t *here = keeps + offsets[size];
         const tile_t *smaller = keeps + offsets[size - 1];
@@ -189,6 +193,35 @@ static void reroll(const plan_t *p, tile_t *keeps) {
             tile_t best = here[i];
             for (int k = starts[i]; k < starts[i + 1]; k++) best = tile_max(best, smaller[remove[k]]);
             here[i] = best;
+        }
+        starts += count;
+    }
+}
+
+/* Where `better`, b's lanes, else a's. */
+static inline tile_t tile_pick(tile_mask_t better, tile_t a, tile_t b) {
+    return (tile_t)(((tile_mask_t)b & better) | ((tile_mask_t)a & ~better));
+}
+
+/* `widget.best_keep_choice` after `keep_values` of both: the keeps of highest value, the first
+ * on a tie (a keep itself, then its one-die-smaller keeps in order), and their chances. */
+static void reroll_choosing(const plan_t *p, tile_t *value, tile_t *chance) {
+    average_keeps(p, value);
+    average_keeps(p, chance);
+    const int32_t *offsets = p->keep_offsets, *starts = p->remove_starts, *remove = p->remove_rows;
+    for (int size = 1; size <= NUM_DICE; size++) {
+        tile_t *here = value + offsets[size], *here_chance = chance + offsets[size];
+        const tile_t *smaller = value + offsets[size - 1];
+        const tile_t *smaller_chance = chance + offsets[size - 1];
+        const int count = offsets[size + 1] - offsets[size];
+        for (int i = 0; i < count; i++) {
+            tile_t best = here[i], best_chance = here_chance[i];
+            for (int k = starts[i]; k < starts[i + 1]; k++) {
+                const tile_mask_t better = smaller[remove[k]] > best;
+                best = tile_pick(better, best, smaller[remove[k]]);
+                best_chance = tile_pick(better, best_chance, smaller_chance[remove[k]]);
+            }
+            here[i] = best, here_chance[i] = best_chance;
         }
         starts += count;
     }
@@ -230,19 +263,24 @@ int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const i
  * is above it): candidate k = sources[r * boxes + b] of state i reads the next state's row,
  * row[k, i] .. + length[k, i], at d - shift[k, i], as `target_turn._shifted` does (its first entry
  * where that is below 0; 0 past the row's end, as for a filled box, whose shift is set past
- * every target). Arrays of candidates are [candidates, n]. The mean over the first rolls is
- * summed a roll at a time in `ROLLS` order, a column's bits the same wherever it falls. Reads
- * only the plan's widget lists. */
+ * every target). Arrays of candidates are [candidates, n]. Given the candidates' expected
+ * values (value, -inf where not allowed), the roll takes instead the chance of its candidate of
+ * highest value (the first on a tie) and the keeps of highest value carry their chances: the
+ * value-maximising player's. The mean over the first rolls is summed a roll at a time in `ROLLS`
+ * order, a column's bits the same wherever it falls. Reads only the plan's widget lists. */
 int target_run(const plan_t *p, int64_t n, int64_t count, const int64_t *state,
                const int64_t *target, int32_t boxes, int32_t candidates, const int32_t *sources,
                const int64_t *row, const int64_t *length, const int64_t *shift,
-               const double *flat, const double *probabilities, int64_t m, double *out) {
+               const double *value, const double *flat, const double *probabilities, int64_t m,
+               double *out) {
     if (m % TILE || m < count || count < 1 || candidates > MAX_CANDIDATES || boxes > MAX_BOXES)
         return 1;
     for (int64_t c = 0; c < count; c++)
         if (state[c] < 0 || state[c] >= n) return 2;
     tile_t chance[MAX_CANDIDATES], keeps[NUM_KEEPS];
+    tile_t worth[MAX_CANDIDATES], keeps_worth[NUM_KEEPS]; /* the values, given them */
     tile_t *rolls = keeps + p->keep_offsets[NUM_DICE];
+    tile_t *rolls_worth = keeps_worth + p->keep_offsets[NUM_DICE];
     const tile_t none = {0};
     for (int64_t column = 0; column < m; column += TILE) {
         int64_t at[TILE], d[TILE];
@@ -257,13 +295,31 @@ int target_run(const plan_t *p, int64_t n, int64_t count, const int64_t *state,
                 const int64_t index = wanted < 0 ? 0 : wanted > last ? last : wanted;
                 chance[k][w] = wanted < length[i] ? flat[(row[i] > 0 ? row[i] : 0) + index] : 0.0;
             }
-        for (int r = 0; r < NUM_ROLLS; r++) {
-            tile_t best = none;
-            for (int b = 0; b < boxes; b++) best = tile_max(best, chance[sources[r * boxes + b]]);
-            rolls[r] = best;
+        if (value) {
+            for (int k = 0; k < candidates; k++)
+                for (int w = 0; w < TILE; w++) worth[k][w] = value[k * n + at[w]];
+            for (int r = 0; r < NUM_ROLLS; r++) {
+                tile_t best = none - INFINITY, best_chance = none;
+                for (int b = 0; b < boxes; b++) {
+                    const int k = sources[r * boxes + b];
+                    const tile_mask_t better = worth[k] > best;
+                    best = tile_pick(better, best, worth[k]);
+                    best_chance = tile_pick(better, best_chance, chance[k]);
+                }
+                rolls_worth[r] = best, rolls[r] = best_chance;
+            }
+            reroll_choosing(p, keeps_worth, keeps);
+            reroll_choosing(p, keeps_worth, keeps);
+        } else {
+            for (int r = 0; r < NUM_ROLLS; r++) {
+                tile_t best = none;
+                for (int b = 0; b < boxes; b++)
+                    best = tile_max(best, chance[sources[r * boxes + b]]);
+                rolls[r] = best;
+            }
+            reroll(p, keeps);
+            reroll(p, keeps);
         }
-        reroll(p, keeps);
-        reroll(p, keeps);
         tile_t mean = none;
         for (int r = 0; r < NUM_ROLLS; r++)
             mean = mean + probabilities[r] * rolls[p->roll_order[r]];

@@ -29,7 +29,6 @@ from yahtzee_jax.solver.tables import (
 from yahtzee_jax.solver.target_layout import TargetLayout
 from yahtzee_jax.solver.widget import (
     best_keep_choice,
-    expected_over_rolls,
     first_roll_values,
     keep_values,
 )
@@ -165,10 +164,11 @@ def kernel_chances(
     layout: TargetLayout,
     rules: Rules,
     kernel: ctypes.CDLL,
+    value_table: np.ndarray | None = None,
 ) -> np.ndarray:
     """The chances at the turn's start of `columns` (index into the n states, target d), by the
-    C kernel (`native.target_turn_start`): `final_roll_chances` then `turn_start_chances`' widget,
-    the same bits."""
+    C kernel (`native.target_turn_start`): `final_roll_chances` then `turn_start_chances`, the
+    same bits (with `value_table`, the value-maximiser's chances)."""
     moves = _moves(states, rules)
     pairs = moves.reward.shape
 
@@ -179,9 +179,14 @@ def kernel_chances(
 
     after = tuple(map(stacked, moves.after, moves.five_after))
     allowed = stacked(moves.allowed, moves.five_allowed)
-    shifts = np.where(allowed, stacked(moves.reward, moves.five_reward), _NO_MOVE_SHIFT)
+    reward = stacked(moves.reward, moves.five_reward)
+    shifts = np.where(allowed, reward, _NO_MOVE_SHIFT)
     candidates = (layout.rows[after], layout.lengths[after], shifts)
-    return native.target_turn_start(candidates, _roll_sources(rules), flat, columns, kernel)
+    values = None
+    if value_table is not None:  # as `final_roll_chances` values the moves
+        values = np.where(allowed, reward + value_table[after], -np.inf)
+    sources = _roll_sources(rules)
+    return native.target_turn_start(candidates, sources, flat, columns, kernel, values)
 
 
 @functools.lru_cache(maxsize=8)
@@ -231,7 +236,7 @@ def turn_start_chances(final: np.ndarray, final_values: np.ndarray | None = None
     value, chance = final_values[in_rolls], final[in_rolls]
     middle, middle_chance = best_keep_choice(keep_values(value), keep_values(chance))
     _, start_chance = best_keep_choice(keep_values(middle), keep_values(middle_chance))
-    return expected_over_rolls(start_chance)
+    return mean_over_rolls(start_chance.reshape(rolls, n * width)).reshape(n, width)
 
 
 def mean_over_rolls(first: np.ndarray) -> np.ndarray:

@@ -68,8 +68,8 @@ def _solve_piece(piece: tuple[np.ndarray, np.ndarray, np.ndarray, int, int]) -> 
     targets = np.arange(start, stop)
     wanted = targets < layout.lengths[states][:, None]
     if kernel is not None:  # the kernel solves only the states' own targets
-        state, offset = np.nonzero(wanted)
-        chances = kernel_chances(states, (state, targets[offset]), flat, layout, rules, kernel)
+        columns = (np.nonzero(wanted)[0], np.broadcast_to(targets, wanted.shape)[wanted])
+        chances = kernel_chances(states, columns, flat, layout, rules, kernel, value_table)
     else:
         final, final_values = final_roll_chances(states, targets, flat, layout, rules, value_table)
         chances = turn_start_chances(final, final_values)[wanted]
@@ -124,11 +124,10 @@ def solve_target_table(
     workers = solver_workers() if workers is None else workers
     layout = target_layout(rules)
     kernel = None
-    if policy == "target":  # the "expected" policy's keeps carry their chances: NumPy's
-        try:
-            kernel = native.load_kernel(None if cache_dir is None else str(cache_dir))
-        except native.NativeError as error:
-            warnings.warn(f"{error}; the target tables are solved by NumPy", RuntimeWarning, 2)
+    try:
+        kernel = native.load_kernel(None if cache_dir is None else str(cache_dir))
+    except native.NativeError as error:
+        warnings.warn(f"{error}; the target tables are solved by NumPy", RuntimeWarning, 2)
     with _LOCK:
         shared = mmap.mmap(-1, layout.size * np.dtype(np.float64).itemsize)
         flat = np.frombuffer(shared, np.float64)
