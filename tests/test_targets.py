@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import pathlib
 
 import numpy as np
 import pytest
@@ -296,3 +297,21 @@ def test_a_target_solve_shows_its_progress_and_time_left(capsys):
     assert bar.startswith("target tables (yacht): 100%") and "piece" in bar
     two = solve_target_table(rules, down_to_filled=last, workers=2)
     np.testing.assert_array_equal(one, two)
+
+
+def test_a_full_disk_leaves_no_table_behind_and_says_so_in_one_line(tmp_path, monkeypatch):
+    """Writing the target-table cache on a full disk: a one-line error naming the file, and no
+    file left in the cache folder (neither the table nor its partial copy) to be read later."""
+
+    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
+        return np.nan_to_num(solve_target_table(rules, policy, value_table, 11, 1, cache_dir))
+
+    def full_disk(file, array):
+        pathlib.Path(file).write_bytes(b"\x93NUMPY half of it")  # what got written first
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    monkeypatch.setattr(targets.np, "save", full_disk)
+    with pytest.raises(UserError, match=r"cannot write the target-table cache .*No space left"):
+        target_tables("yacht", cache_dir=tmp_path)
+    assert not list(tmp_path.glob("targets*"))
