@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 import pytest
 from positions import card_state, card_without
-from test_targets import brute_force_chances, partial
+from test_targets import brute_force_chances, last_layer_only, partial
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import reference
@@ -122,14 +122,7 @@ def test_the_match_command_finds_the_ceiling_once_both_tables_are_cached(tmp_pat
     of those tables."""
     from yahtzee_jax.solver import ceiling, targets
 
-    solve = targets.solve_target_table
-
-    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
-        return np.nan_to_num(
-            solve(rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir)
-        )
-
-    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
     monkeypatch.setattr(ceiling, "rules_ceiling", lambda rules, players, cache: (players, cache))
     assert ceiling.cached_ceiling("yacht", 2, tmp_path) is None
     targets.target_tables("yacht", cache_dir=tmp_path)

@@ -224,19 +224,22 @@ def test_bad_policy_is_a_user_error():
         solve_target_table("plain", "expected")
 
 
+def last_layer_only(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
+    """`solve_target_table` as the cache tests stand it in: the last layer solved (Yacht's 11
+    boxes filled), the rest 0, the smallest table a cache can hold."""
+    return np.nan_to_num(
+        solve_target_table(
+            rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
+        )
+    )
+
+
 def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     """`solve --targets` solves (here Yacht's last layer, the rest 0: the smallest table) and
     caches; the second call loads the same chances, read-only; a cache file cut short, damaged
     or holding a chance above 1 is solved again."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
-        return np.nan_to_num(
-            solve_target_table(
-                rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
-            )
-        )
-
-    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
     args = ["solve", "--rules", "yacht", "--targets", "--cache-dir", str(tmp_path)]
     assert main(args) == 0
     assert "solved" in capsys.readouterr().out
@@ -245,7 +248,7 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     result = target_tables("yacht", cache_dir=tmp_path)
     assert result.from_cache
     state = ((1 << 12) - 1 - (1 << 11), 0, 0)  # the last box open
-    expected = state_chances(last_layer("yacht"), target_layout(result.rules), state)
+    expected = state_chances(last_layer_only("yacht"), target_layout(result.rules), state)
     np.testing.assert_array_equal(result.chances(state), expected)
     assert result.chances(state)[1] > 0
     with pytest.raises(ValueError, match="read-only"):
@@ -265,14 +268,7 @@ def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):
     the target table; its chances at the last box sum to the value table's (the test above's tie);
     `--policy` without `--targets` is a one-line error."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
-        return np.nan_to_num(
-            solve_target_table(
-                rules, policy, value_table, down_to_filled=11, workers=1, cache_dir=cache_dir
-            )
-        )
-
-    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
     base = ["solve", "--rules", "yacht", "--targets", "--cache-dir", str(tmp_path)]
     assert main([*base, "--policy", "expected"]) == 0
     assert "the optimal agent's chance" in capsys.readouterr().out
@@ -303,14 +299,11 @@ def test_a_full_disk_leaves_no_table_behind_and_says_so_in_one_line(tmp_path, mo
     """Writing the target-table cache on a full disk: a one-line error naming the file, and no
     file left in the cache folder (neither the table nor its partial copy) to be read later."""
 
-    def last_layer(rules, policy="target", value_table=None, workers=None, cache_dir=None, **_):
-        return np.nan_to_num(solve_target_table(rules, policy, value_table, 11, 1, cache_dir))
-
     def full_disk(file, array):
         pathlib.Path(file).write_bytes(b"\x93NUMPY half of it")  # what got written first
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(targets, "solve_target_table", last_layer)
+    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
     monkeypatch.setattr(targets.np, "save", full_disk)
     with pytest.raises(UserError, match=r"cannot write the target-table cache .*No space left"):
         target_tables("yacht", cache_dir=tmp_path)
