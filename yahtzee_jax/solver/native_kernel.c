@@ -44,6 +44,11 @@ typedef struct {
     const int32_t *roll_order;      /* [252]: `WIDGET_POSITION[5]`, the output's order */
 } plan_t;
 
+/* Where `better`, b's lanes, else a's. */
+static inline tile_t tile_pick(tile_mask_t better, tile_t a, tile_t b) {
+    return (tile_t)(((tile_mask_t)b & better) | ((tile_mask_t)a & ~better));
+}
+
 /* (a > b ? a : b) lane by lane: the machine's maximum instruction is exactly that. */
 #if defined(__AVX512F__) && TILE % 8 == 0
 #define VECTOR __m512d
@@ -62,8 +67,7 @@ static inline tile_t tile_max(tile_t a, tile_t b) {
     for (int i = 0; i < PARTS; i++) x.part[i] = VECTOR_MAX(x.part[i], y.part[i]);
     return x.tile;
 #else
-    tile_mask_t greater = a > b;
-    return (tile_t)(((tile_mask_t)a & greater) | ((tile_mask_t)b & ~greater));
+    return tile_pick(a > b, b, a);
 #endif
 }
 
@@ -196,11 +200,6 @@ static void reroll(const plan_t *p, tile_t *keeps) {
         }
         starts += count;
     }
-}
-
-/* Where `better`, b's lanes, else a's. */
-static inline tile_t tile_pick(tile_mask_t better, tile_t a, tile_t b) {
-    return (tile_t)(((tile_mask_t)b & better) | ((tile_mask_t)a & ~better));
 }
 
 /* `widget.best_keep_choice` after `keep_values` of both: the keeps of highest value, the first
