@@ -93,9 +93,8 @@ start, cpu_start = time.perf_counter(), cpu_seconds()
 solver_score_tables(get_rules(sys.argv[1]), sys.argv[2])  # the solve's own first step, timed
 tables = rss()
 induction_from = reset_peak()
-engine = "auto" if sys.argv[4] == "numpy" else sys.argv[4]  # forked workers: the NumPy loop
 result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]),
-               engine=engine)
+               engine=sys.argv[4])
 seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
 end = rss()
 sampling.set()
@@ -224,7 +223,8 @@ def run(args: argparse.Namespace) -> int:
         for _ in range(args.repeats):
             for workers, engine in settings:
                 folder = folders[workers, engine].name
-                run = _measure(_WORKERS + _OURS, rules.name, str(workers), engine, folder=folder)
+                options = (str(workers), _solve_engine(engine))
+                run = _measure(_WORKERS + _OURS, rules.name, *options, folder=folder)
                 ours[workers, engine].append(run)
             if module is not None:
                 theirs.append(_measure(_THEIRS, yatzy_solver.VARIANTS[rules.name]))
@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> int:
     for (workers, engine), runs in ours.items():
         # The workers' private memory: one more solve, sampled, not timed (one process has none).
         if workers > 1:
-            options = (str(workers), engine, "sample-workers")
+            options = (str(workers), _solve_engine(engine), "sample-workers")
             runs.append(_measure(_WORKERS + _OURS, rules.name, *options))
         row = _best(runs)
         row |= {"workers": workers, "engine": engine}
@@ -389,6 +389,11 @@ def _dp_mib(row: dict) -> float:
 
 
 NUMPY_LOOP = "numpy"  # the engine of forked workers
+
+
+def _solve_engine(engine: str) -> str:
+    """The `solve --engine` of a setting: forked workers run the NumPy loop whatever it says."""
+    return "auto" if engine == NUMPY_LOOP else engine
 
 
 def _setting(row: dict) -> str:
