@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import jax
@@ -382,16 +382,23 @@ class CompiledSolve:
         output = np.asarray(self._program(*self._arguments(states, self._next_values)))
         if self._expectation:  # [chunk, state]: each chunk's values, the padding left out
             return np.concatenate([block[:n] for block, n in zip(output, lengths, strict=True)])
-        # [chunk, roll, state]: the dot of each chunk's states alone, as the NumPy loop takes it:
-        # BLAS rounds a column by how many columns there are (2,048 of them, for one, give other
-        # values).
-        return np.concatenate(
-            [
-                ROLL_PROBABILITIES @ np.ascontiguousarray(block[:, :n])
-                for block, n in zip(output, lengths, strict=True)
-                if n
-            ]
-        )
+        return chunk_expectations(output, lengths)  # [chunk, roll, state]
+
+
+def chunk_expectations(blocks: np.ndarray, lengths: Iterable[int]) -> np.ndarray:
+    """The expectation over the first roll of each chunk's first `lengths[block]` states (of
+    blocks [chunk, 252, >= SOLVE_CHUNK]), a chunk's dot alone, as the NumPy loop takes it: BLAS
+    rounds a column by how many columns there are (2,048 of them, for one, give other values).
+    A whole chunk is dotted in place (the same dot, strided or not); a short one is copied, as
+    NumPy dots a lone strided column in another order."""
+    return np.concatenate(
+        [
+            ROLL_PROBABILITIES
+            @ (block[:, :n] if n == SOLVE_CHUNK else np.ascontiguousarray(block[:, :n]))
+            for block, n in zip(blocks, lengths, strict=True)
+            if n
+        ]
+    )
 
 
 def _load_or_compile(

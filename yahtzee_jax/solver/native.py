@@ -30,7 +30,7 @@ import numpy as np
 
 from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
-from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms
+from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms, chunk_expectations
 from yahtzee_jax.solver.final_rolls import final_roll_plan
 from yahtzee_jax.solver.programs import host_description
 from yahtzee_jax.solver.states import SOLVE_CHUNK, num_upper_totals, table_shape, upper_cap
@@ -235,17 +235,10 @@ class NativeSolve:
             )
             if status:
                 raise NativeError(f"the solver kernel refused the run (status {status})")
-            # Each chunk's states alone in the dot, as the NumPy loop takes it: BLAS rounds a
-            # column by how many columns there are. A full chunk is read in place (the same dot
-            # with a longer row); a short one is copied, as NumPy dots a lone strided column in
-            # another order.
+            # Each chunk's states alone in the dot, the padding left out.
             chunks = range(start, min(start + size, count), SOLVE_CHUNK)
-            return np.concatenate(
-                [
-                    ROLL_PROBABILITIES @ _whole_or_copied(output[block], count - first)
-                    for block, first in enumerate(chunks)
-                ]
-            )
+            lengths = [min(SOLVE_CHUNK, count - first) for first in chunks]
+            return chunk_expectations(output[: len(lengths)], lengths)
 
         def run_part(starts: range) -> None:
             for start in starts:
@@ -262,13 +255,6 @@ class NativeSolve:
             for other in others:
                 other.result()
         value_table[tuple(states)] = values
-
-
-def _whole_or_copied(block: np.ndarray, states: int) -> np.ndarray:
-    """A chunk's [252, states] of an output block: in place if whole, else a contiguous copy."""
-    if states >= SOLVE_CHUNK:
-        return block[:, :SOLVE_CHUNK]
-    return np.ascontiguousarray(block[:, :states])
 
 
 def _compressed(*padded: np.ndarray) -> list[np.ndarray]:
