@@ -1,6 +1,8 @@
 """The solver's compiled chunk program (`solver.compiled`) against its NumPy loop, bit for bit."""
 
+import contextlib
 import json
+import pathlib
 
 import jax
 import numpy as np
@@ -62,11 +64,34 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
     compiled._compiled.cache_clear()  # the next test compiles with the real options
 
 
+@contextlib.contextmanager
+def jaxs_cache(folder: pathlib.Path | None):
+    """JAX's persistent compilation cache in `folder` (None: off) for a while, then the test
+    session's again (`tests/conftest.py`). The session's holds every program another test compiled
+    more slowly than its 0.5 s threshold; while JAX's cache is on, no program is written to our
+    folder (`programs.jaxs_cache_is_on`)."""
+    from jax.experimental.compilation_cache import compilation_cache
+
+    session = jax.config.jax_compilation_cache_dir
+
+    def use(folder, on):
+        jax.config.update("jax_compilation_cache_dir", folder)
+        jax.config.update("jax_enable_compilation_cache", on)
+        compilation_cache.reset_cache()  # JAX reads both once, at its first compile
+        jax.clear_caches()  # else JAX's compile hands back programs it had before, from its cache
+
+    use(str(folder) if folder else session, folder is not None)
+    try:
+        yield
+    finally:
+        use(session, True)
+
+
 def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
     """A second solve loads the programs the first compiled into the cache folder (the chunk
     program and the score tables'), to the same values, without tracing them; a damaged file is
     compiled again and replaced; changed code (another source digest) compiles a program of its
-    own."""
+    own. JAX's cache is off: the chunk program came from it in CI once, and was not kept."""
     import types
 
     from yahtzee_jax.solver import compiled, programs, tables
@@ -79,21 +104,22 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
             rules, workers=1, down_to_filled=rules.num_boxes - 3, cache_dir=tmp_path, engine="xla"
         )
 
-    first = solve()
-    (program,) = tmp_path.glob("xla-solver-chunk-*.xla")
-    assert len(list(tmp_path.glob("xla-score-tables-*.xla"))) == 1
-    with monkeypatch.context() as patch:
-        patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
-        patch.setattr(compiled, "_compiled", lambda *_: pytest.fail("traced again"))
-        untraced = types.SimpleNamespace(lower=lambda *_: pytest.fail("traced again"))
-        patch.setattr(tables, "_solver_tables", untraced)
+    with jaxs_cache(None):
+        first = solve()
+        (program,) = tmp_path.glob("xla-solver-chunk-*.xla")
+        assert len(list(tmp_path.glob("xla-score-tables-*.xla"))) == 1
+        with monkeypatch.context() as patch:
+            patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
+            patch.setattr(compiled, "_compiled", lambda *_: pytest.fail("traced again"))
+            untraced = types.SimpleNamespace(lower=lambda *_: pytest.fail("traced again"))
+            patch.setattr(tables, "_solver_tables", untraced)
+            np.testing.assert_array_equal(solve(), first)
+        program.write_bytes(program.read_bytes()[:1000])
         np.testing.assert_array_equal(solve(), first)
-    program.write_bytes(program.read_bytes()[:1000])
-    np.testing.assert_array_equal(solve(), first)
-    assert program.stat().st_size > 1000
-    monkeypatch.setattr(programs, "source_digest", lambda: "edited code")
-    np.testing.assert_array_equal(solve(), first)
-    assert len(list(tmp_path.glob("xla-solver-chunk-*.xla"))) == 2
+        assert program.stat().st_size > 1000
+        monkeypatch.setattr(programs, "source_digest", lambda: "edited code")
+        np.testing.assert_array_equal(solve(), first)
+        assert len(list(tmp_path.glob("xla-solver-chunk-*.xla"))) == 2
 
 
 def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypatch):
@@ -210,33 +236,44 @@ def test_solve_runs_one_thread_per_program_with_the_same_values(tmp_path):
     assert result["same_bits"]
 
 
-def test_a_program_loaded_from_jaxs_own_cache_is_not_kept(tmp_path):
-    """With JAX's persistent compilation cache keeping every program (the test session has one),
-    a program compiled for one folder and then for another comes from JAX's cache the second
-    time: it is not written to the second folder, and a third call, for that folder, gets a
-    program that runs. Written there, it had lost its kernels: loaded back, it failed when run
-    ("NOT_FOUND: Function ... not found")."""
+def test_with_jaxs_own_cache_on_programs_are_only_read_from_our_folder(tmp_path):
+    """With JAX's persistent compilation cache on (an empty one of the test's own), no program is
+    written to our folder: neither one JAX compiled nor, asked for again, one it loaded from its
+    cache. Both runs. A program our folder holds (written with JAX's cache off) is read, not
+    compiled. Once, a program JAX had loaded from its cache and then handed back again, for our
+    folder, was written there without its kernels: every later solve from that folder failed
+    when run ("NOT_FOUND: Function ... not found")."""
     import jax.numpy as jnp
 
     from yahtzee_jax.solver import programs
 
-    assert jax.config.jax_compilation_cache_dir  # tests/conftest.py sets one for the session
     x = jnp.asarray(np.random.default_rng(5).uniform(size=(64, 128)))
     expected = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), -np.asarray(x)).sum(axis=0)
 
-    def program(folder):
+    def run(folder):
         function = jax.jit(lambda x: jnp.where(x > 0.5, x * 2.0, -x).sum(axis=0))
-        return programs.load_or_compile(
-            lambda: function.lower(x), "kernels", "test", x, None, tmp_path / folder
+        program = programs.load_or_compile(
+            lambda: function.lower(x), "kernels", "test", x, None, folder and tmp_path / folder
         )
+        np.testing.assert_allclose(np.asarray(program(x)), expected, rtol=1e-6)
 
     shortest = jax.config.jax_persistent_cache_min_compile_time_secs
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     try:
-        for folder in ("first", "second", "second"):  # compiled, then twice from JAX's cache
-            (tmp_path / folder).mkdir(exist_ok=True)
-            np.testing.assert_allclose(np.asarray(program(folder)(x)), expected, rtol=1e-6)
+        with jaxs_cache(tmp_path / "jax"):
+            assert programs.jaxs_cache_is_on()
+            (tmp_path / "ours").mkdir()
+            run("ours")  # compiled, into JAX's cache
+            jax.clear_caches()
+            run(None)  # loaded from JAX's cache
+            run("ours")  # the same program handed back, for our folder
+            assert not list((tmp_path / "ours").iterdir())
+        with jaxs_cache(None):
+            assert not programs.jaxs_cache_is_on()
+            run("ours")
+        assert len(list((tmp_path / "ours").glob("xla-kernels-*.xla"))) == 1
+        with jaxs_cache(tmp_path / "jax"), pytest.MonkeyPatch.context() as patch:
+            patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled"))
+            run("ours")
     finally:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
-    assert len(list((tmp_path / "first").glob("xla-kernels-*.xla"))) == 1
-    assert not list((tmp_path / "second").iterdir())

@@ -4,7 +4,8 @@ A Yatzy solve compiles two programs: the score tables' (`tables.solver_score_tab
 and the chunk program (`compiled.CompiledSolve`, 0.5 CPU-s); loading one takes 0.02 (2-core AMD
 EPYC, 2026-11-27). JAX's own persistent compilation cache would do the same, but it is set for
 the whole process (every program of the package, from its first use on): this one is the
-solver's alone, in the folder of its table cache.
+solver's alone, in the folder of its table cache. In a process that has JAX's cache on, the
+programs are left to it (`jaxs_cache_is_on`).
 
 A program is found by what makes it without tracing it: tracing and lowering the two programs
 took 0.5 s of a fresh process's 2.5 s Yatzy solve. Its file is named by its arguments' shapes,
@@ -55,7 +56,8 @@ def load_or_compile(
     cache_dir: str | os.PathLike | None,
 ) -> jax.stages.Compiled:
     """The program `lower()` lowers, compiled (with its jit's compiler `options`), or loaded from
-    `cache_dir`, where it is stored when compiled (None: neither).
+    `cache_dir`, where it is stored when compiled (None: neither; with JAX's own cache on, it is
+    only read: `jaxs_cache_is_on`).
 
     `identity` is all the program is built for besides the code and its `arguments` (the rule
     set; its repr is hashed); of the arguments (arrays or shape structs), their shapes and dtypes.
@@ -87,8 +89,8 @@ def load_or_compile(
     except (OSError, ValueError, EOFError, pickle.UnpicklingError, jax.errors.JaxRuntimeError):
         pass  # missing or unusable: compile it again
     lowered = lower()
-    compiled, loaded = _compiled_and_whether_loaded(lowered)
-    if loaded:
+    compiled = lowered.compile()
+    if jaxs_cache_is_on():
         return compiled
     blob = pickle.dumps((serialize(compiled)[0], lowered.in_tree, lowered.out_tree))
     # A cache that cannot be written is only slower.
@@ -97,27 +99,14 @@ def load_or_compile(
     return compiled
 
 
-# The event JAX records when it loads a program from its persistent compilation cache.
-_JAX_CACHE_HIT = "/jax/compilation_cache/cache_hits"
-
-
-def _compiled_and_whether_loaded(lowered: jax.stages.Lowered) -> tuple[jax.stages.Compiled, bool]:
-    """`lowered.compile()`, and whether JAX loaded it from its own persistent compilation cache
-    (a process's `jax_compilation_cache_dir`): such an executable serializes without its
-    kernels, and loaded back from our file it fails when run ("NOT_FOUND: Function ... not
-    found", jaxlib 0.10.2 on the CPU), so it is not kept (JAX's cache keeps it already)."""
-    hits = []
-
-    def listen(event: str, **_: Any) -> None:
-        if event == _JAX_CACHE_HIT:
-            hits.append(event)  # another thread's hit counts too: the program is only not kept
-
-    jax.monitoring.register_event_listener(listen)
-    try:
-        compiled = lowered.compile()
-    finally:
-        jax.monitoring.unregister_event_listener(listen)
-    return compiled, bool(hits)
+def jaxs_cache_is_on() -> bool:
+    """Whether JAX's own persistent compilation cache is on in this process
+    (`jax_compilation_cache_dir`). Then no program is written to our folder: one JAX loaded from
+    its cache serializes without its kernels, and loaded back from our file it fails when run
+    ("NOT_FOUND: Function ... not found", jaxlib 0.10.2 on the CPU). JAX's compile hands back the
+    program it loaded even when asked again later, for our folder, so it cannot be told apart;
+    JAX's cache keeps the programs already."""
+    return bool(jax.config.jax_compilation_cache_dir) and jax.config.jax_enable_compilation_cache
 
 
 def build_identity() -> tuple[str, ...]:
