@@ -8,7 +8,7 @@ the agents load; its: its own f32 table file) to a temporary folder. Ours runs i
 with each of `--engines` (the C kernel, the XLA program) and with a process per CPU (the NumPy
 loop), side by side. Each keeps one folder across its repeats: its first solve compiles its
 programs into it, the later ones load them from there (`solver.programs`, `solver.native`), as
-a user's later solves do; both figures are reported.
+a user's later solves do (JAX's own compilation cache off in them); both figures are reported.
 """
 
 from __future__ import annotations
@@ -166,6 +166,9 @@ def _measure(code: str, variant: str, *options: str, folder: str | None = None) 
             [sys.executable, "-c", _PEAK_RSS + code, variant, folder or own, *options],
             capture_output=True,
             text=True,
+            # Our program cache is only read while JAX's own is on (`programs.jaxs_cache_is_on`):
+            # off, so that a later repeat loads what the first compiled, whatever the caller set.
+            env={**os.environ, "JAX_ENABLE_COMPILATION_CACHE": "false"},
         )
     if done.returncode != 0:
         from yahtzee_jax.errors import UserError
