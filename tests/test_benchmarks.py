@@ -105,7 +105,7 @@ def test_bench_solve_times_each_engine_side_by_side(tmp_path, capsys) -> None:
     processes: two rows named by their engine, the same optimum (180.4161173148), the time of
     the solve that built its programs into its folder and of the one that loaded them. The
     second is there though this test session has JAX's own compilation cache on (our folder is
-    only read then): the GPU script's solves have it on too."""
+    only read then), as the GPU script's device command sets it."""
     out = tmp_path / "solve.json"
     argv = ["bench", "solve", "--rules", "yacht", "--workers", "1", "--engines", "native,xla"]
     assert os.environ.get("JAX_COMPILATION_CACHE_DIR")  # tests/conftest.py: for subprocesses
