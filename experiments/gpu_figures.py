@@ -30,8 +30,10 @@ Steps 4 to 7 repeat code paths of steps 1 and 2, so `--tiny` skips them (and sol
 quickest table, once in step 3). Eight files at most come to OUT (the device tool brings back
 eight).
 
-`manifest.json` records the machine (the device, the CPU and the load before the first step)
-and each step with its exit status and wall time. `--tiny` shrinks every budget so the whole
+`manifest.json` records the machine (the device, the CPU, the load before the first step and
+JAX's persistent cache folder if the environment sets one: leave it unset, and every step is
+timed as a cold process, as a user's first run) and each step with its exit status and wall
+time. `--tiny` shrinks every budget so the whole
 script runs on a CPU in about a minute (`make test` runs it so): the same code paths, no
 meaningful figures. Run directories go to a temporary folder; only small JSON comes to OUT.
 """
@@ -100,7 +102,8 @@ TINY_BENCH = [
 
 
 def machine() -> dict[str, Any]:
-    """The device JAX sees, the CPU, and the load average when the script started."""
+    """The device JAX sees, the CPU, the load average when the script started, and JAX's
+    persistent compilation cache if the environment sets one."""
     import jax
 
     level = vector_level()
@@ -112,6 +115,9 @@ def machine() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()),
         "jax": jax.__version__,
+        # Set, a later step may load programs an earlier one compiled (seed 2's train from seed
+        # 1's): its time is then not a cold process's. `bench solve` turns it off in its solves.
+        "jax_compilation_cache_dir": os.environ.get("JAX_COMPILATION_CACHE_DIR"),
     }
 
 

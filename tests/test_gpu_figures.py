@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     assert solve["workers"] == 1 and solve["optimum"] > 0
     machine = manifest["machine"]
     assert machine["platform"] == "cpu" and len(machine["load_average"]) == 3
+    # tests/conftest.py sets JAX's cache for the session's subprocesses: recorded as such
+    assert machine["jax_compilation_cache_dir"] == os.environ["JAX_COMPILATION_CACHE_DIR"]
 
 
 def test_first_reached_takes_the_first_evaluation_at_or_above_each_score() -> None:
