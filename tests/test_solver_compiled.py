@@ -3,6 +3,7 @@
 import contextlib
 import json
 import pathlib
+import pickle
 
 import jax
 import numpy as np
@@ -277,3 +278,51 @@ def test_with_jaxs_own_cache_on_programs_are_only_read_from_our_folder(tmp_path)
             run("ours")
     finally:
         jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
+
+
+def test_a_kept_program_that_fails_when_run_is_compiled_again(tmp_path):
+    """A file holding a program serialized without its kernels (one JAX loaded from its own
+    cache: the kind two earlier bugs wrote) loads, but fails when run. Its first run compiles
+    the program again, gives the right values and replaces the file, so that the next load runs
+    it without compiling. Without the check, every solve from that folder failed."""
+    import jax.numpy as jnp
+
+    from yahtzee_jax.solver import programs
+
+    x = jnp.asarray(np.random.default_rng(6).uniform(size=(64, 128)))
+    expected = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), -np.asarray(x)).sum(axis=0)
+    function = jax.jit(lambda x: jnp.where(x > 0.5, x * 2.0, -x).sum(axis=0))
+
+    def load():
+        return programs.load_or_compile(
+            lambda: function.lower(x), "kernels", "test", x, None, tmp_path / "ours"
+        )
+
+    (tmp_path / "ours").mkdir()
+    with jaxs_cache(None):
+        load()
+    (path,) = (tmp_path / "ours").glob("xla-kernels-*.xla")
+    shortest = jax.config.jax_persistent_cache_min_compile_time_secs
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    try:
+        with jaxs_cache(tmp_path / "jax"):
+            function.lower(x).compile()  # compiled, into JAX's cache
+            jax.clear_caches()
+            lowered = function.lower(x)
+            programs.keep(path, lowered, lowered.compile())  # loaded from JAX's cache
+    finally:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
+    broken = path.read_bytes()
+    with jaxs_cache(None):
+        with pytest.raises(jax.errors.JaxRuntimeError, match="NOT_FOUND"):
+            unchecked = programs.deserialize_and_load(
+                *pickle.loads(broken[32:]), jax.devices()[0].client
+            )
+            np.asarray(unchecked(x))  # the file is broken indeed
+        program = load()
+        np.testing.assert_allclose(np.asarray(program(x)), expected, rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(program(x)), expected, rtol=1e-6)
+        assert path.read_bytes() != broken
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled"))
+            np.testing.assert_allclose(np.asarray(load()(x)), expected, rtol=1e-6)

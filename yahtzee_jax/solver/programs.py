@@ -23,6 +23,7 @@ import os
 import pathlib
 import pickle
 import platform
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -54,10 +55,10 @@ def load_or_compile(
     arguments: Any,
     options: dict | None,
     cache_dir: str | os.PathLike | None,
-) -> jax.stages.Compiled:
+) -> Callable[..., Any]:
     """The program `lower()` lowers, compiled (with its jit's compiler `options`), or loaded from
     `cache_dir`, where it is stored when compiled (None: neither; with JAX's own cache on, it is
-    only read: `jaxs_cache_is_on`).
+    only read: `jaxs_cache_is_on`; one read is checked by its first run: `LoadedProgram`).
 
     `identity` is all the program is built for besides the code and its `arguments` (the rule
     set; its repr is hashed); of the arguments (arrays or shape structs), their shapes and dtypes.
@@ -85,18 +86,52 @@ def load_or_compile(
         digest, blob = stored[:32], stored[32:]
         if hashlib.sha256(blob).digest() == digest:
             executable, in_tree, out_tree = pickle.loads(blob)
-            return deserialize_and_load(executable, in_tree, out_tree, backend)
+            loaded = deserialize_and_load(executable, in_tree, out_tree, backend)
+            return LoadedProgram(loaded, lambda: _compile_and_keep(lower, path))
     except (OSError, ValueError, EOFError, pickle.UnpicklingError, jax.errors.JaxRuntimeError):
         pass  # missing or unusable: compile it again
+    return _compile_and_keep(lower, path)
+
+
+def _compile_and_keep(lower: Callable[[], jax.stages.Lowered], path: pathlib.Path) -> Any:
+    """The program compiled, and written to `path` unless JAX's own cache is on."""
     lowered = lower()
     compiled = lowered.compile()
-    if jaxs_cache_is_on():
-        return compiled
+    if not jaxs_cache_is_on():
+        keep(path, lowered, compiled)
+    return compiled
+
+
+def keep(path: pathlib.Path, lowered: jax.stages.Lowered, compiled: Any) -> None:
+    """Write a compiled program to `path`: the digest of its bytes, then the bytes."""
     blob = pickle.dumps((serialize(compiled)[0], lowered.in_tree, lowered.out_tree))
     # A cache that cannot be written is only slower.
     with contextlib.suppress(OSError), replaced_whole(path) as partial:
         partial.write_bytes(hashlib.sha256(blob).digest() + blob)
-    return compiled
+
+
+class LoadedProgram:
+    """A program read from our folder, checked by its first run. A program serialized without
+    its kernels loads, then fails when run ("NOT_FOUND: Function ... not found"; JAX's loads of
+    its own cache gave such files twice): it is then compiled again, its file replaced, and run,
+    where every later solve from the folder would have failed. Callers on several threads see
+    one first run."""
+
+    def __init__(self, program: Callable, compile_again: Callable[[], Callable]) -> None:
+        self._program = program
+        self._compile_again = compile_again
+        self._lock = threading.Lock()
+        self._checked = False
+
+    def __call__(self, *arguments: Any) -> Any:
+        with self._lock:
+            if not self._checked:
+                self._checked = True
+                try:  # the error comes when the results are ready, not at the call
+                    return jax.block_until_ready(self._program(*arguments))
+                except jax.errors.JaxRuntimeError:
+                    self._program = self._compile_again()
+        return self._program(*arguments)
 
 
 def jaxs_cache_is_on() -> bool:
