@@ -68,7 +68,8 @@ def _solve_piece(piece: tuple[np.ndarray, np.ndarray, np.ndarray, int, int]) -> 
     targets = np.arange(start, stop)
     wanted = targets < layout.lengths[states][:, None]
     if kernel is not None:  # the kernel solves only the states' own targets
-        columns = (np.nonzero(wanted)[0], np.broadcast_to(targets, wanted.shape)[wanted])
+        state, offset = np.nonzero(wanted)
+        columns = (state, targets[offset])
         chances = kernel_chances(states, columns, flat, layout, rules, kernel, value_table)
     else:
         final, final_values = final_roll_chances(states, targets, flat, layout, rules, value_table)
