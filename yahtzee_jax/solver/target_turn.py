@@ -136,9 +136,9 @@ def final_roll_chances(
     five = np.where(moves.five_allowed[..., None], five, 0.0)
     fives = WIDGET_POSITION[NUM_DICE][YAHTZEE_ROLLS]
     if value_table is not None:
-        values = np.where(is_open, moves.reward + value_table[moves.after], -np.inf)
-        five_values = np.where(
-            moves.five_allowed, moves.five_reward + value_table[moves.five_after], -np.inf
+        values = _move_values(is_open, moves.reward, moves.after, value_table)
+        five_values = _move_values(
+            moves.five_allowed, moves.five_reward, moves.five_after, value_table
         )
         return _chosen_chances(chances, values, five, five_values, source_of, fives)
     best = np.zeros((len(source_of), len(states[0]), len(targets)))
@@ -150,6 +150,14 @@ def final_roll_chances(
         np.maximum(best, gathered, out=best)
     best[fives] = five.max(axis=0)
     return best, None
+
+
+def _move_values(
+    allowed: np.ndarray, reward: np.ndarray, after: tuple[np.ndarray, ...], value_table: np.ndarray
+) -> np.ndarray:
+    """A move's expected score: its points and its next state's value (-inf where it cannot be
+    taken), how the value-maximiser ranks the moves, in NumPy's passes and the kernel's alike."""
+    return np.where(allowed, reward + value_table[after], -np.inf)
 
 
 # The shift of a move that cannot be taken (a filled box, an illegal five of a kind): the row is
@@ -183,8 +191,8 @@ def kernel_chances(
     shifts = np.where(allowed, reward, _NO_MOVE_SHIFT)
     candidates = (layout.rows[after], layout.lengths[after], shifts)
     values = None
-    if value_table is not None:  # as `final_roll_chances` values the moves
-        values = np.where(allowed, reward + value_table[after], -np.inf)
+    if value_table is not None:
+        values = _move_values(allowed, reward, after, value_table)
     sources = _roll_sources(rules)
     return native.target_turn_start(candidates, sources, flat, columns, kernel, values)
 
