@@ -67,25 +67,37 @@ def test_an_xla_that_refuses_the_compile_options_compiles_with_its_defaults(monk
 
 @contextlib.contextmanager
 def jaxs_cache(folder: pathlib.Path | None):
-    """JAX's persistent compilation cache in `folder` (None: off) for a while, then the test
-    session's again (`tests/conftest.py`). The session's holds every program another test compiled
-    more slowly than its 0.5 s threshold; while JAX's cache is on, no program is written to our
-    folder (`programs.jaxs_cache_is_on`)."""
+    """JAX's persistent compilation cache in `folder`, keeping every program however quickly it
+    compiled (None: off), for a while; then the test session's again (`tests/conftest.py`). The
+    session's holds every program another test compiled more slowly than its 0.5 s threshold;
+    while JAX's cache is on, no program is written to our folder (`programs.jaxs_cache_is_on`)."""
     from jax.experimental.compilation_cache import compilation_cache
 
     session = jax.config.jax_compilation_cache_dir
+    threshold = jax.config.jax_persistent_cache_min_compile_time_secs
 
-    def use(folder, on):
+    def use(folder, on, shortest):
         jax.config.update("jax_compilation_cache_dir", folder)
         jax.config.update("jax_enable_compilation_cache", on)
-        compilation_cache.reset_cache()  # JAX reads both once, at its first compile
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
+        compilation_cache.reset_cache()  # JAX reads these once, at its first compile
         jax.clear_caches()  # else JAX's compile hands back programs it had before, from its cache
 
-    use(str(folder) if folder else session, folder is not None)
+    use(str(folder) if folder else session, folder is not None, 0.0)
     try:
         yield
     finally:
-        use(session, True)
+        use(session, True, threshold)
+
+
+def small_program(seed: int):
+    """(an array x, a jitted program of x that compiles in a blink, its values by NumPy)."""
+    import jax.numpy as jnp
+
+    x = jnp.asarray(np.random.default_rng(seed).uniform(size=(64, 128)))
+    function = jax.jit(lambda x: jnp.where(x > 0.5, x * 2.0, -x).sum(axis=0))
+    expected = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), -np.asarray(x)).sum(axis=0)
+    return x, function, expected
 
 
 def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
@@ -244,40 +256,31 @@ def test_with_jaxs_own_cache_on_programs_are_only_read_from_our_folder(tmp_path)
     compiled. Once, a program JAX had loaded from its cache and then handed back again, for our
     folder, was written there without its kernels: every later solve from that folder failed
     when run ("NOT_FOUND: Function ... not found")."""
-    import jax.numpy as jnp
-
     from yahtzee_jax.solver import programs
 
-    x = jnp.asarray(np.random.default_rng(5).uniform(size=(64, 128)))
-    expected = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), -np.asarray(x)).sum(axis=0)
+    x, function, expected = small_program(5)
 
     def run(folder):
-        function = jax.jit(lambda x: jnp.where(x > 0.5, x * 2.0, -x).sum(axis=0))
         program = programs.load_or_compile(
             lambda: function.lower(x), "kernels", "test", x, None, folder and tmp_path / folder
         )
         np.testing.assert_allclose(np.asarray(program(x)), expected, rtol=1e-6)
 
-    shortest = jax.config.jax_persistent_cache_min_compile_time_secs
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    try:
-        with jaxs_cache(tmp_path / "jax"):
-            assert programs.jaxs_cache_is_on()
-            (tmp_path / "ours").mkdir()
-            run("ours")  # compiled, into JAX's cache
-            jax.clear_caches()
-            run(None)  # loaded from JAX's cache
-            run("ours")  # the same program handed back, for our folder
-            assert not list((tmp_path / "ours").iterdir())
-        with jaxs_cache(None):
-            assert not programs.jaxs_cache_is_on()
-            run("ours")
-        assert len(list((tmp_path / "ours").glob("xla-kernels-*.xla"))) == 1
-        with jaxs_cache(tmp_path / "jax"), pytest.MonkeyPatch.context() as patch:
-            patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled"))
-            run("ours")
-    finally:
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
+    with jaxs_cache(tmp_path / "jax"):
+        assert programs.jaxs_cache_is_on()
+        (tmp_path / "ours").mkdir()
+        run("ours")  # compiled, into JAX's cache
+        jax.clear_caches()
+        run(None)  # loaded from JAX's cache
+        run("ours")  # the same program handed back, for our folder
+        assert not list((tmp_path / "ours").iterdir())
+    with jaxs_cache(None):
+        assert not programs.jaxs_cache_is_on()
+        run("ours")
+    assert len(list((tmp_path / "ours").glob("xla-kernels-*.xla"))) == 1
+    with jaxs_cache(tmp_path / "jax"), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled"))
+        run("ours")
 
 
 def test_a_kept_program_that_fails_when_run_is_compiled_again(tmp_path):
@@ -285,13 +288,9 @@ def test_a_kept_program_that_fails_when_run_is_compiled_again(tmp_path):
     cache: the kind two earlier bugs wrote) loads, but fails when run. Its first run compiles
     the program again, gives the right values and replaces the file, so that the next load runs
     it without compiling. Without the check, every solve from that folder failed."""
-    import jax.numpy as jnp
-
     from yahtzee_jax.solver import programs
 
-    x = jnp.asarray(np.random.default_rng(6).uniform(size=(64, 128)))
-    expected = np.where(np.asarray(x) > 0.5, 2 * np.asarray(x), -np.asarray(x)).sum(axis=0)
-    function = jax.jit(lambda x: jnp.where(x > 0.5, x * 2.0, -x).sum(axis=0))
+    x, function, expected = small_program(6)
 
     def load():
         return programs.load_or_compile(
@@ -302,16 +301,11 @@ def test_a_kept_program_that_fails_when_run_is_compiled_again(tmp_path):
     with jaxs_cache(None):
         load()
     (path,) = (tmp_path / "ours").glob("xla-kernels-*.xla")
-    shortest = jax.config.jax_persistent_cache_min_compile_time_secs
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    try:
-        with jaxs_cache(tmp_path / "jax"):
-            function.lower(x).compile()  # compiled, into JAX's cache
-            jax.clear_caches()
-            lowered = function.lower(x)
-            programs.keep(path, lowered, lowered.compile())  # loaded from JAX's cache
-    finally:
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", shortest)
+    with jaxs_cache(tmp_path / "jax"):
+        function.lower(x).compile()  # compiled, into JAX's cache
+        jax.clear_caches()
+        lowered = function.lower(x)
+        programs.keep(path, lowered, lowered.compile())  # loaded from JAX's cache
     broken = path.read_bytes()
     with jaxs_cache(None):
         with pytest.raises(jax.errors.JaxRuntimeError, match="NOT_FOUND"):
