@@ -36,15 +36,21 @@ def test_chances_are_worked_by_hand():
     """1 2 6 6 6 with two re-rolls: keeping the sixes makes five sixes with chance (11/36)^2
     (each missing die has two tries; switching faces never pays), keeping all leaves one
     re-roll of two dice, 1/36. Above START + 49 needs the 50; above START + 50 cannot be had (a
-    tie is no win); above START - 1 is sure."""
+    tie is no win); above START - 1 is sure: those two say their ties are ranked by points."""
     position = make_position([1, 2, 6, 6, 6], 0, CARD, rules="plain")
     result = advise_beat(position, "plain", START + 49, tables())
     assert result.action_values[KEEP_SIXES] == pytest.approx((11 / 36) ** 2, abs=1e-12)
     assert result.action_values[KEEP_ALL] == pytest.approx(1 / 36, abs=1e-12)
     assert result.best_action == KEEP_SIXES and result.value == result.action_values[KEEP_SIXES]
     assert "best chance of a final score above" in result.describe(top=3)
-    assert advise_beat(position, "plain", START + 50, tables()).value == 0.0
-    assert advise_beat(position, "plain", START - 1, tables()).value == 1.0
+    assert "equal chances" not in result.describe(top=3)
+    beyond = advise_beat(position, "plain", START + 50, tables())
+    assert beyond.value == 0.0
+    assert f"no play can end above {START + 50}: equal chances, most points" in beyond.describe()
+    assert np.all(np.diff(beyond.tie_values[beyond.legal_actions()]) <= 0)
+    sure = advise_beat(position, "plain", START - 1, tables())
+    assert sure.value == 1.0
+    assert f"the best plays are sure to end above {START - 1}: equal" in sure.describe()
     scoring = make_position([1, 2, 6, 6, 6], 2, CARD, rules="plain")
     chances = advise_beat(scoring, "plain", START + 49, tables()).action_values
     assert chances[NUM_KEEP_ACTIONS + get_rules("plain").yahtzee_box] == 0.0

@@ -6,6 +6,8 @@ import argparse
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import RULE_VARIANTS
+from yahtzee_jax.solver.exact import ENGINES
+from yahtzee_jax.solver.targets import POLICIES
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +38,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     solve_parser.add_argument(
         "--policy",
-        choices=("target", "expected"),
+        choices=POLICIES,
         default="target",
         help="with --targets: 'target' (default) the best chance of each d; 'expected' the "
         "chances of the expected-score maximiser (the optimal agent's score distribution)",
@@ -53,7 +55,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     solve_parser.add_argument("--out", default=None, help="with --ceiling: write the JSON here")
     solve_parser.add_argument(
         "--engine",
-        choices=("auto", "native", "xla"),
+        choices=ENGINES,
         default="auto",
         help="what values the states: 'native' the C kernel built for this CPU, 'xla' the XLA "
         "program; 'auto' (default) the kernel on a CPU that has a C compiler, else XLA",
