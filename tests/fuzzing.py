@@ -50,6 +50,7 @@ LONG_WORK = [
     ("yahtzee_jax.evaluation.single_turn", "_play_turns"),
     ("yahtzee_jax.evaluation.matches", "match_totals"),
     ("yahtzee_jax.solver.exact", "solve_value_table"),
+    ("yahtzee_jax.solver.ceiling", "rules_ceiling"),
     ("yahtzee_jax.commands.terminal", "TerminalGame.run"),
     ("yahtzee_jax.commands.bench.env", "measure_reference"),
     ("yahtzee_jax.commands.bench.env", "measure_engine"),

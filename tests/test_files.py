@@ -1,15 +1,16 @@
-"""`files.replaced_whole`: the solver's, the decision table's and the benches' cache files are
-written whole or not at all."""
+"""`files`: the solver's, the decision table's and the benches' cache files, and the commands'
+JSON results, are written whole or not at all; a result's path is tried before the work."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 
 import numpy as np
 import pytest
 
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import check_writable, replaced_whole, write_json
 
 
 def test_a_written_file_replaces_the_old_one_and_leaves_no_temporary(tmp_path) -> None:
@@ -50,3 +51,46 @@ def test_numpy_writers_keep_their_suffix(tmp_path) -> None:
     with np.load(path) as archive:
         np.testing.assert_array_equal(archive["chances"], [0.0, 1.0, 2.0])
     assert [entry.name for entry in tmp_path.iterdir()] == ["targets.npz"]
+
+
+def test_json_is_written_whole_or_the_old_file_stays(tmp_path) -> None:
+    """`write_json` writes indented JSON with a final newline (in folders made for it); a value
+    JSON cannot hold fails before the old file is touched, and leaves no temporary."""
+    path = tmp_path / "results" / "summary.json"
+    write_json(path, {"mean": 254.59, "games": [1, 2]})
+    assert path.read_text() == '{\n  "mean": 254.59,\n  "games": [\n    1,\n    2\n  ]\n}\n'
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        write_json(path, {"mean": object()})
+    assert json.loads(path.read_text()) == {"mean": 254.59, "games": [1, 2]}
+    assert [entry.name for entry in path.parent.iterdir()] == ["summary.json"]
+
+
+def test_an_unwritable_result_path_is_refused_naming_the_culprit(tmp_path) -> None:
+    """`check_writable` makes a writable path's folders and leaves nothing else; it refuses a
+    directory named as the file and a file where a folder must be, naming each; None passes."""
+    check_writable(None)
+    fine = tmp_path / "new" / "deeper" / "result.json"
+    check_writable(fine)
+    assert fine.parent.is_dir() and list(fine.parent.iterdir()) == []
+    with pytest.raises(IsADirectoryError) as error:
+        check_writable(tmp_path / "new")
+    assert error.value.filename == str(tmp_path / "new")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    with pytest.raises(NotADirectoryError) as error:
+        check_writable(blocker / "deeper" / "result.json")
+    assert error.value.filename == str(blocker) and not (blocker / "deeper").exists()
+
+
+def test_a_folder_that_refuses_files_is_reported_with_the_users_path(tmp_path, monkeypatch):
+    """Where the trial file cannot be made (a read-only folder: root may write anyway, so the
+    refusal is injected), the error names the path the user gave, not the trial file's."""
+
+    def refuse(path, *args, **kwargs):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
+
+    monkeypatch.setattr("pathlib.Path.open", refuse)
+    with pytest.raises(PermissionError) as error:
+        check_writable(tmp_path / "result.json")
+    assert error.value.filename == str(tmp_path / "result.json")
+    assert list(tmp_path.iterdir()) == []

@@ -85,6 +85,37 @@ def _resume(run_dir, *overrides: str) -> tuple[int, str]:
     return invoke(argv + [item for override in overrides for item in ("--set", override)])
 
 
+# name: argv of a command asked to write a result file ({file}) or a report folder ({folder})
+OUTPUTS = {
+    "evaluate --json": ["evaluate", "greedy1", "--games", "8", "--json", "{file}"],
+    "evaluate's report": ["evaluate", "greedy1", "--games", "8", "--out", "{folder}"],
+    "the target agent's --json": ["evaluate", "target", "--target", "250", "--json", "{file}"],
+    "single turns' --json": ["evaluate", "greedy1", "--task", "single-turn", "--json", "{file}"],
+    "match --out": ["match", "optimal", "--opponent", "greedy1", "--out", "{file}"],
+    "tournament --out": ["tournament", "greedy1", "greedy2", "--out", "{folder}"],
+    "solve --ceiling --out": ["solve", "--rules", "yacht", "--ceiling", "--out", "{file}"],
+    "bench env --json": ["bench", "env", "--json", "{file}"],
+    "bench train --json": ["bench", "train", "--preset", "quick", "--json", "{file}"],
+    "bench scaling --json": ["bench", "scaling", "--preset", "quick", "--json", "{file}"],
+    "bench solve --json": ["bench", "solve", "--rules", "yacht", "--json", "{file}"],
+    "bench evaluate --json": ["bench", "evaluate", "--agents", "greedy1", "--json", "{file}"],
+}
+
+
+@pytest.mark.parametrize("name", OUTPUTS)
+def test_an_output_that_cannot_be_written_is_refused_before_the_work(name, tmp_path, monkeypatch):
+    """A result file under a regular file (where a folder must be) is refused in one line,
+    naming that file, before any game, solve or timing starts (`stop_long_work`: reaching the
+    work would exit 0); before, the work ran to its end and its result was lost."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    where = {"file": str(blocker / "out" / "result.json"), "folder": str(blocker / "report")}
+    stop_long_work(monkeypatch)
+    status, stderr = invoke([arg.format(**where) for arg in OUTPUTS[name]])
+    check_one_line(status, stderr, allowed=(2,))
+    assert stderr.strip().endswith(f"error: a file where a folder must be: {blocker}"), stderr
+
+
 def test_damaged_middle_line_of_evals_is_skipped_in_one_line(finished_run):
     """A garbage line between the two rows of evals.jsonl (an editor, a sync tool): the resume
     works, says in one line which line it skipped, and rewrites the file with the two rows."""

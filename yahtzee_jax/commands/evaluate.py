@@ -18,7 +18,8 @@ from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
-from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables, write_json
+from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables
+from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.runner.checkpointing import resolve_agent
 
@@ -99,7 +100,7 @@ def _run_target(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     if args.json_path is not None:
-        write_json(result, Path(args.json_path))
+        write_json(args.json_path, result)
     low, high = result["reach_interval_95"]
     print(
         f"target agent, {rules.name} rules, X = {args.target}, {args.games} games, seed "
@@ -112,6 +113,7 @@ def _run_target(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run `yahtzee-jax evaluate`."""
     check_num_games(args.games)
+    check_writable(args.json_path)
     if (args.agent == TARGET) != (args.target is not None):
         raise UserError("--target X goes with the target agent, and the target agent needs it")
     if args.agent == TARGET:
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
         result = evaluate_single_turn(agent, args.games, args.seed)
         if args.json_path is not None:
-            write_json(result, Path(args.json_path))
+            write_json(args.json_path, result)
         print(
             f"{agent.name}, {agent.rules.name} rules, {args.games} single turns, seed {args.seed}: "
             f"mean {result['mean']:.3f} +- {result['stderr']:.3f}, optimum of the same turns "
@@ -136,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir = (
             Path("runs") / "evaluate" / f"{label}_{agent.rules.name}_{args.games}g_seed{args.seed}"
         )
+    check_writable(Path(out_dir) / "summary.json")
     summary = evaluate(
         agent,
         args.games,

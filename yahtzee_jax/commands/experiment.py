@@ -31,6 +31,7 @@ from yahtzee_jax.commands.studies import (
 from yahtzee_jax.commands.study_report import (
     write_study_report,
 )
+from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
 from yahtzee_jax.runner.population import train_population
 from yahtzee_jax.runner.train import train
@@ -73,7 +74,7 @@ def run_study(
         for directory in directories:
             key = str(directory.relative_to(out_dir))
             timings[key] = timings.get(key, 0.0) + elapsed
-        timings_path.write_text(json.dumps(timings, indent=2) + "\n")  # after each group: a kill
+        write_json(timings_path, timings)  # after each group: a kill
     return write_study_report(study, scale, seeds, out_dir, overrides)
 
 

@@ -4,8 +4,6 @@ real matches against a built-in opponent: win rate with its Wilson interval, sco
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 
 from yahtzee_jax.agents.base import alone
 from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
@@ -13,6 +11,7 @@ from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH
 from yahtzee_jax.evaluation.records import check_num_games
+from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.solver.win_policy import BEFORE_ENDGAME
 
 MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
@@ -73,6 +72,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Play the matches, print one line, write the JSON."""
+    check_writable(args.out or None)
     from yahtzee_jax.evaluation.matches import (
         evaluate_agent_matches,
         format_result,
@@ -125,8 +125,7 @@ def run(args: argparse.Namespace) -> int:
             result |= {"overrides": args.overrides}
         print(format_result(agent.name, result))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.out, result)
     return 0
 
 
@@ -151,8 +150,7 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
     given = f"{100 * result['given_scores_win_rate']:.2f} %"
     print(f"{format_result(CEILING, result)}; exact given the scores {given}, exact {where}")
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.out, result)
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.game.rules import RULE_VARIANTS
 from yahtzee_jax.solver.exact import ENGINES
 from yahtzee_jax.solver.targets import POLICIES
@@ -145,13 +146,12 @@ def _run_targets(args: argparse.Namespace) -> int:
 
 def _run_ceiling(args: argparse.Namespace) -> int:
     """The exact ceiling from the empty card's rows of both target tables; print, write JSON."""
-    import json
-    from pathlib import Path
 
     from yahtzee_jax.solver.ceiling import rules_ceiling
 
     if args.targets or args.force:
         raise UserError("--ceiling reads the target tables: solve them with --targets first")
+    check_writable(args.out)
     if not 2 <= args.players <= 6:
         raise UserError(f"--players must be 2..6, got {args.players}")
     result = rules_ceiling(args.rules, args.players, args.cache_dir)
@@ -163,8 +163,7 @@ def _run_ceiling(args: argparse.Namespace) -> int:
         f"{result['opponent_mean']:.4f}"
     )
     if args.out is not None:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.out, result)
     return 0
 
 

@@ -17,6 +17,7 @@ from yahtzee_jax.commands.studies import (
     require_spec,
     run_dir,
 )
+from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
 from yahtzee_jax.runner.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE
 
@@ -163,7 +164,7 @@ def write_study_report(
     )
     (out_dir / f"{study.name}.md").write_text(markdown)
     everything = {"study": study.name, "scale": scale, "note": note, "runs": results}
-    (out_dir / RESULTS_FILE).write_text(json.dumps(everything, indent=2) + "\n")
+    write_json(out_dir / RESULTS_FILE, everything)
     return everything
 
 

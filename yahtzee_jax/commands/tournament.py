@@ -24,6 +24,7 @@ from yahtzee_jax.evaluation.tournament import (
     tables,
     write_results,
 )
+from yahtzee_jax.files import check_writable
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.runner.checkpointing import resolve_agent
 
@@ -104,6 +105,9 @@ def run(args: argparse.Namespace) -> int:
             "matching the checkpoints'"
         )
     (rules_name,) = variants
+    label = f"{rules_name}_{args.dice}_{args.games}g_seed{args.seed}"
+    out_dir = Path(args.out or f"runs/tournament/{label}")
+    check_writable(out_dir / "tournament.json")
     names = [agent.name for agent in agents.values()]
     if len(set(names)) != len(names):
         raise UserError(f"two agents have the same name: {', '.join(names)}")
@@ -139,8 +143,6 @@ def run(args: argparse.Namespace) -> int:
         totals[name] = np.concatenate(parts)
     totals = {agent.name: totals[agent.name] for agent in agents.values()}  # command-line order
     tournament = round_robin(totals, rules_name, args.seed, args.dice, matches)
-    label = f"{rules_name}_{args.dice}_{args.games}g_seed{args.seed}"
-    out_dir = Path(args.out or f"runs/tournament/{label}")
     write_results(tournament, out_dir)
     print(format_terminal(tables(tournament)))
     seconds = time.perf_counter() - started

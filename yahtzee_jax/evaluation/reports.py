@@ -7,7 +7,6 @@ agent's (`evaluation.statistics`) and writes summary.json, report.md and the plo
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
+from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import OFFICIAL, RULE_VARIANTS, Rules
 
 # --------------------------------------------------------------------------------------------
@@ -233,16 +233,10 @@ def evaluate(
     summary["seconds"] = elapsed
     summary["games_per_second"] = num_games / elapsed
     if json_path is not None:
-        write_json(summary, Path(json_path))
+        write_json(json_path, summary)
     if out_dir is not None:
         write_report(summary, records, optimal_records, Path(out_dir))
     return summary
-
-
-def write_json(summary: dict, path: Path) -> None:
-    """Write `summary` as indented JSON, creating the parent directory."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2) + "\n")
 
 
 def write_report(
@@ -252,7 +246,7 @@ def write_report(
     from yahtzee_jax.evaluation import plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(summary, out_dir / "summary.json")
+    write_json(out_dir / "summary.json", summary)
     figures = plots.report_figures(summary, records, optimal_records)
     for name, figure in figures.items():
         plots.save_figure(figure, out_dir / name)

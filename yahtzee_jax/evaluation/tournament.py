@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 import os
 from pathlib import Path
@@ -55,6 +54,7 @@ from yahtzee_jax.evaluation.plots import save_figure
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.evaluation.reports import optimal_reference
 from yahtzee_jax.evaluation.statistics import wilson_interval
+from yahtzee_jax.files import write_json
 
 FIRST_SEAT, SECOND_SEAT = 0, 1
 NUM_SEATS = 2
@@ -406,7 +406,7 @@ def write_results(tournament: Tournament, out_dir: Path) -> list[Path]:
     """Write tournament.json, tournament.md and the heat map into `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     json_path = out_dir / "tournament.json"
-    json_path.write_text(json.dumps(to_json(tournament), indent=2) + "\n")
+    write_json(json_path, to_json(tournament))
     markdown_path = out_dir / "tournament.md"
     markdown_path.write_text(format_markdown(tables(tournament)))
     return [

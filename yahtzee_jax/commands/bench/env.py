@@ -10,7 +10,6 @@ use.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ import jax
 
 from yahtzee_jax.agents.base import make_random_agent
 from yahtzee_jax.envs.solitaire_play import agent_policy, play
+from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.game import State, get_rules, total_score
 from yahtzee_jax.game.rules import Rules
 
@@ -101,6 +101,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print a table."""
     rules = get_rules(args.rules)
+    check_writable(args.json_path or None)
     from yahtzee_jax.errors import UserError
 
     if any(size < 1 for size in args.batch_sizes):
@@ -137,6 +138,5 @@ def run(args: argparse.Namespace) -> int:
             "reference": reference,
             "engine": rows,
         }
-        with open(args.json_path, "w") as handle:
-            json.dump(result, handle, indent=2)
+        write_json(args.json_path, result)
     return 0

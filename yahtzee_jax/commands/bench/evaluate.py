@@ -10,16 +10,15 @@ published speed for the rules (`PUBLISHED`), ours is printed beside it too; with
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.commands.bench import dlangk, yatzy_solver
 from yahtzee_jax.commands.bench.published import over_theirs, ratio_words
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import check_writable, write_json
 
 if TYPE_CHECKING:
     from yahtzee_jax.game.rules import Rules
@@ -78,6 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Time `play_games` for each agent: setup, first batch (compile + run), steady games/s."""
+    check_writable(args.json or None)
     import jax
 
     from yahtzee_jax.evaluation.records import check_num_games, default_batch_size, play_games
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         info = {"rules": rules.name, "games": args.games, "batch_size": batch_size}
         output = {**info, "agents": results, "yatzy_solver": reference, "published": published}
         output["dlangk"] = rust
-        Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
+        write_json(args.json, output)
     return 0
 
 

@@ -22,13 +22,13 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.commands.bench.train import time_chunk, transitions_per_update
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import check_writable, write_json
 
 DEFAULT_BATCHES = "20,64,256,1024,4096,16384"
 DEFAULT_WIDTHS = "128,256,600,1024"
@@ -276,6 +276,7 @@ def run(args: argparse.Namespace) -> int:
     import jax
 
     cells = _cells(args)  # every input checked before anything compiles
+    check_writable(args.json or None)
     device = jax.devices()[0]
     platform, local = device.platform, len(jax.devices())
     widths = sorted({config.network.hidden_size for _, config in cells})
@@ -300,7 +301,7 @@ def run(args: argparse.Namespace) -> int:
         if not (row["devices"] > local and platform != "cpu"):  # those got their one line
             print(_format(row), flush=True)
         if args.json:  # after every row: a long grid killed halfway keeps what it measured
-            Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+            write_json(args.json, result)
     print(
         "B = games per update; trans = transitions (decisions) learnt from; K = updates per timed "
         "call; ms/update = best of --repeats calls / K; compile s = one chunk's compilation"

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from yahtzee_jax.commands.bench import dlangk, yatzy_solver
 from yahtzee_jax.commands.bench.published import over_theirs, ratio_words
+from yahtzee_jax.files import check_writable, write_json
 
 # Each child prints one JSON line of numbers. Memory is the process's peak RSS (VmHWM; getrusage's
 # ru_maxrss would start from this parent's, Linux keeps it across fork and exec) at three points:
@@ -196,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.solver.exact import ENGINES, solver_workers
 
     rules = get_rules(args.rules)
+    check_writable(args.json or None)
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
     if args.workers is not None and args.workers < 1:
@@ -308,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
             results["ours"],
         )
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
     return 0
 
 

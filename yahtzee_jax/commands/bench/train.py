@@ -12,12 +12,11 @@ pipeline / bare says how close the whole pipeline gets to the network's own cost
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.config import Config
+from yahtzee_jax.files import check_writable, write_json
 
 # B = 2,048 took most of 11 minutes and 10 GB of memory on a 2-core CPU: ask for it explicitly
 # (`--batches 20,256,2048`) so that the default run stays at a few minutes.
@@ -285,6 +284,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             f"--minibatches {args.minibatches} must be a positive divisor of every batch"
         )
+    check_writable(args.json or None)
     configs = [  # all validated before any compile
         (
             preset,
@@ -312,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
     if args.population:
         results = _run_population(args, configs)
         if args.json:
-            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+            write_json(args.json, results)
         return 0
     header = (
         f"{'preset':<20} {'algo':<9} {'width':>5} {'dtype':>8} {'B':>6} {'ms/update':>10} "
@@ -343,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
             flush=True,
         )
         if args.json:  # after every row: a run cut short keeps the rows it measured
-            Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+            write_json(args.json, results)
     print("ratio = full update time / bare forward+backward time on the same transitions")
     if args.breakdown:
         print(
