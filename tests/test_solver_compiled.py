@@ -167,6 +167,21 @@ def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypat
         )
 
 
+@pytest.mark.slow
+def test_the_accelerators_schedule_solves_yatzy_whole_to_round_off(monkeypatch):
+    """The accelerators' program at its own size (`ACCELERATOR_RUN_CHUNKS` chunks a run, small
+    layers padded to one run) forced on the CPU solves Yatzy's whole table within 1e-11 of the
+    native kernel's, with the same unreachable states: what a GPU's solve will run (6.5 s here;
+    all three rule sets: results/solver-speed/accelerator_schedule_full_check.json)."""
+    import functools
+
+    expected = exact.solve_value_table("yatzy", engine="native")
+    monkeypatch.setattr(exact, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True))
+    got = exact.solve_value_table("yatzy", engine="xla")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11, equal_nan=True)
+
+
 def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
     """A Yacht solve's last layers with runs of one chunk on one thread and on three (several
     runs in flight at once, finishing in any order) are the same table to the last bit, and
