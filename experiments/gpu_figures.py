@@ -53,6 +53,7 @@ from typing import Any
 
 from yahtzee_jax.commands.bench.machine import cpu_model, vector_level
 from yahtzee_jax.commands.study_report import first_crossings
+from yahtzee_jax.files import write_json
 
 THRESHOLDS = (230.0, 241.78, 248.0, 250.0)
 PRESET = "gpu-ppo"
@@ -151,7 +152,7 @@ def train_step(
 ) -> dict[str, Any]:
     """Train a preset on one seed, timed whole; write its figures to OUT."""
     result = train_run(work, preset, seed, tiny, timeout_s)
-    (out / f"train_{preset}_seed{seed}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / f"train_{preset}_seed{seed}.json", result)
     return result
 
 
@@ -169,7 +170,7 @@ def train_252_step(
         result = train_run(work, "ppo-252-polish", seed, tiny, left, (warm,))
         result["wall_s"] += base["wall_s"]
     result["base"] = base
-    (out / f"train_ppo-252_seed{seed}.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / f"train_ppo-252_seed{seed}.json", result)
     return result
 
 
@@ -322,10 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             if result["status"] != 0:
                 print(entry["output_tail"], flush=True)
             # after every step: a script stopped from outside keeps the steps it finished
-            (out / "manifest.json").write_text(json.dumps(record, indent=2) + "\n")
+            write_json(out / "manifest.json", record)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    (out / "manifest.json").write_text(json.dumps(record, indent=2) + "\n")
+    write_json(out / "manifest.json", record)
     return 0 if all(step.get("status", 0) == 0 for step in manifest) else 1
 
 
