@@ -348,14 +348,17 @@ class _Roll:
 
     @functools.cached_property
     def total(self) -> jax.Array:
+        """The sum of the five dice."""
         return jnp.sum(self.counts * _FACES)
 
     @functools.cached_property
     def most(self) -> jax.Array:
+        """How many dice show the most common face."""
         return jnp.max(self.counts)
 
     @functools.cached_property
     def present(self) -> jax.Array:
+        """bool[6]: which faces show."""
         return self.counts > 0
 
     def qualifies(self, box: Box) -> jax.Array:
