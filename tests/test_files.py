@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from yahtzee_jax.files import check_writable, replaced_whole, write_json
+from yahtzee_jax.files import check_writable, replaced_whole, write_json, write_text
 
 
 def test_a_written_file_replaces_the_old_one_and_leaves_no_temporary(tmp_path) -> None:
@@ -94,3 +94,24 @@ def test_a_folder_that_refuses_files_is_reported_with_the_users_path(tmp_path, m
         check_writable(tmp_path / "result.json")
     assert error.value.filename == str(tmp_path / "result.json")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_text_cut_short_by_a_full_disk_leaves_the_old_file(tmp_path, monkeypatch):
+    """`write_text` (a run's config.yaml, the reports' markdown) whose write fails after three
+    bytes (ENOSPC, injected) leaves the old text whole and no temporary beside it."""
+    import pathlib
+
+    path = tmp_path / "config.yaml"
+    write_text(path, "old: 1\n")
+    real = pathlib.Path.write_text
+
+    def cut_short(self, text, *args, **kwargs):
+        real(self, text[:3])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(pathlib.Path, "write_text", cut_short)
+    with pytest.raises(OSError, match="No space left"):
+        write_text(path, "new: 2\n")
+    monkeypatch.undo()
+    assert path.read_text() == "old: 1\n"
+    assert [entry.name for entry in tmp_path.iterdir()] == ["config.yaml"]

@@ -29,11 +29,16 @@ def replaced_whole(path: pathlib.Path, suffix: str = ".tmp") -> Iterator[pathlib
         raise
 
 
-def write_json(path: str | os.PathLike, data: Any) -> None:
-    """`data` as indented JSON at `path` (its folders made), written whole or not at all: a
-    full disk leaves the file that was there before."""
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """`text` at `path` (its folders made), written whole or not at all: a full disk leaves the
+    file that was there before."""
     with replaced_whole(pathlib.Path(path)) as partial:
-        partial.write_text(json.dumps(data, indent=2) + "\n")
+        partial.write_text(text)
+
+
+def write_json(path: str | os.PathLike, data: Any) -> None:
+    """`data` as indented JSON at `path`, written whole (`write_text`)."""
+    write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 def check_writable(path: str | os.PathLike | None) -> None:
