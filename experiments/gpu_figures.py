@@ -36,6 +36,7 @@ timed as a cold process, as a user's first run) and each step with its exit stat
 time. `--tiny` shrinks every budget so the whole
 script runs on a CPU in about a minute (`make test` runs it so): the same code paths, no
 meaningful figures. Run directories go to a temporary folder; only small JSON comes to OUT.
+Its pictures are drawn from OUT afterwards: `python experiments/plot_gpu_figures.py OUT`.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from scripts import load_experiment_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "gpu_figures.py"
 
@@ -49,6 +50,12 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     assert machine["platform"] == "cpu" and len(machine["load_average"]) == 3
     # tests/conftest.py sets JAX's cache for the session's subprocesses: recorded as such
     assert machine["jax_compilation_cache_dir"] == os.environ["JAX_COMPILATION_CACHE_DIR"]
+    # what came back is drawn afterwards (a loan brings back eight files): both pictures
+    plot = load_experiment_script("plot_gpu_figures")
+    assert plot.main([str(tmp_path)]) == 0
+    assert plot.device_name(tmp_path) == machine["devices"][0]
+    for name in ("learning_curves_wall.png", "throughput.png"):
+        assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
 
 
 def test_first_reached_takes_the_first_evaluation_at_or_above_each_score() -> None:
