@@ -27,7 +27,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from yahtzee_jax.errors import UserError, exit_status
-from yahtzee_jax.evaluation.plots import plot_learning_curves, save_figure
+from yahtzee_jax.evaluation.plots import label_throughput_axes, plot_learning_curves, save_figure
 
 REFERENCES = {"paper (Pape), 1M games": 241.78, "250": 250.0}
 DTYPE_STYLES = {"float32": "-", "bfloat16": "--"}
@@ -80,12 +80,7 @@ def throughput_figure(rows: list[dict[str, Any]], title: str) -> Figure:
         if bare:
             axes.plot(*zip(*bare, strict=True), marker=".", color="grey", linestyle=style,
                       alpha=0.6)  # fmt: skip
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("games per update (B)")
-    axes.set_ylabel("training games per second")
-    axes.set_title(title)
-    axes.grid(alpha=0.3, which="both")
+    label_throughput_axes(axes, title)
     axes.legend(fontsize="small", title="grey: the bare forward+backward", title_fontsize="small")
     figure.tight_layout()
     return figure

@@ -19,6 +19,8 @@ from matplotlib.figure import Figure
 from yahtzee_jax.game.rules import get_rules
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
     from yahtzee_jax.evaluation.records import GameRecords
 
 BIN_WIDTH = 5
@@ -216,15 +218,20 @@ def scaling_figure(rows: list[dict], title: str) -> Figure:
                 xs, ys = zip(*points, strict=True)
                 axes.plot(xs, ys, marker="o", color=f"C{colour}", label=f"width {width}, {where}",
                           linestyle=styles[index % len(styles)])  # fmt: skip
+    label_throughput_axes(axes, title)
+    if measured:
+        axes.legend(fontsize="small")
+    return _laid_out(figure)
+
+
+def label_throughput_axes(axes: Axes, title: str) -> None:
+    """Log-log axes of training games per second against games per update, titled."""
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("games per update (B)")
     axes.set_ylabel("training games per second")
     axes.set_title(title)
     axes.grid(alpha=0.3, which="both")
-    if measured:
-        axes.legend(fontsize="small")
-    return _laid_out(figure)
 
 
 def _laid_out(figure: Figure) -> Figure:
