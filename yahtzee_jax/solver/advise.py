@@ -70,7 +70,7 @@ class ActionValues:
             lines.append("expected final score after each action, best first:")
         else:
             lines.append(f"best chance of a final score above {self.beat}: {self.value:.6f}")
-            if self.value in (0.0, 1.0):  # every action ties: say what orders them
+            if self.value in (0.0, 1.0):  # the best actions all tie: say what orders them
                 sure = "no play can end" if self.value == 0.0 else "the best plays are sure to end"
                 lines.append(f"{sure} above {self.beat}: equal chances, most points first")
             lines.append(
