@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from yahtzee_jax.files import check_writable, replaced_whole, write_json, write_text
+from yahtzee_jax.files import check_writable, replaced_whole, write_json, write_whole
 
 
 def test_a_written_file_replaces_the_old_one_and_leaves_no_temporary(tmp_path) -> None:
@@ -97,21 +97,35 @@ def test_a_folder_that_refuses_files_is_reported_with_the_users_path(tmp_path, m
 
 
 def test_text_cut_short_by_a_full_disk_leaves_the_old_file(tmp_path, monkeypatch):
-    """`write_text` (a run's config.yaml, the reports' markdown) whose write fails after three
-    bytes (ENOSPC, injected) leaves the old text whole and no temporary beside it."""
-    import pathlib
+    """`write_whole` (a run's config.yaml and evaluations, the reports' markdown) whose write
+    fails after three bytes (ENOSPC, injected) leaves the old text whole and no temporary
+    beside it."""
+    from yahtzee_jax import files
 
     path = tmp_path / "config.yaml"
-    write_text(path, "old: 1\n")
-    real = pathlib.Path.write_text
+    write_whole(path, "old: 1\n")
 
-    def cut_short(self, text, *args, **kwargs):
-        real(self, text[:3])
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    class CutShort:
+        def __init__(self, handle) -> None:
+            self.handle = handle
 
-    monkeypatch.setattr(pathlib.Path, "write_text", cut_short)
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info) -> None:
+            self.handle.close()
+
+        def write(self, text: str) -> None:
+            self.handle.write(text[:3])
+            self.handle.flush()
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    def cut_short_open(*args) -> CutShort:
+        return CutShort(open(*args))
+
+    monkeypatch.setattr(files, "open", cut_short_open, raising=False)
     with pytest.raises(OSError, match="No space left"):
-        write_text(path, "new: 2\n")
+        write_whole(path, "new: 2\n")
     monkeypatch.undo()
     assert path.read_text() == "old: 1\n"
     assert [entry.name for entry in tmp_path.iterdir()] == ["config.yaml"]

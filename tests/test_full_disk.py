@@ -21,6 +21,7 @@ import pytest
 from etils import epath
 from fuzzing import TINY_OVERRIDES, check_one_line, invoke, make_finished_run
 
+from yahtzee_jax import files
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.errors import DiskFullError, is_disk_full
 from yahtzee_jax.runner import runlog
@@ -91,8 +92,10 @@ class SmallDisk:
             buffered = io.BufferedWriter(raw)
             return buffered if "b" in mode else io.TextIOWrapper(buffered, encoding="utf-8")
 
-        # runlog's writers open their files through the builtin: this module global shadows it
-        monkeypatch.setattr(runlog, "open", quota_open, raising=False)
+        # the run's writers open their files through the builtin, the events appended by runlog
+        # and whole files replaced by `files.write_whole`: these module globals shadow it
+        for module in (runlog, files):
+            monkeypatch.setattr(module, "open", quota_open, raising=False)
 
     def _install_orbax(self, monkeypatch: pytest.MonkeyPatch) -> None:
         path_class = type(epath.Path("/"))

@@ -14,12 +14,14 @@ from typing import Any
 
 @contextlib.contextmanager
 def replaced_whole(path: pathlib.Path, suffix: str = ".tmp") -> Iterator[pathlib.Path]:
-    """A temporary path beside `path` (this process's, ending in `suffix`) for the block to
-    write; when the block ends, it replaces `path` in one step, so a concurrent reader sees the
-    old file or the new one, never half of one. If the block raises (a full disk, a failed
-    writer), the temporary file is removed, `path` is left as it was, and the error goes on."""
+    """A temporary path beside `path` (hidden, this process's, ending in `suffix`) for the block
+    to write; when the block ends, it replaces `path` in one step, so a concurrent reader sees
+    the old file or the new one, never half of one. If the block raises (a full disk, a failed
+    writer), the temporary file is removed, `path` is left as it was, and the error goes on. One
+    left by a killed process never matches the pattern its file is found by (its name begins
+    with a dot: `events.out.tfevents.*` finds no `.events.out.tfevents....tmp`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(f".{os.getpid()}{suffix}")
+    partial = path.with_name(f".{path.name}.{os.getpid()}{suffix}")
     try:
         yield partial
         os.replace(partial, path)
@@ -29,16 +31,20 @@ def replaced_whole(path: pathlib.Path, suffix: str = ".tmp") -> Iterator[pathlib
         raise
 
 
-def write_text(path: str | os.PathLike, text: str) -> None:
-    """`text` at `path` (its folders made), written whole or not at all: a full disk leaves the
-    file that was there before."""
-    with replaced_whole(pathlib.Path(path)) as partial:
-        partial.write_text(text)
+def write_whole(path: str | os.PathLike, content: str | bytes) -> None:
+    """`content` at `path` (its folders made), written whole or not at all (`replaced_whole`,
+    synced to the disk before it replaces the old file): a full disk leaves the file that was
+    there before."""
+    mode = "wb" if isinstance(content, bytes) else "w"
+    with replaced_whole(pathlib.Path(path)) as partial, open(partial, mode) as handle:
+        handle.write(content)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 def write_json(path: str | os.PathLike, data: Any) -> None:
-    """`data` as indented JSON at `path`, written whole (`write_text`)."""
-    write_text(path, json.dumps(data, indent=2) + "\n")
+    """`data` as indented JSON at `path`, written whole (`write_whole`)."""
+    write_whole(path, json.dumps(data, indent=2) + "\n")
 
 
 def check_writable(path: str | os.PathLike | None) -> None:

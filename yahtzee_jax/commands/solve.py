@@ -146,7 +146,6 @@ def _run_targets(args: argparse.Namespace) -> int:
 
 def _run_ceiling(args: argparse.Namespace) -> int:
     """The exact ceiling from the empty card's rows of both target tables; print, write JSON."""
-
     from yahtzee_jax.solver.ceiling import rules_ceiling
 
     if args.targets or args.force:

@@ -17,7 +17,7 @@ from yahtzee_jax.commands.studies import (
     require_spec,
     run_dir,
 )
-from yahtzee_jax.files import write_json, write_text
+from yahtzee_jax.files import write_json, write_whole
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
 from yahtzee_jax.runner.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE
 
@@ -162,7 +162,7 @@ def write_study_report(
         wall_path and wall_path.name,
         tuple(scalar_paths),
     )
-    write_text(out_dir / f"{study.name}.md", markdown)
+    write_whole(out_dir / f"{study.name}.md", markdown)
     everything = {"study": study.name, "scale": scale, "note": note, "runs": results}
     write_json(out_dir / RESULTS_FILE, everything)
     return everything

@@ -14,7 +14,7 @@ from pathlib import Path
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
-from yahtzee_jax.files import write_json, write_text
+from yahtzee_jax.files import write_json, write_whole
 from yahtzee_jax.game.rules import OFFICIAL, RULE_VARIANTS, Rules
 
 # --------------------------------------------------------------------------------------------
@@ -251,4 +251,4 @@ def write_report(
     for name, figure in figures.items():
         plots.save_figure(figure, out_dir / name)
     markdown = format_markdown(report_tables(summary), list(figures))
-    write_text(out_dir / "report.md", markdown)
+    write_whole(out_dir / "report.md", markdown)

@@ -54,7 +54,7 @@ from yahtzee_jax.evaluation.plots import save_figure
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.evaluation.reports import optimal_reference
 from yahtzee_jax.evaluation.statistics import wilson_interval
-from yahtzee_jax.files import write_json, write_text
+from yahtzee_jax.files import write_json, write_whole
 
 FIRST_SEAT, SECOND_SEAT = 0, 1
 NUM_SEATS = 2
@@ -408,7 +408,7 @@ def write_results(tournament: Tournament, out_dir: Path) -> list[Path]:
     json_path = out_dir / "tournament.json"
     write_json(json_path, to_json(tournament))
     markdown_path = out_dir / "tournament.md"
-    write_text(markdown_path, format_markdown(tables(tournament)))
+    write_whole(markdown_path, format_markdown(tables(tournament)))
     return [
         json_path,
         markdown_path,

@@ -34,7 +34,7 @@ from yahtzee_jax.config import (
 )
 from yahtzee_jax.envs.tasks import check_task
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.files import write_text
+from yahtzee_jax.files import write_whole
 
 if TYPE_CHECKING:  # importlib.resources.abc is Python 3.11+; only annotations name it
     from importlib.resources.abc import Traversable
@@ -219,4 +219,4 @@ def resolve(
 
 def save_yaml(config: Config, path: str | Path) -> None:
     """Write the resolved config as YAML, whole or not at all."""
-    write_text(path, yaml.safe_dump(config.to_dict(), sort_keys=False))
+    write_whole(path, yaml.safe_dump(config.to_dict(), sort_keys=False))

@@ -34,6 +34,7 @@ from tensorboardX.proto.summary_pb2 import Summary
 from tensorboardX.record_writer import masked_crc32c
 
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import write_whole
 
 LOCK_FILE = ".lock"
 EVALS_FILE = "evals.jsonl"
@@ -86,21 +87,6 @@ class RunLock:
         self.release()
 
 
-def write_atomic(path: Path, content: str | bytes) -> None:
-    """Replace `path` with `content` in one step (a temporary file, fsynced, then renamed);
-    a failed write (a full disk) removes its temporary file and leaves `path` as it was."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
-        with open(temporary, "wb" if isinstance(content, bytes) else "w") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
-
-
 def _to_stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -145,7 +131,7 @@ def read_evals(path: Path, report: Callable[[str], None] = _to_stderr) -> list[d
 
 def write_evals(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write all evaluation rows atomically."""
-    write_atomic(path, "".join(json.dumps(row) + "\n" for row in rows))
+    write_whole(path, "".join(json.dumps(row) + "\n" for row in rows))
 
 
 # TensorBoard events ----------------------------------------------------------------------------
@@ -272,7 +258,7 @@ def truncate_scalars(
             continue
         if damaged:
             report(f"dropped the damaged end of {path} (bytes {end} to {size}) and its scalars")
-        write_atomic(path, b"".join(_record(event.SerializeToString()) for event in kept))
+        write_whole(path, b"".join(_record(event.SerializeToString()) for event in kept))
 
 
 def reconcile(run_dir: str | Path, evals_path: Path, step: int, games_per_update: int) -> list:

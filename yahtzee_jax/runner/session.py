@@ -20,6 +20,7 @@ from typing import Any
 from yahtzee_jax import envs
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.runner.configs import (
     apply_overrides,
     from_dict,
@@ -28,7 +29,7 @@ from yahtzee_jax.runner.configs import (
     save_yaml,
 )
 from yahtzee_jax.runner.loop import Hook, Program, network_agent, train_members
-from yahtzee_jax.runner.runlog import EVALS_FILE, RunLock, read_evals, write_atomic
+from yahtzee_jax.runner.runlog import EVALS_FILE, RunLock, read_evals
 
 CONFIG_FILE = "config.yaml"
 SUMMARY_FILE = "summary.json"
@@ -290,7 +291,5 @@ def train_session(
             if final_eval and config.train.final_eval_games > 0:
                 params = program.member(state.params, member)
                 summary.update(final_report(config, run_dir, params, progress))
-            write_atomic(
-                run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n"
-            )
+            write_whole(run_dir / SUMMARY_FILE, json.dumps(summary, indent=2, default=float) + "\n")
     return summaries
