@@ -33,28 +33,32 @@ CACHE_SETTINGS = {
 }
 
 # The files that take longest (`pytest --durations`, summed per file on the 2-core CPU), longest
-# first. `make test` hands whole files to its two workers in collection order (`--dist
-# loadfile`), so these start first and the short files fill in at the end; in alphabetical
-# order three of them came last and one worker ran them alone while the other sat idle.
-LONGEST_FILES = (  # measured 2026-11-27 (a shared run, the fast-compile flag on), 779 tests
+# first. `make test` hands whole files to its two workers in collection order (`--dist loadfile
+# --no-loadscope-reorder`), so these start first and the short files fill in at the end; in
+# alphabetical order three of them came last and one worker ran them alone while the other sat
+# idle. Without `--no-loadscope-reorder`, pytest-xdist (3.8) orders the files by their number of
+# tests instead, and a file of two 10-second tests (test_parallel.py) started among the last.
+LONGEST_FILES = (  # measured 2026-11-29 (idle, Intel AVX-512, the fast-compile flags), 881 tests
     "test_win_seeker.py",
     "test_algorithms.py",
     "test_match_planner.py",
-    "test_checkpoint.py",
-    "test_population.py",
-    "test_suite_env.py",
     "test_match_env.py",
-    "test_golden.py",
-    "test_specialised.py",
     "test_gpu_figures.py",
-    "test_target_agent.py",
-    "test_td_win.py",
-    "test_rules_consistency.py",
-    "test_parallel.py",
-    "test_scaling.py",
+    "test_specialised.py",
+    "test_checkpoint.py",
+    "test_targets.py",
+    "test_population.py",
     "test_no_solver_guard.py",
-    "test_distill.py",
-    "test_td_planner.py",
+    "test_batched_widget.py",
+    "test_suite_env.py",
+    "test_td_win.py",
+    "test_golden.py",
+    "test_rules_consistency.py",
+    "test_env_core.py",
+    "test_benchmarks.py",
+    "test_parallel.py",
+    "test_target_agent.py",
+    "test_notebooks.py",
 )
 
 
