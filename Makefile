@@ -38,13 +38,13 @@ train: setup
 		$(if $(wildcard $(OUT)/checkpoints),--resume,--preset $(PRESET)) $(ARGS)
 
 test: setup
-	$(BIN)/pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=25
+	$(BIN)/pytest -n 2 --dist loadfile --durations=25
 
 test-slow: setup
 	$(BIN)/pytest -m slow
 
 test-all: setup
-	$(BIN)/pytest -m "slow or not slow" -n 2 --dist loadfile --no-loadscope-reorder
+	$(BIN)/pytest -m "slow or not slow" -n 2 --dist loadfile
 
 lint: setup
 	$(BIN)/ruff check yahtzee_jax tests experiments

@@ -32,40 +32,14 @@ CACHE_SETTINGS = {
     "jax_persistent_cache_min_entry_size_bytes": 0,
 }
 
-# The files that take longest (`pytest --durations`, summed per file on the 2-core CPU), longest
-# first. `make test` hands whole files to its two workers in collection order (`--dist loadfile
-# --no-loadscope-reorder`), so these start first and the short files fill in at the end; in
-# alphabetical order three of them came last and one worker ran them alone while the other sat
-# idle. Without `--no-loadscope-reorder`, pytest-xdist (3.8) orders the files by their number of
-# tests instead, and a file of two 10-second tests (test_parallel.py) started among the last.
-LONGEST_FILES = (  # measured 2026-11-29 (idle, Intel AVX-512, the fast-compile flags), 881 tests
-    "test_win_seeker.py",
-    "test_algorithms.py",
-    "test_match_planner.py",
-    "test_match_env.py",
-    "test_gpu_figures.py",
-    "test_specialised.py",
-    "test_checkpoint.py",
-    "test_targets.py",
-    "test_population.py",
-    "test_no_solver_guard.py",
-    "test_batched_widget.py",
-    "test_suite_env.py",
-    "test_td_win.py",
-    "test_golden.py",
-    "test_rules_consistency.py",
-    "test_env_core.py",
-    "test_benchmarks.py",
-    "test_parallel.py",
-    "test_target_agent.py",
-    "test_notebooks.py",
-)
-
-
-def pytest_collection_modifyitems(config, items) -> None:
-    """The longest files first, the rest in their usual order (the sort is stable)."""
-    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+# `make test` hands whole files to its two workers (`--dist loadfile`) in pytest-xdist's order:
+# the files with the most tests first. Handing out the longest files first instead (by their
+# summed durations, `--no-loadscope-reorder`) was slower: 597 s for the suite against 526 and
+# 528 s on the 2-core Intel AVX-512 (2026-11-29, idle; `results/make-test/d25c973.txt`). The
+# long files then start together and cold; in xdist's order many of them come later, after
+# files that compiled programs they can load from the session's cache (the likely reason why
+# test_parallel.py's two processes took 34 s against 19 s, test_target_agent.py's setup 36
+# against 18).
 
 
 def pytest_configure(config) -> None:
