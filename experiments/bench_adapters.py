@@ -27,6 +27,7 @@ from yahtzee_jax.commands.bench.machine import cpu_model
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.solitaire import Game
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.suite import make
 
@@ -220,8 +221,7 @@ def main() -> None:
             "note": args.note,
             "rows": rows,
         }
-        with open(args.json, "w") as file:
-            json.dump(result, file, indent=1)
+        write_whole(args.json, json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from pathlib import Path
 from yahtzee_jax.commands.bench.scaling import positive_integers
 from yahtzee_jax.commands.bench.train import time_chunk
 from yahtzee_jax.errors import exit_status
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.runner.configs import resolve
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str]) -> int:
                 flush=True,
             )
         if args.json is not None:
-            args.json.write_text(json.dumps(rows, indent=2) + "\n")
+            write_whole(args.json, json.dumps(rows, indent=2) + "\n")
 
     return exit_status(run)
 

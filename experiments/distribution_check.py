@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.algorithms.td_planner import value_leaf
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.solver.moments import score_moments
 
@@ -77,8 +77,7 @@ def main() -> None:
     }
     print(f"median |error| against the exact mean: {errors}")
     summary = {"run": args.run, "median_abs_error": errors, "positions": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(summary, indent=2) + "\n")
+    write_whole(args.out, json.dumps(summary, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from yahtzee_jax.commands.bench.machine import cpu_model
+from yahtzee_jax.files import write_whole
 
 QUANTILES = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 BIN = 10  # points per histogram bin
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         record = game_record(name, args.games, args.seed)
         record |= {"command": f"{command} --rules {name} --out {args.out}", "machine": machine()}
-        path.write_text(json.dumps(record, indent=1) + "\n")
+        write_whole(path, json.dumps(record, indent=1) + "\n")
     print(f"{'rules':<16} {'optimum':>10} {'exact std':>9} {'played':>16} {'std':>6} {'median':>6}")
     for name in args.rules:
         record = json.loads((args.out / f"{name}.json").read_text())

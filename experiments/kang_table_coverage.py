@@ -26,6 +26,7 @@ from yahtzee_jax.algorithms.maxq import card_slot
 from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks.tables import SLOT_HASH, Tables
 from yahtzee_jax.runner.checkpointing import load_checkpoint
@@ -85,7 +86,7 @@ def main(argv: list[str]) -> int:
     text = json.dumps(results, indent=1)
     print(text)
     if args.json:
-        args.json.write_text(text + "\n")
+        write_whole(args.json, text + "\n")
     return 0
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from yahtzee_jax.agents.base import alone
 from yahtzee_jax.agents.distribution_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.runner.checkpointing import load_agent_and_step
 
 
@@ -60,7 +61,7 @@ def main() -> None:
         )
         # Written after each variant: an interrupted ablation keeps the variants it finished.
         text = json.dumps({"run": args.run, "results": results}, indent=2) + "\n"
-        Path(args.out).write_text(text)
+        write_whole(args.out, text)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -31,6 +30,7 @@ from yahtzee_jax.agents.planner import (
     final_values,
 )
 from yahtzee_jax.algorithms.td_planner import value_leaf
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import Rules, get_rules
@@ -116,8 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = regrets(args.run, args.games, args.seed)
     print(json.dumps(result))
     if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+        write_whole(args.out, json.dumps(result, indent=2) + "\n")
     return result
 
 

@@ -24,6 +24,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from yahtzee_jax.evaluation.plots import save_figure
+from yahtzee_jax.files import write_whole
 
 ROUNDS_PER_GAME = 13
 # seed 001, Table IV (1,000 games) at its training budgets in rounds
@@ -81,7 +82,7 @@ def main(argv: list[str]) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
     save_figure(figure, args.out, dpi=110)
-    args.out.with_suffix(".json").write_text(json.dumps(curves, indent=1) + "\n")
+    write_whole(args.out.with_suffix(".json"), json.dumps(curves, indent=1) + "\n")
     print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
     return 0
 

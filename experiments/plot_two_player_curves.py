@@ -20,6 +20,7 @@ from pathlib import Path
 
 from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.matches import plot_curves
+from yahtzee_jax.files import write_whole
 from yahtzee_jax.runner.runlog import training_curve
 
 
@@ -77,7 +78,7 @@ def _plot(args: argparse.Namespace) -> Path:
     if unknown:
         raise UserError(f"--final for a label with no curve: {unknown}")
     if args.json:
-        args.json.write_text(json.dumps(curves) + "\n")
+        write_whole(args.json, json.dumps(curves) + "\n")
     return plot_curves(curves, finals, args.out, args.window)
 
 

@@ -25,6 +25,7 @@ from plot_two_player_curves import labelled, read_json, read_result
 
 from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.statistics import Z_95
+from yahtzee_jax.files import write_whole
 
 REGRET_KEYS = {
     "": "one_turn_loss_per_game",
@@ -157,7 +158,7 @@ def main(argv: list[str]) -> int:
         if args.json:
             exact_rates = {label: result["win_rate"] for label, result in exact.items()}
             record = {"points": points, "fit": line, "exact": exact_rates, "target": args.target}
-            args.json.write_text(json.dumps(record, indent=1) + "\n")
+            write_whole(args.json, json.dumps(record, indent=1) + "\n")
         print(draw(points, exact, line, args.target, args.out))
 
     return exit_status(run)
