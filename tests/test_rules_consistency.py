@@ -150,9 +150,10 @@ def caught_totals(caught, card: Card) -> tuple[np.ndarray, np.ndarray]:
 
 def test_no_function_below_the_commands_defaults_its_rules() -> None:
     """A function that scores or plays takes its rules (or an agent or environment that carries
-    them): no `rules` parameter or field below `commands/` has a default, so a forgotten one is a
-    TypeError, not a game of Yahtzee. `config.py`'s `train.rules: official` is the run config's
-    documented default, as `--rules` is a command's."""
+    them): no `rules` parameter or field below `commands/` has a default, nor the independent
+    reference game's `variant` (its rule set by name), so a forgotten one is a TypeError, not a
+    game of Yahtzee. `config.py`'s `train.rules: official` is the run config's documented
+    default, as `--rules` is a command's."""
     package = Path(__file__).resolve().parents[1] / "yahtzee_jax"
     defaulted = []
     for path in sorted(package.rglob("*.py")):
@@ -166,7 +167,7 @@ def test_no_function_below_the_commands_defaults_its_rules() -> None:
                 with_default = positional[len(positional) - len(args.defaults) :]
                 keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
                 with_default += [arg for arg, default in keywords if default]
-                defaulted += [where for arg in with_default if arg.arg == "rules"]
+                defaulted += [where for arg in with_default if arg.arg in ("rules", "variant")]
             elif isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "rules":
                 value = ast.unparse(node.value) if node.value else ""
                 defaulted += [where] if "OFFICIAL" in value or "official" in value else []

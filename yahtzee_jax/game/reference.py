@@ -97,7 +97,7 @@ def final_score(card: dict[str, int], yahtzee_bonuses: int) -> int:
 class ReferenceGame:
     """One game, one decision at a time: the plain-Python counterpart of the JAX engine."""
 
-    def __init__(self, variant: str = "official", seed: int | None = None) -> None:
+    def __init__(self, variant: str, seed: int | None = None) -> None:
         self.variant = variant
         self.rng = random.Random(seed)
         self.card: dict[str, int] = {}
@@ -136,7 +136,7 @@ class ReferenceGame:
         return final_score(self.card, self.yahtzee_bonuses) - before
 
 
-def play_random_game(variant: str = "official", seed: int | None = None) -> tuple[int, int]:
+def play_random_game(variant: str, seed: int | None = None) -> tuple[int, int]:
     """Play one game with uniformly random legal actions -> (final score, decisions taken)."""
     game = ReferenceGame(variant, seed)
     decisions = 0
