@@ -35,10 +35,10 @@ CACHE_SETTINGS = {
 # `make test` hands whole files to its two workers (`--dist loadfile`) in pytest-xdist's order:
 # the files with the most tests first. Handing out the longest files first instead (by their
 # summed durations, `--no-loadscope-reorder`) was slower in the one run tried: 597 s for the
-# suite (`results/make-test/d25c973.txt`), against 526 to 567 s in five runs in xdist's order
-# (`f726f3d.txt`, `e343ac4.txt` and three uncommitted), all idle on the 2-core Intel AVX-512 on
-# 2026-11-29. The long files then start together and cold; in xdist's order many of them come
-# after files that compiled programs they can load from the session's cache
+# suite (`results/make-test/d25c973.txt`), against 526 to 567 s in six runs in xdist's order
+# (`f726f3d.txt`, `e343ac4.txt`, `94898e7.txt` and three uncommitted), all idle on the 2-core
+# Intel AVX-512 on 2026-11-29. The long files then start together and cold; in xdist's order
+# many of them come after files that compiled programs they can load from the session's cache
 # (test_target_agent.py's setup took 36 s, against 15 and 18 s).
 
 
