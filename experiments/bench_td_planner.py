@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
 from yahtzee_jax.commands.bench.scaling import positive_integers
 from yahtzee_jax.commands.bench.train import time_chunk
 from yahtzee_jax.errors import exit_status
-from yahtzee_jax.files import write_whole
+from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.configs import resolve
 
 
@@ -48,7 +47,7 @@ def main(argv: list[str]) -> int:
                 flush=True,
             )
         if args.json is not None:
-            write_whole(args.json, json.dumps(rows, indent=2) + "\n")
+            write_json(args.json, rows)
 
     return exit_status(run)
 

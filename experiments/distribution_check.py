@@ -12,13 +12,12 @@ score to come, and the solver's exact mean and standard deviation under optimal 
 from __future__ import annotations
 
 import argparse
-import json
 
 import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.algorithms.td_planner import value_leaf
-from yahtzee_jax.files import write_whole
+from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.solver.moments import score_moments
 
@@ -77,7 +76,7 @@ def main() -> None:
     }
     print(f"median |error| against the exact mean: {errors}")
     summary = {"run": args.run, "median_abs_error": errors, "positions": rows}
-    write_whole(args.out, json.dumps(summary, indent=2) + "\n")
+    write_json(args.out, summary)
 
 
 if __name__ == "__main__":

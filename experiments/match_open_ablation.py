@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 from yahtzee_jax.agents.base import alone
 from yahtzee_jax.agents.distribution_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
-from yahtzee_jax.files import write_whole
+from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.checkpointing import load_agent_and_step
 
 
@@ -60,8 +59,7 @@ def main() -> None:
             flush=True,
         )
         # Written after each variant: an interrupted ablation keeps the variants it finished.
-        text = json.dumps({"run": args.run, "results": results}, indent=2) + "\n"
-        write_whole(args.out, text)
+        write_json(args.out, {"run": args.run, "results": results})
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from yahtzee_jax.agents.planner import (
     final_values,
 )
 from yahtzee_jax.algorithms.td_planner import value_leaf
-from yahtzee_jax.files import write_whole
+from yahtzee_jax.files import write_json
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import Rules, get_rules
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> dict:
     result = regrets(args.run, args.games, args.seed)
     print(json.dumps(result))
     if args.out:
-        write_whole(args.out, json.dumps(result, indent=2) + "\n")
+        write_json(args.out, result)
     return result
 
 

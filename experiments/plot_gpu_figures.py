@@ -102,7 +102,8 @@ def draw(folder: Path) -> list[Path]:
     """Write the pictures `folder`'s JSON allows; their paths."""
     if not folder.is_dir():
         raise UserError(f"{folder} is not a folder")
-    device = f" on {device_name(folder)}" if device_name(folder) else ""
+    name = device_name(folder)
+    device = f" on {name}" if name else ""
     written = []
     curves = training_curves(folder)
     if curves:
