@@ -14,7 +14,8 @@ from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.solver.win_policy import BEFORE_ENDGAME
 
-MATCH_PLAYERS = ("win-seeker", "optimal")  # built-in players in the evaluated seat
+# Built-in players in the evaluated seat.
+MATCH_PLAYERS = ("target-seeker", "win-seeker", "optimal")
 # The oracle told the opponents' final scores (`evaluation.targets.ceiling_matches`): it plays
 # against the optimal agent's games, for measurement only.
 CEILING = "ceiling"
@@ -53,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "algo.match_early, e.g. --set algo.match_early=normal) or its search depth "
         "(td-planner: --set algo.lookahead=2); repeatable",
     )
+    parser.add_argument(
+        "--hindsight-weight",
+        type=float,
+        help="target-seeker: its rows' mix of the target table (1, hindsight, the default) and "
+        "the expected-score table (0, exact for optimal play after the turn)",
+    )
     parser.add_argument("--out", help="write the result as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
@@ -73,6 +80,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Play the matches, print one line, write the JSON."""
     check_writable(args.out or None)
+    from yahtzee_jax.commands.bench.machine import run_record
     from yahtzee_jax.evaluation.matches import (
         evaluate_agent_matches,
         format_result,
@@ -100,17 +108,29 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
     if args.run != "win-seeker" and args.before_endgame != "normal":
         raise ConfigError("--before-endgame is the win-seeker's; a run takes --set algo.match_...")
+    if args.run != "target-seeker" and args.hindsight_weight is not None:
+        raise ConfigError("--hindsight-weight is the target-seeker's")
+    record = run_record()
     if builtin:
         rules = get_rules(args.rules)
         if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
             raise ConfigError(f"--endgame-open={args.endgame_open}; choose 0 to 12")
         learner = match_player(
-            args.run, rules, args.endgame_open, before_endgame=args.before_endgame
+            args.run,
+            rules,
+            args.endgame_open,
+            before_endgame=args.before_endgame,
+            hindsight_weight=args.hindsight_weight,
         )
         result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
         result |= {"run": args.run}
         if args.run == "win-seeker":  # the only player that reads it
             result |= {"before_endgame": args.before_endgame}
+        if args.run == "target-seeker":
+            from yahtzee_jax.agents.target_seeker import HINDSIGHT_WEIGHT
+
+            weight = args.hindsight_weight
+            result |= {"hindsight_weight": HINDSIGHT_WEIGHT if weight is None else weight}
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
@@ -125,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             result |= {"overrides": args.overrides}
         print(format_result(agent.name, result))
     if args.out:
-        write_json(args.out, result)
+        write_json(args.out, result | {"machine": record})
     return 0
 
 

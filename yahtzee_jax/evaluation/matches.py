@@ -56,10 +56,11 @@ def match_totals(
     players = len(opponents) + 1
     seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in opponents)
     env = Match(rules, FeatureConfig(), seats, players, "score")
-    policy = agent_policy(learner.policy, learner.params)
 
-    def totals_of(keys: jax.Array) -> tuple[jax.Array, jax.Array]:
-        final, _, _ = rollout(env, policy, keys)
+    # The learner's parameters are the program's argument, not constants folded into it (a
+    # solver table of a GiB would take minutes to compile).
+    def totals_of(keys: jax.Array, params: Any) -> tuple[jax.Array, jax.Array]:
+        final, _, _ = rollout(env, agent_policy(learner.policy, params), keys)
 
         # Each card totalled under the match's rules (its own upper bonus, e.g. Yatzy's +50).
         def total(card: State) -> jax.Array:
@@ -81,7 +82,8 @@ def match_totals(
     def play_batch(first: int) -> tuple[int, int, np.ndarray, np.ndarray]:
         count = min(batch_size, num_games - first)
         count += -count % players  # equal seat groups: play a few extra games, drop them below
-        return first, count, *jax.device_get(run(game_keys(seed, first, count, players)))
+        keys = game_keys(seed, first, count, players)
+        return first, count, *jax.device_get(run(keys, learner.params))
 
     # The batches go on the host's threads at once (`parallel.host_threads`).
     firsts = range(0, num_games, batch_size)
@@ -120,12 +122,18 @@ def match_player(
     endgame_open: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     before_endgame: str = "normal",
+    hindsight_weight: float | None = None,
 ) -> Agent:
-    """A built-in match player: the solver's `win-seeker` (exact score distributions in the
-    turns that leave at most `endgame_open` boxes open, default `endgame.ENDGAME_OPEN`; the
-    earlier turns as `before_endgame` says), or a built-in agent (`optimal`). `cache_dir` is
-    the solver's."""
+    """A built-in match player: the solver's `target-seeker` (its rows' `hindsight_weight`),
+    its `win-seeker` (exact score distributions in the turns that leave at most
+    `endgame_open` boxes open, default `endgame.ENDGAME_OPEN`; the earlier turns as
+    `before_endgame` says), or a built-in agent (`optimal`). `cache_dir` is the solver's."""
     from yahtzee_jax.agents import builtin_agent
+
+    if name == "target-seeker":
+        from yahtzee_jax.agents.target_seeker import target_seeker_agent
+
+        return target_seeker_agent(rules, cache_dir, hindsight_weight)
 
     if name == "win-seeker":
         from yahtzee_jax.agents.win_seeker import win_seeker_agent

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
+import os
 import platform
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 CPUINFO = Path("/proc/cpuinfo")
 
@@ -25,3 +30,36 @@ def vector_level() -> str:
         return ""
     words = flags.split()
     return "AVX-512" if "avx512f" in words else "AVX2" if "avx2" in words else ""
+
+
+def commit() -> str | None:
+    """The checkout's commit ("+dirty" when files differ from it), or None outside git."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True
+        )
+        changed = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+        )
+    except OSError:
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
+
+
+def run_record() -> dict[str, Any]:
+    """What a result file records of its run: the command, commit, CPU, cores and load."""
+    level = vector_level()
+    return {
+        "command": " ".join(["yahtzee-jax", *sys.argv[1:]]),
+        "commit": commit(),
+        "cpu": f"{cpu_model()}, {level}" if level else cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()),
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }

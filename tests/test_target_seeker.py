@@ -1,0 +1,215 @@
+"""The target-seeker (`solver.target_seeker`) against enumeration on hand-made end games.
+
+Plain rules, the target tables solved for the last two layers only (`test_targets.partial`).
+Every expectation is enumerated in plain Python (`game.reference`): the optimal agent's exact
+score distribution (`test_ceiling.optimal_distribution`), the best chance of each target
+(`test_targets.brute_force_chances`) and the best keep for the win, sharing nothing with the
+module's rows, windows and widget.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from positions import card, card_state, card_without
+from test_ceiling import optimal_distribution
+from test_targets import brute_force_chances, partial
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game import reference
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, get_rules
+from yahtzee_jax.solver.target_seeker import (
+    best_rival_distribution,
+    check_weight,
+    seeker_tables,
+    target_seeker_policy,
+    win_chances,
+)
+
+RULES = get_rules("plain")
+
+
+@functools.cache
+def tables(weight: float):
+    """The seeker's tables of plain rules' last two layers."""
+    values, best, follow = partial("plain", 11)
+    return seeker_tables(RULES, best, follow, values, weight)
+
+
+def state_of(boxes: dict[str, int], dice=(1, 1, 1, 1, 1), roll_index=0):
+    """The engine's card of a reference card {box: points}."""
+    names = RULES.box_names
+    scores = {names.index(box): points for box, points in boxes.items()}
+    return card(dice, scores, roll_index, rules=RULES)
+
+
+def stacked(*states):
+    """States stacked on a new leading axis."""
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *states)
+
+
+def rival_mass(cards: list[dict[str, int]]) -> np.ndarray:
+    """P(the best of the cards' final scores = y), y = 0 .. 999, every tuple of scores."""
+    singles = []
+    for boxes in cards:
+        start = reference.final_score(boxes, 0)
+        mass = optimal_distribution(boxes, "plain", 100)
+        singles.append({start + points: p for points, p in enumerate(mass) if p > 0})
+    best = np.zeros(1000)
+    for combo in itertools.product(*(single.items() for single in singles)):
+        best[max(score for score, _ in combo)] += np.prod([p for _, p in combo])
+    return best
+
+
+# Me: chance open (total 199); the opponents: chance or a straight open, their totals about mine.
+ME = card_without("chance")
+RIVALS = [card_without("chance", sixes=24), card_without("small_straight", fours=16)]
+
+
+@pytest.mark.parametrize("opponents", [1, 2])
+def test_last_turn_chances_are_the_rivals_exact_distribution(opponents):
+    """My last turn, every opponent still to play its last: writing my roll in chance for s
+    points wins with P(best opponent's final < my total + s), the opponents' distributions
+    enumerated under expected-score play, to float32's precision; whatever the weight."""
+    rivals = RIVALS[:opponents]
+    mass = rival_mass(rivals)
+    full = (card_state({**ME, "chance": 0}),) * 26
+    totals = reference.final_score(ME, 0) + np.arange(5, 31)
+    expected = [mass[:total].sum() for total in totals]
+    others = stacked(*(state_of(boxes) for boxes in rivals))
+    for weight in (0.0, 1.0):
+        rival = best_rival_distribution(tables(weight), others, RULES)
+        states = tuple(jnp.asarray(part) for part in zip(*full, strict=True))
+        got = win_chances(
+            tables(weight), states, jnp.asarray(totals), rival, jnp.bool_(False), weight != 1
+        )
+        np.testing.assert_allclose(got, expected, atol=2e-6)
+
+
+def test_hindsight_is_exact_when_the_opponent_has_finished():
+    """Second seat, two turns left (the straights open), the opponent done at 230: after writing
+    a straight the chance is T of the box left at 230 + 1 - my total, the best chance by
+    enumeration; read from T even at weight 0 (the turn is exact), E's smaller chances not."""
+    finished = card_without(sixes=24)
+    others = stacked(state_of(finished))
+    rival_score = reference.final_score(finished, 0)
+    for written, left in (
+        ("small_straight", "large_straight"),
+        ("large_straight", "small_straight"),
+    ):
+        after = card_without(left, **{written: 0})
+        best = brute_force_chances(after, "plain", 41)
+        start = reference.final_score(after, 0)
+        totals = np.arange(start, start + 60)
+        need = np.clip(rival_score + 1 - totals, 0, 41)
+        states = tuple(jnp.asarray([part] * len(totals)) for part in card_state(after))
+        for weight in (0.0, 1.0):
+            rival = best_rival_distribution(tables(weight), others, RULES)
+            exact = jnp.bool_(True)
+            got = win_chances(
+                tables(weight), states, jnp.asarray(totals), rival, exact, weight != 1
+            )
+            np.testing.assert_allclose(got, best[need], atol=2e-6)
+
+
+def best_keeps_for_the_win(dice, rerolls, box, start, mass):
+    """{held dice: P(win)} of each keep, my last turn with `box` open, enumerated."""
+
+    @functools.cache
+    def roll(dice, rerolls):
+        if rerolls == 0:
+            points = reference.choices(list(dice), {b: 0 for b in ME if b != box}, "plain")
+            return mass[: start + points[box][0]].sum()
+        return max(keep(held, rerolls) for held in held_options(dice))
+
+    @functools.cache
+    def keep(held, rerolls):
+        rolled = itertools.product(range(1, 7), repeat=5 - len(held))
+        return np.mean([roll(tuple(sorted(held + more)), rerolls - 1) for more in rolled])
+
+    return {held: keep(held, rerolls) for held in held_options(dice)}
+
+
+def held_options(dice):
+    """Every distinct sub-multiset of the dice."""
+    return sorted({tuple(dice[i] for i in range(5) if bits >> i & 1) for bits in range(32)})
+
+
+@pytest.mark.parametrize(
+    ("box", "dice", "roll_index"),
+    [("large_straight", (1, 2, 3, 4, 6), 1), ("full_house", (2, 2, 3, 5, 6), 0)],
+)
+def test_keep_is_the_enumerated_best_for_the_win(box, dice, roll_index):
+    """My last turn (one box open), the opponent's last to come: the policy's keep wins as
+    often as the best keep by enumeration (ties allowed), over the same exact distribution."""
+    mine = {b: p for b, p in ME.items() if b != box} | {"chance": 22}
+    rival = card_without("chance")  # 177 and its chance to come: beaten only by my box
+    mass = rival_mass([rival])
+    start = reference.final_score(mine, 0)
+    by_keep = best_keeps_for_the_win(tuple(sorted(dice)), 2 - roll_index, box, start, mass)
+    own = stacked(state_of(mine, dice, roll_index))
+    others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(rival)))
+    policy = target_seeker_policy(RULES, 1.0)
+    action = int(policy(tables(1.0), own, others, jnp.zeros((1, 2)))[0])
+    assert action < NUM_KEEP_ACTIONS
+    held = tuple(sorted(d for i, d in enumerate(sorted(dice)) if action >> i & 1))
+    assert by_keep[held] == pytest.approx(max(by_keep.values()), abs=2e-6)
+    assert max(by_keep.values()) > min(by_keep.values()) + 0.01  # the keep matters here
+
+
+def test_score_decision_takes_the_box_that_wins():
+    """Two boxes open (chance, fours), my roll 4-4-4-4-6 at its score decision, the opponent's
+    last turn to come (so it is done by my next turn: hindsight is exact): the policy writes
+    the box whose enumerated chance to win, sum_y P(Y = y) T_after(y + 1 - my total), is the
+    higher of the two, and the two differ."""
+    mine = card_without("chance", "fours")
+    rival = card_without("chance")
+    mass = rival_mass([rival])
+    exact = {}
+    for box, points in (("fours", 16), ("chance", 22)):
+        after = {**mine, box: points}
+        best = brute_force_chances(after, "plain", 100)
+        total = reference.final_score(after, 0)
+        need = np.clip(np.arange(1000) + 1 - total, 0, 100)
+        exact[box] = float(mass @ best[need])
+    own = stacked(state_of(mine, (4, 4, 4, 4, 6), 2))
+    others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(rival)))
+    for weight in (0.0, 1.0):
+        policy = target_seeker_policy(RULES, weight)
+        action = int(policy(tables(weight), own, others, jnp.zeros((1, 2)))[0])
+        assert RULES.box_names[action - NUM_KEEP_ACTIONS] == max(exact, key=exact.get)
+    assert abs(exact["fours"] - exact["chance"]) > 0.01
+
+
+def test_weight_outside_zero_one_is_refused_in_one_line():
+    """A hindsight weight of 1.5 or -0.1 is a one-line error; 0 and 1 pass."""
+    for weight in (1.5, -0.1):
+        with pytest.raises(UserError, match="weight"):
+            check_weight(weight)
+    assert check_weight(0) == 0.0 and check_weight(1) == 1.0
+
+
+def test_the_keeps_grid_equals_each_turn_ends_window():
+    """The keeps' grid (one matrix product over every reward) and the score decision's windows
+    (one dot product a turn end) give the same W for each next state and reward, to float32."""
+    from yahtzee_jax.solver.moments import distinct_next_states
+    from yahtzee_jax.solver.target_seeker import turn_end_grid
+    from yahtzee_jax.solver.win_policy import REWARD_BINS
+
+    mine = card_without("chance", "fives")
+    others = stacked(state_of(RIVALS[1]))
+    after = distinct_next_states(*card_state(mine), np, RULES)
+    total = reference.final_score(mine, 0)
+    for weight, exact in ((1.0, False), (0.0, False), (0.0, True)):
+        rival = best_rival_distribution(tables(weight), others, RULES)
+        states = tuple(jnp.asarray(part) for part in after)
+        grid = turn_end_grid(tables(weight), states, jnp.int32(total), rival, exact, weight != 1)
+        for reward in (0, 5, 17, 30, 135, REWARD_BINS - 1):
+            totals = jnp.full(len(after[0]), total + reward)
+            one = win_chances(tables(weight), states, totals, rival, jnp.bool_(exact), weight != 1)
+            np.testing.assert_allclose(grid[:, reward], one, atol=2e-6)

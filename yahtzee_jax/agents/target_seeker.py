@@ -1,0 +1,41 @@
+"""The solver's target-seeker as an agent: it plays for the win against every other card at
+the table (`solver.target_seeker`); alone (a solitaire `evaluate`) against an empty card."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+import jax
+
+from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.game.engine import State, empty_cards
+from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.solver.target_seeker import make_target_seeker
+
+# The hindsight weight kept by the ablation on seed 10 (docs/two_player/target_seeker.md).
+HINDSIGHT_WEIGHT = 1.0
+
+
+def target_seeker_agent(
+    rules: Rules, cache_dir: str | os.PathLike | None = None, weight: float | None = None
+) -> Agent:
+    """The target-seeker as an agent (both target tables loaded, or solved on first use)."""
+    weight = HINDSIGHT_WEIGHT if weight is None else weight
+    seek, tables = make_target_seeker(rules, cache_dir, weight)
+    return Agent("target-seeker", SeekerPolicy(seek, rules), tables, rules, reads_others=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class SeekerPolicy:
+    """The seeker's policy in the one signature; its tables are the agent's parameters."""
+
+    seek: Any
+    rules: Rules
+
+    def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
+        """The seeker's actions; alone it plays against an empty card, all its game to come."""
+        if others.dice.shape[1] == 0:
+            others = empty_cards((keys.shape[0], 1), self.rules)
+        return self.seek(params, own, others, keys)
