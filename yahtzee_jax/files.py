@@ -10,16 +10,18 @@ import errno
 import fcntl
 import glob
 import json
+import mmap
 import os
 import pathlib
 import sys
 import zlib
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-CHECKSUM_SUFFIX = ".crc32"  # the sidecar beside a cache file: `crc32 HEX SIZE`
-_BLOCK = 1 << 23  # bytes read at a time for a checksum
+CHECKSUM_SUFFIX = ".crc32"  # the sidecar beside a cache file (`checksum`)
+_BLOCK = 1 << 26  # bytes of each block of a checksum: 24 blocks in official's target table
 
 
 @contextlib.contextmanager
@@ -104,16 +106,25 @@ def _alive(pid: int) -> bool:
 
 
 def checksum(path: pathlib.Path) -> str:
-    """`crc32 HEX SIZE` of the file's bytes (zlib's CRC-32, 4 GB/s on this machine's CPUs: a
-    damaged block is caught with odds of 2^-32 of a miss, which is what a cache needs)."""
-    crc, size = 0, 0
-    buffer = bytearray(_BLOCK)
-    view = memoryview(buffer)
-    with open(path, "rb", buffering=0) as file:
-        while count := file.readinto(buffer):
-            crc = zlib.crc32(view[:count], crc)
-            size += count
-    return f"crc32 {crc:08x} {size}"
+    """`crc32 SIZE BLOCK HEX...`: zlib's CRC-32 of each block of the file's bytes, the blocks
+    summed on one thread per CPU (zlib lets go of the GIL). A damaged block is missed with odds
+    of 2^-32, which is what a cache needs; official's 1.6 GiB target table takes 0.9 s on one
+    thread of this 2-core AMD EPYC (docs/run-integrity.md)."""
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size == 0:
+            return f"crc32 0 {_BLOCK}"
+        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            view = memoryview(mapped)  # read in place: no copy of the bytes
+            blocks = [view[start : start + _BLOCK] for start in range(0, size, _BLOCK)]
+            try:
+                with ThreadPoolExecutor(min(len(blocks), os.cpu_count() or 1)) as pool:
+                    crcs = list(pool.map(zlib.crc32, blocks))
+            finally:  # the map closes only once no view of it is left
+                for block in blocks:
+                    block.release()
+                view.release()
+    return f"crc32 {size} {_BLOCK} " + " ".join(f"{crc:08x}" for crc in crcs)
 
 
 def checksum_path(path: pathlib.Path) -> pathlib.Path:
