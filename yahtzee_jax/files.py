@@ -108,8 +108,8 @@ def _alive(pid: int) -> bool:
 def checksum(path: pathlib.Path) -> str:
     """`crc32 SIZE BLOCK HEX...`: zlib's CRC-32 of each block of the file's bytes, the blocks
     summed on one thread per CPU (zlib lets go of the GIL). A damaged block is missed with odds
-    of 2^-32, which is what a cache needs; official's 1.6 GiB target table takes 0.9 s on one
-    thread of this 2-core AMD EPYC (docs/run-integrity.md)."""
+    of 2^-32, which is what a cache needs. Official's target table (1.6 GiB, in the page cache)
+    took 1.1-1.2 s on the shared 2-core AMD EPYC (docs/run-integrity.md)."""
     with open(path, "rb") as file:
         size = os.fstat(file.fileno()).st_size
         if size == 0:
