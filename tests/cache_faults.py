@@ -22,7 +22,9 @@ import time
 
 import numpy as np
 
+from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver import targets
+from yahtzee_jax.solver.target_layout import target_layout
 
 SOLVE_SECONDS = 1.0  # the stand-in solve lasts this long at least: the others reach the lock
 SOLVE = targets.solve_target_table  # the solver the stand-in calls
@@ -67,7 +69,8 @@ def main(argv: list[str]) -> int:
     targets.solve_target_table = stand_in  # `target_tables` calls it through its module
     if mode == "kill":
         targets.np.save = killed_halfway
-    if ready:
+    if ready:  # the layout (3 s) first, on each process's own core, not one after the other
+        target_layout(get_rules("yacht"))
         wait_for_others(pathlib.Path(cache_dir).parent / "ready", int(ready[0]))
     result = targets.target_tables("yacht", cache_dir=cache_dir)
     print(f"from_cache={result.from_cache}")

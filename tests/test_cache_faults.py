@@ -51,6 +51,10 @@ def _finish(process: subprocess.Popen) -> tuple[int, str, str]:
     return process.returncode, out, err
 
 
+# 10-15 s of three processes on the shared 2-core machine: with the slow tests; `make test` has the
+# same paths in one process (`test_cache_files`: a dead writer's file removed, two threads and
+# the lock, the lines said).
+@pytest.mark.slow
 def test_a_write_killed_halfway_is_cleaned_and_two_processes_solve_once(tmp_path, kernels):
     """SIGKILL halfway through writing the target table leaves its hidden temporary file (half
     the table) and no table. Then two processes started together: one removes that file and
