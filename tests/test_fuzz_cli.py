@@ -253,9 +253,10 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
 # non-integer or an empty string (2^64 games may be refused or played: not judged); seeds and
 # targets: anything that is not an integer; a rule set: anything but a rule set's name; a file
 # to write: a place that cannot hold one; a file to read: one that is not there. It found
-# `bench train --repeats 0`, `bench evaluate --batch-size 0` and `bench scaling --plot
-# /proc/no/such` and `solve --cache-dir /proc/no/such` accepted (fixed: one line before the
-# work, not after it; the cache folder only where its table must be written).
+# `bench train --repeats 0`, `bench evaluate --batch-size 0`, `bench scaling --plot
+# /proc/no/such`, `solve --cache-dir /proc/no/such` and `train --num-processes 0` (taken for no
+# value) accepted; each is now one line before the work, not after it (the cache folder only
+# where a table must be written).
 NOT_INTEGERS = {"1e400", "nan", "inf", "-inf", "1.5", "", " ", "0x10", NOT_UTF8}
 COUNTS = NOT_INTEGERS | {"0", "-1", "-7", str(-(2**63) - 1)}
 NOT_POSITIVE = {"0", "-1", "-7", "nan", "-inf", "", " ", NOT_UTF8}  # of a float
