@@ -137,14 +137,14 @@ class _FullAfter:
         return handle
 
 
-@pytest.mark.parametrize("where", ["checksum"])
+@pytest.mark.parametrize("where", ["table", "checksum"])
 def test_a_full_disk_keeps_the_old_table_and_its_checksum(
     stand_in_targets, monkeypatch, kernels, where
 ):
     """A full disk while `--force` writes the table or, after it, its checksum: one line naming
     the file, no temporary file left, the old table and its checksum as they were (it loads);
-    with space again, the table is written whole. ("table" is kept for a run by hand: the same
-    failure with no table before is `test_targets`' full-disk test.)"""
+    with space again, the table is written whole. (With no table before: `test_targets`'
+    full-disk test.)"""
     cache, native_folder = stand_in_targets, kernels
     path = target_cache_file(RULES, "target", cache)
     before = {entry.name: entry.read_bytes() for entry in cache.iterdir() if entry.is_file()}
