@@ -50,7 +50,7 @@ LONG_WORK = [
     ("yahtzee_jax.evaluation.single_turn", "_play_turns"),
     ("yahtzee_jax.evaluation.matches", "match_totals"),
     ("yahtzee_jax.solver.exact", "solve_value_table"),
-    ("yahtzee_jax.solver.ceiling", "rules_ceiling"),
+    ("yahtzee_jax.solver.targets", "solve_target_table"),
     ("yahtzee_jax.commands.terminal", "TerminalGame.run"),
     ("yahtzee_jax.commands.bench.env", "measure_reference"),
     ("yahtzee_jax.commands.bench.env", "measure_engine"),
@@ -67,6 +67,9 @@ def stop_long_work(
     """Replace every function of `work` by one that raises `WorkReached`."""
     import importlib
 
+    # `train --distributed` starts JAX's runtime first (it would wait for the other processes):
+    # a runtime of one, so that the command goes on to read its config as it does after it.
+    monkeypatch.setattr("yahtzee_jax.commands.train.initialize_distributed", lambda *_: None)
     for module_name, attribute in work:
         target = importlib.import_module(module_name)
         *owners, name = attribute.split(".")
@@ -77,6 +80,13 @@ def stop_long_work(
 
 def invoke(argv: list[str]) -> tuple[int, str]:
     """(exit status, stderr) of `yahtzee-jax ARGV` run in-process; `WorkReached` counts as 0."""
+    status, stderr, _ = invoke_to_work(argv)
+    return status, stderr
+
+
+def invoke_to_work(argv: list[str]) -> tuple[int, str, bool]:
+    """`invoke`, and whether the command reached its long work (`WorkReached`: status 0)."""
+    reached = False
     out, err = io.BytesIO(), io.BytesIO()
     stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict")
     stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace")
@@ -90,12 +100,12 @@ def invoke(argv: list[str]) -> tuple[int, str]:
         except SystemExit as exit:  # argparse's usage errors and --help
             status = exit.code
         except WorkReached:
-            status = 0
+            status, reached = 0, True
         finally:
             logging.getLogger().removeHandler(handler)
             stdout.flush()
             stderr.flush()
-    return status, err.getvalue().decode()
+    return status, err.getvalue().decode(), reached
 
 
 def check_one_line(status: int, stderr: str, allowed: tuple[int, ...] = (0, 2)) -> None:

@@ -1,8 +1,9 @@
 """The yatzy-solver side of `bench evaluate` and `bench solve`.
 
 A stand-in module checks the glue (its table built once and then loaded, the games/s ratio, the
-one-line note when the package is missing) without solving anything; with the real package
-installed its variants must exist, and the slow tests run both commands end to end.
+one-line note when the package is missing) without solving anything; the real package's
+variants must exist, and the slow tests run both commands end to end. The package is in the dev
+extra: without it these tests fail, as `test_yatzy_cross_check`'s do, never skip.
 """
 
 from __future__ import annotations
@@ -46,16 +47,22 @@ def fake_module() -> types.ModuleType:
     return types.SimpleNamespace(SOLVER_VERSION="0.0", Variant=str, Solver=FakeSolver)
 
 
+def installed() -> types.ModuleType:
+    """yatzy-solver's module; a loud failure where the install lacks it: it is in the dev
+    extra, so a missing package is a broken install, not a skip (as `test_yatzy_cross_check`)."""
+    module = yatzy_solver.load_module()
+    if module is None:
+        pytest.fail("yatzy-solver is not installed: pip install -e '.[dev]' (it is in the extra)")
+    return module
+
+
 def test_every_rule_variant_has_its_yatzy_solver_variant():
     """Each of our variants but the Yacht ones maps to one of its built-in ids (when it is
     installed); a Yacht game gets the one-line note instead."""
     assert set(yatzy_solver.VARIANTS) == set(RULE_VARIANTS) - {"yacht", "yacht-clubhouse"}
     assert "no yacht game" in yatzy_solver.no_variant(get_rules("yacht"))
     assert yatzy_solver.no_variant(get_rules("yatzy")) is None
-    module = yatzy_solver.load_module()
-    if module is None:
-        pytest.skip("yatzy-solver is not installed")
-    assert set(yatzy_solver.VARIANTS.values()) <= set(module.builtin_variants())
+    assert set(yatzy_solver.VARIANTS.values()) <= set(installed().builtin_variants())
 
 
 def test_its_table_is_built_once_then_loaded(tmp_path):
@@ -87,15 +94,10 @@ def test_bench_evaluate_ratio_and_missing_package(tmp_path, monkeypatch, capsys)
     assert yatzy_solver.MISSING in capsys.readouterr().out
 
 
-needs_package = pytest.mark.skipif(
-    yatzy_solver.load_module() is None, reason="yatzy-solver is not installed"
-)
-
-
 @pytest.mark.slow
-@needs_package
 def test_bench_evaluate_beside_yatzy_solver(tmp_path, monkeypatch):
     """Our optimal agent and its simulation, 512 free-joker games each, in one run."""
+    installed()
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", str(tmp_path))
     argv = ["bench", "evaluate", "--agents", "optimal", "--games", "512", "--rules", "free-joker"]
     assert main([*argv, "--json", str(tmp_path / "out.json")]) == 0
@@ -110,11 +112,11 @@ def test_bench_evaluate_beside_yatzy_solver(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-@needs_package
 @pytest.mark.parametrize("workers", [None, 1])
 def test_bench_solve_beside_yatzy_solver(tmp_path, workers):
     """Both solves reach the official optimum (its table is f32) and report their memory, ours
     both in one process and with a process per CPU (the default), or in the one asked for."""
+    installed()
     options = [] if workers is None else ["--workers", str(workers)]
     assert main(["bench", "solve", *options, "--json", str(tmp_path / "out.json")]) == 0
     result = json.loads((tmp_path / "out.json").read_text())

@@ -145,7 +145,7 @@ def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     """Random and greedy level-1 on 64 games in batches of 32; an unknown agent is skipped."""
     argv = ["bench", "evaluate", "--agents", "random", "greedy1", "nonsense"]
     result = run_bench([*argv, "--games", "64", "--batch-size", "32"], tmp_path / "eval.json")
-    assert "skipping nonsense" in capsys.readouterr().out
+    assert "skipping nonsense" in capsys.readouterr().err
     assert result["batch_size"] == 32
     assert [row["agent"] for row in result["agents"]] == ["random", "greedy1"]
     assert all(row["games_per_second"] > 0 for row in result["agents"])

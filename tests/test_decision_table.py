@@ -111,7 +111,8 @@ def test_games_of_a_small_game_are_the_optimal_agents(rules) -> None:
 
 def test_the_keeps_are_cached_and_a_damaged_file_built_again(tmp_path, monkeypatch) -> None:
     """The keeps go to the cache folder once built and come back from it without building
-    (the builder made to fail); a truncated file is built again and replaced whole; a folder
+    (the builder made to fail); a truncated file is built again and replaced whole, its
+    checksum beside it; a folder
     that cannot be written (a file in its place) only costs the build; other code writes
     another file and removes the old one."""
     value_table = make_optimal_agent(MINI).params
@@ -137,12 +138,17 @@ def test_the_keeps_are_cached_and_a_damaged_file_built_again(tmp_path, monkeypat
     blocked.write_text("not a folder")
     unwritten = decision_table.cached_decision_table(value_table, MINI, blocked)
     np.testing.assert_array_equal(np.asarray(unwritten.keeps), np.asarray(built.keeps))
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, "a-file"])
+    assert _visible(tmp_path) == sorted([path.name, f"{path.name}.crc32", "a-file"])
     monkeypatch.setattr(decision_table, "_agent_digest", lambda: "other code")
     other = decision_table.cache_path(MINI, tmp_path)
     assert other != path
     decision_table.cached_decision_table(value_table, MINI, tmp_path)  # the old file goes
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([other.name, "a-file"])
+    assert _visible(tmp_path) == sorted([other.name, f"{other.name}.crc32", "a-file"])
+
+
+def _visible(folder) -> list[str]:
+    """The files of `folder` a listing shows (not the hidden lock files beside the tables)."""
+    return sorted(p.name for p in folder.iterdir() if not p.name.startswith("."))
 
 
 @pytest.mark.slow  # make test-slow: 359,616 rows, about 100 s with the tests' unoptimised compile

@@ -6,8 +6,10 @@ beyond, NaN and infinities, empty strings, bytes that are not UTF-8, a key given
 names, and paths to a file, a directory, a missing or an unwritable place. Property: the
 command exits 0 or 2 with at most one line on stderr, never a traceback. Long work (a training
 chunk's compile, games, a solve, a benchmark) is replaced by a stop (`fuzzing.LONG_WORK`):
-reaching it means every input was accepted. The fast version runs a few cases per subcommand in
-`make test`; the slow one many more.
+reaching it means every input was accepted, which fails the property where a value of the
+case is one `REFUSED` names (a bad value silently accepted). `OPTIONS` holds every option of
+every command's parser (`test_every_option_of_every_command_is_fuzzed`). The fast version runs
+a few cases per subcommand in `make test`; the slow one many more.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fuzzing import check_one_line, invoke, make_finished_run, stop_long_work
+from fuzzing import check_one_line, invoke_to_work, make_finished_run, stop_long_work
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -92,6 +94,8 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--sweep": ["optim.lr=1e-4,3e-4", "optim.lr=", "nope", "train.seed=1,2", "algo.gamma=x"],
         "--num-processes": NUMBERS,
         "--process-id": NUMBERS,
+        "--distributed": FLAG,
+        "--coordinator": ["localhost:1234", "localhost", ":", "", "host:99999", "h:x", NOT_UTF8],
     },
     "evaluate": {
         "--games": NUMBERS,
@@ -103,6 +107,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--no-optimal": FLAG,
         "--cache-dir": PATHS,
         "--task": ["game", "single-turn", "nope", ""],
+        "--target": NUMBERS,
     },
     "match": {
         "--opponent": [*NAMES, "optimal", "greedy3"],
@@ -143,7 +148,17 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--batch-size": NUMBERS,
         "--cache-dir": PATHS,
     },
-    "solve": {"--rules": NAMES, "--cache-dir": PATHS, "--force": FLAG},
+    "solve": {
+        "--rules": NAMES,
+        "--cache-dir": PATHS,
+        "--force": FLAG,
+        "--targets": FLAG,
+        "--policy": ["target", "expected", "nope", "", NOT_UTF8],
+        "--ceiling": FLAG,
+        "--players": NUMBERS,
+        "--out": PATHS,
+        "--engine": ["auto", "native", "xla", "nope", ""],
+    },
     "advise": {
         "--rules": NAMES,
         "--cache-dir": PATHS,
@@ -165,6 +180,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         ],
         "--yahtzee-bonuses": NUMBERS,
         "--top": NUMBERS,
+        "--beat": NUMBERS,
     },
     "play": {
         "--hint": FLAG,
@@ -173,6 +189,8 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--seed": NUMBERS,
         "--rules": NAMES,
         "--cache-dir": PATHS,
+        "--beat": NUMBERS,
+        "--common-dice": FLAG,
     },
     "experiment": {
         "--list": FLAG,
@@ -180,11 +198,13 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--seeds": NUMBERS,
         "--out": PATHS,
         "--population": NUMBERS,
+        "--set": OVERRIDES,
     },
     "bench env": {
         "--batch-sizes": ["1,2", "0", "-1", "x", "", str(2**64)],
         "--rules": NAMES,
         "--seconds": NUMBERS,
+        "--json": PATHS,
     },
     "bench train": {
         "--preset": NAMES,
@@ -193,6 +213,10 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--population": NUMBERS,
         "--widths": ["16", "0", "x", "-1"],
         "--set": OVERRIDES,
+        "--dtypes": ["float32", "float32,bfloat16", "float8", "nope", "", ","],
+        "--minibatches": NUMBERS,
+        "--breakdown": FLAG,
+        "--json": PATHS,
     },
     "bench scaling": {
         "--preset": NAMES,
@@ -202,12 +226,16 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--repeats": NUMBERS,
         "--max-transitions-per-update": NUMBERS,
         "--set": OVERRIDES,
+        "--json": PATHS,
+        "--plot": PATHS,
     },
     "bench solve": {
         "--rules": NAMES,
         "--repeats": NUMBERS,
         "--workers": NUMBERS,
         "--dlangk": PATHS,
+        "--engines": ["native,xla", "auto", "xla", "nope", "", ",", "native,native"],
+        "--json": PATHS,
     },
     "bench evaluate": {
         "--games": NUMBERS,
@@ -216,8 +244,94 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--seed": NUMBERS,
         "--repeats": NUMBERS,
         "--dlangk": PATHS,
+        "--agents": ["random", "greedy1", "optimal", "nope", "", NOT_UTF8],
+        "--json": PATHS,
     },
 }
+# The values that must never reach the long work: a command that starts its work with one of
+# them has accepted a bad value silently (the property fails). Counts: none of 0, a negative, a
+# non-integer or an empty string (2^64 games may be refused or played: not judged); seeds and
+# targets: anything that is not an integer; a rule set: anything but a rule set's name; a file
+# to write: a place that cannot hold one; a file to read: one that is not there. It found
+# `bench train --repeats 0`, `bench evaluate --batch-size 0`, `bench scaling --plot
+# /proc/no/such`, `solve --cache-dir /proc/no/such` and `train --num-processes 0` (taken for no
+# value) accepted; each is now one line before the work, not after it (the cache folder only
+# where a table must be written).
+NOT_INTEGERS = {"1e400", "nan", "inf", "-inf", "1.5", "", " ", "0x10", NOT_UTF8}
+COUNTS = NOT_INTEGERS | {"0", "-1", "-7", str(-(2**63) - 1)}
+NOT_POSITIVE = {"0", "-1", "-7", "nan", "-inf", "", " ", NOT_UTF8}  # of a float
+NOT_RULES = set(NAMES) - {"official", "yatzy"}
+UNWRITABLE = {"/proc/no/such", "/dev/null/below"}  # "" is no file, by design (`PATH or None`)
+MISSING = UNWRITABLE | {"{tmp}/missing/deep", "{tmp}/" + NOT_UTF8}
+REFUSED: dict[str, dict[str, set[str]]] = {
+    "train": {"--num-processes": COUNTS, "--out": UNWRITABLE, "--config": MISSING},
+    "evaluate": {
+        "--games": COUNTS,
+        "--seed": NOT_INTEGERS,
+        "--rules": NOT_RULES,
+        "--json": UNWRITABLE,
+        "--out": UNWRITABLE,
+        "--batch-size": COUNTS,
+        "--task": {"nope", ""},
+        "--target": NOT_INTEGERS,
+    },
+    "match": {
+        "--games": COUNTS,
+        "--seed": NOT_INTEGERS,
+        "--players": COUNTS | {"1"},
+        "--batch-size": COUNTS,
+        "--rules": NOT_RULES,
+        "--before-endgame": {"nope", ""},
+        "--out": UNWRITABLE,
+    },
+    "tournament": {
+        "--games": COUNTS,
+        "--seed": NOT_INTEGERS,
+        "--dice": {"nope"},
+        "--rules": NOT_RULES,
+        "--out": UNWRITABLE,
+        "--batch-size": COUNTS,
+    },
+    "solve": {
+        "--rules": NOT_RULES,
+        "--cache-dir": UNWRITABLE,
+        "--policy": {"nope", "", NOT_UTF8},
+        "--players": COUNTS | {"1"},
+        "--out": UNWRITABLE,
+        "--engine": {"nope", ""},
+    },
+    "play": {"--seed": NOT_INTEGERS, "--rules": NOT_RULES, "--beat": NOT_INTEGERS},
+    "experiment": {"--scale": {"nope", ""}, "--seeds": COUNTS, "--out": UNWRITABLE},
+    "bench env": {"--rules": NOT_RULES, "--seconds": NOT_POSITIVE, "--json": UNWRITABLE},
+    "bench train": {"--repeats": COUNTS, "--json": UNWRITABLE},
+    "bench scaling": {"--repeats": COUNTS, "--json": UNWRITABLE, "--plot": UNWRITABLE},
+    "bench solve": {
+        "--rules": NOT_RULES,
+        "--repeats": COUNTS,
+        "--engines": {"nope", "", ","},
+        "--json": UNWRITABLE,
+    },
+    "bench evaluate": {
+        "--games": COUNTS,
+        "--batch-size": COUNTS,
+        "--rules": NOT_RULES,
+        "--repeats": COUNTS,
+        "--json": UNWRITABLE,
+    },
+}
+
+
+def refused_values(command: str, argv: list[str]) -> list[tuple[str, str]]:
+    """The (option, value) pairs of `argv` whose value `REFUSED` says must be refused (an
+    option given twice: its last value, the one argparse keeps)."""
+    options, last = OPTIONS[command], {}
+    for position, part in enumerate(argv[:-1]):
+        if options.get(part, FLAG) is not FLAG:
+            last[part] = argv[position + 1]
+    refused = REFUSED.get(command, {})
+    return [(option, value) for option, value in last.items() if value in refused.get(option, ())]
+
+
 # The positional arguments of the commands that take them.
 POSITIONAL: dict[str, list[list[str]]] = {
     "evaluate": [["random"], ["{tmp}/run"], ["nope"], [""], ["{tmp}/afile"], ["{tmp}/adir"]],
@@ -274,9 +388,11 @@ def _fuzz(command: str, fuzz_dir: Path, monkeypatch: pytest.MonkeyPatch, example
     @given(argv=argument_vectors(command))
     def case(argv: list[str]) -> None:
         cases.append(argv)
+        bad = refused_values(command, argv)
         argv = [part.replace("{tmp}", str(fuzz_dir)) for part in argv]
-        status, stderr = invoke(argv)
+        status, stderr, reached = invoke_to_work(argv)
         check_one_line(status, stderr)
+        assert not (reached and bad), f"accepted {bad}: {argv}"
 
     cases: list[list[str]] = []
     started = time.perf_counter()
@@ -300,3 +416,37 @@ def test_hostile_command_lines_exit_0_or_2_in_one_line(command, fuzz_dir, monkey
 def test_many_hostile_command_lines_exit_0_or_2_in_one_line(command, fuzz_dir, monkeypatch):
     """Many random hostile command lines of every subcommand (new ones on every run)."""
     _fuzz(command, fuzz_dir, monkeypatch, 150)
+
+
+def _parsers() -> dict[str, object]:
+    """Each command's (and each `bench` subcommand's) argument parser, built in full."""
+    import argparse
+
+    from yahtzee_jax.commands.cli import COMMANDS, build_parser
+
+    def below(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from below(sub, f"{prefix} {name}".strip())
+                return
+        yield prefix, parser
+
+    found = {}
+    for command in COMMANDS:  # the parser built for a command holds it in full, the rest listed
+        built = below(build_parser([command]), "")
+        found.update((name, parser) for name, parser in built if name.split()[0] == command)
+    return found
+
+
+def test_every_option_of_every_command_is_fuzzed():
+    """Each option of each command's parser (its long name) is drawn by the fuzzer or given to
+    every case (`ALWAYS`); each command is fuzzed; every option `REFUSED` names is drawn.
+    An option added to a command without a place here fails this test."""
+    parsers = _parsers()
+    assert sorted(parsers) == sorted(OPTIONS)
+    for command, parser in parsers.items():
+        options = [action.option_strings for action in parser._actions if action.option_strings]
+        names = {max(strings, key=len) for strings in options} - {"--help"}
+        assert names == set(OPTIONS[command]) | set(ALWAYS.get(command, [])), command
+        assert set(REFUSED.get(command, {})) <= set(OPTIONS[command]), command

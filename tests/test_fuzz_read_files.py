@@ -119,7 +119,8 @@ CLI_CASES = ("nan", "bytes", "truncated", "empty", "directory")
 @pytest.mark.parametrize("case", CLI_CASES)
 def test_solve_repairs_a_damaged_cache(case, solved, tmp_path):
     """`solve --rules yacht --cache-dir D` over a damaged cache: solved again and the cache
-    rewritten (a directory in the file's place: refused in one line, the directory kept)."""
+    rewritten, with one line naming it (a directory in the file's place: refused in one line,
+    the directory kept)."""
     directory, good, table = solved
     cache = tmp_path / "cache"
     shutil.copytree(directory, cache)
@@ -144,6 +145,7 @@ def test_solve_repairs_a_damaged_cache(case, solved, tmp_path):
         assert (path / "kept").read_text() == "mine\n"
         return
     assert status == 0 and "Traceback" not in stderr, stderr  # stderr: the solve's progress bar
+    assert stderr.count(f"the value table {path} is damaged") == 1, stderr
     np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
 
 

@@ -13,6 +13,7 @@ import pytest
 from scripts import load_experiment_script
 
 SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "gpu_figures.py"
+YACHT_OPTIMUM = 180.4161173148  # docs/games.md, checked there against an independent solve
 
 
 def _load_script():
@@ -26,7 +27,8 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     """--tiny trains the GPU preset once, runs its throughput grid with the breakdown and solves
     Yacht: the manifest lists the three with exit 0 beside the machine, the train artifact has
     its final evaluation and the threshold crossings (none at 64 games), the bench rows split
-    the update into its parts, the solve's row is one process's."""
+    the update into its parts, the solve's row is one process's and reports Yacht's published
+    optimum (a wrong table, or another rule set's, would not)."""
     gpu_figures = _load_script()
     assert gpu_figures.main([str(tmp_path), "--tiny"]) == 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
@@ -45,7 +47,7 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
         assert row["env_ms"] > 0 and row["rollout_ms"] > 0 and row["parameters"] > 0
         assert row["learn_ms"] == pytest.approx(row["ms_per_update"] - row["rollout_ms"])
     (solve,) = json.loads((tmp_path / "bench_solve.json").read_text())["ours"]
-    assert solve["workers"] == 1 and solve["optimum"] > 0
+    assert solve["workers"] == 1 and solve["optimum"] == pytest.approx(YACHT_OPTIMUM, abs=1e-6)
     machine = manifest["machine"]
     assert machine["platform"] == "cpu" and len(machine["load_average"]) == 3
     # tests/conftest.py sets JAX's cache for the session's subprocesses: recorded as such

@@ -6,6 +6,7 @@ directory, as a user would run it from a checkout; the committed files must carr
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -51,15 +52,22 @@ def test_committed_notebooks_have_no_outputs(name: str) -> None:
 
 
 def test_quickstart_trains_evaluates_plots_and_advises(tmp_path, monkeypatch) -> None:
-    """Tiny quick run (the CPU's preset) into runs/quickstart-quick; the three report figures
-    inline as PNG; a markdown table; the advisor's answer for the position it asks about."""
+    """Tiny quick run (the CPU's preset) into runs/quickstart-quick, its 256 games trained; the
+    three report figures inline as PNG; a markdown table; the advisor's answer for the position
+    it asks about, whose value is its best action's and within the points still possible."""
     notebook = _execute("quickstart.ipynb", tmp_path, monkeypatch)
     assert (tmp_path / "runs" / "quickstart-quick" / "config.yaml").is_file()
     images = [output for output in _outputs(notebook) if "image/png" in output.get("data", {})]
     assert len(images) == 3
     assert any("text/markdown" in output.get("data", {}) for output in _outputs(notebook))
     text = _text(notebook)
-    assert "optimal expected final score:" in text and "<- best" in text
+    assert "after 256 games:" in text  # the tiny budget's games, all trained
+    # The advice for its position (ones=3, chance=22: 25 points so far): the position's value is
+    # its best action's (Bellman), and lies between the points so far and those plus the most
+    # the eleven open boxes (100 upper, 205 lower), the upper bonus and 11 Yahtzee bonuses give.
+    value = float(re.search(r"optimal expected final score: ([0-9.]+)", text).group(1))
+    best = float(re.search(r" ([0-9.]+)  <- best", text).group(1))
+    assert value == best and 25 < value < 25 + 100 + 205 + 35 + 11 * 100
 
 
 # make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC

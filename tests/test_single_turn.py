@@ -3,6 +3,8 @@ level 3 (which maximises the turn exactly) playing at the optimum, and the CLI."
 
 from __future__ import annotations
 
+import json
+
 import jax.numpy as jnp
 import pytest
 
@@ -47,9 +49,16 @@ def test_greedy3_plays_the_single_turn_optimum_and_random_does_not():
 
 
 def test_evaluate_cli_single_turn(tmp_path, capsys):
-    """`evaluate random --task single-turn` prints the mean against the optimum and writes JSON."""
+    """`evaluate random --task single-turn` prints the mean against the optimum and writes the
+    same figures as JSON: those of the library's evaluation of the same turns."""
     json_path = tmp_path / "turns.json"
     argv = ["evaluate", "random", "--task", "single-turn", "--games", "500"]
     assert main([*argv, "--json", str(json_path)]) == 0
-    assert "500 single turns" in capsys.readouterr().out
-    assert json_path.exists()
+    out = capsys.readouterr().out
+    data = json.loads(json_path.read_text())
+    # the library's figures of the same 500 turns (seed 0, the default), printed as written
+    assert data == evaluate_single_turn(make_random_agent(OFFICIAL), 500, seed=0)
+    assert "500 single turns" in out and f"mean {data['mean']:.3f} +- {data['stderr']:.3f}" in out
+    assert f"optimum of the same turns {data['optimum_mean']:.3f}" in out
+    assert data["percent_of_optimum"] == pytest.approx(100 * data["mean"] / data["optimum_mean"])
+    assert data["percent_of_optimum"] < 30.0  # random play, far below (as above)

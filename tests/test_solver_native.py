@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import shutil
 import stat
 
 import numpy as np
@@ -119,7 +120,8 @@ def _compiler(folder, body):
 
 def test_where_the_kernel_cannot_be_built_the_reason_is_one_line(tmp_path):
     """No compiler, a compiler that fails (its first error line is quoted) and one that writes
-    no library each raise `NativeError` with the reason on one line; nothing is left behind."""
+    no library each raise `NativeError` with the reason on one line; nothing is left behind
+    but the (empty, unlocked) lock file the build was made under."""
     with pytest.raises(native.NativeError, match="no C compiler 'no-such-cc'"):
         native.load_kernel(str(tmp_path), compiler="no-such-cc")
     failing = _compiler(tmp_path, "echo 'kernel.c:1: error: boom' >&2; exit 1")
@@ -128,12 +130,15 @@ def test_where_the_kernel_cannot_be_built_the_reason_is_one_line(tmp_path):
     silent = _compiler(tmp_path, "exit 0")
     with pytest.raises(native.NativeError, match=r"could not build|cannot load"):
         native.load_kernel(str(tmp_path / "cache"), compiler=silent)
-    assert not list((tmp_path / "cache").glob("*"))
+    left = [path.name for path in (tmp_path / "cache").glob("*")]
+    assert all(name.startswith(".native-kernel-") and name.endswith(".so.lock") for name in left)
 
 
-def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch):
+def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch, capsys):
     """The kernel built into a folder is loaded from it by a later solve (nothing compiled); a
-    damaged file of its name in another folder is built again and replaced, whole."""
+    damaged file of its name in another folder is built again and replaced, whole, with its
+    checksum beside it; eight bytes changed in the middle of the kept one (a file that still
+    loads) are caught by the checksum: built again, with one line saying so."""
     native.load_kernel(str(tmp_path / "kept"))
     (library,) = (tmp_path / "kept").glob("native-kernel-*.so")
     native.load_kernel.cache_clear()  # as a later solve in a new process would
@@ -145,7 +150,22 @@ def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch)
     damaged.write_bytes(b"not a library")  # a new path: this process never loaded it
     native.load_kernel.cache_clear()
     assert native.load_kernel(str(damaged.parent)).solve_run
-    assert damaged.read_bytes()[:4] == b"\x7fELF" and len(list(damaged.parent.iterdir())) == 1
+    assert damaged.read_bytes()[:4] == b"\x7fELF"
+    shown = sorted(path.name for path in damaged.parent.iterdir() if not path.name.startswith("."))
+    assert shown == [library.name, f"{library.name}.crc32"]
+    # The kept kernel with 8 bytes changed in the middle, copied to a folder of its own (a
+    # library this process has loaded is never written in place: its pages are mapped).
+    whole = library.read_bytes()
+    middle = len(whole) // 2
+    flipped = tmp_path / "flipped" / library.name
+    flipped.parent.mkdir()
+    changed = bytes(byte ^ 0xFF for byte in whole[middle : middle + 8])
+    flipped.write_bytes(whole[:middle] + changed + whole[middle + 8 :])
+    shutil.copy(f"{library}.crc32", f"{flipped}.crc32")
+    native.load_kernel.cache_clear()
+    assert native.load_kernel(str(flipped.parent)).solve_run
+    assert flipped.read_bytes() == whole  # built again: the same compiler, the same bytes
+    assert capsys.readouterr().err.count("is damaged (its checksum differs)") == 1
 
 
 def test_auto_falls_back_to_xla_with_a_warning_and_native_says_why(monkeypatch):

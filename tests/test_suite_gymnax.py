@@ -79,13 +79,37 @@ def test_a_whole_game_runs_jitted_and_vmapped_and_resets_itself():
     assert all(space.contains(o) for o in out["obs"].reshape(-1, out["obs"].shape[-1])[:200])
 
 
-def test_a_match_against_greedy1_rewards_the_result_once():
-    """YahtzeeMatch-v0 against greedy1: rewards are 0 until the 39th decision, then +1, 0 or -1
-    (the result for the outside seat)."""
-    out = run("YahtzeeMatch-v0", 39)
-    rewards = out["reward"]
-    assert not rewards[:38].any() and out["terminated"][38].all()
-    assert set(rewards[38].tolist()) <= {-1.0, 0.0, 1.0}
+def test_a_match_rewards_the_result_of_the_totals_once():
+    """YahtzeeMatch-v0 (random opponent, so that the outside seat wins some and loses some):
+    rewards are 0 until the 39th decision, which ends the match; then each match's reward is
+    the sign of the outside seat's final total minus the other seat's, both read from the
+    ended match's cards (`step_env`: no reset), and the rewards' sum is wins minus losses."""
+    base = YahtzeeGymnax("YahtzeeMatch-v0", opponent="random")
+    params = base.default_params
+    games = 64
+    _, state = jax.vmap(base.reset_env, in_axes=(0, None))(
+        jax.random.split(jax.random.key(0), games), params
+    )
+
+    def one(state, key):
+        act_key, step_key = jax.random.split(key)
+        mask = jax.vmap(base.action_mask)(state)
+        action = masked_random(act_key, mask)
+        _, state, reward, terminated, _ = jax.vmap(base.step_env, in_axes=(0, 0, 0, None))(
+            jax.random.split(step_key, games), state, action, params
+        )
+        return state, (reward, terminated)
+
+    final, (rewards, terminated) = jax.jit(
+        lambda s, k: jax.lax.scan(one, s, jax.random.split(k, 39))
+    )(state, jax.random.key(1))
+    assert not rewards[:38].any() and not terminated[:38].any() and terminated[38].all()
+    totals = jax.vmap(core.total_scores, in_axes=(0, None))(final.env, params)
+    ours, theirs = totals[:, params.seat], totals[:, 1 - params.seat]
+    assert jnp.array_equal(rewards[38], jnp.sign(ours - theirs).astype(rewards.dtype))
+    wins, losses = int(jnp.sum(ours > theirs)), int(jnp.sum(ours < theirs))
+    assert wins > 0 and losses > 0  # both results are checked
+    assert float(rewards.sum()) == wins - losses
 
 
 def test_spaces_and_names():

@@ -46,7 +46,7 @@ from yahtzee_jax.agents.exact import (
     score_actions,
     widget_batch_actions,
 )
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import cached, checksum_path, written_checked
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
@@ -172,13 +172,18 @@ def cached_decision_table(
     (`value_table` is its params): loaded from the solver's cache folder (None: the default
     one) when built there before by the same code on the same machine, else built, on one host
     thread per CPU, and stored (a folder that cannot take it, a full disk, only makes the next
-    build slower)."""
+    build slower). The file carries a checksum, and one process builds it while others wait
+    (`files.cached`)."""
     rows, row_of_state = _rows(rules)
     path = cache_path(rules, cache_dir)
-    keeps = _load_keeps(path, (len(rows), NUM_ROLLS))
-    if keeps is None:
+
+    def make() -> np.ndarray:
         keeps = _keeps(value_table, rows, rules)
         _store_keeps(path, keeps, f"{path.stem[:-KEY_LENGTH]}{'?' * KEY_LENGTH}.npy")
+        return keeps
+
+    shape = (len(rows), NUM_ROLLS)
+    keeps = cached(path, lambda file: _load_keeps(file, shape), make, "decision table")
     return DecisionTable(value_table, jnp.asarray(row_of_state), jnp.asarray(keeps))
 
 
@@ -216,14 +221,15 @@ def _store_keeps(path: pathlib.Path, keeps: np.ndarray, stale: str) -> None:
     remove the files matching `stale` (the same rules' tables of other code: hundreds of MB
     each that nothing reads again)."""
     try:
-        with replaced_whole(path) as partial, open(partial, "wb") as file:
+        with written_checked(path) as partial, open(partial, "wb") as file:
             np.save(file, keeps)
     except OSError:
         return
     for old in path.parent.glob(stale):
         if old != path:
-            with contextlib.suppress(OSError):
-                old.unlink()
+            for file in (old, checksum_path(old)):
+                with contextlib.suppress(OSError):
+                    file.unlink()
 
 
 def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import pathlib
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import check_writable, write_json
-from yahtzee_jax.game.rules import RULE_VARIANTS
+from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
 from yahtzee_jax.solver.exact import ENGINES
 from yahtzee_jax.solver.targets import POLICIES
 
@@ -113,8 +114,9 @@ def run_solve(args: argparse.Namespace) -> int:
     from yahtzee_jax.parallel import one_thread_per_program
 
     one_thread_per_program()  # this process only solves: its runs go one per core
-    from yahtzee_jax.solver.exact import solve
+    from yahtzee_jax.solver.exact import cache_file, solve
 
+    _check_cache(cache_file(get_rules(args.rules), args.cache_dir), args.force)
     result = solve(
         args.rules, cache_dir=args.cache_dir, progress=True, force=args.force, engine=args.engine
     )
@@ -129,8 +131,10 @@ TARGET_SCORES = (150, 200, 250, 300, 400, 500)  # final scores whose best chance
 
 def _run_targets(args: argparse.Namespace) -> int:
     """Solve (or load) the target tables; print the best chance of each `TARGET_SCORES`."""
-    from yahtzee_jax.solver.targets import target_tables
+    from yahtzee_jax.solver.targets import target_cache_file, target_tables
 
+    path = target_cache_file(get_rules(args.rules), args.policy, args.cache_dir)
+    _check_cache(path, args.force)
     result = target_tables(
         args.rules, cache_dir=args.cache_dir, force=args.force, policy=args.policy, progress=True
     )
@@ -147,12 +151,15 @@ def _run_targets(args: argparse.Namespace) -> int:
 def _run_ceiling(args: argparse.Namespace) -> int:
     """The exact ceiling from the empty card's rows of both target tables; print, write JSON."""
     from yahtzee_jax.solver.ceiling import rules_ceiling
+    from yahtzee_jax.solver.targets import target_cache_file
 
     if args.targets or args.force:
         raise UserError("--ceiling reads the target tables: solve them with --targets first")
     check_writable(args.out)
     if not 2 <= args.players <= 6:
         raise UserError(f"--players must be 2..6, got {args.players}")
+    for policy in POLICIES:
+        _check_cache(target_cache_file(get_rules(args.rules), policy, args.cache_dir), False)
     result = rules_ceiling(args.rules, args.players, args.cache_dir)
     print(
         f"ceiling ({args.rules}, {args.players} players): the oracle wins "
@@ -164,6 +171,13 @@ def _run_ceiling(args: argparse.Namespace) -> int:
     if args.out is not None:
         write_json(args.out, result)
     return 0
+
+
+def _check_cache(path: pathlib.Path, force: bool) -> None:
+    """Raise now the OSError that writing the cache file at `path` would raise after the solve
+    (a cache folder that cannot be made or written), unless the file is there to be loaded."""
+    if force or not path.exists():
+        check_writable(path)
 
 
 def parse_dice(text: str) -> list[int]:

@@ -84,9 +84,11 @@ def run(args: argparse.Namespace) -> int:
     population = args.population_seeds is not None or bool(args.sweep)
     if population and args.distributed:
         raise ConfigError("a population trains in one process; drop --distributed")
+    if args.num_processes is not None and args.num_processes < 1:  # 0 was passed over
+        raise ConfigError(f"--num-processes must be at least 1 (got {args.num_processes})")
     if args.distributed:  # before anything touches a device
         initialize_distributed(args.coordinator, args.num_processes, args.process_id)
-    elif args.coordinator or args.num_processes or args.process_id is not None:
+    elif args.coordinator or args.num_processes is not None or args.process_id is not None:
         raise ConfigError("--coordinator, --num-processes and --process-id need --distributed")
     if args.resume and args.preset is not None:
         raise ConfigError(

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import time
+import zipfile
+import zlib
 from pathlib import Path
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
-from yahtzee_jax.files import write_json, write_whole
+from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked
 from yahtzee_jax.game.rules import OFFICIAL, RULE_VARIANTS, Rules
 
 # --------------------------------------------------------------------------------------------
@@ -42,22 +44,34 @@ def optimal_reference(
 ) -> GameRecords:
     """Games of the optimal agent for comparison, cached on disk by rules/games/seed.
 
-    Solves the rules first if their value table is not cached.
+    Solves the rules first if their value table is not cached. The file is a checked cache file
+    (`files.cached`: written whole, a damaged one played again, one process plays it).
     """
     path = reference_path(rules, num_games, seed, cache_dir)
-    if path.exists():
-        return GameRecords.load(path)
-    from yahtzee_jax.agents.exact import make_optimal_agent
 
-    agent = make_optimal_agent(rules, cache_dir=cache_dir)
-    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
-    _save_reference(records, path)
-    return records
+    def make() -> GameRecords:
+        from yahtzee_jax.agents.exact import make_optimal_agent
+
+        agent = make_optimal_agent(rules, cache_dir=cache_dir)
+        records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+        _save_reference(records, path)
+        return records
+
+    return cached(path, _load_reference, make, "optimal reference games")
 
 
 def _save_reference(records: GameRecords, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    records.save(path)
+    """Write the reference games whole, their checksum beside them (`files.written_checked`)."""
+    with written_checked(path, ".tmp.npz") as partial:  # npz: numpy adds none
+        records.save(partial)
+
+
+def _load_reference(path: Path) -> GameRecords | None:
+    """The cached games, or None where the file is missing or not `GameRecords.save`'s."""
+    try:
+        return GameRecords.load(path)
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error):
+        return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -223,7 +237,7 @@ def evaluate(
     optimal_records = None
     if agent.name == "optimal":  # no column beside itself, but its games are the reference
         path = reference_path(agent.rules, num_games, seed, cache_dir)
-        if not path.exists():
+        if check_state(path) != "whole":  # missing, damaged or without its checksum
             _save_reference(records, path)
     elif compare_optimal:
         optimal_records = optimal_reference(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver.exact import cache_file, solve
 from yahtzee_jax.solver.moments import box_outcomes, roll_options
@@ -41,20 +41,22 @@ def endgame_distributions(
     """(row of each state int32[masks, totals, 2], -1 outside the endgame; float32[rows,
     SCORE_BINS]).
 
-    Row 0 is the full card (a certain 0). Cached on disk beside the value table.
+    Row 0 is the full card (a certain 0). Cached on disk beside the value table (`files.cached`).
     """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir, table=f"endgame{open_boxes}")
-    loaded = load_endgame(path, rules)
-    if loaded is not None:
-        return loaded
-    rows, distributions = solve_endgame(rules, open_boxes, solve(rules, cache_dir).value_table)
-    try:
-        with replaced_whole(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
-            np.savez_compressed(partial, rows=rows, distributions=distributions)
-    except OSError as error:
-        raise UserError(f"cannot write the endgame cache {path}: {error}") from error
-    return rows, distributions
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        value_table = solve(rules, cache_dir).value_table
+        rows, distributions = solve_endgame(rules, open_boxes, value_table)
+        try:
+            with written_checked(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
+                np.savez_compressed(partial, rows=rows, distributions=distributions)
+        except OSError as error:
+            raise UserError(f"cannot write the endgame cache {path}: {error}") from error
+        return rows, distributions
+
+    return cached(path, lambda file: load_endgame(file, rules), make, "endgame table")
 
 
 def load_endgame(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarray] | None:

@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 from yahtzee_jax.parallel import usable_cpus
 from yahtzee_jax.solver.compiled import CompiledSolve
@@ -308,7 +308,7 @@ def save_table(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
     header = {"descr": np.dtype(np.float64).str, "fortran_order": False, "shape": (count,)}
     try:
         with (
-            replaced_whole(path) as partial,
+            written_checked(path) as partial,
             zipfile.ZipFile(partial, "w", zipfile.ZIP_STORED) as archive,
             archive.open("values.npy", "w", force_zip64=True) as member,
         ):
@@ -331,22 +331,32 @@ def solve(
 ) -> SolveResult:
     """Solve a rule variant exactly, or load its value table from the disk cache.
 
-    `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it;
+    `force` solves again and overwrites the cache; `use_cache=False` neither reads nor writes it
+    (`files.cached`: a damaged table is solved again, two processes solve it once);
     `workers` is the processes of a solve and `engine` what values its states in one process
     (`solve_value_table`; default: one process, the C kernel on a CPU).
     """
     rules = get_rules(rules)
     path = cache_file(rules, cache_dir)
     start = time.perf_counter()
-    table = load_table(path, rules, most_points(rules)) if use_cache and not force else None
-    from_cache = table is not None
-    if table is None:
+    solved = []
+
+    def make() -> np.ndarray:
         program_cache = path.parent if use_cache else None
         table = solve_value_table(
             rules, progress, workers=workers, cache_dir=program_cache, engine=engine
         )
+        solved.append(True)
         if use_cache:
             save_table(table, rules, path)
+        return table
+
+    if use_cache:  # under the cache's lock: a second process waits and loads
+        most = most_points(rules)
+        table = cached(path, lambda file: load_table(file, rules, most), make, "value table", force)
+    else:
+        table = make()
+    from_cache = not solved
     return SolveResult(
         rules=rules,
         value_table=table,

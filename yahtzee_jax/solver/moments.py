@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from yahtzee_jax.files import cached
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.solver.exact import cache_file, load_table, most_points, save_table, solve
 from yahtzee_jax.solver.final_rolls import score_transition
@@ -364,8 +365,12 @@ def score_moments(
     rules = get_rules(rules)
     value_table = solve(rules, cache_dir=cache_dir).value_table
     path = cache_file(rules, cache_dir, table="moments")
-    moment_table = load_table(path, rules, most_points(rules) ** 2)  # E[X^2] <= most^2
-    if moment_table is None:
+    most = most_points(rules) ** 2  # E[X^2] <= most^2
+
+    def make() -> np.ndarray:
         moment_table = solve_moment_table(rules, value_table)
         save_table(moment_table, rules, path)
+        return moment_table
+
+    moment_table = cached(path, lambda file: load_table(file, rules, most), make, "moment table")
     return value_table, moment_table

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms, chunk_expectations
 from yahtzee_jax.solver.final_rolls import final_roll_plan
@@ -121,16 +121,18 @@ def load_kernel(cache_dir: str | None, compiler: str = "cc") -> ctypes.CDLL:
 
 
 def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
-    """The kernel at `library`; built there first by the compiler at `path` where it is missing
-    or does not load (a damaged file)."""
-    try:
-        kernel = ctypes.CDLL(str(library))
-    except OSError:
+    """The kernel at `library`; built there first by the compiler at `path` where it is missing,
+    damaged (its checksum differs) or does not load, by one process while others wait
+    (`files.cached`)."""
+
+    def build() -> ctypes.CDLL:
         _build(path, compiler, library)
         try:
-            kernel = ctypes.CDLL(str(library))
+            return ctypes.CDLL(str(library))
         except OSError as error:
             raise NativeError(f"cannot load the solver kernel: {error}") from None
+
+    kernel = cached(library, _opened, build, "solver kernel")
     kernel.solve_run.restype = kernel.target_run.restype = ctypes.c_int
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
     kernel.target_run.argtypes = (
@@ -141,10 +143,18 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
     return kernel
 
 
+def _opened(library: pathlib.Path) -> ctypes.CDLL | None:
+    """The library at `library` loaded, or None where it does not load."""
+    try:
+        return ctypes.CDLL(str(library))
+    except OSError:
+        return None
+
+
 def _build(path: str, compiler: str, library: pathlib.Path) -> None:
     """Compile the kernel into `library`, whole or not at all."""
     try:
-        with replaced_whole(library, suffix=".so.tmp") as partial:
+        with written_checked(library, suffix=".so.tmp") as partial:
             command = [path, *FLAGS, "-o", str(partial), str(SOURCE)]
             subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
     except subprocess.CalledProcessError as error:

@@ -31,7 +31,7 @@ import jax
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import write_whole
 
 _PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 
@@ -106,8 +106,8 @@ def keep(path: pathlib.Path, lowered: jax.stages.Lowered, compiled: Any) -> None
     """Write a compiled program to `path`: the digest of its bytes, then the bytes."""
     blob = pickle.dumps((serialize(compiled)[0], lowered.in_tree, lowered.out_tree))
     # A cache that cannot be written is only slower.
-    with contextlib.suppress(OSError), replaced_whole(path) as partial:
-        partial.write_bytes(hashlib.sha256(blob).digest() + blob)
+    with contextlib.suppress(OSError):  # synced, then renamed over (`write_whole`)
+        write_whole(path, hashlib.sha256(blob).digest() + blob)
 
 
 class LoadedProgram:

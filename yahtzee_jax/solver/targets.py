@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver import native
 from yahtzee_jax.solver.exact import _worker_pool, cache_file, solver_workers
@@ -219,14 +219,16 @@ def target_tables(
 
     `policy` "expected" gives the value-maximising player's chances (its value table solved or
     loaded from the same cache): the optimal-solitaire agent's exact score distribution.
-    `progress` shows the solve's progress and time left. A loaded table is read-only.
+    `progress` shows the solve's progress and time left. A loaded table is read-only. The file
+    carries a checksum, checked when loaded (`files.cached`: a damaged table is solved again,
+    two processes solve a missing one once).
     """
     rules = get_rules(rules)
     path = target_cache_file(rules, policy, cache_dir)
     start = time.perf_counter()
-    flat = None if force else load_targets(path, rules)
-    from_cache = flat is not None
-    if flat is None:
+    solved = []
+
+    def make() -> np.ndarray:
         values = None
         if policy == "expected":
             from yahtzee_jax.solver.exact import solve
@@ -235,11 +237,16 @@ def target_tables(
         flat = solve_target_table(
             rules, policy, values, workers=workers, cache_dir=path.parent, progress=progress
         )
+        solved.append(True)
         try:
-            with replaced_whole(path, ".tmp.npy") as partial:  # npy: numpy adds none
+            with written_checked(path, ".tmp.npy") as partial:  # npy: numpy adds none
                 np.save(partial, flat)
         except OSError as error:
             raise UserError(f"cannot write the target-table cache {path}: {error}") from error
+        return flat
+
+    flat = cached(path, lambda file: load_targets(file, rules), make, "target table", force)
+    from_cache = not solved
     return TargetResult(
         rules=rules,
         flat=flat,

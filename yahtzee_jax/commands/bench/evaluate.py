@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     check_num_games(args.games)
     if args.repeats < 1:
         raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
+    if args.batch_size is not None and args.batch_size < 1:  # 0 was the default silently
+        raise UserError(f"--batch-size must be at least 1 (got {args.batch_size})")
     rules = get_rules(args.rules)
     if args.dlangk is not None:
         if rules.name != "yatzy":
@@ -100,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             agent = resolve_agent(spec, rules)
         except UserError as error:
-            print(f"skipping {spec}: {error}")
+            # stderr: a diagnostic, and a name that is not UTF-8 shows there escaped, where
+            # a strict UTF-8 stdout failed on it (the fuzzer's `--agents $'\xff\xfe'`)
+            print(f"skipping {spec}: {error}", file=sys.stderr)
             continue
         setup = time.perf_counter() - started
         # Each agent's own default: the widget agents ask for larger batches on a CPU.

@@ -277,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
 
     cells = _cells(args)  # every input checked before anything compiles
     check_writable(args.json or None)
+    check_writable(args.plot or None)  # not after the whole grid's timings
     device = jax.devices()[0]
     platform, local = device.platform, len(jax.devices())
     widths = sorted({config.network.hidden_size for _, config in cells})

@@ -270,6 +270,8 @@ def run(args: argparse.Namespace) -> int:
         batches = [int(text) for text in args.batches.split(",")]
     except ValueError:
         raise UserError(f"--batches {args.batches!r} must be comma-separated integers") from None
+    if args.repeats < 1:  # none timed: no best time
+        raise UserError(f"--repeats must be at least 1 (got {args.repeats})")
     presets = [name.strip() for name in args.preset.split(",") if name.strip()]
     try:
         widths = [int(text) for text in args.widths.split(",")] if args.widths else [None]

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from yahtzee_jax.files import replaced_whole
+from yahtzee_jax.files import cached, written_checked
 
 if TYPE_CHECKING:
     from yahtzee_jax.game.rules import Rules
@@ -59,12 +59,22 @@ def load_solver(module: ModuleType, rules: Rules, cache_dir: Path) -> tuple[Any,
     variant = module.Variant(VARIANTS[rules.name])
     path = table_path(module, rules, cache_dir)
     start = time.perf_counter()
-    solved = not path.exists()
-    if solved:
-        with replaced_whole(path) as partial:
+    solved = []
+
+    def build() -> Any:
+        solved.append(True)
+        with written_checked(path) as partial:
             module.Solver.build_table(variant, str(partial))
-    solver = module.Solver.load(str(path), variant)
-    return solver, time.perf_counter() - start, solved
+        return module.Solver.load(str(path), variant)
+
+    def load(file: Path) -> Any:
+        try:
+            return module.Solver.load(str(file), variant)
+        except Exception:  # whatever its reader raises on a damaged table: build it again
+            return None
+
+    solver = cached(path, load, build, "yatzy-solver table")
+    return solver, time.perf_counter() - start, bool(solved)
 
 
 def simulate(solver: Any, games: int, seed: int) -> dict[str, float]:

@@ -1,0 +1,114 @@
+"""`files.cached` and its parts on hand-made files: the checksum beside a cache file, the
+removal of what killed writers left, and the lock one process makes a table under."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+import zlib
+
+from yahtzee_jax import files
+
+
+def test_the_checksum_is_zlibs_crc32_of_each_block(tmp_path, monkeypatch) -> None:
+    """`checksum` gives the size, the block size and the CRC-32 of each block, as zlib computes
+    them on the bytes read whole (three blocks of 4 bytes, the last short); an empty file has no
+    block; one byte changed changes only its block's CRC."""
+    monkeypatch.setattr(files, "_BLOCK", 4)
+    path = tmp_path / "table"
+    path.write_bytes(b"abcdefghij")
+    expected = " ".join(f"{zlib.crc32(part):08x}" for part in (b"abcd", b"efgh", b"ij"))
+    assert files.checksum(path) == f"crc32 10 4 {expected}"
+    path.write_bytes(b"abcdeXghij")
+    assert files.checksum(path).split()[3::2] == [f"{zlib.crc32(b'abcd'):08x}", expected[-8:]]
+    path.write_bytes(b"")
+    assert files.checksum(path) == "crc32 0 4"
+
+
+def test_the_state_of_a_cache_file(tmp_path) -> None:
+    """missing (no file), unchecked (no checksum beside it), whole (written by `written_checked`),
+    damaged (a byte changed, or the file cut short, or the checksum file garbled)."""
+    path = tmp_path / "table.npy"
+    assert files.check_state(path) == "missing"
+    path.write_bytes(b"old table")
+    assert files.check_state(path) == "unchecked"
+    with files.written_checked(path) as partial:
+        partial.write_bytes(b"new table")
+    assert path.read_bytes() == b"new table" and files.check_state(path) == "whole"
+    path.write_bytes(b"new tablE")
+    assert files.check_state(path) == "damaged"
+    path.write_bytes(b"new tab")
+    assert files.check_state(path) == "damaged"
+    path.write_bytes(b"new table")
+    files.checksum_path(path).write_bytes(b"\xff\xfe")
+    assert files.check_state(path) == "damaged"
+
+
+def test_only_dead_writers_files_are_removed(tmp_path) -> None:
+    """Beside a table: the temporary file of a process that has ended goes; this process's, a
+    running process's, the lock and the checksum stay, as do other files' temporaries."""
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    dead = int(ended.stdout)
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"]) as running:
+        names = [
+            f".table.npy.{dead}.tmp.npy",
+            f".table.npy.{running.pid}.tmp.npy",
+            f".table.npy.{files.os.getpid()}.tmp",
+            ".table.npy.lock",
+            "table.npy.crc32",
+            f".other.npy.{dead}.tmp",
+        ]
+        for name in names:
+            (tmp_path / name).write_bytes(b"x")
+        files.remove_abandoned(tmp_path / "table.npy")
+        running.kill()
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(names[1:])
+
+
+def test_cached_makes_once_under_the_lock_and_says_what_it_remakes(tmp_path, capsys) -> None:
+    """Two threads that need a missing file: one makes it, the other waits on the lock (one
+    line naming the holder), then loads it. A damaged file is made again with one line; one
+    that `load` refuses (None) likewise; `force` makes it whatever is there."""
+    path = tmp_path / "table"
+    made = []
+
+    def make() -> bytes:
+        made.append(1)
+        time.sleep(0.5 if len(made) == 1 else 0)  # the other thread reaches the lock meanwhile
+        with files.written_checked(path) as partial:
+            partial.write_bytes(b"made")
+        return b"made"
+
+    def load(file):
+        content = file.read_bytes()
+        return content if content == b"made" else None
+
+    results = []
+    threads = [
+        threading.Thread(target=lambda: results.append(files.cached(path, load, make, "table")))
+        for _ in range(2)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [b"made", b"made"] and len(made) == 1
+    assert capsys.readouterr().err.count("waiting for process") == 1
+    path.write_bytes(b"mdae")
+    assert files.cached(path, load, make, "table") == b"made" and len(made) == 2
+    assert capsys.readouterr().err == (
+        f"the table {path} is damaged (its checksum differs); making it again\n"
+    )
+    with files.written_checked(path) as partial:
+        partial.write_bytes(b"refused")
+    assert files.cached(path, load, make, "table") == b"made" and len(made) == 3
+    assert "unreadable or out of range" in capsys.readouterr().err
+    assert files.cached(path, load, make, "table", force=True) == b"made" and len(made) == 4
+    assert capsys.readouterr().err == ""
