@@ -12,11 +12,12 @@ interact, so only what a seat sees of the others differs). Rewards: ``reward="wi
 An illegal action (refused by the agent's mask, out of range, or a float that is not a whole
 number; in the parallel env, a live agent's missing action too) raises `IllegalActionError`, a
 ValueError naming the agent, the action and the legal ones, before anything moves. With
-``illegal_action="terminate"`` it forfeits the match instead (PettingZoo's
-`TerminateIllegalWrapper`'s outcome: every agent terminated, the one that acted rewarded minus
-its points so far under "score", -1 under "win", the others 0; `envs.core`); with ``"noop"`` it
-is refused, and every agent is truncated after ``max_steps`` steps. A step before `reset()`
-raises `ResetNeeded`.
+``illegal_action="terminate"`` an action in the space that the mask refuses forfeits the match
+instead (PettingZoo's `TerminateIllegalWrapper`'s outcome: every agent terminated, the one that
+acted rewarded minus its points so far under "score", -1 under "win", the others 0;
+`envs.core`); with ``"noop"`` it is refused, and every agent is truncated after ``max_steps``
+steps. One outside the space raises in every mode. A step before `reset()` raises
+`ResetNeeded`.
 """
 
 from __future__ import annotations
