@@ -109,8 +109,9 @@ CHANCE = 44  # Yahtzee's last score action: chance
 
 
 def scripted(env_id: str, actions: list, **params: object) -> dict[str, jax.Array]:
-    """The steps of `actions` (any dtype: ints, floats) on a batch of BATCH episodes under
-    gymnax's `LogWrapper`, jitted: rewards, terminated, truncated and logged returns per step."""
+    """The steps of `actions` (any dtype: ints, floats; each one action for every episode, or
+    one per episode) on a batch of BATCH episodes under gymnax's `LogWrapper`, jitted:
+    rewards, terminated, truncated and logged returns per step."""
     base = YahtzeeGymnax(env_id, **params)
     env = LogWrapper(base)
     env_params = base.default_params
@@ -120,7 +121,7 @@ def scripted(env_id: str, actions: list, **params: object) -> dict[str, jax.Arra
     def one(state: object, inputs: tuple) -> tuple:
         key, action = inputs
         step_keys = jax.random.split(key, BATCH)
-        actions_ = jnp.full(BATCH, action)
+        actions_ = jnp.broadcast_to(action, (BATCH,))
         _, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
             step_keys, state, actions_, env_params
         )
@@ -131,14 +132,23 @@ def scripted(env_id: str, actions: list, **params: object) -> dict[str, jax.Arra
     return jax.jit(lambda s, x: jax.lax.scan(one, s, x)[1])(state, inputs)
 
 
-@pytest.mark.parametrize("illegal", [45, 100, -1, 44.9, 30.5, CHANCE])
+@pytest.mark.parametrize(
+    "illegal",
+    [
+        jnp.int32([45, 100, -1, CHANCE, 45, 100, -1, CHANCE]),
+        jnp.float32([44.9, 30.5, 45, -1, 44.9, 30.5, 100, CHANCE]),
+    ],
+    ids=["ints", "floats"],
+)
 def test_an_illegal_action_forfeits_the_game_with_its_points(illegal):
     """Keep all, keep all, score chance (r >= 5 points), then an illegal action at the next
-    first roll (out of range, a float that is not whole, 30.5 too, which int32 would make the
-    legal keep 30, or chance again, now used): the game
+    first roll, one per episode (out of range: 45, 100, -1; a float that is not whole: 44.9, and
+    30.5, which int32 would make the legal keep 30; chance again, now used): the game
     terminates on that step with reward -r, so gymnax's logged return is 0, a forfeited game's
     worth (an argmax that ignores the mask is taught that an illegal move costs the game)."""
-    out = scripted("Yahtzee-v0", [31.0, 31.0, float(CHANCE), float(illegal)])
+    dtype = illegal.dtype
+    script = [jnp.full(BATCH, a, dtype) for a in (31, 31, CHANCE)] + [illegal]
+    out = scripted("Yahtzee-v0", jnp.stack(script))
     scored = out["reward"][2]
     assert bool(jnp.all(scored >= 5)) and not out["terminated"][:3].any()
     assert out["terminated"][3].all() and not out["truncated"].any()
@@ -159,6 +169,9 @@ def test_a_mask_blind_policy_finishes_or_is_truncated_within_its_limit():
     assert not out["terminated"].any() and not out["reward"].any()
 
 
+# 12-17 s on 2 cores (greedy1's compile): make test-slow; the fast suite covers the "win"
+# forfeit in test_suite_env.py (test_a_forfeit_costs_the_seat_that_acted_a_loss_...).
+@pytest.mark.slow
 def test_a_match_forfeit_is_a_loss():
     """Against greedy1 with the "win" reward, chance at the first roll ends the match at once
     with -1 for the outside seat."""
