@@ -7,6 +7,8 @@ directory, as a user would run it from a checkout; the committed files must carr
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -86,3 +88,51 @@ def test_experiments_runs_a_study_and_shows_its_figure_and_table(tmp_path, monke
         if "text/markdown" in output.get("data", {})
     ]
     assert "| layer norm |" in table and "| no layer norm |" in table
+
+
+def _install_cell(name: str) -> str:
+    """The source of notebooks/NAME's cell that installs the package when it is missing."""
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    (cell,) = [cell for cell in notebook.cells if "find_spec" in cell.source]
+    return cell.source
+
+
+# The cell run by a Python that cannot import yahtzee_jax (-S: no site-packages), with
+# `subprocess.run` recorded instead of run: what it would install, or its error.
+_RUN_CELL = """
+import subprocess, sys
+calls = []
+subprocess.run = lambda args, check: calls.append(args[-1])
+try:
+    exec(sys.stdin.read())
+except RuntimeError as error:
+    print("error:", error)
+print("installed:", calls)
+"""
+
+
+@pytest.mark.parametrize("name", ["quickstart.ipynb", "experiments.ipynb"])
+def test_the_notebooks_install_a_wheel_not_a_public_repository(name, tmp_path) -> None:
+    """Without the package (Colab) the install cell installs the wheel put beside the notebook
+    or in dist/ (what `make wheel` writes); with none it stops with an error saying how to get
+    one. No cell or markdown points at a repository address (the project has no public one)."""
+    notebook_text = (NOTEBOOKS / name).read_text()
+    assert "github.com" not in notebook_text and "git+" not in notebook_text
+
+    def run_cell() -> str:
+        done = subprocess.run(
+            [sys.executable, "-S", "-c", _RUN_CELL],
+            input=_install_cell(name),
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout
+
+    missing = run_cell()
+    assert "error: yahtzee_jax is not installed: run `make wheel`" in missing
+    assert "installed: []" in missing
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "yahtzee_jax-0.1.0-py3-none-any.whl").write_bytes(b"")
+    assert "installed: ['dist/yahtzee_jax-0.1.0-py3-none-any.whl']" in run_cell()

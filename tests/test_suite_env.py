@@ -81,21 +81,85 @@ def test_the_last_box_ends_the_game_with_its_points():
     assert same_cards(again, after) and bool(again.terminated)
 
 
-def test_an_illegal_action_changes_nothing():
-    """A keep action at a score decision (and an out-of-range action) is a no-op with reward 0,
-    so a policy without a mask cannot corrupt a game."""
-    params, _, step = jitted("Yahtzee-v0")
-    state = core.from_match(
-        multiplayer.MatchState(
-            cards=multiplayer.stack_cards([full_card_but(12)]),
-            rewards=jnp.zeros(1, jnp.int32),
-        ),
-        params,
+def at_last_box(params: core.EnvParams) -> core.EnvState:
+    """Solitaire at the score decision of `full_card_but(12)`: 12 boxes of 2 points (24, no
+    bonus), chance open."""
+    match = multiplayer.MatchState(
+        cards=multiplayer.stack_cards([full_card_but(12)]), rewards=jnp.zeros(1, jnp.int32)
     )
-    for action in (KEEP_ALL, 99, 32):  # 32 scores the used ones box: illegal too
-        after = step(state, jnp.int32(action), jax.random.key(0), params)
+    return core.from_match(match, params)
+
+
+ILLEGAL = (KEEP_ALL, 32, 45, 99, -1)  # a keep at a score decision, the used ones box, out of range
+
+
+def test_under_noop_an_illegal_action_changes_nothing():
+    """``illegal_action="noop"``: a keep action at a score decision, a used box, an out-of-range
+    action or a float that is not whole (44.9, which int32 would make the legal 44) is refused
+    with reward 0, the card unchanged, and only the step counter moves."""
+    params, _, step = jitted("Yahtzee-v0", illegal_action="noop")
+    state = at_last_box(params)
+    for action in (*(jnp.int32(a) for a in ILLEGAL), jnp.float32(44.9)):
+        after = step(state, action, jax.random.key(0), params)
         assert after.rewards.tolist() == [0.0] and not bool(after.terminated)
-        assert same_cards(after, state)
+        assert same_cards(after, state) and int(after.steps) == 1
+
+
+def test_by_default_an_illegal_action_forfeits_the_game():
+    """`make`'s default ``illegal_action="terminate"``: at `at_last_box` (24 points so far) every
+    illegal action, 44.9 included, ends the game with reward -24 (a return of 0: a forfeited
+    game is worth nothing), the card unchanged and the mask all true; a further step, legal or
+    not, changes nothing and earns 0. The legal 44 (chance, 44.0 as a float too) is played."""
+    params, _, step = jitted("Yahtzee-v0")
+    state = at_last_box(params)
+    for action in (*(jnp.int32(a) for a in ILLEGAL), jnp.float32(44.9)):
+        after = step(state, action, jax.random.key(0), params)
+        assert after.rewards.tolist() == [-24.0] and bool(after.terminated)
+        assert same_cards(after, state) and bool(jnp.all(after.legal_action_mask))
+        again = step(after, jnp.int32(CHANCE), jax.random.key(1), params)
+        assert again.rewards.tolist() == [0.0] and same_cards(again, after)
+    for action in (jnp.int32(CHANCE), jnp.float32(CHANCE)):
+        played = step(state, action, jax.random.key(0), params)
+        assert bool(played.terminated) and bool(played.match.cards.filled[0, 12])
+
+
+def test_a_forfeit_costs_the_seat_that_acted_a_loss_and_no_one_else_anything():
+    """Two outside seats, "win" reward, seat 0 on turn at its first roll: its score action 44 at
+    a keep decision ends the match with rewards [-1, 0] (PettingZoo's TerminateIllegalWrapper's
+    outcome); under "score" [-0, 0], no points taken yet."""
+    for reward, expected in (("win", [-1.0, 0.0]), ("score", [0.0, 0.0])):
+        params, init, step = jitted("YahtzeeMatch-v0", opponent=None, reward=reward)
+        after = step(init(jax.random.key(0), params), jnp.int32(CHANCE), jax.random.key(1), params)
+        assert bool(after.terminated) and after.rewards.tolist() == expected
+
+
+def mask_blind(env_id: str, action: int, **params: object) -> tuple[core.EnvState, float, int]:
+    """A policy that always sends `action`, stepped until the episode ends or is truncated
+    (a `while not done` loop as a client writes it): (last state, return, steps)."""
+    params_, init, step = jitted(env_id, **params)
+    state, total, steps = init(jax.random.key(0), params_), 0.0, 0
+    while not (bool(state.terminated) or bool(state.truncated)):
+        state = step(state, jnp.int32(action), jax.random.key(steps), params_)
+        total, steps = total + float(state.rewards[0]), steps + 1
+        assert steps <= 1000, "the episode never ended"
+    return state, total, steps
+
+
+def test_a_mask_blind_policy_ends_every_episode_within_its_limit():
+    """Always action 0 (reroll every die) is legal at the two keep decisions and illegal at the
+    score one: under "terminate" the game ends on step 3, worth 0. Always 44 (score chance)
+    never becomes legal at a first roll: under "noop" the game is truncated (not terminated)
+    after the default 78 steps (twice a game's 39 decisions), or after `max_steps`."""
+    state, total, steps = mask_blind("Yahtzee-v0", 0)
+    assert (steps, total, bool(state.terminated)) == (3, 0.0, True)
+    for params, limit in (({}, 78), ({"max_steps": 50}, 50)):
+        state, total, steps = mask_blind("Yahtzee-v0", CHANCE, illegal_action="noop", **params)
+        assert (steps, total, bool(state.truncated), bool(state.terminated)) == (
+            limit,
+            0.0,
+            True,
+            False,
+        )
 
 
 def test_the_match_result_is_the_reward_of_the_step_that_ends_it():
@@ -162,7 +226,7 @@ def play(env_id: str, seed: int, **params: object) -> tuple[list, int]:
     """Random legal play of one episode from `seed`: (its states, decisions), checking the mask
     and the observation's bounds at every step."""
     env = yahtzee_jax.make(env_id, **params)
-    params_, init, step = jitted(env_id, **params)
+    params_, init, step = jitted(env_id, illegal_action="noop", **params)
     rng = np.random.default_rng(seed)
     key = jax.random.key(seed)
     key, init_key = jax.random.split(key)
@@ -235,6 +299,8 @@ def test_vmapped_episodes_match_single_ones():
         ("YahtzeeMatch-v0", {"reward": "points"}, "reward='points' is not one of: score, win"),
         ("YahtzeeMatch-v0", {"seat": 2}, "seat=2 must be an integer in 0..1"),
         ("YahtzeeMatch-v0", {"rules": "yatzy"}, "unknown env params rules; known: players"),
+        ("Yahtzee-v0", {"illegal_action": "raise"}, "not one of: terminate, noop"),
+        ("Yahtzee-v0", {"max_steps": 0}, "max_steps=0 must be a positive integer"),
     ],
 )
 def test_a_bad_id_or_param_is_one_line(env_id, params, words):

@@ -1,5 +1,6 @@
 """The gymnax adapter under gymnax's own wrappers (`LogWrapper`, `FlattenObservationWrapper`):
-jitted and vmapped, auto-reset with the new episode's mask, spaces, no truncation."""
+jitted and vmapped, auto-reset with the new episode's mask, spaces, and what an illegal action
+or a policy blind to the mask meets."""
 
 from __future__ import annotations
 
@@ -124,3 +125,79 @@ def test_a_single_agent_adapter_refuses_a_table_without_opponent():
     """With every seat outside, a single-agent env would not know whose reward to return."""
     with pytest.raises(UserError, match="PettingZoo"):
         YahtzeeGymnax("YahtzeeMatch-v0", opponent=None)
+
+
+# What an outside client meets, written against gymnax's API alone (`reset`, `step`,
+# `LogWrapper`) under jit: an action cannot raise there, so it has a defined outcome.
+CHANCE = 44  # Yahtzee's last score action: chance
+
+
+def scripted(env_id: str, actions: list, **params: object) -> dict[str, jax.Array]:
+    """The steps of `actions` (any dtype: ints, floats; each one action for every episode, or
+    one per episode) on a batch of BATCH episodes under gymnax's `LogWrapper`, jitted:
+    rewards, terminated, truncated and logged returns per step."""
+    base = YahtzeeGymnax(env_id, **params)
+    env = LogWrapper(base)
+    env_params = base.default_params
+    keys = jax.random.split(jax.random.key(5), BATCH)
+    _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, env_params)
+
+    def one(state: object, inputs: tuple) -> tuple:
+        key, action = inputs
+        step_keys = jax.random.split(key, BATCH)
+        actions_ = jnp.broadcast_to(action, (BATCH,))
+        _, state, reward, terminated, truncated, info = jax.vmap(env.step, in_axes=(0, 0, 0, None))(
+            step_keys, state, actions_, env_params
+        )
+        out = {"reward": reward, "terminated": terminated, "truncated": truncated}
+        return state, {**out, "returned": info["returned_episode_returns"]}
+
+    inputs = (jax.random.split(jax.random.key(6), len(actions)), jnp.asarray(actions))
+    return jax.jit(lambda s, x: jax.lax.scan(one, s, x)[1])(state, inputs)
+
+
+@pytest.mark.parametrize(
+    "illegal",
+    [
+        jnp.int32([45, 100, -1, CHANCE, 45, 100, -1, CHANCE]),
+        jnp.float32([44.9, 30.5, 45, -1, 44.9, 30.5, 100, CHANCE]),
+    ],
+    ids=["ints", "floats"],
+)
+def test_an_illegal_action_forfeits_the_game_with_its_points(illegal):
+    """Keep all, keep all, score chance (r >= 5 points), then an illegal action at the next
+    first roll, one per episode (out of range: 45, 100, -1; a float that is not whole: 44.9, and
+    30.5, which int32 would make the legal keep 30; chance again, now used): the game
+    terminates on that step with reward -r, so gymnax's logged return is 0, a forfeited game's
+    worth (an argmax that ignores the mask is taught that an illegal move costs the game)."""
+    dtype = illegal.dtype
+    script = [jnp.full(BATCH, a, dtype) for a in (31, 31, CHANCE)] + [illegal]
+    out = scripted("Yahtzee-v0", jnp.stack(script))
+    scored = out["reward"][2]
+    assert bool(jnp.all(scored >= 5)) and not out["terminated"][:3].any()
+    assert out["terminated"][3].all() and not out["truncated"].any()
+    assert jnp.array_equal(out["reward"][3], -scored)
+    assert not out["returned"][3].any()  # the logged return of each finished game: 0
+
+
+def test_a_mask_blind_policy_finishes_or_is_truncated_within_its_limit():
+    """A constant policy: always 0 (reroll all) is illegal at the first score decision, so every
+    game ends on step 3 (terminated) and the next one on step 6; under ``illegal_action="noop"``
+    always-chance is refused at every first roll and every episode is truncated, not
+    terminated, on step 78 (twice a game's 39 decisions), then starts again."""
+    out = scripted("Yahtzee-v0", [0] * 6)
+    assert out["terminated"][2].all() and out["terminated"][5].all()
+    assert int(out["terminated"].sum()) == 2 * BATCH and not out["truncated"].any()
+    out = scripted("Yahtzee-v0", [CHANCE] * 80, illegal_action="noop")
+    assert out["truncated"][77].all() and int(out["truncated"].sum()) == BATCH
+    assert not out["terminated"].any() and not out["reward"].any()
+
+
+# 12-17 s on 2 cores (greedy1's compile): make test-slow; the fast suite covers the "win"
+# forfeit in test_suite_env.py (test_a_forfeit_costs_the_seat_that_acted_a_loss_...).
+@pytest.mark.slow
+def test_a_match_forfeit_is_a_loss():
+    """Against greedy1 with the "win" reward, chance at the first roll ends the match at once
+    with -1 for the outside seat."""
+    out = scripted("YahtzeeMatch-v0", [CHANCE])
+    assert out["terminated"][0].all() and out["reward"][0].tolist() == [-1.0] * BATCH

@@ -4,6 +4,7 @@ the round-at-a-time match, and what a whole match pays each seat."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from pettingzoo.test import api_test, parallel_api_test, render_test
 
 from yahtzee_jax.envs import core
@@ -83,3 +84,96 @@ def test_a_parallel_match_takes_every_seat_a_decision_a_step():
     assert steps == 39 and all(terminations.values())
     totals = np.asarray(core.total_scores(match.state, match.params)).tolist()
     assert list(returns.values()) == totals
+
+
+# What an outside client meets, written against PettingZoo's API alone (`reset`, `agent_iter`,
+# `last`, `step`, the dict observation's "action_mask").
+CHANCE = 44  # Yahtzee's last score action: chance
+
+
+def test_an_illegal_action_raises_naming_the_agent_and_the_legal_ones():
+    """At player_0's first roll (keeps 0-31 legal): 45, 100, -1, 44.9, chance (44) and None each
+    raise a ValueError of one line naming player_0, the action and "legal actions now: 0-31",
+    and nothing moves: the match then runs to its end, 2 x 39 legal decisions."""
+    match = env(reward="score")
+    match.reset(seed=0)
+    for action in (45, 100, -1, 44.9, CHANCE, None):
+        with pytest.raises(ValueError) as error:
+            match.step(action)
+        message = str(error.value)
+        assert f"illegal action {action!r} for player_0" in message and "\n" not in message
+        assert "legal actions now: 0-31" in message
+    assert match.agent_selection == "player_0"
+    decisions = 0
+    for _ in match.agent_iter():
+        obs, _, terminated, truncated, _ = match.last()
+        if terminated or truncated:
+            match.step(None)
+            continue
+        match.step(int(np.flatnonzero(obs["action_mask"])[-1]))
+        decisions += 1
+    assert decisions == 2 * 39
+
+
+def test_a_step_before_reset_raises():
+    """`step` before `reset` raises PettingZoo-style `ResetNeeded`, a ValueError, not an
+    AttributeError or an assert."""
+    for match in (env(), parallel_env()):
+        with pytest.raises(ValueError, match="reset"):
+            match.step({"player_0": 0} if isinstance(match, YahtzeeParallel) else 0)
+
+
+def test_terminate_forfeits_the_match_as_terminate_illegal_wrapper_does():
+    """``illegal_action="terminate"``, "score" reward: player_0 and player_1 each keep, keep and
+    score chance (r0, r1 points); then player_0 plays chance at its first roll: every agent is
+    terminated, player_0's reward is -r0 (its return 0) and player_1's 0 (its return r1)."""
+    match = env(reward="score", illegal_action="terminate")
+    match.reset(seed=1)
+    returns = dict.fromkeys(match.possible_agents, 0.0)
+    script = [31, 31, CHANCE, 31, 31, CHANCE, CHANCE]
+    for agent in match.agent_iter():
+        _, reward, terminated, truncated, _ = match.last()
+        returns[agent] += reward
+        match.step(None if terminated or truncated else script.pop(0))
+    assert not script and not match.agents
+    assert returns["player_0"] == 0.0 and returns["player_1"] >= 5
+
+
+def test_a_mask_blind_loop_ends_within_its_limit():
+    """Always action 0 (reroll all), blind to the mask: under "terminate" the match ends at
+    player_0's first score decision, its third step; under "noop" always chance is refused and
+    every agent is truncated after 156 steps (twice the match's 2 x 39 decisions)."""
+    for params, limit in (({"illegal_action": "terminate"}, 3), ({"illegal_action": "noop"}, 156)):
+        match = env(**params)
+        match.reset(seed=2)
+        steps, action = 0, 0 if limit == 3 else CHANCE
+        for _agent in match.agent_iter():
+            _, _, terminated, truncated, _ = match.last()
+            if terminated or truncated:
+                assert (terminated, truncated) == ((True, False) if limit == 3 else (False, True))
+                match.step(None)
+                continue
+            match.step(action)
+            steps += 1
+            assert steps <= 1000, "the match never ended"
+        assert steps == limit
+
+
+def test_the_parallel_match_checks_every_action_before_any_moves():
+    """Parallel: a missing action for a live agent and an out-of-range one raise naming the
+    agent and move nothing; under "terminate" player_1's chance at its first roll ends the
+    match at once, -1 for player_1 and 0 for player_0 (the "win" reward)."""
+    match = parallel_env()
+    match.reset(seed=3)
+    with pytest.raises(ValueError, match="illegal action None for player_1"):
+        match.step({"player_0": 0})
+    with pytest.raises(ValueError, match="illegal action 45 for player_0"):
+        match.step({"player_0": 45, "player_1": 0})
+    for _ in range(2):  # decisions 1 and 2: nothing moved, so the third is a score decision
+        obs, *_ = match.step({"player_0": 31, "player_1": 31})
+    assert not any(obs[agent]["action_mask"][:32].any() for agent in obs)
+    match = parallel_env(illegal_action="terminate")
+    match.reset(seed=3)
+    _, rewards, terminations, truncations, _ = match.step({"player_0": 31, "player_1": CHANCE})
+    assert rewards == {"player_0": 0.0, "player_1": -1.0} and all(terminations.values())
+    assert not any(truncations.values()) and match.agents == []

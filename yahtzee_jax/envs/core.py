@@ -19,10 +19,20 @@ rolls the dice (exactly `engine.step`'s), so a game here is the learners' game d
 With an opponent `init`'s key splits into (init key, play key), and each seat deals and plays
 from its own fold of them; the seats the environment plays draw from their play keys, kept in
 the state with their decision counters (`EnvState.play_keys`, `decisions`), which `observe`
-never shows: the learners' match's streams. An illegal action leaves the state unchanged with
-zero rewards, as in the engine; a terminated state steps to itself with zero rewards, and its
-mask is all true (pgx's convention: a policy never divides by zero). A game ends after its
-last scoring decision: there is no truncation.
+never shows: the learners' match's streams. A terminated state steps to itself with zero
+rewards, and its mask is all true (pgx's convention: a policy never divides by zero).
+
+An illegal action (one the mask refuses, out of range, or a float that is not a whole number)
+does what `EnvParams.illegal_action` says. "noop" (the engine's convention, which the learners
+run: they never send one) leaves the state unchanged with zero rewards. "terminate" (the outside
+envs' default, `suite.make`) forfeits the game: the episode ends at once, and a forfeited game is
+worth nothing, so the seat that acted gets minus its points so far under the "score" reward (its
+return is 0; in a single turn, where points come only with the last decision, 0) and -1, a loss
+as in pgx, under "win"; every other seat gets 0, as PettingZoo's `TerminateIllegalWrapper` does.
+A policy that ignores the mask then ends every game within its legal length and learns that an
+illegal action costs what the whole game is worth. `EnvParams.max_steps` truncates an episode
+after that many steps (`EnvState.truncated`), so that a mask-blind policy under "noop" cannot
+loop forever; a legal game never needs more than `decisions_per_episode` steps.
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ from yahtzee_jax.game.multiplayer import MatchState
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 
 REWARDS = ("score", "win")
+ILLEGAL_ACTIONS = ("terminate", "noop")
 # Every feature lies in [-1, 1] except the game progress, which reaches 13/12 once the card is
 # full (`envs.features`): the observation space's bounds.
 OBSERVATION_LOW, OBSERVATION_HIGH = -1.0, 2.0
@@ -67,6 +78,8 @@ class EnvParams:
     features: the observation's layout (`envs.features`).
     seat: the seat played from outside when `opponent` is set.
     common_dice: with an opponent, every seat deals and plays from the match's own keys.
+    illegal_action: what an illegal action does, "noop" or "terminate" (see the module's doc).
+    max_steps: steps after which an episode is truncated, or None (no limit).
     """
 
     rules: Rules = struct.field(pytree_node=False)
@@ -79,6 +92,8 @@ class EnvParams:
     features: FeatureConfig = struct.field(pytree_node=False, default=FeatureConfig())
     seat: jax.Array = struct.field(default_factory=lambda: jnp.int32(0))
     common_dice: bool = struct.field(pytree_node=False, default=False)
+    illegal_action: str = struct.field(pytree_node=False, default="noop")
+    max_steps: int | None = struct.field(pytree_node=False, default=None)
 
 
 @struct.dataclass
@@ -94,6 +109,8 @@ class EnvState:
       d with ``split(fold_in(play key, d))`` = (policy key, dice key). The outside seats'
       dice come from the keys given to `step`; `observe` never shows a key.
     decisions: int32[P], the decisions each seat has taken (its next one's d).
+    steps: int32, the calls of `step` (or `step_all`) since `init`, refused actions included.
+    truncated: bool, the episode reached `EnvParams.max_steps` unfinished.
     """
 
     match: MatchState
@@ -103,11 +120,22 @@ class EnvState:
     legal_action_mask: jax.Array
     play_keys: jax.Array
     decisions: jax.Array
+    steps: jax.Array
+    truncated: jax.Array
 
 
 def num_actions(params: EnvParams) -> int:
     """Actions: 32 keeps, then one per box (45 in Yahtzee)."""
     return params.rules.num_actions
+
+
+def decisions_per_episode(params: EnvParams) -> int:
+    """Decisions of the outside seat(s) in one legal episode (every seat's when all are
+    outside): 3 per box of a game, 3 in a single turn."""
+    if not params.whole_games:
+        return DECISIONS_PER_TURN
+    seats = 1 if params.opponent else params.players
+    return params.rules.decisions_per_game * seats
 
 
 def observation_size(params: EnvParams) -> int:
@@ -121,9 +149,10 @@ def from_match(
     rewards: jax.Array | None = None,
     play_keys: jax.Array | None = None,
     decisions: jax.Array | None = None,
+    steps: jax.Array | None = None,
 ) -> EnvState:
     """The state of a match position (a test builds one by hand), `rewards` zero by default,
-    play keys those of ``key(0)`` and no decisions taken unless given."""
+    play keys those of ``key(0)`` and no decisions or steps taken unless given."""
     if rewards is None:
         rewards = jnp.zeros(params.players)
     if play_keys is None:
@@ -138,12 +167,14 @@ def from_match(
         legal_action_mask=multiplayer.legal_action_mask(match, params.rules),
         play_keys=play_keys,
         decisions=decisions,
+        steps=jnp.int32(0) if steps is None else steps,
+        truncated=jnp.bool_(False),
     )
 
 
 def _moved(state: EnvState, match: MatchState, rewards: jax.Array, params: EnvParams) -> EnvState:
     """`state` moved on to `match` with `rewards`, its dice streams and counters kept."""
-    return from_match(match, params, rewards, state.play_keys, state.decisions)
+    return from_match(match, params, rewards, state.play_keys, state.decisions, state.steps)
 
 
 def from_card(card: State, params: EnvParams) -> EnvState:
@@ -201,12 +232,13 @@ def move(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) 
     """The player on turn takes `action` with the dice of `key`, and nothing else: no other
     seat moves and no end-of-match reward (`step` adds those). Its counter counts the
     decision when it was legal and the match was on."""
+    action = whole_action(action)
     match = multiplayer.step(state.match, action, key, params.rules)
-    taken = ~state.terminated & state.legal_action_mask[action]
+    taken = ~state.terminated & is_legal(state.legal_action_mask, action)
     # A select, not a scatter: vmapped over a batch a scatter is the slower program on the CPU
     on_turn = jnp.arange(params.players) == state.current_player
     decisions = state.decisions + (on_turn & taken).astype(jnp.int32)
-    return from_match(match, params, match.rewards, state.play_keys, decisions)
+    return from_match(match, params, match.rewards, state.play_keys, decisions, state.steps)
 
 
 def seat_decision(
@@ -315,12 +347,17 @@ def init(key: jax.Array, params: EnvParams) -> EnvState:
 
 def step(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) -> EnvState:
     """The player on turn takes `action` (the key rolls its dice, as the engine's step takes
-    it); then any built-in opponents take theirs, from their own dice streams."""
+    it); then any built-in opponents take theirs, from their own dice streams. An illegal
+    action and the step limit do what `params` says (the module's doc)."""
+    action = whole_action(action)
     moved = move(state, action, key, params)
     if params.opponent is not None:
         moved = _opponents_move(moved, moved.rewards, params)
     rewards = _final_rewards(state.terminated, moved.match, moved.rewards, params)
-    return moved.replace(rewards=rewards.astype(jnp.float32))
+    moved = moved.replace(rewards=rewards.astype(jnp.float32))
+    on_turn = jnp.arange(params.players) == state.current_player
+    illegal = on_turn & ~is_legal(state.legal_action_mask, action)
+    return _limited(state, illegal, moved, params)
 
 
 def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvParams) -> EnvState:
@@ -331,13 +368,62 @@ def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvPar
     ``fold_in(key, seat)``.
     """
     rules, cards = params.rules, state.match.cards
+    actions = whole_action(actions)
     keys = jax.vmap(lambda seat: jax.random.fold_in(key, seat))(jnp.arange(params.players))
     moved = jax.vmap(lambda card, a, k: engine.step(card, a, k, rules))(cards, actions, keys)
     match = state.match.replace(
         cards=moved, rewards=moved.reward, terminated=jnp.all(moved.terminated)
     )
     rewards = _final_rewards(state.terminated, match, moved.reward, params)
-    return _moved(state, match, rewards, params)
+    masks = jax.vmap(lambda card: engine.legal_action_mask(card, rules))(cards)
+    illegal = ~is_legal(masks, actions)
+    return _limited(state, illegal, _moved(state, match, rewards, params), params)
+
+
+def whole_action(action: jax.Array | int | float) -> jax.Array:
+    """int32 action(s): a float that is not a whole number becomes -1, which no mask allows
+    (the engine would truncate 44.9 to 44, a legal move the caller did not choose)."""
+    action = jnp.asarray(action)
+    if jnp.issubdtype(action.dtype, jnp.floating):
+        # Clipped first: a float beyond int32 would convert to an arbitrary (maybe legal) int.
+        whole = action == jnp.floor(action)
+        action = jnp.where(whole, jnp.clip(action, -1, 2**24), -1)
+    return action.astype(jnp.int32)
+
+
+def is_legal(mask: jax.Array, action: jax.Array) -> jax.Array:
+    """Whether `action` is allowed by `mask` (bool[..., A]); an out-of-range one never is (a
+    one-hot match, where a gather would clamp 100 to the last action)."""
+    hits = jnp.arange(mask.shape[-1]) == jnp.asarray(action)[..., None]
+    return jnp.any(hits & mask, axis=-1)
+
+
+def _select(flag: jax.Array, chosen: EnvState, other: EnvState) -> EnvState:
+    return jax.tree.map(lambda a, b: jax.lax.select(flag, a, b), chosen, other)
+
+
+def _limited(before: EnvState, illegal: jax.Array, after: EnvState, params: EnvParams) -> EnvState:
+    """`after`, the step from `before` in which the seats `illegal` (bool[P]) acted illegally,
+    with one more step counted and the params' outcome of an illegal action and step limit."""
+    after = after.replace(steps=before.steps + 1)
+    if params.illegal_action == "terminate":
+        if params.reward == "win":
+            worth = jnp.ones(params.players)
+        elif params.whole_games:
+            worth = multiplayer.total_scores(before.match, params.rules).astype(jnp.float32)
+        else:
+            worth = jnp.zeros(params.players)
+        match = before.match.replace(terminated=jnp.bool_(True))
+        rewards = jnp.where(illegal, -worth, 0.0)
+        forfeit = from_match(match, params, rewards, before.play_keys, before.decisions)
+        after = _select(jnp.any(illegal), forfeit.replace(steps=after.steps), after)
+    if params.max_steps is not None:
+        after = after.replace(truncated=~after.terminated & (after.steps >= params.max_steps))
+    if params.illegal_action == "terminate" or params.max_steps is not None:
+        # An episode ended by either stays as it is: a further step changes nothing, earns 0.
+        idle = before.replace(rewards=jnp.zeros_like(before.rewards))
+        after = _select(before.terminated | before.truncated, idle, after)
+    return after
 
 
 def observe(state: EnvState, params: EnvParams, player: jax.Array | int | None = None) -> jax.Array:

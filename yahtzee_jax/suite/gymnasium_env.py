@@ -5,9 +5,20 @@ Importing this module registers ``yahtzee_jax/<id>`` for every id of `suite.ENV_
 ``gymnasium.make("yahtzee_jax.suite.gymnasium_env:yahtzee_jax/Yahtzee-v0")``) and
 ``gymnasium.make_vec("yahtzee_jax/Yahtzee-v0", num_envs=64)``, whose steps are one jitted, vmapped
 call for the whole batch. The legal actions are ``info["action_mask"]`` (int8) and
-``env.action_masks()`` (what sb3-contrib's MaskablePPO asks). An illegal action changes nothing
-and earns 0; an episode ends only by termination (a game has no time limit). Needs the `gym`
-extra.
+``env.action_masks()`` (bool; what sb3-contrib's MaskablePPO asks); observations and masks are
+writable copies.
+
+An action outside the action space (out of range such as 45, 100 or -1, a float that is not a
+whole number such as 44.9, not a number) raises `IllegalAction`, a ValueError and
+`gymnasium.error.InvalidAction` naming the action and the legal ones, before anything moves.
+An action in the space that the mask refuses does what ``illegal_action`` says:
+``"terminate"`` (the default) forfeits the game, which ends at once worth 0 points (the step's
+reward is minus the points so far; -1 under the "win" reward; `envs.core`), so a policy that
+ignores the mask (SB3's plain PPO) finishes every game; ``"raise"`` raises `IllegalAction` for it
+too; ``"noop"`` refuses it (reward 0), with ``truncated`` after ``max_steps`` steps (default
+twice the legal episode's decisions). Gymnasium's `check_env`, which steps random actions of the
+space, passes under "terminate" and "noop". A step or mask before `reset()`, or a step after the
+episode ended, raises `ResetNeeded`. Needs the `gym` extra.
 """
 
 from __future__ import annotations
@@ -24,10 +35,20 @@ from gymnasium.vector.utils import batch_space
 
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
+from yahtzee_jax.game.engine import IllegalActionError
+from yahtzee_jax.suite import actions
 from yahtzee_jax.suite.gymnax_env import _single_seat
 from yahtzee_jax.suite.registry import ENV_IDS, make
 
 NAMESPACE = "yahtzee_jax"
+
+
+class IllegalAction(IllegalActionError, gymnasium.error.InvalidAction):
+    """An action the mask refuses (a ValueError and Gymnasium's `InvalidAction`)."""
+
+
+class ResetNeeded(actions.ResetNeeded, gymnasium.error.ResetNeeded):
+    """A step or a mask before `reset()`, or a step after the episode ended."""
 
 
 def _reward(state: EnvState, params: EnvParams) -> jax.Array:
@@ -54,7 +75,7 @@ def _step(
     )
     final_obs = jax.vmap(core.observe, in_axes=(0, None))(moved, params)
     fresh = jax.vmap(core.init, in_axes=(0, None))(jax.random.split(reset_key, batch), params)
-    done = moved.terminated
+    done = moved.terminated | moved.truncated
 
     def pick(new: jax.Array, old: jax.Array) -> jax.Array:
         return jax.numpy.where(done.reshape(done.shape + (1,) * (new.ndim - 1)), new, old)
@@ -64,7 +85,8 @@ def _step(
         "obs": jax.vmap(core.observe, in_axes=(0, None))(state, params),
         "final_obs": final_obs,
         "reward": jax.vmap(_reward, in_axes=(0, None))(moved, params),
-        "terminated": done,
+        "terminated": moved.terminated,
+        "truncated": moved.truncated,
         "mask": state.legal_action_mask,
     }
     return state, key, host
@@ -80,6 +102,7 @@ def _step_one(
         "obs": core.observe(moved, params),
         "reward": _reward(moved, params),
         "terminated": moved.terminated,
+        "truncated": moved.truncated,
         "mask": moved.legal_action_mask,
     }
     return moved, key, host
@@ -96,22 +119,27 @@ class YahtzeeEnv(gymnasium.Env):
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (Gymnasium's class attribute)
 
-    def __init__(self, env_id: str = "Yahtzee-v0", **params: Any) -> None:
-        self.env = make(env_id, **params)
+    def __init__(
+        self, env_id: str = "Yahtzee-v0", illegal_action: str = "terminate", **params: Any
+    ) -> None:
+        self.env = make(env_id, **actions.adapter_params(illegal_action, params))
         self.params = self.env.default_params
+        self._strict = illegal_action == "raise"
         _single_seat(self.params, env_id)
         self.observation_space, self.action_space = _spaces(self.params)
         self._state: EnvState | None = None
         self._key: jax.Array | None = None
         self._mask: np.ndarray | None = None
+        self._over = False
 
     def _info(self) -> dict[str, Any]:
         return {"action_mask": self.action_masks().astype(np.int8)}
 
     def action_masks(self) -> np.ndarray:
-        """bool[num_actions]: the legal actions now."""
-        assert self._mask is not None, "call reset() first"
-        return self._mask
+        """bool[num_actions]: the legal actions now (a writable copy)."""
+        if self._mask is None:
+            raise ResetNeeded("call reset() before action_masks()")
+        return self._mask.copy()
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -123,32 +151,49 @@ class YahtzeeEnv(gymnasium.Env):
         self._key, key = jax.random.split(self._key)
         state, obs = _reset(key, self.params, 1)
         self._state = jax.tree.map(lambda leaf: leaf[0], state)
-        self._mask = np.asarray(self._state.legal_action_mask)
-        return np.asarray(obs[0]), self._info()
+        self._mask = np.array(self._state.legal_action_mask)
+        self._over = False
+        return np.array(obs[0]), self._info()
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """One decision (then the opponents' turns); an illegal action changes nothing."""
-        assert self._state is not None and self._key is not None, "call reset() first"
+        """One decision (then the opponents' turns); an illegal one as `illegal_action` says."""
+        if self._state is None or self._key is None or self._mask is None or self._over:
+            raise ResetNeeded("call reset() first: no episode is running")
+        action = actions.check_action(
+            action, self._mask, self.params.rules, self.env.env_id, IllegalAction, self._strict
+        )
         self._state, self._key, views = _step_one(
             self._state, np.int32(action), self._key, self.params
         )
         host = jax.device_get(views)
-        self._mask = host["mask"]
-        return host["obs"], float(host["reward"]), bool(host["terminated"]), False, self._info()
+        self._mask = np.array(host["mask"])
+        terminated, truncated = bool(host["terminated"]), bool(host["truncated"])
+        self._over = terminated or truncated
+        obs = np.array(host["obs"])
+        return obs, float(host["reward"]), terminated, truncated, self._info()
 
 
 class YahtzeeVectorEnv(VectorEnv):
     """`num_envs` episodes stepped by one jitted, vmapped call; auto-reset in the same step.
 
     A finished episode's last observation is ``info["final_obs"][i]`` where
-    ``info["_final_obs"][i]`` (Gymnasium's same-step auto-reset).
+    ``info["_final_obs"][i]`` (Gymnasium's same-step auto-reset). An illegal action in any slot
+    raises before any episode moves (or, with ``illegal_action="terminate"`` / ``"noop"``, acts
+    as in `YahtzeeEnv`).
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.SAME_STEP}  # noqa: RUF012
 
-    def __init__(self, num_envs: int = 1, env_id: str = "Yahtzee-v0", **params: Any) -> None:
-        self.env = make(env_id, **params)
+    def __init__(
+        self,
+        num_envs: int = 1,
+        env_id: str = "Yahtzee-v0",
+        illegal_action: str = "terminate",
+        **params: Any,
+    ) -> None:
+        self.env = make(env_id, **actions.adapter_params(illegal_action, params))
         self.params = self.env.default_params
+        self._strict = illegal_action == "raise"
         _single_seat(self.params, env_id)
         self.num_envs = num_envs
         self.single_observation_space, self.single_action_space = _spaces(self.params)
@@ -156,11 +201,13 @@ class YahtzeeVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._state: EnvState | None = None
         self._key: jax.Array | None = None
+        self._masks: np.ndarray | None = None
 
     def action_masks(self) -> np.ndarray:
-        """bool[num_envs, num_actions]: each episode's legal actions now."""
-        assert self._state is not None, "call reset() first"
-        return np.asarray(self._state.legal_action_mask)
+        """bool[num_envs, num_actions]: each episode's legal actions now (a writable copy)."""
+        if self._masks is None:
+            raise ResetNeeded("call reset() before action_masks()")
+        return self._masks.copy()
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
@@ -172,24 +219,35 @@ class YahtzeeVectorEnv(VectorEnv):
         self._key = jax.random.key(int(self.np_random.integers(2**32, dtype=np.uint64)))
         self._key, key = jax.random.split(self._key)
         self._state, obs = _reset(key, self.params, self.num_envs)
-        return np.asarray(obs), {"action_mask": self.action_masks().astype(np.int8)}
+        self._masks = np.array(self._state.legal_action_mask)
+        return np.array(obs), {"action_mask": self.action_masks().astype(np.int8)}
 
     def step(
-        self, actions: Any
+        self, actions_: Any
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """One decision in every episode; finished ones start again in the same call."""
-        assert self._state is not None and self._key is not None, "call reset() first"
-        actions = np.asarray(actions, np.int32).reshape(self.num_envs)
-        self._state, self._key, views = _step(self._state, actions, self._key, self.params)
+        if self._state is None or self._key is None or self._masks is None:
+            raise ResetNeeded("call reset() before step()")
+        rules, strict = self.params.rules, self._strict
+        batch = np.asarray(actions_, dtype=object).reshape(self.num_envs)
+        moves = np.array(
+            [
+                actions.check_action(a, mask, rules, f"episode {i}", IllegalAction, strict)
+                for i, (a, mask) in enumerate(zip(batch, self._masks, strict=True))
+            ],
+            np.int32,
+        )
+        self._state, self._key, views = _step(self._state, moves, self._key, self.params)
         host = jax.device_get(views)
-        terminated = host["terminated"]
+        self._masks = np.array(host["mask"])
+        terminated, truncated = np.array(host["terminated"]), np.array(host["truncated"])
         info = {
-            "action_mask": host["mask"].astype(np.int8),
-            "final_obs": host["final_obs"],
-            "_final_obs": terminated,
+            "action_mask": self._masks.astype(np.int8),
+            "final_obs": np.array(host["final_obs"]),
+            "_final_obs": terminated | truncated,
         }
-        truncated = np.zeros(self.num_envs, bool)
-        return host["obs"], host["reward"].astype(np.float32), terminated, truncated, info
+        reward = host["reward"].astype(np.float32)
+        return np.array(host["obs"]), reward, terminated, truncated, info
 
 
 def register() -> None:

@@ -5,7 +5,15 @@
 auto-reset by gymnax's base class, so purejaxrl-style code and gymnax's own wrappers
 (`LogWrapper`, `FlattenObservationWrapper`, `GymnaxToGymWrapper`) take it unchanged. The legal
 actions of the returned observation are ``info["action_mask"]`` (after an auto-reset, those of
-the new episode) and ``env.action_mask(state, params)``. A game never truncates.
+the new episode) and ``env.action_mask(state, params)``.
+
+Under jit an action cannot raise, so an illegal one (refused by the mask, out of range, or a
+float that is not a whole number) has the outcome ``illegal_action`` chooses (`envs.core`):
+"terminate" (the default) forfeits the game, which ends at once worth 0 points (the step's
+reward is minus the points so far) or a loss (-1) under the "win" reward, so a policy that
+ignores the mask finishes every game within its 39 decisions and is taught what an illegal move
+costs; "noop" refuses it (state unchanged, reward 0) and truncates an episode after
+``max_steps`` steps (default twice its legal decisions: 78 for a Yahtzee game).
 """
 
 from __future__ import annotations
@@ -39,7 +47,8 @@ def _single_seat(params: EnvParams, env_id: str) -> None:
 
 
 class YahtzeeGymnax(environment.Environment):
-    """`make(env_id, **params)` as a gymnax environment: one outside seat, its reward."""
+    """`make(env_id, **params)` as a gymnax environment: one outside seat, its reward;
+    ``illegal_action="terminate"`` (default) or ``"noop"``, ``max_steps``."""
 
     def __init__(self, env_id: str = "Yahtzee-v0", **params: Any) -> None:
         super().__init__()
@@ -98,8 +107,9 @@ class YahtzeeGymnax(environment.Environment):
         return state.env.terminated
 
     def is_truncated(self, state: GymnaxState, params: EnvParams) -> jax.Array:
-        """Never: a game ends after its last scoring decision (no time limit changes the MDP)."""
-        return jnp.bool_(False)
+        """The episode reached `params.max_steps` unfinished (only ever under "noop": a legal
+        game, or one ended by a forfeit, is shorter)."""
+        return state.env.truncated
 
     @property
     def name(self) -> str:

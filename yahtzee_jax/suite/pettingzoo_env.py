@@ -7,7 +7,17 @@ each other card's open boxes, upper total and score difference; never their dice
 plays the match in turns (keep, keep, score, then the next seat); the parallel env plays each
 round at once (every seat decides on its own card at every step: Yahtzee's cards do not
 interact, so only what a seat sees of the others differs). Rewards: ``reward="win"`` (+1, 0 or
--1 at the end) or ``"score"`` (each decision's points). An illegal action changes nothing.
+-1 at the end) or ``"score"`` (each decision's points).
+
+An illegal action (refused by the agent's mask, out of range, or a float that is not a whole
+number; in the parallel env, a live agent's missing action too) raises `IllegalActionError`, a
+ValueError naming the agent, the action and the legal ones, before anything moves. With
+``illegal_action="terminate"`` an action in the space that the mask refuses forfeits the match
+instead (PettingZoo's `TerminateIllegalWrapper`'s outcome: every agent terminated, the one that
+acted rewarded minus its points so far under "score", -1 under "win", the others 0;
+`envs.core`); with ``"noop"`` it is refused, and every agent is truncated after ``max_steps``
+steps. One outside the space raises in every mode. A step before `reset()` raises
+`ResetNeeded`.
 """
 
 from __future__ import annotations
@@ -23,7 +33,8 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
-from yahtzee_jax.game.rules import KEEP_ALL
+from yahtzee_jax.suite import actions
+from yahtzee_jax.suite.actions import ResetNeeded
 from yahtzee_jax.suite.registry import make
 
 
@@ -37,6 +48,7 @@ def _views(state: EnvState, params: EnvParams) -> dict[str, jax.Array]:
         "rewards": state.rewards,
         "current_player": state.current_player,
         "terminated": state.terminated,
+        "truncated": state.truncated,
     }
 
 
@@ -63,20 +75,24 @@ class _Match:
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "is_parallelizable": True}  # noqa: RUF012
 
-    def _setup(self, env_id: str, players: int, reward: str, params: dict[str, Any]) -> None:
+    def _setup(
+        self, env_id: str, players: int, reward: str, illegal_action: str, params: dict[str, Any]
+    ) -> None:
         self.render_mode = params.pop("render_mode", None)
+        params = actions.adapter_params(illegal_action, params)
+        self.illegal_action = illegal_action
         self.env = make(env_id, players=players, opponent=None, reward=reward, **params)
         self.params = self.env.default_params
         self.possible_agents = [f"player_{seat}" for seat in range(players)]
-        size, actions = self.env.observation_size, self.env.num_actions
+        size, num_actions = self.env.observation_size, self.env.num_actions
         low, high = core.OBSERVATION_LOW, core.OBSERVATION_HIGH
         self._observation_space = spaces.Dict(
             {
                 "observation": spaces.Box(low, high, (size,), np.float32),
-                "action_mask": spaces.Box(0, 1, (actions,), np.int8),
+                "action_mask": spaces.Box(0, 1, (num_actions,), np.int8),
             }
         )
-        self._action_space = spaces.Discrete(actions)
+        self._action_space = spaces.Discrete(num_actions)
         self.np_random, _ = seeding.np_random(None)
         self.state: EnvState | None = None
 
@@ -109,7 +125,18 @@ class _Match:
         self.agents = self.possible_agents[:]
         self._read(views)
 
+    def _checked(self, agent: str, action: Any) -> np.int32:
+        """`agent`'s action for the jitted step: in the action space (and legal, under
+        "raise"), else an `IllegalActionError`."""
+        mask = self._masks[self.possible_agents.index(agent)]
+        strict = self.illegal_action == "raise"
+        return np.int32(
+            actions.check_action(action, mask, self.params.rules, agent, mask_checked=strict)
+        )
+
     def _advance(self, action: np.ndarray, every_seat: bool) -> None:
+        if self.state is None:
+            raise ResetNeeded("call reset() before step()")
         self.state, self._key, views = _advance(
             self.state, action, self._key, self.params, every_seat
         )
@@ -119,6 +146,7 @@ class _Match:
         host = jax.device_get(views)
         self._obs, self._masks = host["obs"], host["masks"].astype(np.int8)
         self._on_turn, self._over = int(host["current_player"]), bool(host["terminated"])
+        self._cut = bool(host["truncated"])
         self._rewards = {
             agent: float(host["rewards"][seat]) for seat, agent in enumerate(self.possible_agents)
         }
@@ -134,10 +162,15 @@ class YahtzeeAEC(_Match, AECEnv):
     }
 
     def __init__(
-        self, env_id: str = "YahtzeeMatch-v0", players: int = 2, reward: str = "win", **params: Any
+        self,
+        env_id: str = "YahtzeeMatch-v0",
+        players: int = 2,
+        reward: str = "win",
+        illegal_action: str = "raise",
+        **params: Any,
     ) -> None:
         super().__init__()
-        self._setup(env_id, players, reward, params)
+        self._setup(env_id, players, reward, illegal_action, params)
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         """A new match; `seed` fixes its dice."""
@@ -157,16 +190,22 @@ class YahtzeeAEC(_Match, AECEnv):
         return {"observation": self._obs[seat].copy(), "action_mask": mask.copy()}
 
     def step(self, action: Any) -> None:
-        """The seat on turn decides; at the match's end every agent is terminated."""
+        """The seat on turn decides; at the match's end every agent is terminated (truncated
+        at the step limit); an illegal action as `illegal_action` says."""
+        if self.state is None:
+            raise ResetNeeded("call reset() before step()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
             return
+        move = self._checked(agent, action)
         self._cumulative_rewards[agent] = 0.0
-        self._advance(np.int32(action), every_seat=False)
+        self._advance(move, every_seat=False)
         self.rewards = dict(self._rewards)
         if self._over:
             self.terminations = dict.fromkeys(self.agents, True)
+        elif self._cut:
+            self.truncations = dict.fromkeys(self.agents, True)
         self.agent_selection = self.possible_agents[self._on_turn]
         self._accumulate_rewards()
 
@@ -180,9 +219,14 @@ class YahtzeeParallel(_Match, ParallelEnv):
     }
 
     def __init__(
-        self, env_id: str = "YahtzeeMatch-v0", players: int = 2, reward: str = "win", **params: Any
+        self,
+        env_id: str = "YahtzeeMatch-v0",
+        players: int = 2,
+        reward: str = "win",
+        illegal_action: str = "raise",
+        **params: Any,
     ) -> None:
-        self._setup(env_id, players, reward, params)
+        self._setup(env_id, players, reward, illegal_action, params)
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
         return {
@@ -199,19 +243,22 @@ class YahtzeeParallel(_Match, ParallelEnv):
         return self._observations(), {agent: {} for agent in self.agents}
 
     def step(
-        self, actions: dict[str, Any]
+        self, moves_: dict[str, Any]
     ) -> tuple[dict[str, Any], dict[str, float], dict[str, bool], dict[str, bool], dict[str, Any]]:
-        """Every seat's decision at once (a missing one keeps every die, or changes nothing)."""
-        moves = [actions.get(agent, KEEP_ALL) for agent in self.possible_agents]
-        self._advance(np.asarray(moves, np.int32), every_seat=True)
+        """Every live agent's decision at once; an illegal or missing one as `illegal_action`
+        says (every action is checked before anything moves)."""
+        if self.state is None or not self.agents:
+            raise ResetNeeded("call reset() first: no match is running")
+        moves = [self._checked(agent, moves_.get(agent)) for agent in self.possible_agents]
+        self._advance(np.stack(moves), every_seat=True)
         live = self.agents
         rewards = {agent: reward for agent, reward in self._rewards.items() if agent in live}
-        over = self._over
+        over, cut = self._over, self._cut
         terminations = dict.fromkeys(live, over)
-        truncations = dict.fromkeys(live, False)
+        truncations = dict.fromkeys(live, cut)
         observations = self._observations()
         infos = {agent: {} for agent in live}
-        if over:
+        if over or cut:
             self.agents = []
         return observations, rewards, terminations, truncations, infos
 

@@ -5,6 +5,12 @@ and ``{game}Match-v0`` (an N-player match), for each game of `GAMES`: Yahtzee un
 sets, Yacht (Chang's card), Clubhouse Yacht and Scandinavian Yatzy. A match seats two players by
 default, the outside one first, against greedy1, rewarded by the result; ``opponent=None``
 leaves every seat to the caller (the PettingZoo adapter).
+
+An illegal action forfeits the game by default (``illegal_action="terminate"``: the episode ends
+and is worth 0 points, or a loss under the "win" reward; `envs.core`); ``"noop"`` refuses it
+instead (the state unchanged, reward 0), and then ``max_steps`` (default: twice the episode's
+legal decisions, 78 steps for a Yahtzee game) truncates an episode that a policy blind to the
+mask would never finish.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.envs.tasks import ENVIRONMENTS
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, get_rules
+from yahtzee_jax.game.rules import get_rules
 
 # The id's game name -> the rule set (`game.rules.RULE_VARIANTS`).
 GAMES = {
@@ -41,7 +47,18 @@ ENV_IDS: dict[str, tuple[str, str]] = {
 }
 # Built-in agents that play from their own card alone (the win-seeker reads the table: no seat).
 OPPONENTS = BUILTIN_AGENTS
-PARAMS = ("players", "opponent", "reward", "seat", "features", "cache_dir")
+PARAMS = (
+    "players",
+    "opponent",
+    "reward",
+    "seat",
+    "features",
+    "cache_dir",
+    "illegal_action",
+    "max_steps",
+)
+# The default step limit, in legal episodes: room for as many refused actions as legal ones.
+STEP_LIMIT_EPISODES = 2
 _UNSET: Any = object()
 
 
@@ -58,6 +75,8 @@ def make_params(
     seat: int = 0,
     features: FeatureConfig | None = None,
     cache_dir: str | os.PathLike | None = None,
+    illegal_action: str = "terminate",
+    max_steps: int | None = None,
 ) -> EnvParams:
     """The params of `env_id`, any of them replaced; a one-line `UserError` for a bad one."""
     if env_id not in ENV_IDS:
@@ -83,8 +102,11 @@ def make_params(
         raise UserError("reward='win' needs a match of 2 or more players; use reward='score'")
     if not isinstance(seat, int) or not 0 <= seat < players:
         raise UserError(f"seat={seat!r} must be an integer in 0..{players - 1}")
+    _choose("illegal_action", illegal_action, core.ILLEGAL_ACTIONS)
+    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+        raise UserError(f"max_steps={max_steps!r} must be a positive integer (or None)")
     agent = builtin_agent(opponent, rules, cache_dir) if opponent else None
-    return EnvParams(
+    params = EnvParams(
         rules=rules,
         whole_games=environment.whole_games,
         players=players,
@@ -94,7 +116,11 @@ def make_params(
         opponent_params=agent.params if agent else None,
         features=features or FeatureConfig(),
         seat=jnp.int32(seat),
+        illegal_action=illegal_action,
     )
+    if max_steps is None:
+        max_steps = STEP_LIMIT_EPISODES * core.decisions_per_episode(params)
+    return params.replace(max_steps=max_steps)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,11 +148,7 @@ class Env:
     @property
     def decisions_per_episode(self) -> int:
         """Decisions of the outside seat(s) in one episode (every seat's when all are outside)."""
-        params = self.default_params
-        if not params.whole_games:
-            return DECISIONS_PER_TURN
-        seats = 1 if params.opponent else params.players
-        return params.rules.decisions_per_game * seats
+        return core.decisions_per_episode(self.default_params)
 
     def init(self, key: jax.Array, params: EnvParams) -> EnvState:
         """A fresh episode."""
