@@ -68,9 +68,9 @@ MACHINES = {
 DATA_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml", ".txt", ".log", ".csv")
 SCALES = (1.0, 100.0, 1 / 60, 1 / 3600, 1 / 1000)
 STARTS = {"yahtzee-jax", "make", "python", "python3", "srun", "time", "nice", "cd"}
-MAX_FILES = 400
+MAX_FILES = 400  # files read under one cited folder
 PRESETS = "yahtzee_jax/presets"
-STRICT = "README.md"  # the manual: a number beside no artifact must be listed too  # files read under one cited folder
+STRICT = "README.md"  # the manual: a number beside no artifact must be listed too
 
 
 @dataclass
@@ -353,7 +353,7 @@ def check_command(line: str, partial: bool = False) -> tuple[bool, str | None]:
     prose, where required arguments may be left out."""
     line = re.sub(r"\[(--?[^\]]*)\]", r"\1", line.strip().removeprefix("$ "))
     words = re.sub(r"^(?:[A-Z_]+=\S* )+", "", line).split()
-    if not words or Path(words[0]).name not in STARTS or words[1:2] and words[1].endswith(":"):
+    if not words or Path(words[0]).name not in STARTS or (words[1:2] and words[1].endswith(":")):
         return False, None  # printed output, a tree, a table: not a command
     try:
         words = shlex.split(line, comments=True)
@@ -369,14 +369,14 @@ def check_command(line: str, partial: bool = False) -> tuple[bool, str | None]:
             rest = command[names.index("yahtzee-jax") + 1 :]
             if rest:
                 checked, problem = True, problem or parses(rest, partial)
-        elif command[:2] == ["python", "-m"] or command[1:3] == ["-m", "yahtzee_jax.commands.cli"]:
-            module = command[2] if command[0] == "python" else command[2]
+        elif names[:1] in (["python"], ["python3"]) and command[1:2] == ["-m"] and command[2:]:
+            module = command[2]
             checked = True
             if module == "yahtzee_jax.commands.cli":
                 problem = problem or parses(command[3:], partial)
             elif module.startswith("yahtzee_jax") and importlib.util.find_spec(module) is None:
                 problem = problem or f"no module {module}"
-        elif names[:1] == ["python"] and len(command) > 1 and command[1].endswith(".py"):
+        elif names[:1] in (["python"], ["python3"]) and command[1:2] and command[1].endswith(".py"):
             checked = True
             if not (ROOT / command[1]).exists():
                 problem = problem or f"no script {command[1]}"

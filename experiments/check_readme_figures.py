@@ -307,6 +307,7 @@ def doc_claims():
         "check_doc_claims", ROOT / "experiments" / "check_doc_claims.py"
     )
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
