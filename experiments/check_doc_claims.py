@@ -70,6 +70,7 @@ SCALES = (1.0, 100.0, 1 / 60, 1 / 3600, 1 / 1000)
 STARTS = {"yahtzee-jax", "make", "python", "python3", "srun", "time", "nice", "cd"}
 MAX_FILES = 400  # files read under one cited folder
 PRESETS = "yahtzee_jax/presets"
+PRESET_PAGES = ("README.md", "docs/usage.md")  # the pages whose presets tables are checked
 STRICT = "README.md"  # the manual: a number beside no artifact must be listed too
 
 
@@ -148,13 +149,20 @@ def cited(unit: Unit) -> list[Path]:
     here = (ROOT / unit.page).parent
     targets = re.findall(r"`([^`\s]+)`", unit.text) + re.findall(r"\]\(([^)#\s]+)", unit.text)
     paths: list[Path] = []
-    first_cell = unit.text.split(" | ")[0] if unit.text.startswith("| `") else ""
+    presets_table = unit.page in PRESET_PAGES and unit.text.startswith("| `")
+    first_cell = unit.text.split(" | ")[0] if presets_table else ""
     for target in targets:
         if f"`{target}`" in first_cell:  # a presets table's row: the preset's own file
             paths += preset_files(target)
         if target.startswith("http") or target.startswith("-"):
             continue
-        for expanded in brace_expand(target):
+        globbed = [
+            str(found)
+            for expanded in brace_expand(target)
+            for base in (ROOT, here)
+            for found in (base.glob(expanded) if "*" in expanded else [])
+        ]
+        for expanded in globbed or brace_expand(target):
             for base in (ROOT, here):
                 path = (base / expanded).resolve()
                 if path.exists() and path.is_relative_to(ROOT):
@@ -217,6 +225,8 @@ def numbers_of(file: Path) -> tuple[float, ...]:
     values += [float(n.replace(",", "")) for n in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
     for hours, minutes, seconds in re.findall(r"(?:(\d+):)?(\d+):(\d+(?:\.\d+)?)", text):
         values.append(int(hours or 0) * 3600 + int(minutes) * 60 + float(seconds))
+    for minutes, seconds in re.findall(r"\b(\d+)m(\d+(?:\.\d+)?)s\b", text):  # bash's `time`
+        values.append(int(minutes) * 60 + float(seconds))
     return tuple(values)
 
 
