@@ -3,6 +3,10 @@
 Usage: python experiments/check_readme_figures.py [--readme README.md] [--spec SPEC.yaml]
            [--suggest]
 
+Run with the default README and spec, it then runs experiments/check_doc_claims.py too: the
+README's prose and presets table and the docs against the artifacts they cite, and every command
+they quote against the CLI.
+
 The table is the first one under `## Results`. Each row is found in the spec
 (experiments/readme_figures.yaml) by its artifact cell, verbatim. A spec row is either
 `skip: REASON` (the row cannot be checked; printed, never silent) or a list of `figures`, each
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import importlib.util
 import itertools
 import json
 import re
@@ -287,7 +292,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"MISMATCH: {line}")
     rows = len(results_rows(readme))
     print(f"{rows} rows, {len(skipped)} allow-listed, {len(problems)} problems")
-    return 1 if problems else 0
+    if (
+        args.readme != ROOT / "README.md"
+        or args.spec != ROOT / "experiments" / "readme_figures.yaml"
+    ):
+        return 1 if problems else 0  # a README or spec of a test's own: the table alone
+    prose = doc_claims().main([])  # the prose, machines and commands of README and docs
+    return 1 if problems or prose else 0
+
+
+def doc_claims():
+    """experiments/check_doc_claims.py, loaded beside this script."""
+    spec = importlib.util.spec_from_file_location(
+        "check_doc_claims", ROOT / "experiments" / "check_doc_claims.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from yahtzee_jax.errors import UserError
 COMMANDS: dict[str, tuple[str, str]] = {
     "train": (
         "yahtzee_jax.commands.train",
-        "train an agent (fused on-device REINFORCE, A2C or PPO)",
+        "train an agent with one of the ten learners (a fused on-device training step)",
     ),
     "evaluate": (
         "yahtzee_jax.commands.evaluate",
