@@ -118,6 +118,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--rules": NAMES,
         "--endgame-open": NUMBERS,
         "--before-endgame": ["normal", "solitaire", "nope", ""],
+        "--hindsight-weight": ["0", "1", "0.5", "1.5", "-0.1", "nan", "x"],
         "--set": [
             "algo.match_early=normal",
             "algo.match_early=nope",
@@ -282,6 +283,7 @@ REFUSED: dict[str, dict[str, set[str]]] = {
         "--batch-size": COUNTS,
         "--rules": NOT_RULES,
         "--before-endgame": {"nope", ""},
+        "--hindsight-weight": {"1.5", "-0.1", "nan", "x"},
         "--out": UNWRITABLE,
     },
     "tournament": {

@@ -1,11 +1,18 @@
 """Agents: one interface (`Agent`) for networks, the exact optimum and the baselines."""
 
 from yahtzee_jax.agents.base import Agent, Policy, make_random_agent
-from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTIN_AGENTS, WIN_SEEKER, builtin_agent
+from yahtzee_jax.agents.resolve import (
+    AGENT_NAMES,
+    BUILTIN_AGENTS,
+    TARGET_SEEKER,
+    WIN_SEEKER,
+    builtin_agent,
+)
 
 __all__ = [
     "AGENT_NAMES",
     "BUILTIN_AGENTS",
+    "TARGET_SEEKER",
     "WIN_SEEKER",
     "Agent",
     "Policy",

@@ -18,10 +18,13 @@ from yahtzee_jax.game.rules import Rules, get_rules
 BUILTIN_AGENTS = ("optimal", "greedy1", "greedy2", "greedy3", "random")
 # The solver's match player: it reads the opponent's card (`two_player.win_seeker_agent`).
 WIN_SEEKER = "win-seeker"
+# The solver's stronger match player: every turn's end for its exact chance to win, from both
+# target tables (`agents.target_seeker`).
+TARGET_SEEKER = "target-seeker"
 # The optimal agent with its keeps read from a table built first (`agents.decision_table`): for
 # long evaluations only, so neither an opponent nor a match seat.
 OPTIMAL_TABLE = "optimal-table"
-AGENT_NAMES = (*BUILTIN_AGENTS, WIN_SEEKER, OPTIMAL_TABLE)
+AGENT_NAMES = (*BUILTIN_AGENTS, TARGET_SEEKER, WIN_SEEKER, OPTIMAL_TABLE)
 # The target agent plays for a final score X it is given (`agents.target`): not built by name.
 TARGET = "target"
 
@@ -29,8 +32,8 @@ TARGET = "target"
 def builtin_agent(
     spec: str, rules: str | Rules, cache_dir: str | os.PathLike | None = None
 ) -> Agent:
-    """The built-in agent named by `spec` (optimal, greedy1-3, random, win-seeker,
-    optimal-table), playing `rules`; `cache_dir` is the solver's."""
+    """The built-in agent named by `spec` (optimal, greedy1-3, random, target-seeker,
+    win-seeker, optimal-table), playing `rules`; `cache_dir` is the solver's."""
     rules = get_rules(rules)
     if spec == "random":
         return make_random_agent(rules)
@@ -46,6 +49,10 @@ def builtin_agent(
         from yahtzee_jax.agents.win_seeker import win_seeker_agent
 
         return win_seeker_agent(rules, cache_dir)
+    if spec == TARGET_SEEKER:
+        from yahtzee_jax.agents.target_seeker import target_seeker_agent
+
+        return target_seeker_agent(rules, cache_dir)
     if spec == TARGET:
         raise UserError("the target agent plays for a score X: evaluate target --target X")
     if re.fullmatch(r"greedy[123]", spec):

@@ -93,7 +93,9 @@ def _quiet_closed_loop_noise() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `yahtzee-jax` console script."""
     _quiet_closed_loop_noise()
-    args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
+    args.argv = argv  # what a result file records as its command
     try:
         return int(args.func(args) or 0)
     except UserError as error:

@@ -108,9 +108,12 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
     if args.run != "win-seeker" and args.before_endgame != "normal":
         raise ConfigError("--before-endgame is the win-seeker's; a run takes --set algo.match_...")
-    if args.run != "target-seeker" and args.hindsight_weight is not None:
-        raise ConfigError("--hindsight-weight is the target-seeker's")
-    record = run_record()
+    if args.hindsight_weight is not None:
+        if args.run != "target-seeker":
+            raise ConfigError("--hindsight-weight is the target-seeker's")
+        if not 0.0 <= args.hindsight_weight <= 1.0:  # NaN too
+            raise ConfigError(f"--hindsight-weight={args.hindsight_weight}; choose 0 to 1")
+    record = run_record(getattr(args, "argv", []))
     if builtin:
         rules = get_rules(args.rules)
         if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:

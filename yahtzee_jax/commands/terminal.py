@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent
+from yahtzee_jax.agents import AGENT_NAMES, TARGET_SEEKER, WIN_SEEKER, Agent
 from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
     InputError,
@@ -400,11 +400,16 @@ def resolve_player(
     spec: str, rules: Rules | None, cache_dir: str | None, console: Console
 ) -> Agent:
     """The agent `--against`/`--watch` name (what `evaluate` accepts), with a line while the
-    win-seeker's tables load."""
+    match players' tables load."""
     if spec == WIN_SEEKER:
         console.say(
             "Loading the win-seeker's tables (the first time they are computed: about 3 "
             "minutes on a 2-core CPU, then cached)."
+        )
+    if spec == TARGET_SEEKER:
+        console.say(
+            "Loading the target-seeker's two target tables (3.4 GB; the first time they are "
+            "solved: about 5 minutes on a 2-core CPU, then cached)."
         )
     return resolve_agent(spec, rules, cache_dir=cache_dir)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,11 +52,12 @@ def commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if changed.stdout.strip() else "")
 
 
-def run_record() -> dict[str, Any]:
-    """What a result file records of its run: the command, commit, CPU, cores and load."""
+def run_record(argv: list[str]) -> dict[str, Any]:
+    """What a result file records of its run: the command (`argv`, the CLI's arguments),
+    commit, CPU, cores and load."""
     level = vector_level()
     return {
-        "command": " ".join(["yahtzee-jax", *sys.argv[1:]]),
+        "command": shlex.join(["yahtzee-jax", *argv]),
         "commit": commit(),
         "cpu": f"{cpu_model()}, {level}" if level else cpu_model(),
         "cpu_count": os.cpu_count(),
