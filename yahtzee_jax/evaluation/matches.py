@@ -193,7 +193,28 @@ def evaluate_agent_matches(
         "opponent_mean_score": float(other_total.mean()),
         "mean_margin": float(margin.mean()),
         "margin_stderr": float(margin.std(ddof=1) / math.sqrt(num_games)),
+        "by_opponent_score": by_opponent_score(result, other_total),
         "wall_s": time.perf_counter() - started,
+    }
+
+
+SCORE_BIN = 10  # points per bin of `by_opponent_score`
+
+
+def by_opponent_score(result: np.ndarray, other_total: np.ndarray) -> dict[str, Any]:
+    """Matches, wins and draws by the best opponent's final score, in bins of `SCORE_BIN`
+    points (bin k: scores 10k .. 10k + 9): the picture of win rate against that score."""
+    bins = other_total // SCORE_BIN
+    size = int(bins.max()) + 1 if len(bins) else 0
+
+    def count(where: np.ndarray) -> list[int]:
+        return np.bincount(bins[where], minlength=size).astype(int).tolist()
+
+    return {
+        "bin_points": SCORE_BIN,
+        "games": count(np.ones(len(result), bool)),
+        "wins": count(result == 1),
+        "draws": count(result == 0),
     }
 
 
