@@ -70,7 +70,7 @@ def test_the_report_names_the_five_alike_box_of_each_game() -> None:
     def score_rows(rules: str) -> list[str]:
         summary = json.loads(json.dumps(SUMMARY))
         summary["rules"] = rules
-        return [row[0] for row in report_tables(summary)[0][2]]
+        return [row[0] for row in report_tables(summary, get_rules(rules))[0][2]]
 
     assert "yatzy rate" in score_rows("yatzy") and "mean +100 bonuses" not in score_rows("yatzy")
     assert "yacht rate" in score_rows("yacht-clubhouse")

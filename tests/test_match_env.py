@@ -90,8 +90,8 @@ def test_opponent_moves_only_on_its_turns_and_never_touches_the_learner(match):
 
 
 def _scored(box: int, points: int) -> tuple[State, jax.Array, State]:
-    before = State()
-    after = State(scores=jnp.zeros(13, jnp.int32).at[box].set(points))
+    before = State.empty(OFFICIAL)
+    after = State.empty(OFFICIAL, scores=jnp.zeros(13, jnp.int32).at[box].set(points))
     return before, jnp.int32(NUM_KEEP_ACTIONS + box), after
 
 
@@ -131,8 +131,8 @@ def test_match_rewards_put_the_end_on_the_last_decision():
     """`finish` adds the end-of-match reward at the last decision only: gradient on a loss
     (150 against 190) is -0.4 there, after the chance box's intermediate (30 - 22.286) / 10;
     win is -1 (a loss) or +1, nothing before the end; score leaves the rewards as they are."""
-    own = State(scores=jnp.zeros(13, jnp.int32).at[12].set(150))
-    other = State(scores=jnp.zeros(13, jnp.int32).at[12].set(190))
+    own = State.empty(OFFICIAL, scores=jnp.zeros(13, jnp.int32).at[12].set(150))
+    other = State.empty(OFFICIAL, scores=jnp.zeros(13, jnp.int32).at[12].set(190))
     params = core.EnvParams(rules=OFFICIAL, players=2)
 
     def episode_of(mine: State, theirs: State) -> MatchEpisode:
@@ -257,14 +257,14 @@ def test_training_updates_run_and_are_finite(config):
     assert result["wins"] + result["draws"] + result["losses"] == 6
     assert result["games_by_seat"] == [3, 3]
     agent = context.algorithm.make_agent(config, state.params, "tiny")
-    action = agent.act(agent.params, State(), jax.random.key(0))
+    action = agent.act(agent.params, State.empty(OFFICIAL), jax.random.key(0))
     assert 0 <= int(action) < 45
     # In a match (`play --against`, tournaments) it is asked with the opponent's card: the
     # greedy policy's actions on those pairs; alone, its act sees an empty opponent card.
     own = position((6, 6, 6, 5, 2), {Category.SIXES: 18}, roll_index=2)
     other = position(scores={Category.YAHTZEE: 50, Category.CHANCE: 27})
     owns, others = (jax.tree.map(lambda *leaves: jnp.stack(leaves), *pair)
-                    for pair in ((own, own), (other, State())))  # fmt: skip
+                    for pair in ((own, own), (other, State.empty(OFFICIAL))))  # fmt: skip
     keys = jax.random.split(jax.random.key(0))
     env = context.env
     view = MatchView(owns, jax.tree.map(lambda leaf: leaf[:, None], others))

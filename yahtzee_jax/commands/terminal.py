@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents import AGENT_NAMES, WIN_SEEKER, Agent
-from yahtzee_jax.commands.arguments import seed_argument
+from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
     InputError,
     LeaveGame,
@@ -400,13 +400,14 @@ def resolve_player(
     spec: str, rules: Rules | None, cache_dir: str | None, console: Console
 ) -> Agent:
     """The agent `--against`/`--watch` name (what `evaluate` accepts), with a line while the
-    win-seeker's tables load."""
+    win-seeker's tables load; `rules` None: `--rules` left out (the commands' default)."""
     if spec == WIN_SEEKER:
         console.say(
             "Loading the win-seeker's tables (the first time they are computed: about 3 "
             "minutes on a 2-core CPU, then cached)."
         )
-    return resolve_agent(spec, rules, cache_dir=cache_dir)
+    chosen, asked = rules or get_rules(BUILTIN_RULES), rules is not None
+    return resolve_agent(spec, chosen, cache_dir, rules_asked=asked)
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
@@ -418,7 +419,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     spec = args.against or args.watch
     agent = resolve_player(spec, rules, args.cache_dir, console) if spec else None
-    rules = agent.rules if agent is not None else (rules or get_rules("official"))
+    rules = agent.rules if agent is not None else (rules or get_rules(BUILTIN_RULES))
     if args.watch:
         seats = [Seat(agent.name, agent)]
     elif args.against:
