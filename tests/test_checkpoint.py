@@ -86,6 +86,34 @@ def test_round_trip_restores_every_field(finished_run, tmp_path):
     assert (config, step) == (CONFIG, 200)
 
 
+class OldForm:
+    """A config that writes itself as every run before issue 66 did: `train.task` and
+    `train.rules`, and the match settings a solitaire game kept and ignored."""
+
+    def to_dict(self) -> dict:
+        """`CONFIG` in the old form."""
+        old = CONFIG.to_dict()
+        old["train"].update(task="game", rules="official")
+        old["env"] = {"players": 2, "opponent": "optimal", "reward": "win",
+                      "opponent_features": True, "opponent_refresh": 100}  # fmt: skip
+        return old
+
+
+def test_a_checkpoint_of_the_old_form_loads_as_today_s_config(finished_run, tmp_path):
+    """A checkpoint whose stored config names its environment the old way loads as today's
+    config (the same environment, `env.id=Yahtzee-v0`) and plays as an agent of its rules."""
+    template = init_train_state(make_context(CONFIG))
+    state = RunCheckpoints(finished_run, keep=2).restore(template)
+    checkpoints = RunCheckpoints(tmp_path, keep=2)
+    checkpoints.save(200, state, OldForm(), eval_score=None)
+    checkpoints.close()
+    stored = json.loads(next((tmp_path / LATEST_DIR).glob("*/config/metadata")).read_text())
+    assert stored["train"]["task"] == "game" and "id" not in stored["env"]
+    _, config, step = load_checkpoint(tmp_path)
+    assert (config, step) == (CONFIG, 200) and config.env.id == "Yahtzee-v0"
+    assert load_agent(str(tmp_path)).rules.name == "official"
+
+
 def test_trained_run_is_an_agent(finished_run):
     """The run directory and one of its step directories load as argmax agents that finish
     their games (illegal moves would leave games unfinished and raise)."""

@@ -53,7 +53,7 @@ def _keep_views(view, action, moved, extras):
 
 @pytest.fixture(scope="module")
 def match():
-    env = Match(OFFICIAL, FeatureConfig(), (Seat("random", _opponent),), 2, "score")
+    env = Match(OFFICIAL, FeatureConfig(), (Seat("random", _opponent),), players=2, reward="score")
     keys = jax.random.split(jax.random.key(3), BATCH)
     play = jax.jit(lambda k: rollout(env, _learner, k, None, _keep_views)[:2])
     final, records = jax.device_get(play(keys))
@@ -145,7 +145,7 @@ def test_match_rewards_put_the_end_on_the_last_decision():
     steps = jnp.array([[0.0], [(30 - 22.286) / 10]])
 
     def finished(reward: str, episode: MatchEpisode = episode) -> np.ndarray:
-        env = Match(OFFICIAL, FeatureConfig(), (), 2, reward)
+        env = Match(OFFICIAL, FeatureConfig(), (), players=2, reward=reward)
         return np.asarray(env.finish(episode, steps))[:, 0]
 
     np.testing.assert_allclose(finished("gradient"), [0.0, (30 - 22.286) / 10 - 0.4], rtol=1e-6)
@@ -173,7 +173,7 @@ def test_moving_goal_is_110_then_recent_mean_plus_20():
 def test_presets_validate(reward):
     config = resolve("dqn-two-player", None, [f"env.reward={reward}"])
     assert config.env.opponent == "optimal" and config.env.reward == reward
-    assert config.train.task == "match"
+    assert config.env.id == "YahtzeeMatch-v0"
     assert resolve("a2c-win", None, []).env.reward == "win"
 
 
@@ -185,7 +185,8 @@ def test_presets_validate(reward):
         (["env.players=1"], "env.players=1"),
         (["env.players=3", "env.opponent=random,optimal,greedy1"], "one per opponent"),
         (["env.opponent_refresh=0"], "env.opponent_refresh=0"),
-        (["train.task=duel"], "train.task='duel'"),
+        (["env.id=YahtzeeDuel-v0"], "env.id='YahtzeeDuel-v0'"),
+        (["env.seat=1"], "unknown config key env.seat for env.id=YahtzeeMatch-v0"),
     ],
 )
 def test_config_errors_are_one_line(overrides, message):
@@ -417,7 +418,7 @@ def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
             "network.trunk_layers=1",
             "train.games_per_update=4",
             "train.total_games=12",
-            "train.task=match",
+            "env.id=YahtzeeMatch-v0",
             "env.opponent=greedy3",
             "env.reward=win",
         ],
@@ -458,7 +459,7 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     names = ("random", "greedy1", "optimal")
     random, greedy1, optimal = (resolve_agent(name, OFFICIAL) for name in names)
     seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in (greedy1, optimal))
-    env = Match(OFFICIAL, FeatureConfig(), seats, 3, "win")
+    env = Match(OFFICIAL, FeatureConfig(), seats, players=3, reward="win")
 
     def first_look(view, action, moved, extras):
         return OFFICIAL.num_turns - view.others.turns_left  # turns each opponent has played

@@ -30,6 +30,7 @@ from yahtzee_jax.commands import evaluate as evaluate_command
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands import tournament as tournament_command
 from yahtzee_jax.commands.cli import main
+from yahtzee_jax.envs.tasks import env_id
 from yahtzee_jax.evaluation import matches
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
@@ -375,7 +376,7 @@ def test_training_evaluations_total_each_card_by_its_card(name, match_cards) -> 
     """What a match run logs and a study reports: the match evaluation's totals and win rate
     (an untrained network against greedy1) are its final cards' by hand."""
     card = CARDS[name]
-    overrides = [f"train.rules={name}", "network.hidden_size=8", "env.opponent=greedy1"]
+    overrides = [f"env.id={env_id(name, 'match')}", "network.hidden_size=8", "env.opponent=greedy1"]
     config = resolve("quick", overrides=overrides)
     params = init_train_state(make_context(config)).params
     own, details = match_evaluation(config, params, 8, 7)
