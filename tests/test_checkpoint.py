@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.errors import CheckpointError
+from yahtzee_jax.errors import CheckpointError, UserError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import (
     BEST_DIR,
@@ -26,6 +26,7 @@ from yahtzee_jax.runner.checkpointing import (
     RunCheckpoints,
     load_agent,
     load_checkpoint,
+    resolve_agent,
 )
 from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
@@ -123,6 +124,17 @@ def test_trained_run_is_an_agent(finished_run):
     assert agent.act == same.act  # equal acts: one compiled program serves every checkpoint
     records = play_games(agent, 16, seed=0)
     assert records.total.shape == (16,)
+
+
+def test_a_checkpoint_plays_its_own_rules_unless_others_were_asked_for(finished_run):
+    """`resolve_agent` on a run trained on official rules: a command's default rule set
+    (`--rules` left out: `rules_asked=False`) leaves it its own; plain rules asked for are
+    refused in one line naming both."""
+    agent = resolve_agent(str(finished_run), "plain", rules_asked=False)
+    assert agent.rules.name == "official"
+    with pytest.raises(UserError, match="plays 'official' rules, not 'plain'") as error:
+        resolve_agent(str(finished_run), "plain")
+    assert "\n" not in str(error.value)
 
 
 def test_missing_or_corrupt_checkpoint_is_a_checkpoint_error(tmp_path):
