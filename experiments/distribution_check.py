@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.algorithms.td_planner import value_leaf
+from yahtzee_jax.envs import rules_of
 from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.solver.moments import score_moments
@@ -32,7 +33,7 @@ def main() -> None:
     args = parser.parse_args()
     params, config = load_run(args.run)
     value, dist = value_leaf(config), value_leaf(config, distribution=True)
-    exact_value, exact_moment = score_moments(config.train.rules, None)
+    exact_value, exact_moment = score_moments(rules_of(config), None)
     rng = np.random.default_rng(args.seed)
     boxes = exact_value.shape[0].bit_length() - 1
     rows = []

@@ -23,11 +23,11 @@ import numpy as np
 
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.maxq import card_slot
+from yahtzee_jax.envs import rules_of
 from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game
 from yahtzee_jax.files import write_whole
-from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks.tables import SLOT_HASH, Tables
 from yahtzee_jax.runner.checkpointing import load_checkpoint
 
@@ -46,7 +46,7 @@ def coverage(run: str, games: int, bits: list[int]) -> dict:
     state, config, _ = load_checkpoint(Path(run))
     table = np.asarray(state["params"]["table"])
     written = np.flatnonzero(np.any(table != 0, axis=1))
-    rules = get_rules(config.train.rules)
+    rules = rules_of(config)
     network = Tables(rules.num_boxes, 0)
     agent = get_algorithm(config.algo.name).make_agent(config, state["params"], "maxq")
     env = Game(rules, config.features)

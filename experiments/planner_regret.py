@@ -30,10 +30,11 @@ from yahtzee_jax.agents.planner import (
     final_values,
 )
 from yahtzee_jax.algorithms.td_planner import value_leaf
+from yahtzee_jax.envs import rules_of
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
-from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code
@@ -62,7 +63,7 @@ def action_values(leaf, params, states: State, rules: Rules) -> jax.Array:
 def regrets(run: str, games: int, seed: int) -> dict:
     """Play the run's one-turn planner; every decision's regret for it and the two-turn one."""
     params, config = load_run(run)
-    rules = get_rules(config.train.rules)
+    rules = rules_of(config)
     one, two = value_leaf(config), LookaheadLeaf(value_leaf(config), rules)
     table = jnp.asarray(np.nan_to_num(solve(rules).value_table), jnp.float32)
 

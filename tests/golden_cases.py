@@ -36,10 +36,10 @@ LEARNER_CASES: dict[str, tuple[str, list[str]]] = {
     "reinforce/game": ("paper-reinforce", TINY),
     "ppo/game": ("paper-ppo-50k", TINY),
     "dqn/game": ("dqn", TINY + DQN_TINY),
-    "a2c/single-turn": ("paper-a2c", [*TINY, "train.task=single-turn"]),
+    "a2c/single-turn": ("paper-a2c", [*TINY, "env.id=YahtzeeSingleTurn-v0"]),
     "reinforce/single-turn": ("paper-single-turn", TINY),
-    "ppo/single-turn": ("paper-ppo-50k", [*TINY, "train.task=single-turn"]),
-    "dqn/single-turn": ("dqn", [*TINY, *DQN_TINY, "train.task=single-turn"]),
+    "ppo/single-turn": ("paper-ppo-50k", [*TINY, "env.id=YahtzeeSingleTurn-v0"]),
+    "dqn/single-turn": ("dqn", [*TINY, *DQN_TINY, "env.id=YahtzeeSingleTurn-v0"]),
     "a2c/match-greedy3-win": (
         "a2c-win",
         [*TINY, "algo.init_from=''", "env.opponent=greedy3"],

@@ -31,7 +31,7 @@ EXTRA = {
     "maxq-g1": ["features.kind=kang", "algo.table_bits=10"],
     "distill": ["algo.teacher=tiny-td-planner"],  # read by `tiny_teacher`, not from disk
     # a match learner; self-play, so that no solver table is solved for the tiny runs
-    "td-win": ["train.task=match", "env.opponent=self"],
+    "td-win": ["env.id=YahtzeeMatch-v0", "env.opponent=self"],
 }
 
 
@@ -207,7 +207,7 @@ def test_an_agent_is_a_pytree_of_its_params_and_jits_once_per_kind():
         (["algo.upper_regression_weight=1"], "needs network.upper_head=true"),
         (["optim.lr=.inf"], "optim.lr=inf must be a finite number"),
         (["algo.gamma=nan"], "algo.gamma=nan must be a finite number"),
-        (["train.task=two-turns"], "train.task='two-turns' is not one of: game, single-turn"),
+        (["env.id=YahtzeeTwoTurns-v0"], "env.id='YahtzeeTwoTurns-v0' is not one of: Yahtzee-v0"),
     ],
 )
 def test_bad_algorithm_values_are_rejected_in_one_line(overrides, message):

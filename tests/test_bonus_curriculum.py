@@ -13,6 +13,7 @@ import pytest
 from yahtzee_jax.algorithms import actor_critic
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.training_rollout import update_rollout
+from yahtzee_jax.envs.tasks import env_id
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.configs import resolve
 
@@ -25,7 +26,7 @@ def curriculum_context(rules: str, *overrides: str):
             "network.hidden_size=16",
             "train.games_per_update=4",
             "train.total_games=400",
-            f"train.rules={rules}",
+            f"env.id={env_id(rules, 'game')}",
             *overrides,
         ],
     )
@@ -114,8 +115,8 @@ def test_learners_train_with_the_curriculum(algo: str):
             "bonus_scale_hold + algo.bonus_scale_anneal must be <= 1",
         ),
         (
-            ["algo.bonus_scale_start=2", "train.task=match", "env.reward=score"],
-            "needs train.task=game",
+            ["algo.bonus_scale_start=2", "env.id=YahtzeeMatch-v0", "env.reward=score"],
+            "needs solitaire games, as env.id=Yahtzee-v0",
         ),
     ],
 )

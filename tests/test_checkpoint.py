@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.errors import CheckpointError
+from yahtzee_jax.errors import CheckpointError, UserError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import (
     BEST_DIR,
@@ -26,6 +26,7 @@ from yahtzee_jax.runner.checkpointing import (
     RunCheckpoints,
     load_agent,
     load_checkpoint,
+    resolve_agent,
 )
 from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
@@ -86,6 +87,34 @@ def test_round_trip_restores_every_field(finished_run, tmp_path):
     assert (config, step) == (CONFIG, 200)
 
 
+class OldForm:
+    """A config that writes itself as every run before issue 66 did: `train.task` and
+    `train.rules`, and the match settings a solitaire game kept and ignored."""
+
+    def to_dict(self) -> dict:
+        """`CONFIG` in the old form."""
+        old = CONFIG.to_dict()
+        old["train"].update(task="game", rules="official")
+        old["env"] = {"players": 2, "opponent": "optimal", "reward": "win",
+                      "opponent_features": True, "opponent_refresh": 100}  # fmt: skip
+        return old
+
+
+def test_a_checkpoint_of_the_old_form_loads_as_today_s_config(finished_run, tmp_path):
+    """A checkpoint whose stored config names its environment the old way loads as today's
+    config (the same environment, `env.id=Yahtzee-v0`) and plays as an agent of its rules."""
+    template = init_train_state(make_context(CONFIG))
+    state = RunCheckpoints(finished_run, keep=2).restore(template)
+    checkpoints = RunCheckpoints(tmp_path, keep=2)
+    checkpoints.save(200, state, OldForm(), eval_score=None)
+    checkpoints.close()
+    stored = json.loads(next((tmp_path / LATEST_DIR).glob("*/config/metadata")).read_text())
+    assert stored["train"]["task"] == "game" and "id" not in stored["env"]
+    _, config, step = load_checkpoint(tmp_path)
+    assert (config, step) == (CONFIG, 200) and config.env.id == "Yahtzee-v0"
+    assert load_agent(str(tmp_path)).rules.name == "official"
+
+
 def test_trained_run_is_an_agent(finished_run):
     """The run directory and one of its step directories load as argmax agents that finish
     their games (illegal moves would leave games unfinished and raise)."""
@@ -95,6 +124,17 @@ def test_trained_run_is_an_agent(finished_run):
     assert agent.act == same.act  # equal acts: one compiled program serves every checkpoint
     records = play_games(agent, 16, seed=0)
     assert records.total.shape == (16,)
+
+
+def test_a_checkpoint_plays_its_own_rules_unless_others_were_asked_for(finished_run):
+    """`resolve_agent` on a run trained on official rules: a command's default rule set
+    (`--rules` left out: `rules_asked=False`) leaves it its own; plain rules asked for are
+    refused in one line naming both."""
+    agent = resolve_agent(str(finished_run), "plain", rules_asked=False)
+    assert agent.rules.name == "official"
+    with pytest.raises(UserError, match="plays 'official' rules, not 'plain'") as error:
+        resolve_agent(str(finished_run), "plain")
+    assert "\n" not in str(error.value)
 
 
 def test_missing_or_corrupt_checkpoint_is_a_checkpoint_error(tmp_path):

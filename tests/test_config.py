@@ -8,11 +8,21 @@ from pathlib import Path
 import pytest
 import yaml
 
+from yahtzee_jax import envs
 from yahtzee_jax.commands import cli
+from yahtzee_jax.config import EnvConfig, MatchConfig
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.runner.configs import available_presets, from_dict, parse_override, resolve
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.runner.configs import (
+    available_presets,
+    from_dict,
+    parse_override,
+    preset_data,
+    resolve,
+)
 
-RESULTS = Path(__file__).resolve().parent.parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS, DOCS, STUDIES = ROOT / "results", ROOT / "docs", ROOT / "yahtzee_jax" / "studies"
 
 
 def test_presets_resolve_and_paper_preset_matches_the_paper():
@@ -20,7 +30,7 @@ def test_presets_resolve_and_paper_preset_matches_the_paper():
     assert {"paper-a2c", "quick"} <= set(available_presets())
     paper = resolve("paper-a2c")
     assert paper.train.total_games == 1_000_000 and paper.train.games_per_update == 20
-    assert paper.train.rules == "official"
+    assert paper.env.id == "Yahtzee-v0"
     assert (paper.network.hidden_size, paper.network.activation) == (600, "swish")
     assert (paper.optim.lr, paper.optim.max_grad_norm, paper.algo.value_coef) == (1e-4, 1.0, 0.005)
     assert paper.train.total_updates == 50_000 and paper.train.eval_interval == 500
@@ -44,6 +54,19 @@ def test_overrides_apply_in_order_and_coerce_numbers():
         ({"optim": {"lr": -1.0}}, "optim.lr=-1.0 must be > 0"),
         ({"network": {"activation": "tanh"}}, "network.activation='tanh' is not one of"),
         ({"train": {"rules": "house"}}, "train.rules='house' is not one of"),
+        ({"train": {"task": "duel"}}, "train.task='duel' is not one of: game, single-turn"),
+        ({"env": {"id": "Yahtzee-v1"}}, "env.id='Yahtzee-v1' is not one of: Yahtzee-v0, "),
+        ({"env": {"id": 5}}, "env.id=5 is not one of: Yahtzee-v0, "),
+        (
+            {"env": {"players": 2}},
+            "unknown config key env.players for env.id=Yahtzee-v0 (takes: no params)",
+        ),
+        (
+            {"env": {"id": "YatzyMatch-v0", "seat": 1}},
+            "unknown config key env.seat for env.id=YatzyMatch-v0 (takes: opponent, ",
+        ),
+        ({"env": {"id": "YahtzeeMatch-v0", "players": 9}}, "env.players=9 must be in 2..6"),
+        ({"env": {"id": "YahtzeeMatch-v0", "opponent": "nobody"}}, "env.opponent='nobody'"),
         ({"train": {"games_per_update": "many"}}, "train.games_per_update='many' must be of type"),
         ({"optim": {"learning_rate": 1.0}}, "unknown config key optim.learning_rate"),
         ({"model": {}}, "unknown config section(s): model"),
@@ -117,7 +140,7 @@ def test_the_252_presets_are_the_configs_of_the_committed_runs(preset, run, over
     """ppo-252 and its polish are, field for field, the configs the seed-7 runs behind the
     README's 252.19 wrote (committed under results/), given the run's seed and warm start."""
     written = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
-    assert dataclasses.asdict(resolve(preset, None, overrides)) == written
+    assert resolve(preset, None, overrides) == from_dict(written)  # written in the old form
 
 
 def test_paper_preset_differs_from_the_defaults_only_where_the_code_did():
@@ -140,3 +163,67 @@ def test_a_prime_evaluation_interval_is_noted():
     assert "601-update evaluation interval" in prime.train.chunk_note()
     even = from_dict({"train": {"total_games": 600, "games_per_update": 1, "eval_fraction": 1.0}})
     assert even.train.chunk_updates == 25 and even.train.chunk_note() is None
+
+
+def test_the_old_form_names_the_same_environment_as_the_new():
+    """A hand-made pair: `train.task: match`, `train.rules: yatzy` and a match's settings (the
+    old form, every run directory before issue 66) read as `env: {id: YatzyMatch-v0, ...}`, the
+    same config and the same environment, with one note naming the id; a solitaire task of
+    the old form drops the match settings it kept and ignored."""
+    settings = {"players": 3, "opponent": "greedy1,random", "reward": "score"}
+    old = {"train": {"task": "match", "rules": "yatzy", "seed": 4}, "env": settings}
+    new = {"train": {"seed": 4}, "env": {"id": "YatzyMatch-v0", **settings}}
+    notes: list[str] = []
+    config = from_dict(old, notes.append)
+    assert config == from_dict(new, notes.append)
+    assert notes == [
+        "note: read train.task=match, train.rules=yatzy (the old form) as env.id=YatzyMatch-v0"
+    ]
+    built, expected = envs.make(config), envs.make(from_dict(new))
+    assert (type(built), built.rules, built.num_players, built.reward) == (
+        type(expected),
+        get_rules("yatzy"),
+        3,
+        "score",
+    )
+    old_turns = {"train": {"task": "single-turn", "rules": "plain"}, "env": {"players": 2}}
+    assert from_dict(old_turns, notes.append).env == EnvConfig(id="YahtzeePlainSingleTurn-v0")
+    # an old key laid over a preset's id keeps the rest of it: Yatzy, still a match
+    assert resolve("a2c-win", None, ["train.rules=yatzy"]).env.id == "YatzyMatch-v0"
+
+
+def test_the_old_form_note_is_one_line_printed_once(capsys):
+    """Reading an old config twice (a run reads its config more than once) prints its note
+    once, on one stderr line."""
+    for _ in range(2):
+        from_dict({"train": {"rules": "free-joker"}})
+    err = capsys.readouterr().err
+    assert err == "note: read train.rules=free-joker (the old form) as env.id=YahtzeeFreeJoker-v0\n"
+
+
+def test_every_saved_run_config_of_the_old_form_still_loads():
+    """Each run directory's config.yaml under results/ and docs/ (all written in the old form)
+    loads, each with one note, into the environment its train.task and train.rules named."""
+    paths = sorted(RESULTS.rglob("config.yaml")) + sorted(DOCS.rglob("config.yaml"))
+    assert len(paths) >= 50
+    for path in paths:
+        written, notes = yaml.safe_load(path.read_text()), []
+        config = from_dict(written, notes.append)
+        rules, task = written["train"]["rules"], written["train"]["task"]
+        assert envs.ENV_IDS[config.env.id] == (rules, task) and len(notes) == 1, path
+
+
+def test_every_preset_is_in_the_new_form_and_builds_its_environment():
+    """No preset or study names its environment the old way (`train.task`, `train.rules`);
+    every preset builds the environment of its id, of the id's rule set, and a match preset's
+    section holds a match's params."""
+    for name in available_presets():
+        data = preset_data(name)
+        assert not {"task", "rules"} & set(data.get("train", {})), name
+        config = resolve(name)
+        rules, task = envs.ENV_IDS[config.env.id]
+        env = envs.make(config)
+        assert (env.name, env.rules) == (task, get_rules(rules)), name
+        assert isinstance(config.env, MatchConfig) == env.has_opponents
+    for study in STUDIES.glob("*.yaml"):
+        assert "train.task" not in study.read_text() and "train.rules" not in study.read_text()

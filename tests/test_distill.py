@@ -140,7 +140,7 @@ def test_a_bad_teacher_is_rejected_in_one_line(teacher, message, tmp_path):
     """Building a training context refuses a missing teacher, a path without a run, another
     learner's run and a td-planner of other rules, each in one line, before any compile."""
     save_run(tmp_path / "a2c", resolve("quick", overrides=TINY))
-    yatzy = [*TINY, "algo.name=td-planner", "train.rules=yatzy"]
+    yatzy = [*TINY, "algo.name=td-planner", "env.id=Yatzy-v0"]
     save_run(tmp_path / "yatzy", resolve("quick", overrides=yatzy))
     chosen = [] if teacher is None else [f"algo.teacher={teacher.format(tmp=tmp_path)}"]
     config = tiny_config(*chosen)
@@ -155,7 +155,7 @@ def test_a_bad_teacher_is_rejected_in_one_line(teacher, message, tmp_path):
         (["algo.teacher_share=1.5"], "algo.teacher_share=1.5 must be in [0, 1]"),
         (["algo.value_coef=-1"], "algo.value_coef=-1.0 must be >= 0"),
         (["algo.gamma=2"], "algo.gamma=2.0 must be in [0, 1]"),
-        (["train.task=single-turn"], "distill imitates a td-planner, which plans solitaire"),
+        (["env.id=YahtzeeSingleTurn-v0"], "distill imitates a td-planner, which plans solitaire"),
     ],
 )
 def test_bad_distill_values_are_rejected_in_one_line(overrides, message):

@@ -46,7 +46,9 @@ def numbered_records(update: int, lanes: int = 2) -> dqn.Record:
     t = jnp.arange(T)[:, None]
     lane = jnp.arange(lanes)[None, :]
     ids = (1000 * update + 100 * lane + t).astype(jnp.int32)
-    states = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (T, lanes, *leaf.shape)), State())
+    states = jax.tree.map(
+        lambda leaf: jnp.broadcast_to(leaf, (T, lanes, *leaf.shape)), State.empty(OFFICIAL)
+    )
     done = jnp.broadcast_to(t == T - 1, (T, lanes))
     return dqn.Record(states, ids, ids.astype(jnp.float32), done, jnp.zeros((T, lanes)))
 

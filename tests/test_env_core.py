@@ -139,7 +139,8 @@ def test_the_learners_match_is_the_protocols_match():
     built-in opponent, over the same keys and random legal play: every card, counter and the
     end reward, at the start of each of the learner's turns and at the end."""
     agent = builtin_agent("greedy1", OFFICIAL)
-    env = Match(OFFICIAL, FeatureConfig(), (Seat(agent.name, agent.policy, agent.params),))
+    seats = (Seat(agent.name, agent.policy, agent.params),)
+    env = Match(OFFICIAL, FeatureConfig(), seats, players=2, reward="win")
     keys = jax.random.split(jax.random.key(5), 4)
     state, play_keys = jax.jit(env.init)(keys, env.init_task(None))
     params = make_params("YahtzeeMatch-v0", opponent="greedy1")

@@ -9,33 +9,63 @@ import pytest
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.config import EnvConfig, FeatureConfig
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import legal_action_mask
 from yahtzee_jax.game.rules import OFFICIAL
 from yahtzee_jax.runner.configs import from_dict, resolve
 
 
-def test_each_task_is_named_once_and_says_what_it_can_do():
-    """The one list of tasks (`envs.ENVIRONMENTS`) names each environment by its own name; the
-    config reader, the suite's ids and the solitaire tasks all come from it; each says whether
-    it seats opponents and whether an episode is a whole game."""
+def test_each_environment_is_named_once_and_says_what_it_can_do():
+    """The one table of ids (`envs.ENV_IDS`) names every environment for the run configs and
+    the suite alike, by a task of the one list (`envs.ENVIRONMENTS`); the solitaire tasks come
+    from it; each environment says whether it seats opponents and whether an episode is a
+    whole game."""
     from yahtzee_jax.suite.registry import ENV_IDS
 
+    assert ENV_IDS is envs.ENV_IDS
     assert all(cls.name == task for task, cls in envs.ENVIRONMENTS.items())
     assert {task for _, task in ENV_IDS.values()} == set(envs.ENVIRONMENTS)
     assert tuple(envs.SOLITAIRE) == ("game", "single-turn")
-    for task, whole in (("game", True), ("single-turn", False)):
-        config = resolve("quick", overrides=[f"train.task={task}"])
+    for env_id, task, whole in (
+        ("Yahtzee-v0", "game", True),
+        ("YatzySingleTurn-v0", "single-turn", False),
+    ):
+        config = resolve("quick", overrides=[f"env.id={env_id}"])
         env = envs.make(config)
         assert env.name == task and not env.has_opponents and env.whole_games == whole
         assert envs.plays_solitaire_games(config) == whole
+    assert env.rules.name == "yatzy"
     config = resolve("a2c-win", overrides=["algo.init_from=''"])
     match = envs.make(config)
     assert match.name == "match" and match.has_opponents and match.num_players == 2
     assert match.whole_games and not envs.plays_solitaire_games(config)
-    with pytest.raises(ConfigError, match=r"train.task='duel' is not one of: game, single-turn"):
-        from_dict({"train": {"task": "duel"}})
+    message = r"env.id='YahtzeeDuel-v0' is not one of: Yahtzee-v0, YahtzeeFreeJoker-v0"
+    with pytest.raises(ConfigError, match=message):
+        from_dict({"env": {"id": "YahtzeeDuel-v0"}})
+
+
+def test_a_config_s_env_section_is_what_yahtzee_jax_make_takes():
+    """One name: the `env` section of a run config (id, players, opponent, reward) given to
+    `yahtzee_jax.make` as it is builds outside code's environment of the same game, seats,
+    opponent and reward as the learners' `envs.make`."""
+    import dataclasses
+
+    import yahtzee_jax
+
+    section = {"id": "YatzyMatch-v0", "players": 3, "opponent": "greedy1", "reward": "score"}
+    config = from_dict({"env": section})
+    learners = envs.make(config)
+    shared = {key: value for key, value in dataclasses.asdict(config.env).items()
+              if key in ("players", "opponent", "reward")}  # fmt: skip
+    outside = yahtzee_jax.make(config.env.id, **shared).default_params
+    assert (outside.rules, outside.players, outside.opponent, outside.reward) == (
+        learners.rules,
+        learners.num_players,
+        "greedy1",
+        learners.reward,
+    )
+    assert outside.rules.name == "yatzy" and outside.players == 3
 
 
 def test_a_config_written_before_the_env_section_still_loads():
@@ -47,13 +77,13 @@ def test_a_config_written_before_the_env_section_still_loads():
                  "opponent_features": False, "opponent_refresh": 7},
         "train": {"task": "game"},
     }  # fmt: skip
-    config = from_dict(old)
-    assert config.algo.name == "a2c" and config.train.task == "match"
+    config = from_dict(old, report=lambda note: None)
+    assert config.algo.name == "a2c" and config.env.id == "YahtzeeMatch-v0"
     assert (config.env.opponent, config.env.reward) == ("greedy2", "gradient")
     assert (config.env.opponent_features, config.env.opponent_refresh) == (False, 7)
     old_dqn = {"algo": {"name": "dqn", "opponent": "none", "reward": "score"}}
     solitaire = from_dict({**old_dqn, "network": {"dropout": 0.0}})
-    assert solitaire.train.task == "game" and solitaire.env == from_dict({}).env
+    assert solitaire.env == from_dict({}).env == EnvConfig(id="Yahtzee-v0")
 
 
 def test_a_match_without_its_opponents_cannot_play():

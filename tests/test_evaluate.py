@@ -218,7 +218,7 @@ def test_summary_top_categories_by_turn(hand_made_summary: dict) -> None:
 
 def test_report_tables_render(hand_made_summary: dict) -> None:
     """Both renderings carry the same figures: the mean, P(score >= 300) and ones' 25 %."""
-    tables = report_tables(hand_made_summary)
+    tables = report_tables(hand_made_summary, OFFICIAL)
     for text in (format_terminal(tables), format_markdown(tables, ["score_histogram.png"])):
         assert "240.00" in text
         assert "0.250000" in text

@@ -56,7 +56,8 @@ def test_values_of_a_mid_game_position():
 
     Threes would not reach 63; sixes would score 6 -> 42; the card has 4 boxes used (t=4).
     """
-    state = State(
+    state = State.empty(
+        OFFICIAL,
         dice=jnp.int32([2, 2, 2, 5, 6]),
         roll_index=jnp.int32(1),
         **card({Category.ONES: 3, Category.TWOS: 8, Category.THREES: 12, Category.FOURS: 13}),
@@ -82,13 +83,15 @@ def test_values_of_a_mid_game_position():
 def test_lock_in_and_progress_clip():
     """Upper 45 (twos, threes, fours, sixes used), dice 1 5 5 5 5: fives would give 20 -> 65,
     a lock-in; ones would give 1 -> 46, not one. Upper progress is clipped at 1 past 63."""
-    state = State(
+    state = State.empty(
+        OFFICIAL,
         dice=jnp.int32([1, 5, 5, 5, 5]),
         **card({Category.TWOS: 6, Category.THREES: 9, Category.FOURS: 12, Category.SIXES: 18}),
     )
     parts = split(features(state, ALL, OFFICIAL))
     assert parts["lock_in"].tolist() == [0, 0, 0, 0, 1, 0]
-    done = State(
+    done = State.empty(
+        OFFICIAL,
         dice=jnp.int32([1, 5, 5, 5, 5]),
         **card({Category.SIXES: 30, Category.FIVES: 25, Category.FOURS: 16}),
     )
@@ -101,7 +104,9 @@ def test_joker_flag_and_forced_joker_potential_scores():
     The Joker flag is on; only the sixes box is legal, so it is the only nonzero potential score.
     Without Joker rules the flag is off and every open box gets its ordinary score.
     """
-    state = State(dice=jnp.int32([6] * 5), roll_index=jnp.int32(2), **card({Category.YAHTZEE: 50}))
+    state = State.empty(
+        OFFICIAL, dice=jnp.int32([6] * 5), roll_index=jnp.int32(2), **card({Category.YAHTZEE: 50})
+    )
     parts = split(features(state, ALL, OFFICIAL))
     assert parts["joker"].tolist() == [1]
     assert np.flatnonzero(parts["potential_scores"]).tolist() == [Category.SIXES]
@@ -120,6 +125,6 @@ def test_yahtzee_bonus_live_flag(yahtzee_box, rules_name, live):
     """The flag tells a 50 in the Yahtzee box (a further Yahtzee pays +100) from a scratched 0
     or an open box, which the category-open mask alone cannot; off under rules without bonus."""
     filled = {} if yahtzee_box is None else {Category.YAHTZEE: yahtzee_box}
-    state = State(dice=jnp.int32([1, 2, 3, 4, 6]), **card(filled))
+    state = State.empty(OFFICIAL, dice=jnp.int32([1, 2, 3, 4, 6]), **card(filled))
     parts = split(features(state, ALL, get_rules(rules_name)))
     assert parts["yahtzee_bonus_live"].tolist() == [live]

@@ -36,7 +36,8 @@ def position(dice, filled=(), scores=None, roll_index=2, **fields) -> State:
     for category, points in (scores or {}).items():
         used[category] = True
         card[category] = points
-    return State(
+    return State.empty(
+        OFFICIAL,
         dice=jnp.int32(sorted(dice)),
         scores=jnp.asarray(card),
         filled=jnp.asarray(used),

@@ -70,7 +70,7 @@ def test_the_report_names_the_five_alike_box_of_each_game() -> None:
     def score_rows(rules: str) -> list[str]:
         summary = json.loads(json.dumps(SUMMARY))
         summary["rules"] = rules
-        return [row[0] for row in report_tables(summary)[0][2]]
+        return [row[0] for row in report_tables(summary, get_rules(rules))[0][2]]
 
     assert "yatzy rate" in score_rows("yatzy") and "mean +100 bonuses" not in score_rows("yatzy")
     assert "yacht rate" in score_rows("yacht-clubhouse")
@@ -96,9 +96,9 @@ SUMMARY = {  # the fields `report_tables` reads, for one agent without the optim
 
 
 def test_a_learners_network_and_shaping_follow_the_runs_rules() -> None:
-    """train.rules=yatzy: 15 score logits on Yatzy's features; the shaping potential of a full
+    """env.id=Yatzy-v0: 15 score logits on Yatzy's features; the shaping potential of a full
     upper section is Yatzy's +50, and the upper head's target divides by its 63."""
-    context = make_context(resolve("quick", overrides=["train.rules=yatzy"]))
+    context = make_context(resolve("quick", overrides=["env.id=Yatzy-v0"]))
     features = jnp.zeros((1, context.env.feature_size()))
     # Shapes only (traced, not compiled): the score head's width is what is checked.
     params = jax.eval_shape(context.network.init, jax.random.key(0), features)
@@ -109,25 +109,28 @@ def test_a_learners_network_and_shaping_follow_the_runs_rules() -> None:
     assert float(actor_critic.potential(jnp.float32(0.0), get_rules("official"))) == 35.0
 
 
-def test_every_preset_takes_each_game_by_train_rules() -> None:
-    """`--set train.rules=R` on any preset builds its run (features and heads from R's card);
-    only Yuan's two-player reward, defined on Yahtzee's 13-box card, refuses in one line.
-    A run whose opponent is the optimal agent (a2c-win, td-planner-win) reads a value table that
-    a fresh cache would solve (73 s for Yatzy under the tests' compile flags): it is built on
-    Yacht, the quickest solve, and only configured on the other games."""
+def test_every_preset_takes_each_game_by_its_env_id() -> None:
+    """Any preset on another game's id of its own task (`--set env.id=Yatzy-v0`,
+    `YatzyMatch-v0`, ...) builds its run (features and heads from the game's card); only Yuan's
+    two-player reward, defined on Yahtzee's 13-box card, refuses in one line. A run whose
+    opponent is the optimal agent (a2c-win, td-planner-win) reads a value table that a fresh
+    cache would solve (73 s for Yatzy under the tests' compile flags): it is built on Yacht,
+    the quickest solve, and only configured on the other games."""
+    from yahtzee_jax.envs.tasks import ENV_IDS, env_id
     from yahtzee_jax.errors import ConfigError
     from yahtzee_jax.runner.configs import available_presets
 
     for preset in available_presets():
+        task = ENV_IDS[resolve(preset).env.id][1]
         for rules in GAMES:
-            overrides = [f"train.rules={rules}"]
+            overrides = [f"env.id={env_id(rules, task)}"]
             if preset == "dqn-two-player":  # Yuan's reward reads Yahtzee's box means
                 with pytest.raises(ConfigError, match="13-box card"):
                     resolve(preset, overrides=overrides)
                 continue
             config = resolve(preset, overrides=overrides)
-            if config.env.opponent == "optimal" and rules != "yacht":
-                assert config.train.rules == rules
+            if getattr(config.env, "opponent", None) == "optimal" and rules != "yacht":
+                assert ENV_IDS[config.env.id] == (rules, task)
                 continue
             context = make_context(config)
             assert context.rules.name == rules, preset

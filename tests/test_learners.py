@@ -15,7 +15,7 @@ from yahtzee_jax.algorithms.common import lambda_returns
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule, learning_rate_schedule
 from yahtzee_jax.algorithms.training_rollout import evaluate_trajectory, update_rollout
 from yahtzee_jax.config import OptimConfig
-from yahtzee_jax.game import OFFICIAL, get_rules
+from yahtzee_jax.game import OFFICIAL
 from yahtzee_jax.runner.configs import resolve
 
 # One episode of three decisions: rewards 0, 0, 10; the critic said 1, 2, 3.
@@ -156,7 +156,7 @@ def test_rollout_is_reproduced_by_the_loss_forward_pass():
     trajectory = jax.jit(lambda params, key: update_rollout(context, params, key)[0])(
         state.params, state.key
     )
-    decisions = get_rules(config.train.rules).decisions_per_game
+    decisions = context.rules.decisions_per_game
     assert trajectory.action.shape == (decisions, config.train.games_per_update)
     log_probs, output = evaluate_trajectory(context.network, state.params, trajectory)
     taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]

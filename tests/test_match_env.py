@@ -53,7 +53,7 @@ def _keep_views(view, action, moved, extras):
 
 @pytest.fixture(scope="module")
 def match():
-    env = Match(OFFICIAL, FeatureConfig(), (Seat("random", _opponent),), 2, "score")
+    env = Match(OFFICIAL, FeatureConfig(), (Seat("random", _opponent),), players=2, reward="score")
     keys = jax.random.split(jax.random.key(3), BATCH)
     play = jax.jit(lambda k: rollout(env, _learner, k, None, _keep_views)[:2])
     final, records = jax.device_get(play(keys))
@@ -90,8 +90,8 @@ def test_opponent_moves_only_on_its_turns_and_never_touches_the_learner(match):
 
 
 def _scored(box: int, points: int) -> tuple[State, jax.Array, State]:
-    before = State()
-    after = State(scores=jnp.zeros(13, jnp.int32).at[box].set(points))
+    before = State.empty(OFFICIAL)
+    after = State.empty(OFFICIAL, scores=jnp.zeros(13, jnp.int32).at[box].set(points))
     return before, jnp.int32(NUM_KEEP_ACTIONS + box), after
 
 
@@ -131,8 +131,8 @@ def test_match_rewards_put_the_end_on_the_last_decision():
     """`finish` adds the end-of-match reward at the last decision only: gradient on a loss
     (150 against 190) is -0.4 there, after the chance box's intermediate (30 - 22.286) / 10;
     win is -1 (a loss) or +1, nothing before the end; score leaves the rewards as they are."""
-    own = State(scores=jnp.zeros(13, jnp.int32).at[12].set(150))
-    other = State(scores=jnp.zeros(13, jnp.int32).at[12].set(190))
+    own = State.empty(OFFICIAL, scores=jnp.zeros(13, jnp.int32).at[12].set(150))
+    other = State.empty(OFFICIAL, scores=jnp.zeros(13, jnp.int32).at[12].set(190))
     params = core.EnvParams(rules=OFFICIAL, players=2)
 
     def episode_of(mine: State, theirs: State) -> MatchEpisode:
@@ -145,7 +145,7 @@ def test_match_rewards_put_the_end_on_the_last_decision():
     steps = jnp.array([[0.0], [(30 - 22.286) / 10]])
 
     def finished(reward: str, episode: MatchEpisode = episode) -> np.ndarray:
-        env = Match(OFFICIAL, FeatureConfig(), (), 2, reward)
+        env = Match(OFFICIAL, FeatureConfig(), (), players=2, reward=reward)
         return np.asarray(env.finish(episode, steps))[:, 0]
 
     np.testing.assert_allclose(finished("gradient"), [0.0, (30 - 22.286) / 10 - 0.4], rtol=1e-6)
@@ -173,7 +173,7 @@ def test_moving_goal_is_110_then_recent_mean_plus_20():
 def test_presets_validate(reward):
     config = resolve("dqn-two-player", None, [f"env.reward={reward}"])
     assert config.env.opponent == "optimal" and config.env.reward == reward
-    assert config.train.task == "match"
+    assert config.env.id == "YahtzeeMatch-v0"
     assert resolve("a2c-win", None, []).env.reward == "win"
 
 
@@ -185,7 +185,8 @@ def test_presets_validate(reward):
         (["env.players=1"], "env.players=1"),
         (["env.players=3", "env.opponent=random,optimal,greedy1"], "one per opponent"),
         (["env.opponent_refresh=0"], "env.opponent_refresh=0"),
-        (["train.task=duel"], "train.task='duel'"),
+        (["env.id=YahtzeeDuel-v0"], "env.id='YahtzeeDuel-v0'"),
+        (["env.seat=1"], "unknown config key env.seat for env.id=YahtzeeMatch-v0"),
     ],
 )
 def test_config_errors_are_one_line(overrides, message):
@@ -257,14 +258,14 @@ def test_training_updates_run_and_are_finite(config):
     assert result["wins"] + result["draws"] + result["losses"] == 6
     assert result["games_by_seat"] == [3, 3]
     agent = context.algorithm.make_agent(config, state.params, "tiny")
-    action = agent.act(agent.params, State(), jax.random.key(0))
+    action = agent.act(agent.params, State.empty(OFFICIAL), jax.random.key(0))
     assert 0 <= int(action) < 45
     # In a match (`play --against`, tournaments) it is asked with the opponent's card: the
     # greedy policy's actions on those pairs; alone, its act sees an empty opponent card.
     own = position((6, 6, 6, 5, 2), {Category.SIXES: 18}, roll_index=2)
     other = position(scores={Category.YAHTZEE: 50, Category.CHANCE: 27})
     owns, others = (jax.tree.map(lambda *leaves: jnp.stack(leaves), *pair)
-                    for pair in ((own, own), (other, State())))  # fmt: skip
+                    for pair in ((own, own), (other, State.empty(OFFICIAL))))  # fmt: skip
     keys = jax.random.split(jax.random.key(0))
     env = context.env
     view = MatchView(owns, jax.tree.map(lambda leaf: leaf[:, None], others))
@@ -417,7 +418,7 @@ def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
             "network.trunk_layers=1",
             "train.games_per_update=4",
             "train.total_games=12",
-            "train.task=match",
+            "env.id=YahtzeeMatch-v0",
             "env.opponent=greedy3",
             "env.reward=win",
         ],
@@ -458,7 +459,7 @@ def test_three_player_match_of_random_greedy1_and_optimal():
     names = ("random", "greedy1", "optimal")
     random, greedy1, optimal = (resolve_agent(name, OFFICIAL) for name in names)
     seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in (greedy1, optimal))
-    env = Match(OFFICIAL, FeatureConfig(), seats, 3, "win")
+    env = Match(OFFICIAL, FeatureConfig(), seats, players=3, reward="win")
 
     def first_look(view, action, moved, extras):
         return OFFICIAL.num_turns - view.others.turns_left  # turns each opponent has played

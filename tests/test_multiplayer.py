@@ -255,7 +255,7 @@ def test_match_of_solitaire_agents_is_solitaire_games_from_the_same_key() -> Non
     assert not np.array_equal(solo["first"], solo["sixes"])
     seats = ("first", "sixes", "first")  # the learner's, then the next two players'
     opponents = tuple(Seat(name, batched(agents[name])) for name in seats[1:])
-    env = Match(OFFICIAL, FeatureConfig(), opponents, 3, "score", common_dice=True)
+    env = Match(OFFICIAL, FeatureConfig(), opponents, players=3, reward="score", common_dice=True)
     learner = agent_policy(batched(agents[seats[0]]), None)
     final, _, _ = jax.jit(lambda keys: rollout(env, learner, keys))(keys)
     assert np.asarray(final.card.terminated).all() and np.asarray(final.others.terminated).all()

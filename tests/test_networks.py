@@ -38,7 +38,9 @@ def joker_state(filled: list[Category]) -> State:
     used = jnp.zeros(13, bool).at[Category.YAHTZEE].set(True)
     for category in filled:
         used = used.at[category].set(True)
-    return State(dice=jnp.int32([6] * 5), roll_index=jnp.int32(2), scores=scores, filled=used)
+    return State.empty(
+        OFFICIAL, dice=jnp.int32([6] * 5), roll_index=jnp.int32(2), scores=scores, filled=used
+    )
 
 
 @pytest.mark.parametrize("roll_head", ["categorical", "bernoulli"])
@@ -86,7 +88,7 @@ def test_illegal_category_never_sampled_under_joker(params, filled, legal_boxes)
 
 def test_keep_decisions_only_use_keep_actions(params):
     """At a keep decision the policy puts all mass on the 32 keep patterns; entropies finite."""
-    state = State(dice=jnp.int32([1, 2, 3, 4, 6]))
+    state = State.empty(OFFICIAL, dice=jnp.int32([1, 2, 3, 4, 6]))
     output = YahtzeeNet(SMALL, OFFICIAL.num_boxes).apply(
         {"params": params}, features(state, FEATURES, OFFICIAL)
     )

@@ -16,7 +16,8 @@ from yahtzee_jax.game import NUM_KEEP_ACTIONS, OFFICIAL, Category, State, legal_
 
 def test_uniform_legal_action_is_exactly_uniform_over_a_bit_cycle() -> None:
     """Over a full cycle of bits every legal box is drawn equally often; illegal ones never."""
-    state = State(
+    state = State.empty(
+        OFFICIAL,
         roll_index=jnp.int32(2),
         filled=jnp.zeros(13, bool).at[jnp.array([0, 3, 8, 12])].set(True),
     )
@@ -31,7 +32,7 @@ def test_uniform_legal_action_is_exactly_uniform_over_a_bit_cycle() -> None:
 
 def test_uniform_legal_action_covers_all_keeps() -> None:
     """At a keep decision the 32 keep actions are drawn uniformly and no box is."""
-    mask = legal_action_mask(State(), OFFICIAL)
+    mask = legal_action_mask(State.empty(OFFICIAL), OFFICIAL)
     actions = np.asarray(
         jax.vmap(lambda b: uniform_legal_action(mask, b))(jnp.arange(320, dtype=jnp.uint32))
     )
@@ -40,7 +41,8 @@ def test_uniform_legal_action_covers_all_keeps() -> None:
 
 def test_random_agent_only_plays_legal_boxes_under_forced_joker() -> None:
     """Forced Joker with threes open: the random agent can only score Threes."""
-    state = State(
+    state = State.empty(
+        OFFICIAL,
         dice=jnp.int32([3, 3, 3, 3, 3]),
         roll_index=jnp.int32(2),
         filled=jnp.zeros(13, bool).at[Category.YAHTZEE].set(True),

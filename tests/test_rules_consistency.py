@@ -30,6 +30,7 @@ from yahtzee_jax.commands import evaluate as evaluate_command
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands import tournament as tournament_command
 from yahtzee_jax.commands.cli import main
+from yahtzee_jax.envs.tasks import env_id
 from yahtzee_jax.evaluation import matches
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
@@ -148,30 +149,73 @@ def caught_totals(caught, card: Card) -> tuple[np.ndarray, np.ndarray]:
     return own, others.max(axis=1)
 
 
+def _mentions_official(node: ast.AST) -> bool:
+    """Is `node` the official rule set, by its constant (`OFFICIAL`) or its name?"""
+    if isinstance(node, ast.Name | ast.Attribute):
+        return getattr(node, "id", getattr(node, "attr", "")) == "OFFICIAL"
+    return isinstance(node, ast.Constant) and node.value == "official"
+
+
+def rules_fallbacks(source: str) -> list[int]:
+    """Lines of `source` that default a rule set: a `rules` or `variant` parameter with a
+    default, a `rules` field set to the official rules, or the official rules named anywhere
+    but in a table (a dict literal) or a comparison, so as a value chosen in the absence of
+    one passed: `OFFICIAL if rules is None else rules`, `.get(name, OFFICIAL)`, a field's
+    `default_factory` sized by `OFFICIAL`."""
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            args = node.args
+            positional = args.posonlyargs + args.args
+            with_default = positional[len(positional) - len(args.defaults) :]
+            keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+            with_default += [arg for arg, default in keywords if default]
+            lines += [node.lineno for arg in with_default if arg.arg in ("rules", "variant")]
+        elif isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "rules":
+            value = ast.unparse(node.value) if node.value else ""
+            lines += [node.lineno] if "OFFICIAL" in value or "official" in value else []
+        elif _mentions_official(node):
+            above = node
+            while above in parents and not isinstance(above, ast.Dict | ast.Compare):
+                above = parents[above]
+            lines += [] if above in parents else [node.lineno]
+    return sorted(set(lines))
+
+
 def test_no_function_below_the_commands_defaults_its_rules() -> None:
     """A function that scores or plays takes its rules (or an agent or environment that carries
-    them): no `rules` parameter or field below `commands/` has a default, nor the independent
+    them): nothing below `commands/` defaults them (`rules_fallbacks`), nor the independent
     reference game's `variant` (its rule set by name), so a forgotten one is a TypeError, not a
-    game of Yahtzee. `config.py`'s `train.rules: official` is the run config's documented
-    default, as `--rules` is a command's."""
+    game of Yahtzee. `game/rules.py` defines the official rules; `config.py`'s `env.id:
+    Yahtzee-v0` is the run config's documented default, as `--rules` is a command's
+    (`commands.arguments.BUILTIN_RULES`)."""
     package = Path(__file__).resolve().parents[1] / "yahtzee_jax"
     defaulted = []
     for path in sorted(package.rglob("*.py")):
-        if "commands" in path.parts or path.name == "config.py":
+        where = path.relative_to(package)
+        if "commands" in path.parts or where.as_posix() in ("config.py", "game/rules.py"):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            where = f"{path.relative_to(package)}:{node.__dict__.get('lineno')}"
-            if isinstance(node, ast.FunctionDef):
-                args = node.args
-                positional = args.posonlyargs + args.args
-                with_default = positional[len(positional) - len(args.defaults) :]
-                keywords = zip(args.kwonlyargs, args.kw_defaults, strict=True)
-                with_default += [arg for arg, default in keywords if default]
-                defaulted += [where for arg in with_default if arg.arg in ("rules", "variant")]
-            elif isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "rules":
-                value = ast.unparse(node.value) if node.value else ""
-                defaulted += [where] if "OFFICIAL" in value or "official" in value else []
+        defaulted += [f"{where}:{line}" for line in rules_fallbacks(path.read_text())]
     assert defaulted == []
+
+
+def test_the_rules_fallbacks_that_were_removed_are_caught() -> None:
+    """The three hidden fallbacks to the official rules removed in issue 66, as they read at
+    898d267, are each caught by `rules_fallbacks`; a table of variants and a comparison with
+    the official card (the solver's cache names) are not."""
+    fallbacks = {
+        "return builtin_agent(spec, OFFICIAL if rules is None else rules, cache_dir)": 1,
+        'rules = RULE_VARIANTS.get(summary["rules"], OFFICIAL)': 1,
+        "@struct.dataclass\nclass State:\n    scores: jax.Array = struct.field(\n"
+        "        default_factory=lambda: jnp.zeros(OFFICIAL.num_boxes, jnp.int32)\n    )": 1,
+        'def play(variant="official"): pass': 1,
+        'VARIANTS = {"official": (True, "forced"), "plain": (False, "none")}': 0,
+        "changed = _card(rules) != _card(OFFICIAL)": 0,
+    }
+    for source, lines in fallbacks.items():
+        assert len(rules_fallbacks(source)) == lines, source
 
 
 def test_every_rule_set_is_documented_with_its_card() -> None:
@@ -239,7 +283,9 @@ def test_tournament_totals_each_card_by_its_card(name, tmp_path, monkeypatch, ma
     monkeypatch.setattr(
         tournament_command,
         "resolve_agent",
-        lambda spec, rules, cache_dir=None: agents.get(spec) or real(spec, rules, cache_dir),
+        lambda spec, rules, cache_dir=None, **asked: (
+            agents.get(spec) or real(spec, rules, cache_dir, **asked)
+        ),
     )
     pairs = GAMES // 2
     argv = ["tournament", "chaser", "greedy1", "chaser-reader", "--rules", name, "--seed", "3"]
@@ -300,7 +346,7 @@ def test_play_draws_and_totals_each_card_by_its_card(name, monkeypatch) -> None:
     the 'Game over' line are the drawn boxes totalled by hand (seeds until the chaser's bonus
     shows), and the chaser took three decisions a box."""
     card = CARDS[name]
-    monkeypatch.setattr(terminal, "resolve_agent", lambda spec, chosen, cache_dir: chaser(chosen))
+    monkeypatch.setattr(terminal, "resolve_agent", lambda spec, chosen, *_, **__: chaser(chosen))
     for seed in range(8):
         person = ScriptedPerson()
         arguments = dict(hint=False, watch=None, beat=None, seed=seed, common_dice=False)
@@ -330,7 +376,7 @@ def test_training_evaluations_total_each_card_by_its_card(name, match_cards) -> 
     """What a match run logs and a study reports: the match evaluation's totals and win rate
     (an untrained network against greedy1) are its final cards' by hand."""
     card = CARDS[name]
-    overrides = [f"train.rules={name}", "network.hidden_size=8", "env.opponent=greedy1"]
+    overrides = [f"env.id={env_id(name, 'match')}", "network.hidden_size=8", "env.opponent=greedy1"]
     config = resolve("quick", overrides=overrides)
     params = init_train_state(make_context(config)).params
     own, details = match_evaluation(config, params, 8, 7)

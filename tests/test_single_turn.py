@@ -18,12 +18,12 @@ from yahtzee_jax.game import OFFICIAL, Category, State
 def only_open(category: Category, dice: list[int]) -> State:
     """A one-turn position at its first decision where only `category` is still open."""
     filled = jnp.ones(13, bool).at[category].set(False)
-    return State(dice=jnp.int32(dice), filled=filled, turns_left=jnp.int32(1))
+    return State.empty(OFFICIAL, dice=jnp.int32(dice), filled=filled, turns_left=jnp.int32(1))
 
 
 def test_yahtzee_on_an_empty_card_is_worth_fifty():
     """Five sixes dealt on an empty card: keep them and score the Yahtzee box, 50 points."""
-    state = State(dice=jnp.int32([6] * 5), turns_left=jnp.int32(1))
+    state = State.empty(OFFICIAL, dice=jnp.int32([6] * 5), turns_left=jnp.int32(1))
     assert float(turn_optimum(state, OFFICIAL)) == pytest.approx(50.0)
 
 

@@ -26,6 +26,7 @@ from yahtzee_jax.algorithms.training_rollout import (
 )
 from yahtzee_jax.envs.rollout import rollout as env_rollout
 from yahtzee_jax.envs.solitaire_play import episode_keys, play, record_transition
+from yahtzee_jax.envs.tasks import env_id
 from yahtzee_jax.networks import entropy, network_log_probs
 from yahtzee_jax.runner.configs import resolve
 
@@ -65,7 +66,7 @@ def small_config(algo: str, network: str, task: str = "game", games: int = 4):
             "network.hidden_size=16",
             "network.dropout=0.3",
             f"train.games_per_update={games}",
-            f"train.task={task}",
+            f"env.id={env_id('official', task)}",
             *NETWORKS[network],
             *(["algo.games_per_minibatch=2"] if algo == "ppo" else []),
         ],

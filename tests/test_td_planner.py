@@ -222,7 +222,7 @@ def test_training_and_play_read_no_solver_table(monkeypatch):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        (["train.task=match"], "td-planner plans solitaire games"),
+        (["env.id=YahtzeeMatch-v0"], "td-planner plans solitaire games"),
         (["network.dropout=0.1"], "network.dropout must be 0 for td-planner"),
         (["algo.target=sarsa"], "algo.target='sarsa' is not one of: mc, td, expected"),
         (["algo.td_lambda=2"], "algo.td_lambda=2.0 not in [0, 1]"),

@@ -301,7 +301,7 @@ def test_a_seat_that_sees_the_table_reads_the_players_after_it():
 
 # (override, what the one-line refusal says)
 REFUSALS = {
-    "train.task=game": "td-win learns matches (train.task=match)",
+    "train.task=game": "td-win learns matches (env.id=YahtzeeMatch-v0",  # the old form
     "env.reward=score": "td-win learns the win (env.reward=win)",
     "network.dropout=0.1": "network.dropout must be 0 for td-win",
     "algo.target=expected": "algo.target='expected' is not one of: mc, td",

@@ -77,7 +77,7 @@ def test_short_single_turn_run_learns_the_turn(tmp_path):
     report scores 2,000 single turns at more than 3x the random agent's share of the optimum
     (random plays about 16 % of it) and plays full games far above random."""
     overrides = [
-        "train.task=single-turn",
+        "env.id=YahtzeeSingleTurn-v0",
         "algo.name=reinforce",
         "train.total_games=6400",
         "train.eval_fraction=1.0",

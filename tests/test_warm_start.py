@@ -84,7 +84,8 @@ def test_warm_start_on_the_same_task_keeps_the_critic(tmp_path):
     same = resolve("cpu-ppo", None, [*tiny, f"algo.init_from={tmp_path}"])
     params = start_state(make_context(same)).params
     jax.tree.map(np.testing.assert_array_equal, params, source.params)
-    other = resolve("cpu-ppo", None, [*tiny, f"algo.init_from={tmp_path}", "train.rules=plain"])
+    plain = [*tiny, f"algo.init_from={tmp_path}", "env.id=YahtzeePlain-v0"]
+    other = resolve("cpu-ppo", None, plain)
     params = start_state(make_context(other)).params
     assert all(not np.any(leaf) for leaf in jax.tree.leaves(params[VALUE_OUTPUT]))
 

@@ -26,7 +26,7 @@ from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
-from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Category, get_rules
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category, get_rules
 from yahtzee_jax.solver import solve
 from yahtzee_jax.solver.endgame import SCORE_BINS, endgame_distributions
 from yahtzee_jax.solver.exact import full_mask, score_transition
@@ -322,7 +322,9 @@ def test_win_seeker_agent_alone_plays_against_an_empty_card(cache):
     cards = [_last_turn(dice, roll_index, 0)[0] for dice, roll_index in positions]
     owns = jax.tree.map(lambda *leaves: jnp.concatenate(leaves), *cards)
     keys = jax.random.split(jax.random.key(0), len(positions))
-    fresh = jax.tree.map(lambda leaf: jnp.broadcast_to(leaf, (3, 1, *leaf.shape)), State())
+    fresh = jax.tree.map(
+        lambda leaf: jnp.broadcast_to(leaf, (3, 1, *leaf.shape)), State.empty(OFFICIAL)
+    )
     expected = agent.policy(None, owns, fresh, keys)
     np.testing.assert_array_equal(agent.policy(None, owns, no_others(owns), keys), expected)
     for lane in range(len(positions)):

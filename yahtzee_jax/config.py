@@ -13,7 +13,6 @@ import math
 from typing import Any
 
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.rules import RULE_VARIANTS
 
 MATCH_REWARDS = ("win", "score", "naive", "gradient", "fixed", "moving-average")
 
@@ -152,12 +151,7 @@ class TrainConfig:
     games_per_update: int = 20  # B, played in lockstep
     updates_per_chunk: int = 25  # K updates per compiled call (shrunk to divide the eval interval)
     seed: int = 0
-    rules: str = "official"
-    # The environment: "game", 39-decision games; "single-turn", 3-decision turns on a random
-    # card (paper 3.3); "match", games against opponents (the `env` section). Budgets count
-    # games: in the single-turn task one game = 13 turns. The environments own the names
-    # (`envs.tasks`, above this floor): `runner.configs` checks it where configs are read.
-    task: str = "game"
+    # Budgets count games: in a single-turn environment one game = 13 turns.
     eval_fraction: float = 0.01  # evaluate (and checkpoint) every 1 % of the updates
     eval_games: int = 1_000
     final_eval_games: int = 100_000
@@ -190,7 +184,6 @@ class TrainConfig:
         require(
             0 < self.eval_fraction <= 1, f"train.eval_fraction={self.eval_fraction} not in (0, 1]"
         )
-        check_choice("train.rules", self.rules, tuple(RULE_VARIANTS))
 
     @property
     def total_updates(self) -> int:
@@ -222,10 +215,32 @@ class TrainConfig:
         )
 
 
+# The environment of a run when its config names none: Yahtzee's solitaire game, official rules.
+DEFAULT_ENV = "Yahtzee-v0"
+
+
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
-    """The match environment's settings (train.task=match; ignored by the solitaire tasks)."""
+    """The environment: `id` and the params that `yahtzee_jax.make` takes.
 
+    `id` is one of `yahtzee_jax.make`'s ids, ``{game}{task}-v0``: the game names the rule set
+    (``Yahtzee``: official, ``YahtzeePlain``, ``Yatzy``, ...), the task the environment
+    (``Yahtzee-v0`` whole solitaire games, ``YahtzeeSingleTurn-v0`` one turn on a random card,
+    paper 3.3, ``YahtzeeMatch-v0`` games against opponents). The solitaire environments take
+    no params; a match's are `MatchConfig`'s. The environments own the ids (`envs.tasks`,
+    above this floor): `runner.configs` picks the section's class by `id`, as `algo`'s by name.
+    """
+
+    id: str = DEFAULT_ENV
+
+
+@dataclasses.dataclass(frozen=True)
+class MatchConfig(EnvConfig):
+    """A match's params, by `yahtzee_jax.make`'s names (players, opponent, reward), and the two
+    a learner's match adds: the opponents' cards in its input and how often a `self` opponent
+    copies it."""
+
+    id: str = "YahtzeeMatch-v0"
     players: int = 2  # seats, the learner's included
     # The opponents, one name for all of them or a comma-separated name per seat after the
     # learner's: optimal | greedy1-3 | random | self (the frozen learner). The agents own the
@@ -277,6 +292,7 @@ class Config:
     algo: AlgoConfig = AlgoConfig()
     optim: OptimConfig = OptimConfig()
     train: TrainConfig = TrainConfig()
+    # The environment's class by its id (`runner.configs.from_dict`): `MatchConfig` for a match.
     env: EnvConfig = EnvConfig()
 
     def __post_init__(self) -> None:

@@ -19,7 +19,6 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
 from yahtzee_jax.game.engine import State, empty_cards
-from yahtzee_jax.game.rules import get_rules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +60,7 @@ class GreedyAct:
             return self.policy(params, own)
         if others.dice.shape[1] == 0:  # alone: empty cards in the other seats
             batch = (own.dice.shape[0], config.env.players - 1)
-            others = empty_cards(batch, get_rules(config.train.rules))
+            others = empty_cards(batch, envs.rules_of(config))
         return self.policy(params, MatchView(own, others))
 
 
@@ -69,7 +68,7 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The greedy agent of a trained learner; one trained with opponent features reads the
     opponents' cards in a match and plays against empty ones alone (solitaire `evaluate`)."""
     policy = GreedyPolicy(config)
-    rules = get_rules(config.train.rules)
+    rules = envs.rules_of(config)
     return Agent(name, GreedyAct(policy), params, rules, reads_others=policy.reads_others)
 
 
@@ -92,6 +91,6 @@ def match_seats(config: Config) -> tuple[Seat, ...]:
                 seats.append(Seat("self", GreedyAct(GreedyPolicy(config)), frozen_learner=True))
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
-            agent = builtin_agent(name, config.train.rules)
+            agent = builtin_agent(name, envs.rules_of(config))
             seats.append(Seat(agent.name, agent.policy, agent.params))
     return tuple(seats)

@@ -142,8 +142,8 @@ class ActorCriticConfig(AlgoConfig):
         )
         require(
             self.bonus_scale_start == 1.0 or envs.plays_solitaire_games(config),
-            f"algo.bonus_scale_start={self.bonus_scale_start} needs train.task=game "
-            f"(it scales the score reward's upper bonus), not {config.train.task}",
+            f"algo.bonus_scale_start={self.bonus_scale_start} needs solitaire games, as "
+            f"env.id=Yahtzee-v0 (it scales the score reward's upper bonus), not {config.env.id}",
         )
 
 

@@ -25,7 +25,7 @@ from yahtzee_jax.algorithms.schedules import learning_rate_schedule
 from yahtzee_jax.config import AlgoConfig, Config
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.game.rules import Rules, get_rules
+from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.networks import VALUE_OUTPUT, YahtzeeNet
 
 
@@ -70,7 +70,7 @@ RunLoader = Callable[[str], tuple[Any, Config]]
 def actor_critic_network(config: Config) -> nn.Module:
     """The paper's shared-trunk policy/value network (the default `Algorithm.make_network`),
     its score head as wide as the run's card."""
-    return YahtzeeNet(config.network, get_rules(config.train.rules).num_boxes)
+    return YahtzeeNet(config.network, envs.rules_of(config).num_boxes)
 
 
 def no_extra(context: Context, params: Any) -> dict:
@@ -194,7 +194,7 @@ def make_context(config: Config, load_run: RunLoader | None = None) -> Context:
     network = algorithm.make_network(config)
     return Context(
         config=config,
-        rules=get_rules(config.train.rules),
+        rules=envs.rules_of(config),
         network=network,
         optimizer=(algorithm.make_optimizer or make_optimizer)(config, learning_rate),
         learning_rate=learning_rate,

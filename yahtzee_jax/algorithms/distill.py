@@ -56,7 +56,7 @@ from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.errors import CheckpointError, ConfigError
 from yahtzee_jax.game.engine import LAST_ROLL, State
-from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.networks import entropy
 
 # teacher(cards [B], roll_index) -> its actions int32[B] (45-action indices) at decision
@@ -87,8 +87,8 @@ class DistillConfig(AlgoConfig):
         """Solitaire only: the teacher plans the rest of a game."""
         require(
             envs.plays_solitaire_games(config),
-            f"train.task={config.train.task!r}: distill imitates a td-planner, which plans "
-            "solitaire games (train.task=game)",
+            f"env.id={config.env.id!r}: distill imitates a td-planner, which plans "
+            "solitaire games (env.id=Yahtzee-v0 or another game's)",
         )
 
 
@@ -124,12 +124,10 @@ def make_frozen(config: Config, load_run: RunLoader | None) -> PlannerTeacher | 
         teacher.algo.name == "td-planner",
         f"algo.teacher={path!r} is not a td-planner run (its algo.name is {teacher.algo.name!r})",
     )
-    require(
-        teacher.train.rules == config.train.rules,
-        f"algo.teacher={path!r} plays {teacher.train.rules} rules, not {config.train.rules}",
-    )
+    rules, taught = envs.rules_of(config), envs.rules_of(teacher)
+    require(taught == rules, f"algo.teacher={path!r} plays {taught.name} rules, not {rules.name}")
     frozen = jax.tree.map(jnp.asarray, params)
-    return PlannerTeacher(value_leaf(teacher), frozen, get_rules(config.train.rules))
+    return PlannerTeacher(value_leaf(teacher), frozen, rules)
 
 
 # --------------------------------------------------------------------------------------------

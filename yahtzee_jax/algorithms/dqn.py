@@ -53,7 +53,6 @@ from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, require
 from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.envs.rollout import episode_keys, rollout
-from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.networks.q_network import QNetwork
 
 
@@ -127,7 +126,7 @@ class DQNConfig(AlgoConfig):
 
 def make_network(config: Config) -> QNetwork:
     """The online (and target) Q network of a config."""
-    return QNetwork(config.network, get_rules(config.train.rules).num_actions)
+    return QNetwork(config.network, envs.rules_of(config).num_actions)
 
 
 def masked_argmax(q: jax.Array, legal: jax.Array) -> jax.Array:

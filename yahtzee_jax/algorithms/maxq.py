@@ -124,7 +124,7 @@ class MaxQConfig(AlgoConfig):
 
 def make_network(config: Config) -> Tables:
     """The table layout of a config."""
-    return Tables(get_rules(config.train.rules).num_boxes, config.algo.table_bits)
+    return Tables(envs.rules_of(config).num_boxes, config.algo.table_bits)
 
 
 def init_params(context: Context, key: jax.Array) -> dict[str, jax.Array]:

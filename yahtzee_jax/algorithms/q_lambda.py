@@ -47,7 +47,7 @@ from yahtzee_jax.algorithms.dqn import masked_argmax
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, learning_rollout
 from yahtzee_jax.game.engine import LAST_ROLL, total_score
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, get_rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN
 from yahtzee_jax.networks.linear_q import LinearQ
 
 KEEP, ROUND_END, GAME_END = 0, 1, 2  # which trace a decision's delta goes to
@@ -82,7 +82,7 @@ class QLambdaConfig(AlgoConfig):
 
 def make_network(config: Config) -> LinearQ:
     """The perceptron of a config (45 actions for Yahtzee)."""
-    return LinearQ(get_rules(config.train.rules).num_actions)
+    return LinearQ(envs.rules_of(config).num_actions)
 
 
 class Traces(NamedTuple):

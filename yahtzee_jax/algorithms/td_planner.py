@@ -56,7 +56,7 @@ from yahtzee_jax.algorithms.common import (
 )
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_DICE, Rules, get_rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_DICE, Rules
 from yahtzee_jax.networks.value import ValueNet
 from yahtzee_jax.solver.states import upper_cap
 
@@ -119,7 +119,8 @@ class TDPlannerConfig(AlgoConfig):
         """Solitaire only (the planner's value is a score to come); no dropout, no upper head."""
         require(
             envs.plays_solitaire_games(config),
-            f"train.task={config.train.task!r}: td-planner plans solitaire games (train.task=game)",
+            f"env.id={config.env.id!r}: td-planner plans solitaire games (env.id=Yahtzee-v0 "
+            "or another game's)",
         )
         require(config.network.dropout == 0, "network.dropout must be 0 for td-planner")
         require(not config.network.upper_head, "network.upper_head has no meaning for td-planner")
@@ -185,7 +186,7 @@ class ValueLeaf:
 def value_leaf(config: Config, distribution: bool = False) -> ValueLeaf:
     """The leaf value of a config's network (or, `distribution`, its score-to-come head)."""
     algo = config.algo
-    rules = get_rules(config.train.rules)
+    rules = envs.rules_of(config)
     return ValueLeaf(config.network, rules, algo.value_scale, algo.score_bins, distribution)
 
 
@@ -323,7 +324,7 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
     deeper with `algo.lookahead=2`); with a distribution head it plays matches for the win
     (`agents.distribution_planner`): its early turns as alone by that planner or by the normal rule
     with that leaf's means."""
-    rules = get_rules(config.train.rules)
+    rules = envs.rules_of(config)
     leaf = value_leaf(config)
     if config.algo.lookahead == 2:
         leaf = LookaheadLeaf(leaf, rules)

@@ -4,9 +4,9 @@ The match counterpart of `td-planner` (issue 30): the network learns W(afterstat
 1/2 P(draw) of the learner right after it writes a box, from its own card and every other card
 (`win_features`), and every keep and box is chosen by the exact expectimax over the turn's dice
 with W at the leaves (`agents.win_value_planner`; the exact outcome where the write ends the match).
-It trains on `train.task=match` with `env.reward=win` against `env.opponent` (the optimal-
-solitaire agent, or `self`: its frozen copy, itself a win planner reading the whole table,
-refreshed every `env.opponent_refresh` updates), 2 to 6 players. One update, fused in the
+It trains on a match (`env.id=YahtzeeMatch-v0`) with `env.reward=win` against `env.opponent`
+(the optimal-solitaire agent, or `self`: its frozen copy, itself a win planner reading the whole
+table, refreshed every `env.opponent_refresh` updates), 2 to 6 players. One update, fused in the
 compiled chunk:
 
 1. the planner plays B matches in lockstep (`epsilon`: a uniformly random legal action instead);
@@ -51,7 +51,7 @@ from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, 
 from yahtzee_jax.envs.match import MatchView
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 from yahtzee_jax.networks.value import ValueNet
 
 TARGETS = ("mc", "td")
@@ -79,7 +79,8 @@ class TDWinConfig(AlgoConfig):
         not read: the win value always reads every card)."""
         require(
             envs.environment_class(config).has_opponents,
-            f"train.task={config.train.task!r}: td-win learns matches (train.task=match)",
+            f"env.id={config.env.id!r}: td-win learns matches (env.id=YahtzeeMatch-v0 or "
+            "another game's)",
         )
         require(
             config.env.reward == "win",
@@ -131,7 +132,7 @@ class WinLeaf:
 
 def win_leaf(config: Config) -> WinLeaf:
     """The leaf of a config's network."""
-    return WinLeaf(config.network, get_rules(config.train.rules))
+    return WinLeaf(config.network, envs.rules_of(config))
 
 
 def make_network(config: Config) -> ValueNet:
@@ -241,13 +242,13 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
 def make_agent(config: Config, params: Any, name: str) -> Agent:
     """The win planner with the trained network at its leaves (no exploration): it plays
     matches of `env.players` seats, and alone against empty cards."""
-    rules = get_rules(config.train.rules)
+    rules = envs.rules_of(config)
     return make_win_planner_agent(name, win_leaf(config), params, rules, config.env.players)
 
 
 def match_seat(config: Config) -> WinPlannerAct:
     """The frozen learner in a `self` seat: the same planner, reading the whole table."""
-    return WinPlannerAct(win_leaf(config), get_rules(config.train.rules), config.env.players)
+    return WinPlannerAct(win_leaf(config), envs.rules_of(config), config.env.players)
 
 
 # name, config section, update, greedy (none: the planner acts on the cards), acting agent

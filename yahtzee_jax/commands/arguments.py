@@ -1,10 +1,15 @@
-"""The commands' shared argparse options: a seed, and `--set SECTION.KEY=VALUE` overrides."""
+"""The commands' shared argparse options: a seed, `--set SECTION.KEY=VALUE` overrides, and the
+rule set a built-in agent plays when a command's `--rules` is left out."""
 
 from __future__ import annotations
 
 import argparse
 
 from yahtzee_jax.config import MAX_SEED
+
+# The commands' default rule set: a built-in agent's when `--rules` is left out (a checkpoint
+# plays its own). The one place it is chosen; everything below the commands is passed it.
+BUILTIN_RULES = "official"
 
 
 def seed_argument(text: str) -> int:

@@ -14,7 +14,7 @@ from pathlib import Path
 from yahtzee_jax.agents import AGENT_NAMES
 from yahtzee_jax.agents.exact import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.agents.resolve import TARGET
-from yahtzee_jax.commands.arguments import seed_argument
+from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
@@ -89,7 +89,7 @@ def _run_target(args: argparse.Namespace) -> int:
 
     if args.target < 0:
         raise UserError(f"--target must be >= 0, got {args.target}")
-    rules = get_rules(args.rules or "official")
+    rules = get_rules(args.rules or BUILTIN_RULES)
     result = evaluate_target(
         rules,
         args.target,
@@ -118,8 +118,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("--target X goes with the target agent, and the target agent needs it")
     if args.agent == TARGET:
         return _run_target(args)
-    rules = get_rules(args.rules) if args.rules is not None else None
-    agent = resolve_agent(args.agent, rules, cache_dir=args.cache_dir)
+    asked = args.rules is not None
+    agent = resolve_agent(
+        args.agent, args.rules or BUILTIN_RULES, args.cache_dir, rules_asked=asked
+    )
     if not SOLITAIRE[args.task].whole_games:  # single turns, against their optimum
         from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
 
@@ -150,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         cache_dir=args.cache_dir,
     )
-    print(format_terminal(report_tables(summary)))
+    print(format_terminal(report_tables(summary, agent.rules)))
     print(
         f"\n{summary['games']} games in {summary['seconds']:.2f} s "
         f"({summary['games_per_second']:.0f} games/s); report in {out_dir}"

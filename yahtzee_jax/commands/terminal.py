@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents import AGENT_NAMES, TARGET_SEEKER, WIN_SEEKER, Agent
-from yahtzee_jax.commands.arguments import seed_argument
+from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
     InputError,
     LeaveGame,
@@ -400,7 +400,7 @@ def resolve_player(
     spec: str, rules: Rules | None, cache_dir: str | None, console: Console
 ) -> Agent:
     """The agent `--against`/`--watch` name (what `evaluate` accepts), with a line while the
-    match players' tables load."""
+    match players' tables load; `rules` None: `--rules` left out (the commands' default)."""
     if spec == WIN_SEEKER:
         console.say(
             "Loading the win-seeker's tables (the first time they are computed: about 3 "
@@ -411,7 +411,8 @@ def resolve_player(
             "Loading the target-seeker's two target tables (3.4 GB; the first time they are "
             "solved: about 5 minutes on a 2-core CPU, then cached)."
         )
-    return resolve_agent(spec, rules, cache_dir=cache_dir)
+    chosen, asked = rules or get_rules(BUILTIN_RULES), rules is not None
+    return resolve_agent(spec, chosen, cache_dir, rules_asked=asked)
 
 
 def run(args: argparse.Namespace, console: Console | None = None) -> int:
@@ -423,7 +424,7 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     spec = args.against or args.watch
     agent = resolve_player(spec, rules, args.cache_dir, console) if spec else None
-    rules = agent.rules if agent is not None else (rules or get_rules("official"))
+    rules = agent.rules if agent is not None else (rules or get_rules(BUILTIN_RULES))
     if args.watch:
         seats = [Seat(agent.name, agent)]
     elif args.against:

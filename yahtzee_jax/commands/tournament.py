@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from yahtzee_jax.agents.resolve import AGENT_NAMES
-from yahtzee_jax.commands.arguments import seed_argument
+from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.evaluation.reports import format_terminal
@@ -25,7 +25,6 @@ from yahtzee_jax.evaluation.tournament import (
     write_results,
 )
 from yahtzee_jax.files import check_writable
-from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.runner.checkpointing import resolve_agent
 
 
@@ -96,8 +95,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--games-for names agents not in the tournament: {', '.join(unknown)}")
     for count in games_for.values():
         check_num_games(count)
-    rules = get_rules(args.rules) if args.rules is not None else None
-    agents = {spec: resolve_agent(spec, rules, cache_dir=args.cache_dir) for spec in args.agents}
+    rules, asked = args.rules or BUILTIN_RULES, args.rules is not None
+    agents = {
+        spec: resolve_agent(spec, rules, args.cache_dir, rules_asked=asked) for spec in args.agents
+    }
     variants = {agent.rules.name for agent in agents.values()}
     if len(variants) > 1:
         raise UserError(

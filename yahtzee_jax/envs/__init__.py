@@ -4,10 +4,11 @@
 pytree), which the outside adapters (`suite`) use as it is; `envs.base.Environment` is the
 learners' batched driver of a task (the solitaire tasks: the protocol's functions vmapped).
 
-`make(config, seats)` (`envs.tasks`) builds the environment `train.task` names: the solitaire
-`game`, the paper's `single-turn`, or a `match` against `seats` (opponents built by the caller:
-the environment floor sits below the agents, so it takes them as policies). Callers above ask
-the environment what it can do (`has_opponents`, `whole_games`), not its name.
+`make(config, seats)` (`envs.tasks`) builds the environment a config's `env.id` names (the ids
+`yahtzee_jax.make` takes, `envs.tasks.ENV_IDS`): the solitaire games, the paper's single turns,
+or a match against `seats` (opponents built by the caller: the environment floor sits below the
+agents, so it takes them as policies). Callers above ask the environment what it can do
+(`has_opponents`, `whole_games`), not its id.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from yahtzee_jax.envs.match import Match, MatchView, Seat
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.envs.tasks import (
+    ENV_IDS,
     ENVIRONMENTS,
     SOLITAIRE,
     environment_class,
@@ -24,10 +26,12 @@ from yahtzee_jax.envs.tasks import (
     episodes_per_update,
     make,
     plays_solitaire_games,
+    rules_of,
 )
 
 __all__ = [
     "ENVIRONMENTS",
+    "ENV_IDS",
     "SOLITAIRE",
     "Environment",
     "Game",
@@ -42,4 +46,5 @@ __all__ = [
     "make",
     "plays_solitaire_games",
     "rollout",
+    "rules_of",
 ]

@@ -27,7 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.config import EnvConfig, FeatureConfig
 from yahtzee_jax.envs.features import batch_features, feature_size
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
@@ -51,9 +51,11 @@ def no_others(own: State) -> State:
 class Environment(abc.ABC):
     """A task over a rule variant (static data): init, step, observe, legal actions, metrics."""
 
-    name: str = ""  # `train.task`'s value (`envs.tasks.ENVIRONMENTS`)
-    id_suffix: str = ""  # after the game's name in its ids for outside code (`suite.registry`)
+    name: str = ""  # the task's name inside the package (`envs.tasks.ENVIRONMENTS`)
+    id_suffix: str = ""  # after the game's name in its ids (`envs.tasks.ENV_IDS`)
     num_players: int = 1
+    # Its params in a run config's `env` section, beside the id (none for solitaire)
+    config_class: type[EnvConfig] = EnvConfig
     # What a task can do, read by learners, the runner and the suite instead of its name:
     has_opponents = False  # other seats play between the learner's turns (`start_turn`, ...)
     whole_games = True  # an episode is a whole game from an empty card, not one turn

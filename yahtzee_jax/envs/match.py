@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.config import FeatureConfig, MatchConfig
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs import rewards as match_rewards
 from yahtzee_jax.envs.base import Environment, Metrics, Policy
@@ -156,6 +156,7 @@ class Match(Environment):
 
     name = "match"
     id_suffix = "Match"
+    config_class = MatchConfig
     has_opponents = True
 
     def __init__(
@@ -163,8 +164,9 @@ class Match(Environment):
         rules: Rules,
         features: FeatureConfig,
         seats: tuple[Seat, ...] | None,
-        players: int = 2,
-        reward: str = "win",
+        *,
+        players: int,
+        reward: str,
         opponent_features: bool = True,
         opponent_refresh: int = 100,
         common_dice: bool = False,

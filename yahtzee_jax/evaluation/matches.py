@@ -55,7 +55,7 @@ def match_totals(
     index k) in matches 0..N-1 of a seed, in game order; the learner sits in seat i % P."""
     players = len(opponents) + 1
     seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in opponents)
-    env = Match(rules, FeatureConfig(), seats, players, "score")
+    env = Match(rules, FeatureConfig(), seats, players=players, reward="score")
 
     # The learner's parameters are the program's argument, not constants folded into it (a
     # solver table of a GiB would take minutes to compile).

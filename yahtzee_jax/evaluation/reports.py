@@ -17,7 +17,7 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
 from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked
-from yahtzee_jax.game.rules import OFFICIAL, RULE_VARIANTS, Rules
+from yahtzee_jax.game.rules import Rules
 
 # --------------------------------------------------------------------------------------------
 # The optimal agent's reference games, cached on disk
@@ -89,8 +89,9 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def report_tables(summary: dict) -> list[Table]:
-    """The report's tables (title, header, rows of strings), shared by terminal and markdown."""
+def report_tables(summary: dict, rules: Rules) -> list[Table]:
+    """The report's tables (title, header, rows of strings), shared by terminal and markdown;
+    `rules`: the rule set the summary's games were played under."""
     optimal = summary["optimal"]
     sides = [summary] + ([optimal] if optimal else [])
     side_names = [summary["agent"]] + ([f"optimal ({optimal['games']} games)"] if optimal else [])
@@ -106,8 +107,7 @@ def report_tables(summary: dict) -> list[Table]:
         )
     ]
     # The five-alike box by the game's own name (Yahtzee, Yacht, Yatzy); no +100 row in a game
-    # without the bonus (a table made in code, not a named rule set, reads as Yahtzee's).
-    rules = RULE_VARIANTS.get(summary["rules"], OFFICIAL)
+    # without the bonus.
     rates = [
         ("upper bonus rate", "upper_bonus_rate", _percent),
         (f"{rules.box_names[rules.yahtzee_box]} rate", "yahtzee_rate", _percent),
@@ -264,5 +264,5 @@ def write_report(
     figures = plots.report_figures(summary, records, optimal_records)
     for name, figure in figures.items():
         plots.save_figure(figure, out_dir / name)
-    markdown = format_markdown(report_tables(summary), list(figures))
+    markdown = format_markdown(report_tables(summary, records.rule_set), list(figures))
     write_whole(out_dir / "report.md", markdown)

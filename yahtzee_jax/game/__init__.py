@@ -3,7 +3,6 @@
 from yahtzee_jax.game.engine import (
     IllegalActionError,
     State,
-    Yahtzee,
     current_score_options,
     describe_action,
     init,
@@ -47,7 +46,6 @@ __all__ = [
     "Kind",
     "Rules",
     "State",
-    "Yahtzee",
     "base_scores",
     "current_score_options",
     "describe_action",

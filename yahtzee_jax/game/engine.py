@@ -24,7 +24,6 @@ from yahtzee_jax.game.rules import (
     NUM_DICE,
     NUM_FACES,
     NUM_KEEP_ACTIONS,
-    OFFICIAL,
     Rules,
     base_scores,
     face_counts,
@@ -39,10 +38,11 @@ def _int(value: int = 0) -> jax.Array:
     return jnp.int32(value)
 
 
-@struct.dataclass
+@struct.dataclass(kw_only=True)
 class State:
-    """A Yahtzee position. Every field has a default (an official card) so tests can build
-    positions by hand; `State.empty(rules)` is the empty card of any rule set.
+    """A Yahtzee position. The card's fields (`scores`, `filled`, `turns_left`) are sized by a
+    rule set and have no default: `State.empty(rules, **fields)` builds a position of any rule
+    set, by hand in tests too; the others default to a fresh first roll.
 
     dice: int32[5], sorted ascending, faces 1..6.
     roll_index: int32, 0 and 1 are keep decisions, 2 is the scoring decision.
@@ -55,16 +55,14 @@ class State:
     terminated: bool, no decisions left.
     """
 
+    # Keyword-only: the field order (and so the pytree's leaf order) is unchanged while the
+    # card's fields lose the defaults that sized them for Yahtzee's 13 boxes.
     dice: jax.Array = struct.field(default_factory=lambda: jnp.ones(NUM_DICE, jnp.int32))
     roll_index: jax.Array = struct.field(default_factory=_int)
-    scores: jax.Array = struct.field(
-        default_factory=lambda: jnp.zeros(OFFICIAL.num_boxes, jnp.int32)
-    )
-    filled: jax.Array = struct.field(
-        default_factory=lambda: jnp.zeros(OFFICIAL.num_boxes, jnp.bool_)
-    )
+    scores: jax.Array
+    filled: jax.Array
     yahtzee_bonus_count: jax.Array = struct.field(default_factory=_int)
-    turns_left: jax.Array = struct.field(default_factory=lambda: _int(OFFICIAL.num_turns))
+    turns_left: jax.Array
     reward: jax.Array = struct.field(default_factory=_int)
     terminated: jax.Array = struct.field(default_factory=lambda: jnp.bool_(False))
 
@@ -244,22 +242,3 @@ def step_checked(state: State, action: int, key: jax.Array, rules: str | Rules) 
             f"with dice {np.asarray(state.dice).tolist()}; legal: {allowed_text}"
         )
     return step(state, jnp.int32(action), key, rules)
-
-
-@struct.dataclass
-class Yahtzee:
-    """The engine bound to a rule variant (static), pgx-style: `env.init`, `env.step`, ..."""
-
-    rules: Rules = struct.field(pytree_node=False)
-
-    def init(self, key: jax.Array) -> State:
-        """Start a full game."""
-        return init(key, self.rules)
-
-    def step(self, state: State, action: jax.Array, key: jax.Array) -> State:
-        """Apply one decision."""
-        return step(state, action, key, self.rules)
-
-    def legal_action_mask(self, state: State) -> jax.Array:
-        """Legal actions, bool[num_actions]."""
-        return legal_action_mask(state, self.rules)

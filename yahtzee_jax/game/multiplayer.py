@@ -38,7 +38,7 @@ WIN, DRAW, LOSS = 1, 0, -1
 
 @struct.dataclass
 class MatchState:
-    """A match position. Every field has a default (two fresh cards) so tests can build one.
+    """A match position: its cards (`stack_cards`, any rule set's) and the rest defaulted.
 
     cards: engine `State` with a leading player axis [P] on every field (their `reward` field
       is the same as `rewards`).
@@ -48,7 +48,7 @@ class MatchState:
     terminated: bool, every card is full.
     """
 
-    cards: State = struct.field(default_factory=lambda: stack_cards([State(), State()]))
+    cards: State
     current_player: jax.Array = struct.field(default_factory=lambda: jnp.int32(0))
     rewards: jax.Array = struct.field(default_factory=lambda: jnp.zeros(2, jnp.int32))
     terminated: jax.Array = struct.field(default_factory=lambda: jnp.bool_(False))

@@ -37,7 +37,7 @@ from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.resolve import AGENT_NAMES, builtin_agent
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import CheckpointError, DiskFullError, UserError, is_disk_full
-from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
+from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.parallel import host_local
 from yahtzee_jax.runner.configs import apply_overrides, from_dict
 
@@ -359,19 +359,23 @@ def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Age
 
 
 def resolve_agent(
-    spec: str, rules: str | Rules | None, cache_dir: str | os.PathLike | None = None
+    spec: str,
+    rules: str | Rules,
+    cache_dir: str | os.PathLike | None = None,
+    *,
+    rules_asked: bool = True,
 ) -> Agent:
     """The agent named by `spec`: a built-in one (`agents.builtin_agent`) or a checkpoint path.
 
-    Built-in agents play `rules`, official when None (the CLI's `--rules` left out: a built-in
-    agent has no rules of its own); a checkpoint plays the rules it was trained for, and an
-    explicit different `rules` is an error. `cache_dir` is the solver's.
+    A built-in agent has no rules of its own: it plays `rules`. A checkpoint plays the rules it
+    was trained for; `rules` other than those is an error when they were asked for
+    (`rules_asked`: a command's `--rules` given, not its default). `cache_dir` is the solver's.
     """
     if spec in AGENT_NAMES or not (os.sep in spec or "/" in spec or os.path.exists(spec)):
-        return builtin_agent(spec, OFFICIAL if rules is None else rules, cache_dir)
+        return builtin_agent(spec, rules, cache_dir)
     agent = load_agent(spec)
-    chosen = get_rules(rules) if rules is not None else None
-    if chosen is not None and chosen != agent.rules:
+    chosen = get_rules(rules)
+    if rules_asked and chosen != agent.rules:
         raise UserError(
             f"checkpoint {spec!r} plays {agent.rules.name!r} rules, not {chosen.name!r}; "
             "omit --rules to evaluate it under its own rules"

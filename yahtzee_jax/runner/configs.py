@@ -4,8 +4,10 @@
 Defaults, then the preset, then a YAML file, then each ``section.key=value`` override; every
 value is checked before anything is compiled: a bad one raises `ConfigError` in one line. A
 preset (``yahtzee_jax/presets/NAME.yaml``, package data) lists only what differs from the
-defaults and may start from another with ``inherit: NAME``. Configs written before the `env`
-section are read in today's keys (`migrate_legacy`).
+defaults and may start from another with ``inherit: NAME``. The `env` section is an
+environment's id and its params (`yahtzee_jax.make`'s), its class picked by the id as `algo`'s
+by name. Configs of an older form (run directories, old YAML files, `--set train.rules=...`)
+are read in today's keys (`migrate_legacy`, `migrate_env_id`), with a one-line note.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import contextlib
 import dataclasses
 import importlib.resources
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,15 +27,16 @@ from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.config import (
     DEFAULT_ALGO,
+    DEFAULT_ENV,
     SECTIONS,
     AlgoConfig,
     Config,
     EnvConfig,
-    TrainConfig,
+    MatchConfig,
     check_choice,
     require,
 )
-from yahtzee_jax.envs.tasks import check_task
+from yahtzee_jax.envs.tasks import ENV_IDS, ENVIRONMENTS, check_env_id, config_class, env_id
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.files import write_whole
 
@@ -72,11 +76,24 @@ def _coerce(name: str, value: Any, default: Any) -> Any:
     return value
 
 
-def from_dict(data: dict[str, Any] | None) -> Config:
-    """Build and validate a `Config` from a (partial) nested dict; unknown keys are errors."""
+_NOTED: set[str] = set()
+
+
+def note_once(note: str) -> None:
+    """Print `note` on stderr, once a process (a run reads its config more than once)."""
+    if note not in _NOTED:
+        _NOTED.add(note)
+        print(note, file=sys.stderr)
+
+
+def from_dict(data: dict[str, Any] | None, report: Callable[[str], None] = note_once) -> Config:
+    """Build and validate a `Config` from a (partial) nested dict; unknown keys are errors.
+    A config of an older form is read in today's keys, and `report` given a one-line note."""
     data = data or {}
     require(isinstance(data, dict), "a config must be a mapping of sections")
-    data = migrate_legacy(data)
+    data, note = migrate_env_id(migrate_legacy(data))
+    if note is not None:
+        report(note)
     unknown = set(data) - set(SECTIONS)
     require(not unknown, f"unknown config section(s): {', '.join(sorted(map(str, unknown)))}")
     sections = {}
@@ -85,24 +102,31 @@ def from_dict(data: dict[str, Any] | None) -> Config:
         require(isinstance(values, dict), f"config section {section!r} must be a mapping")
         if section == "algo":  # each algorithm has its own section class
             cls = algo_config_class(values.get("name", DEFAULT_ALGO))
+        if section == "env":  # and each environment its params
+            cls = config_class(values.get("id", DEFAULT_ENV))
         defaults = cls()
         fields = {field.name for field in dataclasses.fields(cls)}
         for key in values:
+            if section == "env" and key not in fields:
+                takes = ", ".join(sorted(fields - {"id"})) or "no params"
+                named = values.get("id", DEFAULT_ENV)
+                raise ConfigError(
+                    f"unknown config key env.{key} for env.id={named} (takes: {takes})"
+                )
             require(key in fields, f"unknown config key {section}.{key}")
         coerced = {
             key: _coerce(f"{section}.{key}", value, getattr(defaults, key))
             for key, value in values.items()
         }
         sections[section] = cls(**coerced)
-    check_names(sections["train"], sections["env"])
+    check_opponents(sections["env"])
     return Config(**sections)
 
 
-def check_names(train: TrainConfig, env: EnvConfig) -> None:
-    """The task and the opponents are names the floors above the schema own: the environments
-    (`envs.tasks`) and the agents (`agents.resolve`, and `self`, the frozen learner)."""
-    check_task(train.task)
-    for name in env.opponents:
+def check_opponents(env: EnvConfig) -> None:
+    """A match's opponents are names the floors above the schema own: the agents
+    (`agents.resolve`), and `self`, the frozen learner."""
+    for name in env.opponents if isinstance(env, MatchConfig) else ():
         check_choice("env.opponent", name, (*BUILTIN_AGENTS, "self"))
 
 
@@ -111,9 +135,9 @@ _LEGACY_MATCH_KEYS = ("opponent", "reward", "opponent_features", "opponent_refre
 
 
 def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
-    """A config written before the `env` section (run directories, old YAML files) in today's
-    keys: the two-player fields of `algo` move to `env`, `algo.name=a2c-2p` is A2C on
-    `train.task=match`, and `algo.opponent=none` is the solitaire task."""
+    """A config written before the `env` section (run directories, old YAML files) in the
+    keys of the next form: the two-player fields of `algo` move to `env`, `algo.name=a2c-2p`
+    is A2C on `train.task=match`, and `algo.opponent=none` is the solitaire task."""
     algo = data.get("algo")
     if not isinstance(algo, dict):
         return data
@@ -130,6 +154,33 @@ def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
         if train.get("task", "game") == "game":
             train["task"] = "match"
     return {**data, "algo": algo, "train": train, "env": env}
+
+
+def migrate_env_id(data: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A config that names its environment the old way, by `train.task` and `train.rules` (run
+    directories before issue 66, `--set train.rules=yatzy`), in today's keys: the two name
+    `env.id`, each laid over the id the `env` section has (a preset's, or the default), and a
+    solitaire environment drops the match settings the old form kept and ignored. Returns the
+    data and a one-line note (None when there was nothing to read)."""
+    train, env = data.get("train"), data.get("env") or {}
+    if (
+        not isinstance(train, dict)
+        or not {"task", "rules"} & set(train)
+        or not isinstance(env, dict)
+    ):
+        return data, None
+    train, env = dict(train), dict(env)
+    old = {key: train.pop(key) for key in ("task", "rules") if key in train}
+    current = env.get("id", DEFAULT_ENV)
+    check_env_id(current)
+    rules, task = ENV_IDS[current]
+    new_id = env_id(old.get("rules", rules), old.get("task", task))
+    if not ENVIRONMENTS[ENV_IDS[new_id][1]].has_opponents:
+        env = {}
+    env["id"] = new_id
+    named = ", ".join(f"train.{key}={value}" for key, value in old.items())
+    note = f"note: read {named} (the old form) as env.id={new_id}"
+    return {**data, "train": train, "env": env}, note
 
 
 def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

@@ -60,8 +60,6 @@ FIXED_ON_RESUME = (
     "algo.buffer_size",
     "train.seed",
     "train.games_per_update",
-    "train.rules",
-    "train.task",
     "network.*",
     "env.*",
 )

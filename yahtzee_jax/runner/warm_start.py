@@ -49,10 +49,11 @@ def warm_params(context: Context) -> Any:
         raise ConfigError(
             f"algo.init_from={config.algo.init_from!r} has another network or features section"
         )
-    same_task = (source.train.task, source.train.rules, source.env.reward) == (
-        config.train.task,
-        config.train.rules,
-        config.env.reward,
+    # The same environment and reward (a match's; solitaire games are scored): the value
+    # head's targets mean the same.
+    same_task = (source.env.id, getattr(source.env, "reward", None)) == (
+        config.env.id,
+        getattr(config.env, "reward", None),
     )
     params = context.algorithm.warm_params(
         context, jax.tree.map(np.asarray, state["params"]), same_task

@@ -26,25 +26,14 @@ from yahtzee_jax.agents.resolve import BUILTIN_AGENTS, builtin_agent
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
-from yahtzee_jax.envs.tasks import ENVIRONMENTS
+from yahtzee_jax.envs.tasks import ENV_IDS, ENVIRONMENTS, GAMES
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import get_rules
 
-# The id's game name -> the rule set (`game.rules.RULE_VARIANTS`).
-GAMES = {
-    "Yahtzee": "official",
-    "YahtzeeFreeJoker": "free-joker",
-    "YahtzeeNoJoker": "no-joker",
-    "YahtzeePlain": "plain",
-    "Yacht": "yacht",
-    "YachtClubhouse": "yacht-clubhouse",
-    "Yatzy": "yatzy",
-}
-ENV_IDS: dict[str, tuple[str, str]] = {
-    f"{game}{env.id_suffix}-v0": (rules, task)
-    for task, env in ENVIRONMENTS.items()
-    for game, rules in GAMES.items()
-}
+# The ids and their games are the environments' (`envs.tasks`): a run config's `env.id` takes
+# the same names. Re-exported here for outside code.
+__all__ = ["ENV_IDS", "GAMES", "OPPONENTS", "PARAMS", "Env", "make", "make_params"]
+
 # Built-in agents that play from their own card alone (the win-seeker reads the table: no seat).
 OPPONENTS = BUILTIN_AGENTS
 PARAMS = (

@@ -125,7 +125,7 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
         seconds = _best_time(lambda s: chunk(s)[0].params, state, repeats) / updates
     return {
         "algorithm": config.algo.name,
-        "task": config.train.task,
+        "env": config.env.id,
         "games_per_update": config.train.games_per_update,
         "updates_per_call": updates,
         "compile_seconds": compile_seconds,
