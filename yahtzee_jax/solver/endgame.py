@@ -62,7 +62,8 @@ def endgame_distributions(
 def load_endgame(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarray] | None:
     """The cached (rows, distributions), or None if missing or not this solver's output: rows
     int32 of the table's shape in [-1, len(distributions)), distributions float32 [n, SCORE_BINS]
-    of finite chances in [0, 1] (a negative row would index from the end, silently)."""
+    of finite chances in [0, 1] up to float32's rounding (a negative row would index from the
+    end, silently)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             rows, distributions = data["rows"], data["distributions"]
@@ -74,8 +75,9 @@ def load_endgame(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarra
         return None
     if rows.size == 0 or rows.min() < -1 or rows.max() >= len(distributions):
         return None
+    # float32 sums round a chance a hair below 0 (official's table holds -1.0e-7) or above 1.
     finite = np.all(np.isfinite(distributions))
-    if not (finite and distributions.min() >= 0.0 and distributions.max() <= 1.0 + 1e-5):
+    if not (finite and distributions.min() >= -1e-5 and distributions.max() <= 1.0 + 1e-5):
         return None
     return rows, distributions
 
