@@ -332,6 +332,20 @@ def test_win_seeker_agent_alone_plays_against_an_empty_card(cache):
         assert int(agent.act(None, one, keys[lane])) == int(expected[lane])
 
 
+def test_win_seeker_refuses_two_opponents_in_one_line(cache):
+    """Shown two other cards (a three-player match), the win-seeker refuses in one line naming
+    the target-seeker, where it failed deep in JAX on the shapes of its one-opponent tables."""
+    from yahtzee_jax.errors import UserError
+
+    agent = win_seeker_agent(RULES, cache, endgame_open=1)
+    own, _ = _last_turn((1, 2, 3, 4, 6), 0, 0)
+    two = jax.tree.map(
+        lambda leaf: jnp.broadcast_to(leaf, (1, 2, *leaf.shape)), State.empty(OFFICIAL)
+    )
+    with pytest.raises(UserError, match=r"one opponent, not 2.*target-seeker"):
+        agent.policy(None, own, two, jax.random.split(jax.random.key(0), 1))
+
+
 def test_opponents_next_dice_are_not_looked_at(cache):
     """The opponent is read at its turn start: its dice do not change my action."""
     mine, theirs = _last_turn((2, 3, 4, 5, 6), 0, 21)

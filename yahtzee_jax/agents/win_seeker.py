@@ -12,6 +12,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver import endgame as endgame_tables
@@ -35,8 +36,11 @@ def win_seeker_agent(
             other = empty_cards(keys.shape, rules)
         elif others.dice.shape[1] == 1:  # one opponent: its card
             other = jax.tree.map(lambda leaf: leaf[:, 0], others)
-        else:
-            other = others
+        else:  # its normal and endgame tables are of one opponent's score
+            raise UserError(
+                f"the win-seeker plays against one opponent, not {others.dice.shape[1]}; "
+                "the target-seeker plays against several"
+            )
         return seek(own, other, keys)[0]
 
     return Agent("win-seeker", policy, None, rules, reads_others=True)
