@@ -147,6 +147,29 @@ def best_rival_distribution(
     return jnp.diff(cdf, prepend=0.0), cdf
 
 
+def _window(table: jax.Array, start: jax.Array) -> jax.Array:
+    """`WINDOW - 1` entries of a flat table from `start`: one slice a row (a gather of whole
+    windows, not of each element)."""
+    return jax.lax.dynamic_slice(table, (start,), (WINDOW - 1,))
+
+
+def my_rows(
+    tables: TargetSeekerTables,
+    states: tuple[jax.Array, jax.Array, jax.Array],
+    exact: jax.Array,
+    mixed: bool,
+) -> jax.Array:
+    """R_s'(d), d = 1 .. WINDOW - 1, of next states [n] (mask, upper, flag), [n, d]: T where
+    `exact` (the rivals done by then) or my rows are T already, else the mixed rows (`mixed`,
+    static); 0 past a row's end."""
+    rows, lengths = jnp.maximum(tables.rows[states], 0), tables.lengths[states]
+    chances = jax.vmap(_window, in_axes=(None, 0))(tables.best, rows + 1)
+    if mixed:
+        mine = jax.vmap(_window, in_axes=(None, 0))(tables.reach, rows + 1)
+        chances = jnp.where(exact, chances, mine)
+    return jnp.where(jnp.arange(1, WINDOW) < lengths[:, None], chances, 0.0)
+
+
 def win_chances(
     tables: TargetSeekerTables,
     states: tuple[jax.Array, jax.Array, jax.Array],
@@ -156,24 +179,12 @@ def win_chances(
     mixed: bool,
 ) -> jax.Array:
     """W(s', X') of turn ends [n]: next states (mask, upper, flag) and my totals there, against
-    the best rival's final-score distribution; `exact` reads T (the rival done by then), `mixed`
-    (static) says that my rows are not T already."""
+    the best rival's final-score distribution (`my_rows` says which rows are read)."""
     pmf, cdf = rival
     bins = cdf.shape[-1]
-    rows, lengths = jnp.maximum(tables.rows[states], 0), tables.lengths[states]
-    targets = jnp.arange(1, WINDOW)
-
-    def window(table: jax.Array, start: jax.Array) -> jax.Array:
-        # One slice a row (a gather of whole windows, not of each element).
-        return jax.lax.dynamic_slice(table, (start,), (WINDOW - 1,))
-
-    chances = jax.vmap(window, in_axes=(None, 0))(tables.best, rows + 1)
-    if mixed:
-        mine = jax.vmap(window, in_axes=(None, 0))(tables.reach, rows + 1)
-        chances = jnp.where(exact, chances, mine)
-    chances = jnp.where(targets < lengths[:, None], chances, 0.0)
+    chances = my_rows(tables, states, exact, mixed)
     # I win when Y = X' - 1 + d and I score at least d more (d >= 1), or when Y < X' already.
-    rivals = jax.vmap(window, in_axes=(None, 0))(pmf, jnp.clip(totals, 0, bins - WINDOW))
+    rivals = jax.vmap(_window, in_axes=(None, 0))(pmf, jnp.clip(totals, 0, bins - WINDOW))
     below = jnp.where(totals >= 1, cdf[jnp.clip(totals - 1, 0, bins - 1)], 0.0)
     return below + jnp.sum(chances * rivals, axis=-1)
 
@@ -190,17 +201,7 @@ def turn_end_grid(
     `win_chances` on a grid, as one product of my rows [S, d] with the rival's Hankel matrix
     P(Y = total + r - 1 + d) [r, d] (a matrix product, where a window a turn end is a gather)."""
     pmf, cdf = rival
-    rows, lengths = jnp.maximum(tables.rows[states], 0), tables.lengths[states]
-    targets = jnp.arange(1, WINDOW)
-
-    def window(table: jax.Array, start: jax.Array) -> jax.Array:
-        return jax.lax.dynamic_slice(table, (start,), (WINDOW - 1,))
-
-    chances = jax.vmap(window, in_axes=(None, 0))(tables.best, rows + 1)
-    if mixed:
-        mine = jax.vmap(window, in_axes=(None, 0))(tables.reach, rows + 1)
-        chances = jnp.where(exact, chances, mine)
-    chances = jnp.where(targets < lengths[:, None], chances, 0.0)
+    chances = my_rows(tables, states, exact, mixed)
     # Row r of the Hankel matrix is the rival's P(Y = total + r + i), i = 0 .. WINDOW - 2: one
     # slice tiled and cut at a stride of span + 1 (a copy, not a gather).
     span = REWARD_BINS + WINDOW - 1
