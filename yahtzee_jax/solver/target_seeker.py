@@ -22,7 +22,7 @@ win-seeker's, `solver.win_policy`); near ties go to the play worth more points.
 
 The sum runs over d < `WINDOW`. R is non-increasing in d, so the part dropped is at most
 R_s'(WINDOW) P(Y >= X' + WINDOW - 1): at the game's start T(640) E(640) = 2.6e-8 in official
-Yahtzee (`dropped_chance` gives T_start(WINDOW)). A keep values every roll's
+Yahtzee. A keep values every roll's
 turn end: W on the grid of the 44 next states and every reward (`turn_end_grid`, one matrix
 product with the rival's Hankel matrix); the score decision only its roll's 13 (`win_chances`).
 """
@@ -116,12 +116,6 @@ def padded(flat: np.ndarray, rules: Rules) -> jax.Array:
     out = np.zeros(len(flat) + score_bins(rules)[0] + 1, np.float32)
     out[: len(flat)] = flat
     return jnp.asarray(np.nan_to_num(out, copy=False))
-
-
-def dropped_chance(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> float:
-    """T_start(WINDOW): a bound on what the window drops from any turn-end chance."""
-    start = target_tables(get_rules(rules), cache_dir, policy="target").chances((0, 0, 0))
-    return float(start[WINDOW]) if len(start) > WINDOW else 0.0
 
 
 def final_score_cdf(tables: TargetSeekerTables, card: State, rules: Rules) -> jax.Array:
