@@ -22,9 +22,9 @@ win-seeker's, `solver.win_policy`); near ties go to the play worth more points.
 
 The sum runs over d < `WINDOW`. R is non-increasing in d, so the part dropped is at most
 R_s'(WINDOW) P(Y >= X' + WINDOW - 1): at the game's start T(640) E(640) = 2.6e-8 in official
-Yahtzee. A keep values every roll's
-turn end: W on the grid of the 44 next states and every reward (`turn_end_grid`, one matrix
-product with the rival's Hankel matrix); the score decision only its roll's 13 (`win_chances`).
+Yahtzee. A keep values every roll's turn end: W on the grid of the 44 next states and every
+reward (`turn_end_grid`, one matrix product with the rival's Hankel matrix); the score decision
+only its roll's 13 (`win_chances`).
 """
 
 from __future__ import annotations
