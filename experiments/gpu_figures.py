@@ -52,7 +52,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from yahtzee_jax.commands.bench.machine import cpu_model, vector_level
+from yahtzee_jax.commands.bench.machine import cpu_name
 from yahtzee_jax.commands.study_report import first_crossings
 from yahtzee_jax.files import write_json
 
@@ -108,12 +108,10 @@ def machine() -> dict[str, Any]:
     persistent compilation cache if the environment sets one."""
     import jax
 
-    level = vector_level()
-    cpu = f"{cpu_model()}, {level}" if level else cpu_model()
     return {
         "devices": [device.device_kind for device in jax.devices()],
         "platform": jax.devices()[0].platform,
-        "cpu": cpu,
+        "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()),
         "jax": jax.__version__,

@@ -179,16 +179,20 @@ def test_bench_evaluate_puts_optimal_play_beside_the_published_figures(capsys) -
 
 def test_machine_reads_the_cpu_model_and_its_vector_level(tmp_path, monkeypatch) -> None:
     """A cpuinfo with a model name and avx512f flags reads as that model with AVX-512; with avx2
-    only, AVX2; with neither (or no file) the level is empty and the model falls back."""
+    only, AVX2; with neither (or no file) the level is empty and the model falls back; the name
+    result files record joins the two."""
     from yahtzee_jax.commands.bench import machine
 
     cpuinfo = tmp_path / "cpuinfo"
     monkeypatch.setattr(machine, "CPUINFO", cpuinfo)
     cpuinfo.write_text("model name\t: AMD EPYC 9R14\nflags\t\t: fpu sse2 avx2 avx512f avx512bw\n")
     assert (machine.cpu_model(), machine.vector_level()) == ("AMD EPYC 9R14", "AVX-512")
+    assert machine.cpu_name() == "AMD EPYC 9R14, AVX-512"
     cpuinfo.write_text("model name\t: Intel Xeon\nflags\t\t: fpu sse2 avx avx2\n")
     assert (machine.cpu_model(), machine.vector_level()) == ("Intel Xeon", "AVX2")
+    assert machine.cpu_name() == "Intel Xeon, AVX2"
     cpuinfo.write_text("flags\t\t: fpu sse2\n")
     assert machine.vector_level() == "" and machine.cpu_model()
+    assert machine.cpu_name() == machine.cpu_model()
     cpuinfo.unlink()
     assert machine.vector_level() == "" and machine.cpu_model()

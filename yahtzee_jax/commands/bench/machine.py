@@ -32,6 +32,13 @@ def vector_level() -> str:
     return "AVX-512" if "avx512f" in words else "AVX2" if "avx2" in words else ""
 
 
+def cpu_name() -> str:
+    """The CPU's model and its vector level, as result files name the machine
+    ("AMD EPYC, AVX-512")."""
+    level = vector_level()
+    return f"{cpu_model()}, {level}" if level else cpu_model()
+
+
 def commit() -> str | None:
     """The checkout's commit ("+dirty" when files differ from it), or None outside git."""
     here = Path(__file__).resolve().parent
@@ -55,11 +62,10 @@ def commit() -> str | None:
 def run_record(argv: list[str]) -> dict[str, Any]:
     """What a result file records of its run: the command (`argv`, the CLI's arguments),
     commit, CPU, cores and load."""
-    level = vector_level()
     return {
         "command": shlex.join(["yahtzee-jax", *argv]),
         "commit": commit(),
-        "cpu": f"{cpu_model()}, {level}" if level else cpu_model(),
+        "cpu": cpu_name(),
         "cpu_count": os.cpu_count(),
         "load_average_at_start": list(os.getloadavg()),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
