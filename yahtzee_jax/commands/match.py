@@ -113,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--hindsight-weight is the target-seeker's")
         if not 0.0 <= args.hindsight_weight <= 1.0:  # NaN too
             raise ConfigError(f"--hindsight-weight={args.hindsight_weight}; choose 0 to 1")
-    record = run_record(getattr(args, "argv", []))
+    # Read before the matches (the load they start under), and only for a file to hold it.
+    record = run_record(getattr(args, "argv", [])) if args.out else None
     if builtin:
         rules = get_rules(args.rules)
         if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
