@@ -37,6 +37,9 @@ def test_bench_train_compares_the_pipeline_with_bare_forward_backward(tmp_path, 
     rows = run_bench([*BENCH_TRAIN, "--preset", "quick", "--batches", "4"], tmp_path / "a2c.json")
     assert "ratio = full update time / bare forward+backward" in capsys.readouterr().out
     _check_bench_rows(rows, [("quick", 4, "a2c")])
+    # each row says its run: the command as typed, the CPU and the load it met
+    assert rows[0]["machine"]["command"].startswith("yahtzee-jax bench train --set ")
+    assert len(rows[0]["machine"]["load_average_at_start"]) == 3
 
 
 @pytest.mark.slow
@@ -110,7 +113,9 @@ def test_bench_solve_times_each_engine_side_by_side(tmp_path, capsys) -> None:
     argv = ["bench", "solve", "--rules", "yacht", "--workers", "1", "--engines", "native,xla"]
     assert os.environ.get("JAX_COMPILATION_CACHE_DIR")  # tests/conftest.py: for subprocesses
     assert main([*argv, "--repeats", "2", "--json", str(out)]) == 0
-    rows = json.loads(out.read_text())["ours"]
+    result = json.loads(out.read_text())
+    assert result["machine"]["command"].startswith("yahtzee-jax bench solve --rules yacht")
+    rows = result["ours"]
     assert [(row["workers"], row["engine"]) for row in rows] == [(1, "native"), (1, "xla")]
     for row in rows:
         assert row["optimum"] == pytest.approx(180.4161173148, abs=1e-9)
@@ -151,6 +156,9 @@ def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     assert all(row["games_per_second"] > 0 for row in result["agents"])
     assert all(row["cpu_seconds"] > 0 for row in result["agents"])
     assert result["published"] is None  # official rules, and no optimal row
+    assert result["machine"]["command"] == "yahtzee-jax " + " ".join(
+        [*argv, "--games", "64", "--batch-size", "32", "--json", str(tmp_path / "eval.json")]
+    )
 
 
 def test_bench_evaluate_puts_optimal_play_beside_the_published_figures(capsys) -> None:

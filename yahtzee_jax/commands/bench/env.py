@@ -18,6 +18,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.base import make_random_agent
+from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.envs.solitaire_play import agent_policy, play
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.game import State, get_rules, total_score
@@ -137,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
             "rules": rules.name,
             "reference": reference,
             "engine": rows,
+            "machine": run_record(args.argv),
         }
         write_json(args.json_path, result)
     return 0

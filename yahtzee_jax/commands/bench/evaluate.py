@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from yahtzee_jax.commands.arguments import seed_argument
 from yahtzee_jax.commands.bench import dlangk, yatzy_solver
+from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.commands.bench.published import over_theirs, ratio_words
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import check_writable, write_json
@@ -186,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         info = {"rules": rules.name, "games": args.games, "batch_size": batch_size}
         output = {**info, "agents": results, "yatzy_solver": reference, "published": published}
         output["dlangk"] = rust
+        output["machine"] = run_record(args.argv)
         write_json(args.json, output)
     return 0
 

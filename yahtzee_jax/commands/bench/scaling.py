@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from yahtzee_jax.commands.arguments import add_override_argument
+from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.commands.bench.train import time_chunk, transitions_per_update
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import UserError
@@ -292,6 +293,7 @@ def run(args: argparse.Namespace) -> int:
         "repeats": args.repeats,
         "max_transitions_per_update": {str(width): cap for width, cap in caps.items()},
         "rows": [],
+        "machine": run_record(args.argv),
     }
     print(f"bench scaling: {local} x {device.device_kind} ({platform})")
     limits = ", ".join(f"{cap:,} at width {width}" for width, cap in caps.items())

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from yahtzee_jax.commands.bench import dlangk, yatzy_solver
+from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.commands.bench.published import over_theirs, ratio_words
 from yahtzee_jax.files import check_writable, write_json
 
@@ -240,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
             folder.cleanup()
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}")
     results = {"rules": rules.name, "cpus": os.cpu_count(), "ours": []}
+    results["machine"] = run_record(args.argv)
     rows = []
     for (workers, engine), runs in ours.items():
         # The workers' private memory: one more solve, sampled, not timed (one process has none).

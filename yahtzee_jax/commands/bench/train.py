@@ -15,6 +15,7 @@ import argparse
 import time
 
 from yahtzee_jax.commands.arguments import add_override_argument
+from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.config import Config
 from yahtzee_jax.files import check_writable, write_json
 
@@ -244,6 +245,7 @@ def _run_population(args: argparse.Namespace, configs: list) -> list[dict]:
         row = {"preset": preset, "width": config.network.hidden_size} | measure_population(
             config, args.population, args.repeats
         )
+        row["machine"] = run_record(args.argv)  # the rows are the file: each says its run
         results.append(row)
         print(
             f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} {row['games_per_update']:>6} "
@@ -329,6 +331,7 @@ def run(args: argparse.Namespace) -> int:
             "width": config.network.hidden_size,
             "compute_dtype": config.network.compute_dtype,
         } | measure(config, args.repeats, args.breakdown)
+        row["machine"] = run_record(args.argv)  # the rows are the file: each says its run
         results.append(row)
         parts = (
             f" | env {row['env_ms']:.1f} rollout {row['rollout_ms']:.1f} learn "
