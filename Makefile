@@ -22,7 +22,7 @@ help:
 	@echo "make lint | format           ruff check + format check | apply ruff format"
 	@echo "make bench                   engine benchmark (bench env); see README for the others"
 	@echo "make solve RULES=official    exact optimum for a rule variant"
-	@echo "make gpu-figures OUT=DIR     every GPU figure of issue 43 in at most 8 minutes, JSON in DIR"
+	@echo "make gpu-figures OUT=DIR     the GPU figures (scaling study first) in 8 minutes, JSON in DIR"
 	@echo "make wheel                   dist/yahtzee_jax-*.whl, what a Colab notebook installs (upload it)"
 
 # The packages' bytecode is compiled on every core (compileall -j 0), where pip compiles it on
@@ -83,8 +83,9 @@ RULES ?= official
 solve: setup
 	$(BIN)/yahtzee-jax solve --rules $(RULES)
 
-# On a machine with a GPU (after `.venv/bin/pip install -e '.[cuda]'`): the model-free preset's
-# time to quality and the fused step's throughput, as JSON in OUT (default runs/gpu-figures).
+# On a machine with a GPU (after `.venv/bin/pip install -e '.[cuda]'`): the scaling study
+# (issue 64), the model-free presets' time to quality and the fused step's throughput, as JSON in
+# OUT (default runs/gpu-figures).
 gpu-figures: setup
 	$(BIN)/python experiments/gpu_figures.py $(if $(filter command line,$(origin OUT)),$(OUT),runs/gpu-figures)
 

@@ -8,27 +8,31 @@ compilation and the final evaluation included), each skipped when the time it is
 take no longer fits in what is left of `--budget-s`, and stopped when it outruns that budget
 (a stopped train step keeps the evaluations it wrote, a stopped bench the rows it measured):
 
-1. `train_gpu-ppo_seed1.json`: the model-free GPU preset, seed 1 (seed 0 chose its settings),
+1. `scaling_study.json`: the scaling study of issue 64 (`experiment scaling-gpu --scale
+   paper`): score against games at B = 1,024, 4,096 and 16,384 and widths 128, 256 and 600,
+   two seeds of each cell as one population; stopped after `SCALING_CAP_S` at most, its
+   finished runs reported (their final evaluations, curves and first crossings);
+2. `train_gpu-ppo_seed1.json`: the model-free GPU preset, seed 1 (seed 0 chose its settings),
    its wall time, final evaluation and the games and seconds at which its evaluations first
-   reached 230, 241.78 and 248;
-2. `bench_train.json`: the fused step's games/s at B = 1,024 and 16,384 at widths 64 (a
-   Yacht-Agent-sized network) and 256, beside the bare forward+backward, with the time split
-   into the env, the acting rollout and the learning (`bench train --breakdown`);
-3. `bench_solve.json`: the value table solved on the device (Yatzy; issue 46's target is
+   reached 230, 241.78 and 248 (the target: 241.78 within 60 s);
+3. `bench_train_w256_large.json`: width 256 at B = 65,536 in float32 and in bfloat16
+   (`--dtypes`), for the 500,000 games/s target (16,384 in float32 gave 390,306 on an H200);
+4. `bench_solve.json`: the value table solved on the device (Yatzy; issue 46's target is
    under a second), three solves in fresh processes, the first compiling its program into the
    cache folder and the others loading it (`bench solve --workers 1 --engines xla --repeats 3`);
-4. `bench_train_w256_large.json`: width 256 at B = 65,536 in float32 and in bfloat16
-   (`--dtypes`), for the 500,000 games/s target (16,384 in float32 gave 390,306 on an H200);
 5. `train_ppo-252_seed9.json`: the 252 recipe (`ppo-252`, 6.5M games at B = 256, then
    `ppo-252-polish` from it; seed 4 chose it on the CPU and seed 7 reached 252.19 there) on a
    fresh seed: the second seed of 252, and when its evaluations first passed 250 (the 10-minute
    target; `ppo-250` reached 250.42 in 83 s on an H200);
-6. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown;
-7. `train_gpu-ppo_seed2.json`: the GPU preset again on seed 2.
+6. `bench_train.json`: the fused step's games/s at B = 1,024 and 16,384 at widths 64 (a
+   Yacht-Agent-sized network) and 256, beside the bare forward+backward, with the time split
+   into the env, the acting rollout and the learning (`bench train --breakdown`);
+7. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown.
 
-Steps 4 to 7 repeat code paths of steps 1 and 2, so `--tiny` skips them (and solves Yacht, the
-quickest table, once in step 3). Eight files at most come to OUT (the device tool brings back
-eight).
+Steps 3, 5 and 7 repeat code paths of the others, so `--tiny` skips them (it runs the
+scaling study's cpu scale on one run of two tiny seeds, and solves Yacht, the quickest table,
+once). Eight files at most come to OUT (the device tool brings back eight); gpu-ppo's second
+seed, which an earlier loan measured (results/gpu-h200), gave its place to the scaling study.
 
 `manifest.json` records the machine (the device, the CPU, the load before the first step and
 JAX's persistent cache folder if the environment sets one: leave it unset, and every step is
@@ -72,6 +76,7 @@ BENCH_LARGE += ["--dtypes", "float32,bfloat16"]
 # train 49-50 s, ppo-250 83 s, the breakdown grid 149 s, the widths grid 132 s; a 65,536-game
 # cell about 45 s), used to skip a step that cannot finish in the time left.
 EXPECTED_S = {
+    "scaling": 240.0,  # the first cells (width 128) and their compilations; stopped at the cap
     "train": 65.0,  # gpu-ppo at 983,040 games since: about 3 s more than the H200 took
     "train-252": 260.0,  # about 2x ppo-250's 83 s on an H200, then a million games at B = 1,024
     "bench": 160.0,
@@ -89,6 +94,11 @@ TINY_TRAIN_SETTINGS = (
     "train.eval_fraction=0.5",
 )
 TINY_TRAIN = [arg for setting in TINY_TRAIN_SETTINGS for arg in ("--set", setting)]
+SCALING_STUDY = "scaling-gpu"
+# The study's share of a loan: what is left after it goes to the owed single figures
+SCALING_CAP_S = 330.0
+# one update per evaluation, so one per chunk (the runs' own chunk sizes divide theirs)
+TINY_STUDY = [*TINY_TRAIN, "--set", "train.updates_per_chunk=1"]
 # one cell: each costs four compilations (the chunk, the bare fwd+bwd, the env, the rollout)
 TINY_BENCH = [
     "--batches",
@@ -214,6 +224,38 @@ def train_run(
     return result
 
 
+def scaling_step(
+    out: Path, work: Path, tiny: bool, timeout_s: float | None = None
+) -> dict[str, Any]:
+    """The scaling study, stopped at `SCALING_CAP_S` (or the time left), then reported from
+    the runs that finished, to OUT/scaling_study.json (tiny: the cpu scale's one run)."""
+    from yahtzee_jax.commands.studies import load_study
+    from yahtzee_jax.commands.study_report import write_study_report
+    from yahtzee_jax.errors import UserError
+
+    study_dir = work / SCALING_STUDY
+    scale = "cpu" if tiny else "paper"
+    argv = [*yahtzee_jax_command(), "experiment", SCALING_STUDY, "--scale", scale]
+    argv += ["--out", str(study_dir), "--no-progress", *(TINY_STUDY if tiny else [])]
+    cap = SCALING_CAP_S if timeout_s is None else min(timeout_s, SCALING_CAP_S)
+    status, seconds, tail = run_command(argv, None if tiny else cap)
+    result: dict[str, Any] = {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds}
+    if status != 0:
+        result["output_tail"] = tail
+    study = load_study(SCALING_STUDY)
+    overrides = tuple(TINY_STUDY[1::2]) if tiny else ()
+    try:  # what the study's own end writes, also for the runs a stopped study finished
+        result["study"] = write_study_report(study, scale, study.seeds, study_dir, overrides)
+    except UserError as error:  # stopped before any run finished
+        result["study"] = None
+        result["output_tail"] = f"{tail}\n{error}"
+    if status != 0 and result["study"]:
+        result["status"] = 0  # stopped at the cap by design: the finished runs are the figure
+        result["stopped_at_cap"] = True
+    write_json(out / "scaling_study.json", result)
+    return result
+
+
 def bench_step(
     out: Path, name: str, grid: list[str], timeout_s: float | None = None
 ) -> dict[str, Any]:
@@ -268,43 +310,43 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     tiny = args.tiny
     steps = [
+        ("scaling study", "scaling", lambda work, left: scaling_step(out, work, tiny, left)),
         ("train seed 1", "train", lambda work, left: train_step(out, work, PRESET, 1, tiny, left)),
+    ]
+    if not tiny:  # the same code paths as the others: a smoke run needs them once
+        steps.append(
+            (
+                "bench width 256 large",
+                "bench-large",
+                lambda work, left: bench_step(out, "bench_train_w256_large", BENCH_LARGE, left),
+            )
+        )
+    steps.append(("bench solve", "solve", lambda work, left: solve_step(out, tiny, left)))
+    if not tiny:
+        steps.append(
+            (
+                "train ppo-252 and its polish, seed 9",
+                "train-252",
+                lambda work, left: train_252_step(out, work, 9, tiny, left),
+            )
+        )
+    steps.append(
         (
             "bench train",
             "bench",
             lambda work, left: bench_step(
                 out, "bench_train", TINY_BENCH if tiny else BENCH_GRID, left
             ),
-        ),
-        (
-            "bench solve",
-            "solve",
-            lambda work, left: solve_step(out, tiny, left),
-        ),
-    ]
-    if not tiny:  # the same code paths as the two above: a smoke run needs them once
-        steps += [
-            (
-                "bench width 256 large",
-                "bench-large",
-                lambda work, left: bench_step(out, "bench_train_w256_large", BENCH_LARGE, left),
-            ),
-            (
-                "train ppo-252 and its polish, seed 9",
-                "train-252",
-                lambda work, left: train_252_step(out, work, 9, tiny, left),
-            ),
+        )
+    )
+    if not tiny:
+        steps.append(
             (
                 "bench widths",
                 "bench-widths",
                 lambda work, left: bench_step(out, "bench_train_widths", BENCH_WIDTHS, left),
-            ),
-            (
-                "train seed 2",
-                "train",
-                lambda work, left: train_step(out, work, PRESET, 2, tiny, left),
-            ),
-        ]
+            )
+        )
     manifest = record["steps"]
     work = Path(tempfile.mkdtemp(prefix="gpu-figures-"))
     try:

@@ -11,9 +11,12 @@ so the pictures are drawn afterwards, beside the JSON):
   run's time);
 - `throughput.png`: training games per second against games per update, a colour per width and
   a line style per compute dtype, and the bare forward+backward's rate in grey where measured
-  (`bench_train*.json`).
+  (`bench_train*.json`);
+- `scaling_study.png` and `scaling_study.md`: the scaling study's score against games, a curve
+  per games-per-update and width (the mean of its seeds), and its tables of final scores and
+  games to each threshold (`scaling_study.json`; the study report's own figure and tables).
 
-Either is left out when its files are missing; a folder with neither is a one-line error.
+Each is left out when its files are missing; a folder with neither is a one-line error.
 """
 
 from __future__ import annotations
@@ -26,8 +29,11 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from yahtzee_jax.commands.studies import load_study
+from yahtzee_jax.commands.study_report import crossings_table, results_table, study_figure
 from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.plots import label_throughput_axes, plot_learning_curves, save_figure
+from yahtzee_jax.files import write_whole
 
 REFERENCES = {"paper (Pape), 1M games": 241.78, "250": 250.0}
 DTYPE_STYLES = {"float32": "-", "bfloat16": "--"}
@@ -86,6 +92,21 @@ def throughput_figure(rows: list[dict[str, Any]], title: str) -> Figure:
     return figure
 
 
+def scaling_study(folder: Path, device: str) -> list[Path]:
+    """The scaling study's figure and tables from `scaling_study.json` (none without runs)."""
+    path = folder / "scaling_study.json"
+    report = json.loads(path.read_text()).get("study") if path.is_file() else None
+    if not report:
+        return []
+    study, runs = load_study(report["study"]), report["runs"]
+    title = f"{study.title}{device}\n{report['note']}"
+    figure = save_figure(study_figure(study, runs, title), folder / "scaling_study.png")
+    tables = f"{results_table(runs)}\n\n{crossings_table(runs, study.thresholds)}\n"
+    markdown = folder / "scaling_study.md"
+    write_whole(markdown, f"# {study.title}{device}\n\n{report['note']}\n\n{tables}")
+    return [figure, markdown]
+
+
 def device_name(folder: Path) -> str | None:
     """The device the figures were measured on: the manifest's machine (`machine.json` beside
     an older manifest, a bare list of steps), None when neither says."""
@@ -114,6 +135,7 @@ def draw(folder: Path) -> list[Path]:
     if rows:
         title = f"The fused training step{device}"
         written.append(save_figure(throughput_figure(rows, title), folder / "throughput.png"))
+    written += scaling_study(folder, device)
     if not written:
         raise UserError(f"{folder} holds no train_*.json evaluations and no bench_train*.json rows")
     return written

@@ -24,19 +24,29 @@ def _load_script():
 
 
 def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
-    """--tiny trains the GPU preset once, runs its throughput grid with the breakdown and solves
-    Yacht: the manifest lists the three with exit 0 beside the machine, the train artifact has
-    its final evaluation and the threshold crossings (none at 64 games), the bench rows split
-    the update into its parts, the solve's row is one process's and reports Yacht's published
-    optimum (a wrong table, or another rule set's, would not)."""
+    """--tiny runs the scaling study's one cpu-scale run on two seeds as a population, trains
+    the GPU preset once, solves Yacht and runs its throughput grid with the breakdown: the
+    manifest lists the four with exit 0 beside the machine; the study's report has both seeds
+    of its run with their curves; the train artifact has its final evaluation and the threshold
+    crossings (none at 64 games), the bench rows split the update into its parts, the solve's
+    row is one process's and reports Yacht's published optimum (a wrong table, or another rule
+    set's, would not)."""
     gpu_figures = _load_script()
     assert gpu_figures.main([str(tmp_path), "--tiny"]) == 0
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert [(step["step"], step["status"]) for step in manifest["steps"]] == [
+        ("scaling study", 0),
         ("train seed 1", 0),
-        ("bench train", 0),
         ("bench solve", 0),
+        ("bench train", 0),
     ]
+    scaling = json.loads((tmp_path / "scaling_study.json").read_text())
+    assert scaling["command"].startswith("-m yahtzee_jax.commands.cli experiment scaling-gpu")
+    (run,) = scaling["study"]["runs"]
+    assert run["label"] == "B=1024, w128" and run["seeds"] == 2 and run["games"] == 64
+    assert [seed["seed"] for seed in run["per_seed"]] == [0, 1]
+    assert all(len(seed["evals"]) == 2 for seed in run["per_seed"])  # every 32 games
+    assert set(run["first_reached"]) == {"230", "241.78", "248"}
     train = json.loads((tmp_path / "train_gpu-ppo_seed1.json").read_text())
     assert train["games"] == 64 and train["final_eval"]["games"] == 64
     assert 0 <= train["final_eval_summary"]["upper_bonus_rate"] <= 1
@@ -56,8 +66,9 @@ def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
     plot = load_experiment_script("plot_gpu_figures")
     assert plot.main([str(tmp_path)]) == 0
     assert plot.device_name(tmp_path) == machine["devices"][0]
-    for name in ("learning_curves_wall.png", "throughput.png"):
+    for name in ("learning_curves_wall.png", "throughput.png", "scaling_study.png"):
         assert (tmp_path / name).read_bytes().startswith(b"\x89PNG")
+    assert "| B=1024, w128 |" in (tmp_path / "scaling_study.md").read_text()
 
 
 def test_first_reached_takes_the_first_evaluation_at_or_above_each_score() -> None:
