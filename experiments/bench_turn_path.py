@@ -8,7 +8,8 @@ rules, each two ways in the same process: `play_games` as it plays the agent (it
 path), and through the one policy signature only, a decision at a time (the policy wrapped so
 that nothing but `__call__` is seen). Both at the agent's own CPU batch (2,048 games), warm (a
 first call compiles each), the two ways alternated so that a shared machine's load falls on
-both; the games of both ways are checked equal. Seconds and games per second per run.
+both; the games of both ways are checked equal. Wall and CPU seconds (this process's, all its
+threads: less moved by other work on a shared machine) and games per second per run.
 """
 
 from __future__ import annotations
@@ -44,10 +45,11 @@ class OneCallOnly:
         return self.policy(params, own, others, keys)
 
 
-def _timed(agent: Agent, games: int, seed: int) -> tuple[float, np.ndarray]:
-    start = time.perf_counter()
+def _timed(agent: Agent, games: int, seed: int) -> tuple[float, float, np.ndarray]:
+    """(wall seconds, this process's CPU seconds, the games' totals)."""
+    start, cpu = time.perf_counter(), time.process_time()
     records = play_games(agent, games, seed, batch_size=WIDGET_CPU_BATCH_SIZE)
-    return time.perf_counter() - start, records.total
+    return time.perf_counter() - start, time.process_time() - cpu, records.total
 
 
 def main() -> None:
@@ -68,15 +70,16 @@ def main() -> None:
         for played in ways.values():  # compile at this batch size
             _timed(played, WIDGET_CPU_BATCH_SIZE, 1)
         for games in args.games:
-            seconds, totals = {}, {}
+            seconds, cpu, totals = {}, {}, {}
             for way, played in ways.items():
-                seconds[way], totals[way] = _timed(played, games, 0)
+                seconds[way], cpu[way], totals[way] = _timed(played, games, 0)
             assert np.array_equal(totals["play_games"], totals["one_call"]), agent.name
             row = {
                 "agent": agent.name,
                 "games": games,
                 "mean_score": float(np.mean(totals["play_games"])),
                 **{f"{way}_s": round(value, 3) for way, value in seconds.items()},
+                **{f"{way}_cpu_s": round(value, 3) for way, value in cpu.items()},
                 **{f"{way}_games_per_s": round(games / value) for way, value in seconds.items()},
                 "one_call_over_play_games": round(seconds["one_call"] / seconds["play_games"], 3),
             }

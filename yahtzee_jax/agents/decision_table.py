@@ -252,19 +252,23 @@ def _whole_game_cards(cards: State) -> jax.Array:
 def table_actions(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
     """Each card's action from the table: at a keep the keep stored for its row, roll and
     re-rolls left (one gather; its row found again at each keep, cheaper than carrying it), at
-    the score decision the optimal agent's box (`score_actions`, only when a card scores)."""
-    roll_index = cards.roll_index
-    rows = _card_rows(table, cards, rules)
-    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
-    shift = jnp.where(roll_index == 0, 0, KEEP_BITS)
-    keeps = (table.keeps[rows, roll].astype(jnp.int32) >> shift) & ((1 << KEEP_BITS) - 1)
-    scoring = roll_index == LAST_ROLL
-    boxes = jax.lax.cond(
-        jnp.any(scoring),
-        lambda: score_actions(table.value_table, cards, rules).astype(jnp.int32),
-        lambda: jnp.zeros_like(keeps),
-    )
-    return jnp.where(scoring, boxes, keeps)
+    the score decision the optimal agent's box (`score_actions`). Each is computed only when a
+    card of the batch needs it (one of them in the lockstep play loop)."""
+    scoring = cards.roll_index == LAST_ROLL
+    nothing = jnp.zeros(scoring.shape, jnp.int32)
+
+    def keeps() -> jax.Array:
+        rows = _card_rows(table, cards, rules)
+        roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
+        shift = jnp.where(cards.roll_index == 0, 0, KEEP_BITS)
+        return (table.keeps[rows, roll].astype(jnp.int32) >> shift) & ((1 << KEEP_BITS) - 1)
+
+    def boxes() -> jax.Array:
+        return score_actions(table.value_table, cards, rules).astype(jnp.int32)
+
+    kept = jax.lax.cond(jnp.all(scoring), lambda: nothing, keeps)
+    scored = jax.lax.cond(jnp.any(scoring), boxes, lambda: nothing)
+    return jnp.where(scoring, scored, kept)
 
 
 @dataclasses.dataclass(frozen=True)

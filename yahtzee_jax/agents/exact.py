@@ -247,15 +247,16 @@ def widget_decisions(
 
     first_actions = nothing
     if memory is not None:
-        # The first keeps before the other kinds, outside their loop: the memory they fill
-        # is then only read there (carried through the loop's branches, it was copied).
-        def remembered(memory: TurnMemory) -> tuple[jax.Array, TurnMemory]:
+        # The first keeps before the other kinds, outside their loop, as a loop of at most
+        # one pass: a loop updates the memory in place, where a `lax.cond` passing it through
+        # on the other decisions copied its 462 x columns values each time.
+        def remember(carry: tuple) -> tuple:
             actions, (last, column) = first_keep()
-            return actions, TurnMemory(last, column.astype(jnp.int32), keys)
+            return jnp.bool_(False), actions, TurnMemory(last, column.astype(jnp.int32), keys)
 
-        firsts = jnp.any(kinds == FIRST_KEEP)
-        first_actions, memory = jax.lax.cond(
-            firsts, remembered, lambda memory: (nothing, memory), memory
+        pending = jnp.any(kinds == FIRST_KEEP)
+        _, first_actions, memory = jax.lax.while_loop(
+            lambda carry: carry[0], remember, (pending, nothing, memory)
         )
         kinds = jnp.where(kinds == FIRST_KEEP, SCORE + 1, kinds)  # decided
 
