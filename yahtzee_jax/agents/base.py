@@ -88,6 +88,8 @@ class Agent:
     plays (solved or trained for one variant). `reads_others` says that the policy reads the
     other cards (two-player learners with opponent features, the planners for the win, the
     win-seeker): a tournament plays it in real matches; alone it plays against empty cards.
+    `optimal` says that it plays the exact optimum's games (the optimal agent): its games are
+    the reference evaluations compare others with (`evaluation.reports`).
 
     An agent is a pytree whose only leaves are its `params`; everything else is static, so a
     whole agent can be an argument of a jitted function (one compile per kind of agent, new
@@ -99,6 +101,7 @@ class Agent:
     params: Any
     rules: Rules
     reads_others: bool = False
+    optimal: bool = False
 
     @property
     def act(self) -> OneCard:
@@ -109,7 +112,7 @@ class Agent:
 jax.tree_util.register_dataclass(
     Agent,
     data_fields=["params"],
-    meta_fields=["name", "policy", "rules", "reads_others"],
+    meta_fields=["name", "policy", "rules", "reads_others", "optimal"],
 )
 
 

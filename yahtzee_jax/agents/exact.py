@@ -421,7 +421,7 @@ def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None =
     # float32 is plenty to rank actions; unreachable states (NaN) are never looked up in play.
     params = jnp.asarray(np.nan_to_num(table, nan=0.0), dtype=jnp.float32)
     policy = WidgetPolicy(rules, MAX_REROLLS, True)
-    return Agent(name="optimal", policy=policy, params=params, rules=rules)
+    return Agent(name="optimal", policy=policy, params=params, rules=rules, optimal=True)
 
 
 def make_greedy_agent(level: int, rules: str | Rules) -> Agent:
