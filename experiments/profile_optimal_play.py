@@ -2,8 +2,8 @@
 
     python experiments/profile_optimal_play.py [--rules yatzy] [--batch 2048] [--games 3]
 
-Plays `--games` batches of optimal games a decision at a time, as `play_games` does through the
-turn plan (`agents.exact.widget_turn_actions`), and prints microseconds a game for each piece:
+Plays `--games` batches of optimal games a decision at a time, as `play_games` does with the
+widget's memory (`agents.exact.widget_decisions`), and prints microseconds a game for each piece:
 the first keep (the turn's plan, once per distinct turn-start state), the last keep (the plan's
 lookups), the score decision, the engine's steps; then, per turn of the first batch, the distinct
 states, the plan's chunks and the first keep's time. Run it pinned (`taskset -c 1`) on an idle
@@ -38,7 +38,11 @@ def main() -> None:
     init = jax.jit(jax.vmap(lambda key: engine.init(key, rules)))
     step = jax.jit(jax.vmap(lambda card, action, key: engine.step(card, action, key, rules)))
     roll_of = jax.jit(lambda cards: jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)])
-    first = jax.jit(lambda cards, roll: exact._shared_first_keeps(table, cards, rules, roll, True))
+    first = jax.jit(
+        lambda cards, roll: exact._shared_first_keeps(
+            table, cards, rules, roll, True, exact._state_keys(cards, rules)
+        )
+    )
     last = jax.jit(lambda plan, roll: exact.best_keeps(plan[0], roll, plan[1]))
     score = jax.jit(lambda cards: exact.score_actions(table, cards, rules))
     distinct = jax.jit(lambda cards: exact._distinct_states(exact._state_keys(cards, rules))[2])

@@ -4,8 +4,8 @@
 per-roll, per-box `category_values` maximum, and `widget_batch_actions` (the policy of the optimal
 and greedy agents) must pick the per-state `widget_action` of every position:
 random cards with Yahtzees in the box and five-of-a-kinds in the dice (the Joker paths), every
-roll index, last turns, under every rule variant; played a turn at a time (its keep values
-computed once a turn), it plays the games it plays a decision at a time. A random value table
+roll index, last turns, under every rule variant; played with its memory (its keep values
+computed once a turn), it plays the games its one call plays. A random value table
 stands in for the solved one: the paths must agree on any table (the solver's own tests check
 the real one).
 """
@@ -19,13 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.base import Agent, TurnPlanner
+from yahtzee_jax.agents.base import Agent, Remembering
 from yahtzee_jax.agents.exact import (
     WidgetPolicy,
     make_greedy_agent,
     widget_action,
     widget_batch_actions,
 )
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (
@@ -224,30 +225,50 @@ def test_play_games_uses_the_batch_path_and_plays_the_same_games():
 @pytest.mark.parametrize(
     ("variant", "max_rerolls", "with_table"),
     [
-        (
-            "official",
-            2,
-            True,
-        ),  # the optimal agent: its plan made at the first keep, read at the last
+        ("official", 2, True),  # the optimal agent: memory made at the first keep, read at the last
         ("yatzy", 2, True),
-        ("official", 1, False),  # greedy level 2: the last keep at roll index 0, no plan
+        ("official", 1, False),  # greedy level 2: the last keep at roll index 0, nothing kept
         ("official", 0, False),  # greedy level 1: keeps everything
     ],
 )
-def test_turn_by_turn_play_equals_decision_by_decision(variant, max_rerolls, with_table):
-    """`play_games` plays a widget agent a turn at a time (`TurnPlanner`); through the one
-    signature, a decision at a time, it plays the same games, bit for bit."""
+def test_play_with_memory_equals_the_one_call(variant, max_rerolls, with_table):
+    """`play_games` carries a widget agent's memory (`Remembering`: a turn's keep values from
+    its first keep to its last); through the one call alone, every decision computed afresh,
+    it plays the same games, bit for bit."""
     rules = get_rules(variant)
     table = random_table(4) if with_table else None
     policy = WidgetPolicy(rules, max_rerolls, with_table)
-    assert isinstance(policy, TurnPlanner)
+    assert isinstance(policy, Remembering)
 
-    def one_decision_at_a_time(params, own, others, keys):
+    def one_call_only(params, own, others, keys):
         return policy(params, own, others, keys)
 
     agent = Agent("widget", policy, table, rules)
-    plain = dataclasses.replace(agent, policy=one_decision_at_a_time)
-    by_turn, by_decision = (play_games(a, 96, seed=7, batch_size=32) for a in (agent, plain))
-    np.testing.assert_array_equal(by_turn.turn_categories, by_decision.turn_categories)
-    np.testing.assert_array_equal(by_turn.turn_points, by_decision.turn_points)
-    np.testing.assert_array_equal(by_turn.box_scores, by_decision.box_scores)
+    plain = dataclasses.replace(agent, policy=one_call_only)
+    remembered, fresh = (play_games(a, 96, seed=7, batch_size=32) for a in (agent, plain))
+    np.testing.assert_array_equal(remembered.turn_categories, fresh.turn_categories)
+    np.testing.assert_array_equal(remembered.turn_points, fresh.turn_points)
+    np.testing.assert_array_equal(remembered.box_scores, fresh.box_scores)
+
+
+def test_a_memory_of_other_cards_is_not_read():
+    """A last keep given the memory of other cards' first keep (other turn-start states)
+    chooses what the one call chooses, and given the memory of its own cards' first keep too:
+    the memory is read only for the cards it is of, and then gives their own values."""
+    rules = get_rules("official")
+    table = random_table(5)
+    policy = WidgetPolicy(rules, 2, True)
+    others_first = random_positions(20, 0)
+    last = random_positions(21, 1)
+    own_first = last.replace(roll_index=jnp.zeros_like(last.roll_index))
+    size = last.dice.shape[0]
+    keys = jax.random.split(jax.random.key(0), size)
+    step = jax.jit(policy.step)
+
+    def memory_of(first: State):
+        return step(table, first, no_others(first), keys, policy.initial_memory(size))[1]
+
+    expected = np.asarray(jax.jit(policy)(table, last, no_others(last), keys))
+    for first in (others_first, own_first):
+        actions, _ = step(table, last, no_others(last), keys, memory_of(first))
+        np.testing.assert_array_equal(np.asarray(actions), expected)

@@ -47,6 +47,27 @@ MINI_NO_BONUS = Rules(
 UPPER = [Category.ONES, Category.TWOS, Category.THREES, Category.FOURS, Category.FIVES]
 
 
+def test_cards_of_a_last_turn_play_the_optimal_agents_widget() -> None:
+    """Cards whose episode ends with this turn while several boxes are open (the single-turn
+    task: no future after it) are outside the table's whole games: the table agent plays the
+    optimal agent's actions on them, at every decision, where its table plans later turns."""
+    rules = MINI
+    table_agent, optimal = builtin_agent("optimal-table", rules), make_optimal_agent(rules)
+    rng = np.random.default_rng(3)
+    cards = [
+        card(dice=rng.integers(1, 7, 5), scores={3: 12} if index % 2 else {}, roll_index=index % 3,
+             rules=rules)
+        for index in range(96)
+    ]  # fmt: skip
+    cards = jax.tree.map(lambda *leaves: jnp.stack(leaves), *cards)
+    cards = cards.replace(turns_left=jnp.ones_like(cards.turns_left))
+    keys = jax.random.split(jax.random.key(0), 96)
+    ours = table_agent.policy(table_agent.params, cards, cards, keys)
+    np.testing.assert_array_equal(ours, optimal.policy(optimal.params, cards, cards, keys))
+    planned = decision_table.table_actions(table_agent.params, cards, rules)
+    assert np.any(np.asarray(planned) != np.asarray(ours))  # the table would have chosen otherwise
+
+
 def _row(rules, written: dict[int, int]) -> int:
     """The table row of a hand-made card with the given boxes written ({box: points})."""
     _, row_of_state = _rows(rules)

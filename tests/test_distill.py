@@ -11,7 +11,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from yahtzee_jax.agents import planner
+from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms import distill, td_planner
+from yahtzee_jax.algorithms.acting import GreedyPolicy
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.envs.base import no_others
@@ -38,17 +41,17 @@ def tiny_config(*more: str):
 
 
 def fixed_rule_context(*more: str):
-    """A distill context whose teacher keeps every die and scores the first legal box."""
+    """A distill context whose teacher (an agent) keeps every die and scores the first legal
+    box."""
     context = make_context(tiny_config(*more))
     env = context.env
 
-    def teacher(cards: engine.State, roll_index: int) -> jax.Array:
-        if roll_index < engine.LAST_ROLL:
-            return jnp.full(cards.dice.shape[:1], KEEP_ALL, jnp.int32)
-        boxes = env.legal_action_mask(cards)[:, NUM_KEEP_ACTIONS:]
-        return (NUM_KEEP_ACTIONS + jnp.argmax(boxes, axis=-1)).astype(jnp.int32)
+    def rule(params, own: engine.State, others: engine.State, keys: jax.Array) -> jax.Array:
+        boxes = env.legal_action_mask(own)[:, NUM_KEEP_ACTIONS:]
+        box = (NUM_KEEP_ACTIONS + jnp.argmax(boxes, axis=-1)).astype(jnp.int32)
+        return jnp.where(own.roll_index < engine.LAST_ROLL, KEEP_ALL, box)
 
-    return context._replace(frozen=teacher)
+    return context._replace(frozen=Agent("fixed-rule", rule, None, context.rules))
 
 
 def save_run(directory, config, params=None) -> None:
@@ -91,23 +94,23 @@ def test_teacher_share_mixes_the_teachers_and_the_students_actions():
 
 def test_acting_agent_is_the_student_alone(tmp_path, monkeypatch):
     """A saved distill run loads as `evaluate RUN` loads it and plays 16 legal games with the
-    planner's functions made to raise: the teacher is never consulted to act."""
+    planner's decisions made to raise: the teacher is never consulted to act."""
     config = tiny_config("algo.teacher=runs/td-planner")
     save_run(tmp_path / "run", config)
 
     def refuse(*args, **kwargs):
         raise AssertionError("the acting agent consulted the teacher")
 
-    monkeypatch.setattr(distill, "plan_decision", refuse)
+    monkeypatch.setattr(planner, "plan_decision", refuse)
     agent = load_agent(str(tmp_path / "run"))
     records = play_games(agent, 16, seed=0)
     assert records.num_games == 16 and records.total.min() >= 0
 
 
 def test_teacher_is_the_td_planner_run_frozen(tmp_path):
-    """The teacher read from a saved td-planner run holds that run's parameters and, on a
-    batch of first rolls and of the same dice at the scoring decision, picks the keeps and
-    boxes the td-planner's own agent picks."""
+    """The teacher read from a saved td-planner run is that run's agent (its policy) with its
+    parameters and, on a batch of first rolls and of the same dice at the scoring decision,
+    picks the keeps and boxes the td-planner's own agent picks."""
     teacher_config = resolve("quick", overrides=[*TINY, "algo.name=td-planner"])
     params = init_train_state(make_context(teacher_config)).params
     params = jax.tree.map(lambda leaf: leaf + 0.25, params)  # not a fresh network's
@@ -120,11 +123,23 @@ def test_teacher_is_the_td_planner_run_frozen(tmp_path):
     first = jax.vmap(lambda key: engine.init(key, context.rules))(keys)
     last = first.replace(roll_index=jnp.full(8, engine.LAST_ROLL, first.roll_index.dtype))
     agent = td_planner.make_agent(teacher_config, params, "teacher")
-    for roll_index, cards in ((0, first), (engine.LAST_ROLL, last)):
+    assert teacher.policy == agent.policy
+    for cards in (first, last):
         expected = jax.jit(agent.policy)(agent.params, cards, no_others(cards), keys)
-        np.testing.assert_array_equal(
-            jax.jit(teacher, static_argnums=1)(cards, roll_index), expected
-        )
+        ours = jax.jit(teacher.policy)(teacher.params, cards, no_others(cards), keys)
+        np.testing.assert_array_equal(ours, expected)
+
+
+def test_a_learner_of_whole_games_teaches_as_its_agent(tmp_path):
+    """The teacher is found by what it plays, not by its learner's name: an A2C run of whole
+    games is read as its greedy agent with the run's parameters."""
+    config = resolve("quick", overrides=TINY)
+    params = jax.tree.map(lambda leaf: leaf + 0.25, init_train_state(make_context(config)).params)
+    save_run(tmp_path / "a2c", config, params)
+    teacher = make_context(tiny_config(f"algo.teacher={tmp_path / 'a2c'}"), load_run).frozen
+    assert isinstance(teacher.policy, GreedyPolicy)
+    for ours, theirs in zip(jax.tree.leaves(teacher.params), jax.tree.leaves(params), strict=True):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
 
 
 @pytest.mark.parametrize(
@@ -132,14 +147,16 @@ def test_teacher_is_the_td_planner_run_frozen(tmp_path):
     [
         (None, "algo.teacher is required: a td-planner run"),
         ("{tmp}/nowhere", "nowhere (a td-planner run: yahtzee-jax train --preset td-planner"),
-        ("{tmp}/a2c", "is not a td-planner run (its algo.name is 'a2c')"),
+        ("{tmp}/turn", "learned YahtzeeSingleTurn-v0, not whole solitaire games"),
         ("{tmp}/yatzy", "plays yatzy rules, not official"),
     ],
 )
 def test_a_bad_teacher_is_rejected_in_one_line(teacher, message, tmp_path):
-    """Building a training context refuses a missing teacher, a path without a run, another
-    learner's run and a td-planner of other rules, each in one line, before any compile."""
-    save_run(tmp_path / "a2c", resolve("quick", overrides=TINY))
+    """Building a training context refuses a missing teacher, a path without a run, a run
+    that learned single turns and a td-planner of other rules, each in one line, before any
+    compile."""
+    turns = [*TINY, "env.id=YahtzeeSingleTurn-v0"]
+    save_run(tmp_path / "turn", resolve("quick", overrides=turns))
     yatzy = [*TINY, "algo.name=td-planner", "env.id=Yatzy-v0"]
     save_run(tmp_path / "yatzy", resolve("quick", overrides=yatzy))
     chosen = [] if teacher is None else [f"algo.teacher={teacher.format(tmp=tmp_path)}"]

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import make_random_agent
-from yahtzee_jax.algorithms import dqn
-from yahtzee_jax.algorithms.acting import make_agent
+from yahtzee_jax.algorithms import dqn, get_algorithm
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
@@ -180,7 +179,7 @@ def test_greedy_agent_never_takes_an_illegal_action_of_highest_q():
     chance = NUM_KEEP_ACTIONS + 12
     bias = params[head]["bias"].at[chance].add(1e6)
     params = {**params, head: {**params[head], "bias": bias}}
-    agent = make_agent(config, params, "dqn")
+    agent = get_algorithm(config.algo.name).make_agent(config, params, "dqn")
     records = play_games(agent, 8, seed=0)
     assert (records.turn_categories[:, 0] == 12).all()
     for categories in records.turn_categories:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -12,7 +13,13 @@ import pytest
 from yahtzee_jax.agents import Agent, make_random_agent
 from yahtzee_jax.evaluation.plots import report_figures, save_figure
 from yahtzee_jax.evaluation.records import GameRecords, IncompleteGameError, _play_batch, play_games
-from yahtzee_jax.evaluation.reports import format_markdown, format_terminal, report_tables
+from yahtzee_jax.evaluation.reports import (
+    evaluate,
+    format_markdown,
+    format_terminal,
+    reference_path,
+    report_tables,
+)
 from yahtzee_jax.evaluation.statistics import SCORE_THRESHOLDS, summarize
 from yahtzee_jax.game import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, State, legal_action_mask
 from yahtzee_jax.game.rules import RULE_VARIANTS, Category
@@ -285,3 +292,13 @@ def test_saved_figures_are_256_colour_pngs_that_look_like_matplotlibs(tmp_path) 
     difference = np.abs(np.asarray(saved.convert("RGB"), int) - np.asarray(reference, int))
     assert np.percentile(difference.max(axis=2), 99.9) <= 32
     assert (tmp_path / "lines.png").stat().st_size < len(buffer.getvalue())
+
+
+def test_an_agent_named_optimal_is_not_taken_for_the_optimum(tmp_path) -> None:
+    """The optimal agent's games are the reference others are compared with, and its
+    evaluation stores them: an agent is that reference by what it plays (`Agent.optimal`), not
+    by its name, so a random agent named "optimal" (a run saved under that name) stores none."""
+    impostor = dataclasses.replace(make_random_agent("official"), name="optimal")
+    assert not impostor.optimal
+    evaluate(impostor, 8, seed=0, compare_optimal=False, progress=False, cache_dir=tmp_path)
+    assert not reference_path(impostor.rules, 8, 0, tmp_path).exists()

@@ -270,7 +270,7 @@ def test_training_updates_run_and_are_finite(config):
     env = context.env
     view = MatchView(owns, jax.tree.map(lambda leaf: leaf[:, None], others))
     x, legal = env.features(view), env.legal_action_mask(view)
-    expected = context.algorithm.greedy(context.network, state.params, x, legal, owns.roll_index)
+    expected = agent.policy.choose(context.network, state.params, x, legal, owns.roll_index)
     actions = agent.policy(agent.params, owns, view.others, keys)
     np.testing.assert_array_equal(actions, expected)
     assert int(agent.act(agent.params, own, keys[1])) == int(expected[1])

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.algorithms.acting import make_agent
+from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.game import OFFICIAL, Category, State, legal_action_mask
@@ -82,7 +82,7 @@ def test_illegal_category_never_sampled_under_joker(params, filled, legal_boxes)
         samples = jax.random.categorical(jax.random.PRNGKey(4), log_probs, shape=(4000,))
         assert set(np.unique(samples - 32).tolist()) <= set(int(c) for c in legal_boxes)
         config = dataclasses.replace(from_dict({}), network=SMALL, features=FEATURES)
-        agent = make_agent(config, weights, "test")
+        agent = get_algorithm(config.algo.name).make_agent(config, weights, "test")
         assert int(agent.act(weights, state, jax.random.PRNGKey(0))) - 32 in legal_boxes
 
 

@@ -1,17 +1,18 @@
 """The optimal agent's turn plan shared across a batch (issue 46) plays the games it played.
 
-`play_games` plays the widget agents a turn at a time, their first keep's keep values computed
-once per distinct turn-start state of the batch, a chunk of states at a time
-(`agents.exact._shared_first_keeps`). These tests play the real optimal agent (the solved
-official and Yatzy tables) both ways and compare the games to the last die: the shared plan
-against the per-card widget a decision at a time through the one policy signature, which
-computes every card's values on its own.
+The widget agents compute a turn's keep values once per distinct turn-start state of the batch,
+a chunk of states at a time (`agents.exact._shared_first_keeps`), and `play_games` carries them
+from a turn's first keep to its last (the policy's memory). These tests play the real optimal
+agent (the solved official and Yatzy tables) both ways and compare the games to the last die:
+the shared values against the one call on each card as a batch of its own, which computes every
+card's values alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import jax
 import numpy as np
 import pytest
 
@@ -22,7 +23,9 @@ from yahtzee_jax.agents.exact import (
     make_optimal_agent,
     plan_columns,
 )
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.evaluation.records import default_batch_size, play_games
+from yahtzee_jax.game.engine import batch_of_one
 
 NUM_GAMES = 320
 # Two and a half chunks: a turn computes one to three chunks, the last one padded.
@@ -35,12 +38,17 @@ def table_cache(tmp_path_factory) -> str:
     return str(tmp_path_factory.mktemp("shared_plan_tables"))
 
 
-def _decision_at_a_time(agent):
-    """The agent through the one signature only (not a `TurnPlanner`): every card its own
-    widget at every decision."""
+def _each_card_alone(agent):
+    """The agent's one call on each card as a batch of its own: no card shares another's
+    values, nothing is kept from one decision to the next."""
 
     def policy(params, own, others, keys):
-        return agent.policy(params, own, others, keys)
+        def one(card_and_key):
+            card, key = card_and_key
+            alone = batch_of_one(card)
+            return agent.policy(params, alone, no_others(alone), key[None])[0]
+
+        return jax.lax.map(one, (own, keys))
 
     return dataclasses.replace(agent, policy=policy)
 
@@ -58,11 +66,11 @@ def _assert_same_games(first, second) -> None:
 @pytest.mark.parametrize("rules", ["official", pytest.param("yatzy", marks=pytest.mark.slow)])
 def test_shared_plan_plays_the_per_card_games(rules, table_cache) -> None:
     """320 optimal games with the plan shared across batches of 320 (turns of one to three
-    chunks of distinct states) and a decision at a time, each card its own widget: the same
+    chunks of distinct states) and each card a batch of its own, its own widget: the same
     games, bit for bit (the same actions at every float32 near-tie)."""
     agent = make_optimal_agent(rules, cache_dir=table_cache)
     shared = play_games(agent, NUM_GAMES, seed=11, batch_size=BATCH_SIZE)
-    per_card = play_games(_decision_at_a_time(agent), NUM_GAMES, seed=11, batch_size=64)
+    per_card = play_games(_each_card_alone(agent), NUM_GAMES, seed=11, batch_size=64)
     _assert_same_games(shared, per_card)
 
 
@@ -70,7 +78,7 @@ def test_greedy_shared_plan_plays_the_per_card_games() -> None:
     """Greedy level 2 (its one keep at roll index 0, shared the same way): the same games."""
     agent = make_greedy_agent(2, "official")
     shared = play_games(agent, 200, seed=3, batch_size=BATCH_SIZE)
-    _assert_same_games(shared, play_games(_decision_at_a_time(agent), 200, seed=3, batch_size=64))
+    _assert_same_games(shared, play_games(_each_card_alone(agent), 200, seed=3, batch_size=64))
 
 
 def test_distinct_states_name_each_card_column() -> None:

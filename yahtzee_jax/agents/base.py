@@ -18,31 +18,46 @@ __all__ = [
     "Agent",
     "OneCard",
     "Policy",
-    "TurnPlanner",
+    "Remembering",
     "alone",
+    "initial_memory",
     "make_random_agent",
+    "policy_step",
     "uniform_legal_action",
 ]
 
 
 @runtime_checkable
-class TurnPlanner(Protocol):
-    """A policy that can also play a batch a decision of the turn at a time, carrying a plan
-    from each decision of a turn to the next (the card does not change within a turn).
+class Remembering(Protocol):
+    """A policy that can carry a memory from a batch's decision to the same cards' next, in
+    the form of recurrent policies: `step(params, own, others, keys, memory) -> (actions,
+    memory)`, from `initial_memory(B)`. Its actions are its one call's (`__call__` is `step`
+    keeping nothing); the memory only saves work (the widget agents' turn keep values, kept
+    from a turn's first keep for its last). A caller that plays the same cards decision after
+    decision may carry it (`play_games`: `initial_memory`, `policy_step`); any other calls the
+    policy."""
 
-    Optional, for speed: a harness that plays whole solitaire games in lockstep may call
-    `turn_actions` in place of the one signature (the widget agents compute their turn's keep
-    values once instead of at both keeps). It must choose the same actions.
-    """
+    def initial_memory(self, batch_size: int) -> Any:
+        """The memory given with a batch's first decision (it holds nothing)."""
 
-    def initial_plan(self, batch_size: int) -> Any:
-        """The plan given to a turn's first decision (its shape is every plan's)."""
-
-    def turn_actions(
-        self, params: Any, own: State, roll_index: int, plan: Any
+    def step(
+        self, params: Any, own: State, others: State, keys: jax.Array, memory: Any
     ) -> tuple[jax.Array, Any]:
-        """Actions of cards [B] all at decision `roll_index` (static) of their turn, shown no
-        other card, and the plan for the turn's next decision."""
+        """The one call's actions, and the memory for the same cards' next decision."""
+
+
+def initial_memory(policy: Policy, batch_size: int) -> Any:
+    """A policy's memory before a batch's first decision; None for a policy that keeps none."""
+    return policy.initial_memory(batch_size) if isinstance(policy, Remembering) else None
+
+
+def policy_step(
+    policy: Policy, params: Any, own: State, others: State, keys: jax.Array, memory: Any
+) -> tuple[jax.Array, Any]:
+    """(actions, next memory) of any policy from `initial_memory`'s (None: the one call)."""
+    if memory is None:
+        return policy(params, own, others, keys), None
+    return policy.step(params, own, others, keys, memory)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +88,8 @@ class Agent:
     plays (solved or trained for one variant). `reads_others` says that the policy reads the
     other cards (two-player learners with opponent features, the planners for the win, the
     win-seeker): a tournament plays it in real matches; alone it plays against empty cards.
+    `optimal` says that it plays the exact optimum's games (the optimal agent): its games are
+    the reference evaluations compare others with (`evaluation.reports`).
 
     An agent is a pytree whose only leaves are its `params`; everything else is static, so a
     whole agent can be an argument of a jitted function (one compile per kind of agent, new
@@ -84,6 +101,7 @@ class Agent:
     params: Any
     rules: Rules
     reads_others: bool = False
+    optimal: bool = False
 
     @property
     def act(self) -> OneCard:
@@ -94,7 +112,7 @@ class Agent:
 jax.tree_util.register_dataclass(
     Agent,
     data_fields=["params"],
-    meta_fields=["name", "policy", "rules", "reads_others"],
+    meta_fields=["name", "policy", "rules", "reads_others", "optimal"],
 )
 
 

@@ -17,7 +17,8 @@ an agent of its own (`evaluate`, `bench evaluate --agents optimal-table`) so tha
 builds it.
 
 The table assumes whole games (a card's turns left are its open boxes), as `play_games` plays
-them; the one policy signature (`__call__`, a decision at a time) is the optimal agent's.
+them; the one policy signature reads it for such cards and plays the optimal agent's widget
+for a batch holding any other (`DecisionTablePolicy`).
 """
 
 from __future__ import annotations
@@ -241,10 +242,40 @@ def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
     return table.row_of_state[key]
 
 
+def _whole_game_cards(cards: State) -> jax.Array:
+    """Whether every card's future counts as in a whole game (the table's assumption): more
+    than one scoring decision left exactly when more than one box is open."""
+    open_boxes = jnp.sum(~cards.filled, axis=-1)
+    return jnp.all((cards.turns_left > 1) == (open_boxes > 1))
+
+
+def table_actions(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
+    """Each card's action from the table: at a keep the keep stored for its row, roll and
+    re-rolls left (one gather; its row found again at each keep, cheaper than carrying it), at
+    the score decision the optimal agent's box (`score_actions`). Each is computed only when a
+    card of the batch needs it (one of them in the lockstep play loop)."""
+    scoring = cards.roll_index == LAST_ROLL
+    nothing = jnp.zeros(scoring.shape, jnp.int32)
+
+    def keeps() -> jax.Array:
+        rows = _card_rows(table, cards, rules)
+        roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
+        shift = jnp.where(cards.roll_index == 0, 0, KEEP_BITS)
+        return (table.keeps[rows, roll].astype(jnp.int32) >> shift) & ((1 << KEEP_BITS) - 1)
+
+    def boxes() -> jax.Array:
+        return score_actions(table.value_table, cards, rules).astype(jnp.int32)
+
+    kept = jax.lax.cond(jnp.all(scoring), lambda: nothing, keeps)
+    scored = jax.lax.cond(jnp.any(scoring), boxes, lambda: nothing)
+    return jnp.where(scoring, scored, kept)
+
+
 @dataclasses.dataclass(frozen=True)
 class DecisionTablePolicy:
-    """The optimal agent's policy (`__call__`) that plays whole games' keeps from its table
-    when `play_games` plays a turn at a time (`agents.base.TurnPlanner`)."""
+    """The optimal agent's policy with its keeps read from its table: cards of whole games
+    read the table (`table_actions`); a batch holding any other card (one turn of the
+    single-turn task: no future after it) plays the optimal agent's widget."""
 
     rules: Rules
     cpu_batch_size = WIDGET_CPU_BATCH_SIZE  # read by `play_games`; not a field
@@ -252,25 +283,12 @@ class DecisionTablePolicy:
     def __call__(
         self, params: DecisionTable, own: State, others: State, keys: jax.Array
     ) -> jax.Array:
-        """The optimal agent's actions for a batch of cards, a decision at a time."""
-        return widget_batch_actions(params.value_table, own, self.rules, MAX_REROLLS)
-
-    def initial_plan(self, batch_size: int) -> jax.Array:
-        """Each card's row, carried from a turn's first keep to its last (`turn_actions`)."""
-        return jnp.zeros(batch_size, jnp.int32)
-
-    def turn_actions(
-        self, params: DecisionTable, own: State, roll_index: int, plan: jax.Array
-    ) -> tuple[jax.Array, jax.Array]:
-        """The actions of cards all at decision `roll_index` of their turn: a keep read from
-        the table (the row found at the turn's first keep), the box by the optimal agent."""
-        if roll_index == LAST_ROLL:
-            return score_actions(params.value_table, own, self.rules).astype(jnp.int32), plan
-        rows = _card_rows(params, own, self.rules) if roll_index == 0 else plan
-        roll = jnp.asarray(ROLL_OF_CODE)[dice_code(own.dice, jnp)]
-        keeps = params.keeps[rows, roll].astype(jnp.int32)
-        shift = 0 if roll_index == 0 else KEEP_BITS
-        return (keeps >> shift) & ((1 << KEEP_BITS) - 1), rows
+        """The optimal agent's actions for a batch of cards."""
+        return jax.lax.cond(
+            _whole_game_cards(own),
+            lambda: table_actions(params, own, self.rules),
+            lambda: widget_batch_actions(params.value_table, own, self.rules, MAX_REROLLS),
+        )
 
 
 def make_decision_table_agent(

@@ -1,9 +1,9 @@
 """On-device agents built on the turn widget: the exact optimum and the greedy baselines.
 
-Both compute the widget of each card of a batch in JAX (`widget_batch_actions`, the batch
-sharing its work; `widget_action` is the same for one card; `widget_turn_actions` plays a turn's
-decisions in order, its keep values computed once a turn and once per distinct turn-start state
-of the batch, as `play_games` plays solitaire games through `WidgetPolicy.turn_actions`). The
+Both compute the widget of each card of a batch in JAX (`widget_decisions`: once per distinct
+turn-start state of the batch, and with a memory (`WidgetPolicy.step`, as `play_games` plays)
+the last keep reads the keep values the turn's first keep computed; `widget_action` is the same
+for one card). The
 optimal agent values final rolls by points plus the solved future value (`params` is the
 float32 value table); the greedy level-L agent of Kang & Schroeder (seed 001) values them by
 this turn's reward only and re-rolls at most L-1 times.
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -196,40 +196,100 @@ def first_keep_values(last_keep: jax.Array) -> jax.Array:
     return _keep_values(best_keep_values(last_keep, jnp))
 
 
-def widget_batch_actions(
-    value_table: jax.Array | None, states: State, rules: Rules, max_rerolls: int
-) -> jax.Array:
-    """`widget_action` of a batch of states [B], computing only what their decision needs.
+class TurnMemory(NamedTuple):
+    """What a widget agent keeps from a turn's first keep for its last (`widget_decisions`):
+    the keep values with one re-roll left (float32[462, columns], a column per distinct card,
+    `plan_columns`), each card's column (int32[B]) and each card's key (`_state_keys`, int32[B];
+    -1: nothing kept), which says whether the cards are still those the values are of."""
 
-    The turn's values are built batch-minor for all games at once ([252, B], [462, B]), and only
-    for the kinds of decision present (one kind in the lockstep play loop): the score decision
-    needs the boxes of one roll, the last keep the final rolls and one keep layer pass, the
-    first keep the whole widget.
+    last: jax.Array
+    column: jax.Array
+    keys: jax.Array
+
+
+def empty_turn_memory(batch_size: int) -> TurnMemory:
+    """A memory that holds nothing (no card's key is -1)."""
+    return TurnMemory(
+        jnp.zeros((NUM_KEEPS, plan_columns(batch_size)), jnp.float32),
+        jnp.zeros(batch_size, jnp.int32),
+        jnp.full(batch_size, -1, jnp.int32),
+    )
+
+
+def widget_decisions(
+    value_table: jax.Array | None,
+    states: State,
+    rules: Rules,
+    max_rerolls: int,
+    memory: TurnMemory | None = None,
+) -> tuple[jax.Array, TurnMemory | None]:
+    """`widget_action` of a batch of states [B], computing only what their decision needs, and
+    the memory for the same cards' next decision (None in, None out: nothing kept).
+
+    The turn's values are built batch-minor ([252, B], [462, B]), once per distinct card of
+    the batch (`_shared_first_keeps`), and only for the kinds of decision present (one kind in
+    the lockstep play loop): the score decision needs the boxes of one roll, the last keep the
+    final rolls and one keep layer pass, the first keep the whole widget. The card does not
+    change within a turn, so the last keep's values are the ones the first keep built on: with a
+    memory the first keep keeps them and the last keep reads them when every card is still the
+    one they are of (its key unchanged), instead of computing them again.
     """
     roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
     kinds = _decision_kind(states.roll_index, max_rerolls)
+    keys = _state_keys(states, rules)
+    nothing = jnp.zeros(roll.shape, jnp.int32)
 
-    def score(kind: jax.Array) -> jax.Array:
-        return score_actions(value_table, states, rules)
+    def first_keep() -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+        return _shared_first_keeps(value_table, states, rules, roll, True, keys)
 
-    def keep(kind: jax.Array) -> jax.Array:
-        last = last_keep_values(value_table, states, rules)
-        keep_value = jax.lax.cond(kind == FIRST_KEEP, lambda: first_keep_values(last), lambda: last)
-        return best_keeps(keep_value, roll)
+    def computed_last_keep() -> jax.Array:
+        return _shared_first_keeps(value_table, states, rules, roll, False, keys)[0]
 
-    def keep_everything(kind: jax.Array) -> jax.Array:
-        return jnp.full(roll.shape, KEEP_ALL)
+    first_actions = nothing
+    if memory is not None:
+        # The first keeps before the other kinds, outside their loop, as a loop of at most
+        # one pass: a loop updates the memory in place, where a `lax.cond` passing it through
+        # on the other decisions copied its 462 x columns values each time.
+        def remember(carry: tuple) -> tuple:
+            actions, (last, column) = first_keep()
+            return jnp.bool_(False), actions, TurnMemory(last, column.astype(jnp.int32), keys)
+
+        pending = jnp.any(kinds == FIRST_KEEP)
+        _, first_actions, memory = jax.lax.while_loop(
+            lambda carry: carry[0], remember, (pending, nothing, memory)
+        )
+        kinds = jnp.where(kinds == FIRST_KEEP, SCORE + 1, kinds)  # decided
+
+    def last_keep() -> jax.Array:
+        if memory is None:
+            return computed_last_keep()
+        recalled = lambda: best_keeps(memory.last, roll, memory.column).astype(jnp.int32)  # noqa: E731
+        return jax.lax.cond(jnp.all(memory.keys == keys), recalled, computed_last_keep)
+
+    branches = [
+        lambda: first_keep()[0],
+        last_keep,
+        lambda: jnp.full(roll.shape, KEEP_ALL, jnp.int32),
+        lambda: score_actions(value_table, states, rules).astype(jnp.int32),
+    ]
 
     # One pass per kind of decision present, smallest first: one pass in the lockstep loop.
     def decide_kind(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
         actions, done = carry
         kind = jnp.min(jnp.where(done, SCORE + 1, kinds))
-        branch = jnp.clip(kind - LAST_KEEP, 0, 2)  # first and last keep share the final rolls
-        chosen = jax.lax.switch(branch, [keep, keep_everything, score], kind).astype(jnp.int32)
+        chosen = jax.lax.switch(jnp.minimum(kind, SCORE), branches)
         return jnp.where(kinds == kind, chosen, actions), done | (kinds == kind)
 
-    start = (jnp.zeros(roll.shape, jnp.int32), jnp.zeros(roll.shape, bool))
-    return jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), decide_kind, start)[0]
+    start = (first_actions, kinds > SCORE)
+    actions, _ = jax.lax.while_loop(lambda carry: ~jnp.all(carry[1]), decide_kind, start)
+    return actions, memory
+
+
+def widget_batch_actions(
+    value_table: jax.Array | None, states: State, rules: Rules, max_rerolls: int
+) -> jax.Array:
+    """`widget_decisions` of a batch with no memory: `widget_action` of each state."""
+    return widget_decisions(value_table, states, rules, max_rerolls)[0]
 
 
 # A turn's keep values depend on the card's turn-start state only, not on the dice: the games
@@ -265,7 +325,8 @@ def _state_keys(states: State, rules: Rules) -> jax.Array:
         states.filled, states.scores, jnp, rules
     )
     future = (states.turns_left > 1).astype(jnp.int32)
-    return ((mask * num_upper_totals(rules) + upper_total) * NUM_FLAGS + flag) * 2 + future
+    key = ((mask * num_upper_totals(rules) + upper_total) * NUM_FLAGS + flag) * 2 + future
+    return key.astype(jnp.int32)
 
 
 def _distinct_states(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
@@ -288,7 +349,12 @@ def _distinct_states(keys: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 def _shared_first_keeps(
-    value_table: jax.Array | None, states: State, rules: Rules, roll: jax.Array, first: bool
+    value_table: jax.Array | None,
+    states: State,
+    rules: Rules,
+    roll: jax.Array,
+    first: bool,
+    keys: jax.Array,
 ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
     """The best keeps of a turn's first decision, the keep values computed once per distinct
     turn-start state, and the plan: (keep values with one re-roll left [462, columns], the
@@ -299,7 +365,7 @@ def _shared_first_keeps(
     """
     batch = roll.shape[0]
     chunk, columns = plan_chunk(batch), plan_columns(batch)
-    representative, inverse, count = _distinct_states(_state_keys(states, rules))
+    representative, inverse, count = _distinct_states(keys)
     representative = jnp.pad(representative, (0, columns - batch))
 
     def compute_chunk(index: jax.Array, buffers: tuple) -> tuple:
@@ -319,37 +385,6 @@ def _shared_first_keeps(
     return actions, (buffers[0], inverse)
 
 
-def widget_turn_actions(
-    value_table: jax.Array | None,
-    states: State,
-    rules: Rules,
-    max_rerolls: int,
-    roll_index: int,
-    plan: tuple[jax.Array, jax.Array],
-) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-    """`widget_batch_actions` of a batch all at decision `roll_index` (static) of their turn,
-    and the turn's plan: the keep values with one re-roll left (float32[462, columns], a column
-    per distinct turn-start state, `plan_columns`) and each card's column (int[B]).
-
-    The card does not change within a turn, so the keep values the first keep builds on are the
-    last keep's too: the last keep reads them from the plan instead of computing them again; and
-    they depend on the card only, so cards that share a state share them (`_shared_first_keeps`).
-    `plan` is what the turn's previous decision returned (anything of that shape at its first).
-    """
-    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(states.dice, jnp)]
-    rerolls_left = min(max(max_rerolls - roll_index, 0), MAX_REROLLS)
-    if roll_index == LAST_ROLL:
-        return score_actions(value_table, states, rules).astype(jnp.int32), plan
-    if rerolls_left == 0:
-        return jnp.full(roll.shape, KEEP_ALL, jnp.int32), plan
-    if roll_index == 0:
-        first = rerolls_left == MAX_REROLLS
-        return _shared_first_keeps(value_table, states, rules, roll, first)
-    # A last keep after a first keep (roll index 1) reads its plan.
-    last, column = plan
-    return best_keeps(last, roll, column).astype(jnp.int32), plan
-
-
 @dataclasses.dataclass(frozen=True)
 class WidgetPolicy:
     """The policy of a widget agent (`widget_batch_actions`: `widget_action` of each card, the
@@ -366,18 +401,17 @@ class WidgetPolicy:
         table = params if self.with_future else None
         return widget_batch_actions(table, own, self.rules, self.max_rerolls)
 
-    def initial_plan(self, batch_size: int) -> tuple[jax.Array, jax.Array]:
-        """A turn plan before the turn's first decision (`turn_actions`; never read)."""
-        columns = plan_columns(batch_size)
-        return jnp.zeros((NUM_KEEPS, columns), jnp.float32), jnp.zeros(batch_size, jnp.int32)
+    def initial_memory(self, batch_size: int) -> TurnMemory:
+        """What `step` is given at the first decision of a batch of cards: nothing kept."""
+        return empty_turn_memory(batch_size)
 
-    def turn_actions(
-        self, params: Any, own: State, roll_index: int, plan: tuple[jax.Array, jax.Array]
-    ) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-        """The actions of a batch of cards all at decision `roll_index` of their turn, and the
-        plan for the turn's next decision (`widget_turn_actions`)."""
+    def step(
+        self, params: Any, own: State, others: State, keys: jax.Array, memory: TurnMemory
+    ) -> tuple[jax.Array, TurnMemory]:
+        """`__call__` remembering a turn's keep values from its first keep for its last (the
+        same actions: `widget_decisions`)."""
         table = params if self.with_future else None
-        return widget_turn_actions(table, own, self.rules, self.max_rerolls, roll_index, plan)
+        return widget_decisions(table, own, self.rules, self.max_rerolls, memory)
 
 
 def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> Agent:
@@ -387,7 +421,7 @@ def make_optimal_agent(rules: str | Rules, cache_dir: str | os.PathLike | None =
     # float32 is plenty to rank actions; unreachable states (NaN) are never looked up in play.
     params = jnp.asarray(np.nan_to_num(table, nan=0.0), dtype=jnp.float32)
     policy = WidgetPolicy(rules, MAX_REROLLS, True)
-    return Agent(name="optimal", policy=policy, params=params, rules=rules)
+    return Agent(name="optimal", policy=policy, params=params, rules=rules, optimal=True)
 
 
 def make_greedy_agent(level: int, rules: str | Rules) -> Agent:

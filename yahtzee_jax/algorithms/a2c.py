@@ -32,6 +32,5 @@ ALGORITHM = Algorithm(
     name="a2c",
     config_class=A2CConfig,
     update=update,
-    greedy=actor_critic.greedy,
-    make_agent=acting.make_agent,
+    make_agent=acting.GreedyAgents(actor_critic.greedy),
 )

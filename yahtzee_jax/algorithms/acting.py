@@ -1,16 +1,21 @@
-"""A trained learner's acting policy on any environment: evaluation agents and `self` seats.
+"""A trained learner's acting policy: evaluation agents and the frozen `self` seat.
 
-Every learner acts greedily (argmax, dropout off) through its `Algorithm.greedy` on the input
-its environment gives (`Environment.features`). The acting functions are frozen dataclasses,
-equal when their configs are: `jit` keys its cache on them, so a new agent of the same config
-reuses the compiled program without a module-level cache.
+A learner that acts on its environment's features (`Environment.features`) acts greedily
+(argmax, dropout off) through one `GreedyPolicy` per config, the one policy signature: its
+network and environment are built once (`greedy_policy`, cached per config and argmax) and held
+as static fields, so `jit` keys its cache on the same object and a new agent of the same config
+reuses the compiled program. A learner that plans on the cards (td-planner, td-win) makes its
+own agent. The `self` seat of a match is the learner's own agent, frozen (`match_seats`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
@@ -18,79 +23,91 @@ from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
+from yahtzee_jax.envs.base import Environment
 from yahtzee_jax.game.engine import State, empty_cards
+
+# choose(network, params, features [B, F], legal [B, 45], roll index [B]) -> the learner's
+# greedy actions [B] (argmax, dropout off): each learner's own
+Choose = Callable[[nn.Module, Any, jax.Array, jax.Array, jax.Array], jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
 class GreedyPolicy:
-    """The greedy actions of a config's network on a batch of its environment's observations."""
+    """A learner's greedy actions on its own cards [B] (and, when its input holds the other
+    cards of a match, those [B, `others`]; empty cards when shown none: solitaire `evaluate`)."""
 
-    config: Config
-
-    def __call__(self, params: Any, observation: Any) -> jax.Array:
-        """Actions int32[B] for observations [B]."""
-        from yahtzee_jax.algorithms import get_algorithm
-
-        algorithm = get_algorithm(self.config.algo.name)
-        env = envs.make(self.config)
-        network = algorithm.make_network(self.config)
-        card = env.card(observation)
-        x, legal = env.features(observation), env.legal_action_mask(observation)
-        return algorithm.greedy(network, params, x, legal, card.roll_index).astype(jnp.int32)
-
-    @property
-    def reads_others(self) -> bool:
-        """Does the input hold other cards (a match with Yuan's opponent groups)?"""
-        config = self.config
-        return envs.environment_class(config).has_opponents and config.env.opponent_features
-
-
-@dataclasses.dataclass(frozen=True)
-class GreedyAct:
-    """The policy of a greedy learner: its own cards [B] (and, in a match, the other cards
-    [B, P-1]) as its environment's observation. A learner that reads the others plays against
-    empty cards when shown none (solitaire `evaluate`)."""
-
-    policy: GreedyPolicy
+    choose: Choose
+    network: nn.Module
+    env: Environment
+    others: int  # other cards its input holds: P - 1 with a match's opponent features, else 0
 
     def __call__(self, params: Any, own: State, others: State, keys: jax.Array) -> jax.Array:
         """The actions of each own card (against the other cards where the input holds them)."""
-        config = self.policy.config
-        if not envs.environment_class(config).has_opponents:
-            return self.policy(params, own)
-        if others.dice.shape[1] == 0:  # alone: empty cards in the other seats
-            batch = (own.dice.shape[0], config.env.players - 1)
-            others = empty_cards(batch, envs.rules_of(config))
-        return self.policy(params, MatchView(own, others))
+        observation = own
+        if self.others:
+            if others.dice.shape[1] == 0:  # alone: empty cards in the other seats
+                others = empty_cards((own.dice.shape[0], self.others), self.env.rules)
+            observation = MatchView(own, others)
+        x, legal = self.env.features(observation), self.env.legal_action_mask(observation)
+        return self.choose(self.network, params, x, legal, own.roll_index).astype(jnp.int32)
 
 
-def make_agent(config: Config, params: Any, name: str) -> Agent:
-    """The greedy agent of a trained learner; one trained with opponent features reads the
-    opponents' cards in a match and plays against empty ones alone (solitaire `evaluate`)."""
-    policy = GreedyPolicy(config)
-    rules = envs.rules_of(config)
-    return Agent(name, GreedyAct(policy), params, rules, reads_others=policy.reads_others)
+def _build_greedy_policy(config: Config, choose: Choose) -> GreedyPolicy:
+    from yahtzee_jax.algorithms import get_algorithm  # the registry imports this module
+
+    env = envs.make(config)
+    reads = env.has_opponents and config.env.opponent_features
+    network = get_algorithm(config.algo.name).make_network(config)
+    return GreedyPolicy(choose, network, env, config.env.players - 1 if reads else 0)
+
+
+_cached_greedy_policy = functools.cache(_build_greedy_policy)
+
+
+def greedy_policy(config: Config, choose: Choose) -> GreedyPolicy:
+    """The greedy policy of a config's network with the learner's argmax `choose`, built once
+    per (config, choose): the same object, and so the same compiled programs, each time. A
+    population member's config, which holds its traced hyperparameters (no hash), gets one
+    built for its trace."""
+    try:
+        hash(config)
+    except TypeError:
+        return _build_greedy_policy(config, choose)
+    return _cached_greedy_policy(config, choose)
+
+
+@dataclasses.dataclass(frozen=True)
+class GreedyAgents:
+    """`Algorithm.make_agent` of a learner that acts on its environment's features: its greedy
+    agent (`GreedyPolicy` with the learner's argmax), reading the opponents' cards in a match
+    when trained with opponent features."""
+
+    choose: Choose
+
+    def __call__(self, config: Config, params: Any, name: str) -> Agent:
+        """The greedy agent of `params`."""
+        policy = greedy_policy(config, self.choose)
+        rules = envs.rules_of(config)
+        return Agent(name, policy, params, rules, reads_others=policy.others > 0)
 
 
 def match_seats(config: Config) -> tuple[Seat, ...]:
     """A match config's opponents, built-in agents or the frozen learner (none alone). The
-    frozen learner plays its greedy policy on its own card, reading the learner's card as its
-    opponent's when the input has the opponent groups, or the learner's own `match_seat`."""
+    frozen learner is the learner's own agent, its parameters the task state's; one that reads
+    other cards is shown every other card (in a two-player match, the learner's)."""
     if not envs.environment_class(config).has_opponents:
         return ()
     from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.algorithms import get_algorithm  # the registry imports this module
 
-    own_seat = get_algorithm(config.algo.name).match_seat
     seats = []
     for name in config.env.opponents:
-        if name == "self":
-            if own_seat is not None:
-                seats.append(Seat("self", own_seat(config), frozen_learner=True, sees_table=True))
-            else:
-                seats.append(Seat("self", GreedyAct(GreedyPolicy(config)), frozen_learner=True))
+        if name == "self":  # a config word: the learner itself
+            agent = get_algorithm(config.algo.name).make_agent(config, None, name)
+            seat = Seat(name, agent.policy, frozen_learner=True, sees_table=agent.reads_others)
         else:
             # Built outside any trace: the agent's tables are concrete arrays, not tracers.
             agent = builtin_agent(name, envs.rules_of(config))
-            seats.append(Seat(agent.name, agent.policy, agent.params))
+            seat = Seat(agent.name, agent.policy, agent.params)
+        seats.append(seat)
     return tuple(seats)

@@ -134,10 +134,9 @@ class Algorithm:
     config_class: type[AlgoConfig]
     # update(context, state) -> (state, scalar metrics): one learning update (rollout included)
     update: Callable[[Context, TrainState], tuple[TrainState, Metrics]]
-    # greedy(network, params, features [B, F], legal [B, 45], roll index [B]) -> the acting
-    # policy's actions [B] (argmax, dropout off): evaluation agents and `self` opponents
-    greedy: Callable[[nn.Module, Any, jax.Array, jax.Array, jax.Array], jax.Array]
-    # make_agent(config, params, name) -> the greedy acting agent (`acting.make_agent`)
+    # make_agent(config, params, name) -> the acting agent (the one policy signature):
+    # evaluation agents and the frozen `self` seat (params None: the task state's). A learner
+    # acting on features passes `acting.GreedyAgents(its argmax)`; a planner its own
     make_agent: Callable[[Config, Any, str], Agent]
     # optimizer steps one update takes (PPO: epochs x minibatches); schedules count these
     optimizer_steps_per_update: Callable[[Config], int] = lambda config: 1
@@ -165,9 +164,6 @@ class Algorithm:
     # (MAXQ-Q), which cannot turn non-finite, and where one pass over the 1.16 GB table and
     # the copy kept for a rollback cost several times the update itself
     guard_params: bool = True
-    # match_seat(config) -> the policy of the learner's frozen copy in a `self` seat, reading
-    # every other card (`Seat.sees_table`); None: its greedy policy on the env's features
-    match_seat: Callable[[Config], Any] | None = None
     # True: the periodic evaluations are matches against the training opponent (the optimal
     # agent for `self`) and report the win rate beside the mean score (`td-win`)
     evaluates_matches: bool = False

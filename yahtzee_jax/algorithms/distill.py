@@ -1,4 +1,5 @@
-"""Distillation: the paper's policy network learns to imitate a trained td-planner (issue 30).
+"""Distillation: the paper's policy network learns to imitate a trained agent, a td-planner's
+(issue 30).
 
 The student is A2C's network (`YahtzeeNet` on the environment's features) and acts as A2C's
 does, greedily and without any search, so `evaluate`, `tournament`, `play --against` and an A2C
@@ -14,12 +15,14 @@ the compiled chunk:
    head against the discounted return of the games played (a critic for a later A2C fine-tune),
    minus `entropy_coef` times the policy's mean entropy.
 
-The teacher is frozen: it is read once, when the run's context is built (`make_frozen`), and the
-compiled chunk closes over its parameters as constants; it is no part of the train state, no
-gradient reaches it and no optimizer holds it, and a resumed run reads it again from
-`algo.teacher`. Checkpoints are the runner's, a floor above the algorithms, so the trainer hands
-its reader down (`make_context(config, load_run)`); a context built without one (evaluation, a
-preset's inspection) has no teacher, and its update refuses in one line.
+The teacher is an agent like any other, played through the one policy signature: the teacher
+run's own acting agent (`Algorithm.make_agent`), any learner's that plays whole solitaire games
+of the same rules. It is frozen: it is read once, when the run's context is built
+(`make_frozen`), and the compiled chunk closes over its parameters as constants; it is no part
+of the train state, no gradient reaches it and no optimizer holds it, and a resumed run reads it
+again from `algo.teacher`. Checkpoints are the runner's, a floor above the algorithms, so the
+trainer hands its reader down (`make_context(config, load_run)`); a context built without one
+(evaluation, a preset's inspection) has no teacher, and its update refuses in one line.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.planner import plan_decision
+from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, RunLoader, TrainState
 from yahtzee_jax.algorithms.common import (
@@ -42,7 +45,6 @@ from yahtzee_jax.algorithms.common import (
     learning_rate_at,
     optimizer_step,
 )
-from yahtzee_jax.algorithms.td_planner import ValueLeaf, value_leaf
 from yahtzee_jax.algorithms.training_rollout import (
     HeadOutputs,
     Trajectory,
@@ -53,15 +55,12 @@ from yahtzee_jax.algorithms.training_rollout import (
     trajectory_recorder,
 )
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.errors import CheckpointError, ConfigError
-from yahtzee_jax.game.engine import LAST_ROLL, State
-from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
+from yahtzee_jax.game.engine import LAST_ROLL
+from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 from yahtzee_jax.networks import entropy
-
-# teacher(cards [B], roll_index) -> its actions int32[B] (45-action indices) at decision
-# `roll_index` of the turn (static: 0 and 1 keep, 2 scores); `Context.frozen` of a distill run
-Teacher = Callable[[State, int], jax.Array]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,23 +91,10 @@ class DistillConfig(AlgoConfig):
         )
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
-class PlannerTeacher:
-    """A td-planner's turn planner with its trained value network at the leaves (no search
-    is learned: only its choices are read)."""
-
-    leaf: ValueLeaf
-    params: Any
-    rules: Rules
-
-    def __call__(self, cards: State, roll_index: int) -> jax.Array:
-        """The planner's actions for a lockstep batch of cards at decision `roll_index`."""
-        return plan_decision(self.leaf, self.params, cards, self.rules, roll_index)[0]
-
-
-def make_frozen(config: Config, load_run: RunLoader | None) -> PlannerTeacher | None:
-    """The teacher of `algo.teacher`, read through the trainer's `load_run`; None without one
-    (a context to act or inspect with: only training reads the teacher)."""
+def make_frozen(config: Config, load_run: RunLoader | None) -> Agent | None:
+    """The teacher of `algo.teacher`: that run's acting agent (a td-planner's: its planner with
+    the trained value network at the leaves), read through the trainer's `load_run`; None
+    without one (a context to act or inspect with: only training reads the teacher)."""
     if load_run is None:
         return None
     path = config.algo.teacher
@@ -121,13 +107,15 @@ def make_frozen(config: Config, load_run: RunLoader | None) -> PlannerTeacher | 
             f"td-planner --out {path})"
         ) from None
     require(
-        teacher.algo.name == "td-planner",
-        f"algo.teacher={path!r} is not a td-planner run (its algo.name is {teacher.algo.name!r})",
+        envs.plays_solitaire_games(teacher),
+        f"algo.teacher={path!r} learned {teacher.env.id}, not whole solitaire games",
     )
     rules, taught = envs.rules_of(config), envs.rules_of(teacher)
     require(taught == rules, f"algo.teacher={path!r} plays {taught.name} rules, not {rules.name}")
+    from yahtzee_jax.algorithms import get_algorithm  # the registry imports this module
+
     frozen = jax.tree.map(jnp.asarray, params)
-    return PlannerTeacher(value_leaf(teacher), frozen, rules)
+    return get_algorithm(teacher.algo.name).make_agent(teacher, frozen, "teacher")
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,7 +132,7 @@ class Decisions(NamedTuple):
 
 
 def mixed_policy(
-    context: Context, params: Any, teacher: Teacher, share: float | jax.Array
+    context: Context, params: Any, teacher: Agent, share: float | jax.Array
 ) -> Callable:
     """The by-turn batch policy: the teacher's action with probability `share`, else the
     student's sample (dropout on); extras: the student's inputs and the teacher's action."""
@@ -154,7 +142,8 @@ def mixed_policy(
     def policy(observation: Any, keys: jax.Array, roll_index: int) -> tuple[jax.Array, dict]:
         pairs = jax.vmap(jax.random.split)(keys)
         sampled, extras = student(observation, pairs[:, 0], roll_index)
-        chosen = teacher(env.card(observation), roll_index)
+        cards = env.card(observation)
+        chosen = teacher.policy(teacher.params, cards, no_others(cards), keys)
         follow = jax.vmap(jax.random.uniform)(pairs[:, 1]) < share
         played = jnp.where(follow, chosen, sampled).astype(jnp.int32)
         return played, {**extras, "teacher": chosen, "followed": follow}
@@ -262,7 +251,6 @@ ALGORITHM = Algorithm(
     name="distill",
     config_class=DistillConfig,
     update=update,
-    greedy=actor_critic.greedy,
-    make_agent=acting.make_agent,
+    make_agent=acting.GreedyAgents(actor_critic.greedy),
     make_frozen=make_frozen,
 )

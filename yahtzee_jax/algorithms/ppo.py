@@ -184,7 +184,6 @@ ALGORITHM = Algorithm(
     name="ppo",
     config_class=PPOConfig,
     update=update,
-    greedy=actor_critic.greedy,
-    make_agent=acting.make_agent,
+    make_agent=acting.GreedyAgents(actor_critic.greedy),
     optimizer_steps_per_update=optimizer_steps_per_update,
 )

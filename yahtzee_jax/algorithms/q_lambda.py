@@ -237,8 +237,7 @@ ALGORITHM = Algorithm(
     name="q-lambda",
     config_class=QLambdaConfig,
     update=update,
-    greedy=greedy,
-    make_agent=acting.make_agent,
+    make_agent=acting.GreedyAgents(greedy),
     make_network=make_network,
     make_optimizer=no_optimizer,
 )

@@ -69,6 +69,5 @@ ALGORITHM = Algorithm(
     name="reinforce",
     config_class=ReinforceConfig,
     update=update,
-    greedy=actor_critic.greedy,
-    make_agent=acting.make_agent,
+    make_agent=acting.GreedyAgents(actor_critic.greedy),
 )

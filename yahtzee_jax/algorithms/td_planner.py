@@ -52,7 +52,6 @@ from yahtzee_jax.algorithms.common import (
     lambda_returns,
     learning_rate_at,
     optimizer_step,
-    planner_greedy,
 )
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, rollout
@@ -348,7 +347,6 @@ ALGORITHM = Algorithm(
     name="td-planner",
     config_class=TDPlannerConfig,
     update=update,
-    greedy=planner_greedy,
     make_agent=make_agent,
     optimizer_steps_per_update=gradient_steps_per_update,
     make_network=make_network,

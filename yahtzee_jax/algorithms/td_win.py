@@ -35,7 +35,6 @@ from yahtzee_jax import envs
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.agents.win_value_planner import (
     Standing,
-    WinPlannerAct,
     box_actions,
     keep_actions,
     last_keep_values,
@@ -246,21 +245,14 @@ def make_agent(config: Config, params: Any, name: str) -> Agent:
     return make_win_planner_agent(name, win_leaf(config), params, rules, config.env.players)
 
 
-def match_seat(config: Config) -> WinPlannerAct:
-    """The frozen learner in a `self` seat: the same planner, reading the whole table."""
-    return WinPlannerAct(win_leaf(config), envs.rules_of(config), config.env.players)
-
-
-# name, config section, update, greedy (none: the planner acts on the cards), acting agent
+# name, config section, update, acting agent (the planner on the cards; its `self` seat too)
 ALGORITHM = Algorithm(
     "td-win",
     TDWinConfig,
     update,
-    common.planner_greedy,
     make_agent,
     common.gradient_steps_per_update,
     make_network,
     init_params=init_params,
-    match_seat=match_seat,
     evaluates_matches=True,
 )

@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import secrets
 import sys
-from collections.abc import Callable
 from typing import Any, Protocol, TextIO
 
 import jax
@@ -48,6 +47,7 @@ from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep
     parse_box,
     parse_line,
 )
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp
@@ -209,25 +209,22 @@ class TerminalGame:
         init_key, self.play_key = jax.random.split(jax.random.fold_in(jax.random.key(seed), 0))
         self.state = mp.init(init_key, len(seats), common_dice, rules)
         self._step = jax.jit(mp.step, static_argnums=3)
-        self._moves = {
-            seat.name: self._move_function(index, seat.agent)
-            for index, seat in enumerate(seats)
-            if seat.agent is not None
+        # Each agent's policy, compiled once per game (the one signature, a batch of one).
+        self._policies = {
+            seat.name: jax.jit(seat.agent.policy) for seat in seats if seat.agent is not None
         }
 
-    def _move_function(self, seat: int, agent: Agent) -> Callable[[State, jax.Array], int]:
-        """How a seat's agent chooses: with the opponent's card as well when it reads one."""
+    def agent_action(self, seat: int, card: State, key: jax.Array) -> int:
+        """The seat's agent's action through its policy: its own card, and the opponent's as
+        the other card when it reads one at a two-seat table (else no other card)."""
+        agent = self.seats[seat].agent
+        own = batch_of_one(card)
         if agent.reads_others and len(self.seats) == 2:
-            policy = jax.jit(agent.policy)
-
-            def move(card: State, key: jax.Array) -> int:
-                other = batch_of_one(batch_of_one(self.card(1 - seat)))  # [1, 1]
-                own, keys = batch_of_one(card), batch_of_one(key)
-                return int(policy(agent.params, own, other, keys)[0])
-
-            return move
-        act = jax.jit(agent.act)
-        return lambda card, key: int(act(agent.params, card, key))
+            others = batch_of_one(batch_of_one(self.card(1 - seat)))  # [1, 1]
+        else:
+            others = no_others(own)
+        policy = self._policies[self.seats[seat].name]
+        return int(policy(agent.params, own, others, batch_of_one(key))[0])
 
     def card(self, seat: int) -> State:
         """The card of a seat."""
@@ -308,12 +305,11 @@ class TerminalGame:
 
     def agent_turn(self, seat: int, turn: int) -> None:
         """Let the seat's agent take one turn, showing each decision (and the advisor's view)."""
-        move = self._moves[self.seats[seat].name]
         while True:
             card = self.card(seat)
             decision = DECISIONS_PER_TURN * int(engine.turn_index(card)) + int(card.roll_index)
             policy_key, _ = mp.decision_keys(self.play_key, seat, decision, self.common_dice)
-            action = move(card, policy_key)
+            action = self.agent_action(seat, card, policy_key)
             dice = tuple(int(die) for die in np.asarray(card.dice))
             line = (
                 f"  {self.seats[seat].name}, turn {turn + 1}, roll {int(card.roll_index) + 1}: "

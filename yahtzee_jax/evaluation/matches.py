@@ -151,9 +151,9 @@ def evaluate_matches(
     batch_size: int = MATCH_BATCH,
 ) -> dict[str, Any]:
     """A trained learner's greedy agent against a built-in opponent (`evaluate_agent_matches`)."""
-    from yahtzee_jax.algorithms.acting import make_agent
+    from yahtzee_jax.algorithms import get_algorithm
 
-    agent = make_agent(config, params, config.algo.name)
+    agent = get_algorithm(config.algo.name).make_agent(config, params, config.algo.name)
     return evaluate_agent_matches(agent, opponent, num_games, seed, batch_size)
 
 

@@ -1,8 +1,8 @@
 """Per-game records of an evaluation and the batched on-device play that produces them.
 
 `play_games` runs whole games as one compiled program (the agent's policy through the one
-rollout, `envs.solitaire_play`, a `lax.scan` over a game's decisions; a policy that plans its
-turns, `agents.base.TurnPlanner`, a turn at a time) and returns
+rollout, a `lax.scan` over a game's decisions, its memory carried where it keeps one:
+`agents.base.Remembering`) and returns
 `GameRecords`: per-game numpy arrays that `evaluation.statistics`, `evaluation.plots` and
 `evaluation.reports` read.
 """
@@ -19,10 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy, TurnPlanner
+from yahtzee_jax.agents.base import Agent, Policy, initial_memory, policy_step
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.envs.rollout import learning_rollout
-from yahtzee_jax.envs.solitaire_play import SOLITAIRE, agent_policy, episode_keys, play
+from yahtzee_jax.envs.solitaire_play import SOLITAIRE, episode_keys
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
@@ -103,23 +104,21 @@ def _record_scoring(state: engine.State, action: jax.Array, next_state: engine.S
     return jnp.where(jnp.any(newly_filled, axis=-1), category, -1), points
 
 
-def _play_planned_turns(
-    policy: TurnPlanner, params: Any, keys: jax.Array, rules: Rules
-) -> tuple[engine.State, Any]:
-    """`play`'s games (final states, `_record_scoring` records) for a policy that plans its
-    turns: the rollout by turn, the policy's plan carried from each decision of a turn to the
-    next as a learner's state is (`agents.base.TurnPlanner`)."""
+def _play(policy: Policy, params: Any, keys: jax.Array, rules: Rules) -> tuple[engine.State, Any]:
+    """The games' final states and `_record_scoring` records: the policy plays every decision
+    of its cards in lockstep, carrying its memory from each to the next where it keeps one
+    (`agents.base.Remembering`: the widget agents' turn keep values)."""
     env = SOLITAIRE["game"](rules, FeatureConfig())
 
-    def act(cards: engine.State, keys: jax.Array, carry: Any, roll_index: int) -> tuple:
-        return policy.turn_actions(params, cards, roll_index, carry)
+    def act(cards: engine.State, keys: jax.Array, carry: Any) -> tuple:
+        return policy_step(policy, params, cards, no_others(cards), keys, carry)
 
     def learn(carry: Any, card: engine.State, action: jax.Array, following: engine.State,
-              plan: Any, decision: jax.Array, roll_index: int) -> tuple:  # fmt: skip
-        return plan, _record_scoring(card, action, following, None)
+              memory: Any, decision: jax.Array) -> tuple:  # fmt: skip
+        return memory, _record_scoring(card, action, following, None)
 
-    plan = policy.initial_plan(keys.shape[0])
-    _, final, records, _ = learning_rollout(env, act, learn, plan, keys, by_turn=True)
+    memory = initial_memory(policy, keys.shape[0])
+    _, final, records, _ = learning_rollout(env, act, learn, memory, keys)
     return final, records
 
 
@@ -134,12 +133,7 @@ def _play_batch(
 ) -> dict[str, jax.Array]:
     """Games first_game .. first_game+batch_size-1; game i's dice depend only on (seed, i)."""
     keys = episode_keys(base_key, first_game, batch_size)
-    if isinstance(policy, TurnPlanner):  # the same actions, the turn's work shared
-        final, (categories, points) = _play_planned_turns(policy, params, keys, rules)
-    else:
-        final, (categories, points) = play(
-            agent_policy(policy, params), keys, rules, "game", _record_scoring
-        )
+    final, (categories, points) = _play(policy, params, keys, rules)
     # Each turn is keep, keep, score: the scoring decisions are every third one.
     return {
         "box_scores": final.scores,

@@ -235,7 +235,7 @@ def evaluate(
     records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
     elapsed = time.perf_counter() - started
     optimal_records = None
-    if agent.name == "optimal":  # no column beside itself, but its games are the reference
+    if agent.optimal:  # no column beside itself, but its games are the reference
         path = reference_path(agent.rules, num_games, seed, cache_dir)
         if check_state(path) != "whole":  # missing, damaged or without its checksum
             _save_reference(records, path)

@@ -246,7 +246,7 @@ def agent_games(
     progress: bool = False,
 ) -> np.ndarray:
     """int[M]: the agent's totals in solitaire games 0..M-1 of the seed (optimal's cached)."""
-    if agent.name == "optimal":  # the same games `evaluate` keeps as its optimal reference
+    if agent.optimal:  # the same games `evaluate` keeps as its optimal reference
         records = optimal_reference(agent.rules, num_games, seed, cache_dir, batch_size, progress)
     else:
         records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
