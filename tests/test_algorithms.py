@@ -14,6 +14,7 @@ from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
+from yahtzee_jax.runner import loop
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.runner.train import make_chunk
@@ -74,6 +75,26 @@ def test_registry_names_match_the_modules():
         assert algorithm.config_class().name == name
     with pytest.raises(ConfigError, match="unknown algorithm 'sarsa'"):
         get_algorithm("sarsa")
+
+
+def test_the_runner_reads_what_a_learner_asks_from_its_config_class(monkeypatch):
+    """What a learner asks of the runner is said by its config class: MAXQ-Q's tables (both
+    explorations, one module) skip the chunk's parameter guard, and on a match environment
+    td-win's periodic evaluations are matches where A2C's are solitaire games."""
+    unguarded = [n for n in algorithm_names() if not get_algorithm(n).config_class.guard_params]
+    assert unguarded == ["maxq", "maxq-g1"]
+    played = []
+    for kind in ("match", "solitaire"):
+
+        def evaluation(*args, kind=kind):
+            played.append(kind)
+            return [0.0], {}
+
+        monkeypatch.setattr(loop, f"{kind}_evaluation", evaluation)
+    for name in ("td-win", "a2c"):
+        config = tiny_config(name, "env.id=YahtzeeMatch-v0", "env.opponent=self")
+        loop.evaluation_row(config, None, 1, 0.0)
+    assert played == ["match", "solitaire"]
 
 
 def assert_one_update(before: TrainState, after: TrainState, metrics: dict, failure) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from yahtzee_jax.algorithms import actor_critic
 from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.algorithms.training_rollout import update_rollout
+from yahtzee_jax.algorithms.training_rollout import sample_batch
 from yahtzee_jax.envs.tasks import env_id
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.configs import resolve
@@ -73,7 +73,7 @@ def test_training_rewards_add_the_scaled_bonus_at_the_crossing(rules: str, bonus
     )
     context = curriculum_context(rules, *curriculum)
     state = init_train_state(context)
-    trajectory = update_rollout(context, state.params, jax.random.PRNGKey(3), True)[0]
+    trajectory = sample_batch(context, state.params, jax.random.PRNGKey(3), True)[0]
     # give every game the bonus at its 10th decision, whatever its dice did
     totals = jnp.where(jnp.arange(trajectory.reward.shape[0])[:, None] >= 9, 63, 5)
     trajectory = trajectory._replace(upper_total=jnp.broadcast_to(totals, trajectory.reward.shape))

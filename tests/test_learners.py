@@ -9,11 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.algorithms import actor_critic, ppo, reinforce
+from yahtzee_jax.algorithms import a2c, actor_critic, ppo, reinforce
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import lambda_returns
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule, learning_rate_schedule
-from yahtzee_jax.algorithms.training_rollout import evaluate_trajectory, update_rollout
+from yahtzee_jax.algorithms.training_rollout import evaluate_trajectory, sample_batch
 from yahtzee_jax.config import OptimConfig
 from yahtzee_jax.game import OFFICIAL
 from yahtzee_jax.runner.configs import resolve
@@ -69,7 +69,7 @@ def test_loss_matches_hand_computation_without_normalisation():
     """Targets are TD(0) with gamma 0.5: delta = [0, -0.5, 7]; policy -mean(logp * delta) =
     -(0 + 1 - 3.5)/3 = 5/6; value 0.1 * mean(delta^2) = 0.1 * 49.25/3."""
     target = lambda_returns(REWARD, VALUE, 0.5, 0.0)
-    total, metrics = actor_critic.policy_value_terms(LOG_PROB, VALUE, target, 0.1, False)
+    total, metrics = a2c.policy_value_terms(LOG_PROB, VALUE, target, 0.1, False)
     assert float(metrics["loss/policy"]) == pytest.approx(5 / 6, rel=1e-6)
     assert float(metrics["loss/value"]) == pytest.approx(0.1 * 49.25 / 3, rel=1e-6)
     assert float(total) == pytest.approx(5 / 6 + 0.1 * 49.25 / 3, rel=1e-6)
@@ -84,7 +84,7 @@ def test_loss_with_normalised_advantages_and_its_gradients():
     normalised = (delta - delta.mean()) / delta.std()
 
     def total(log_prob, value):
-        return actor_critic.policy_value_terms(log_prob, value, target, 0.1, True)[0]
+        return a2c.policy_value_terms(log_prob, value, target, 0.1, True)[0]
 
     grad_log_prob, grad_value = jax.grad(total, argnums=(0, 1))(LOG_PROB, VALUE)
     np.testing.assert_allclose(grad_log_prob[:, 0], -normalised / 3, rtol=1e-5)
@@ -153,7 +153,7 @@ def test_rollout_is_reproduced_by_the_loss_forward_pass():
     config = resolve("quick", overrides=["network.hidden_size=16", "network.dropout=0.5"])
     context = make_context(config)
     state = init_train_state(context)
-    trajectory = jax.jit(lambda params, key: update_rollout(context, params, key)[0])(
+    trajectory = jax.jit(lambda params, key: sample_batch(context, params, key)[0])(
         state.params, state.key
     )
     decisions = context.rules.decisions_per_game

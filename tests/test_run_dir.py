@@ -90,13 +90,15 @@ def test_guard_freezes_the_state_at_the_last_good_update_and_names_the_quantity(
 # make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC
 @pytest.mark.slow
 def test_guard_without_parameters_still_stops_on_metrics(one_good_update):
-    """An algorithm with `guard_params=False` (MAXQ-Q's 1.16 GB table): a NaN put in the
-    parameters at update 2 goes unseen there and is caught by update 3's loss; a NaN in the
+    """A learner whose config says `guard_params = False` (MAXQ-Q's 1.16 GB table): a NaN put
+    in the parameters at update 2 goes unseen there and is caught by update 3's loss; a NaN in the
     loss at update 2 is named and freezes the counter at 1 (the host discards the chunk),
     while the parameters are not rolled back to update 1's."""
     context, state, after_one = one_good_update
-    algorithm = dataclasses.replace(context.algorithm, guard_params=False)
-    unguarded = context._replace(algorithm=algorithm)
+    algo = context.config.algo
+    unguarded_class = type("Unguarded", (type(algo),), {"guard_params": False})
+    unguarded_algo = unguarded_class(**dataclasses.asdict(algo))
+    unguarded = context._replace(config=dataclasses.replace(context.config, algo=unguarded_algo))
     _, metrics, failure = make_chunk(_poisoned(unguarded, 2, PARAMETERS), 3)(state)
     assert list(np.asarray(failure)[:2]) == [-1, -1]
     assert guard_quantities(list(metrics))[np.asarray(failure)[2]].startswith(("loss/", "grad/"))

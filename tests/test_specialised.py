@@ -13,16 +13,15 @@ import numpy as np
 import pytest
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms import actor_critic, ppo
+from yahtzee_jax.algorithms import a2c, actor_critic, ppo
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.algorithms.common import kl_divergence, lambda_returns
 from yahtzee_jax.algorithms.training_rollout import (
     apply_network,
     evaluate_heads,
     evaluate_trajectory,
-    heads_kl,
+    sample_batch,
     trajectory_recorder,
-    update_rollout,
 )
 from yahtzee_jax.envs.rollout import rollout as env_rollout
 from yahtzee_jax.envs.solitaire_play import episode_keys, play, record_transition
@@ -136,7 +135,7 @@ def test_rollout_matches_every_head_at_every_decision(task: str, network: str):
     params = perturbed(state.params)
     expected = jax.jit(lambda p, k: reference_rollout(context, p, k))(params, state.key)
     for with_value in (True, False):
-        actual = jax.jit(lambda p, k, v=with_value: update_rollout(context, p, k, v)[0])(
+        actual = jax.jit(lambda p, k, v=with_value: sample_batch(context, p, k, v)[0])(
             params, state.key
         )
         for field in ("features", "legal_mask", "roll_index", "action", "reward", "dropout_seed"):
@@ -193,14 +192,14 @@ def test_loss_and_gradients_match_the_reference(algo: str, network: str):
 
     @jax.jit  # one compile of each side (run op by op it took 20-38 s on a 2-core CPU)
     def both_sides(params, key):
-        with_values = update_rollout(context, params, key, True)[0]
-        without = update_rollout(context, params, key, False)[0]
+        with_values = sample_batch(context, params, key, True)[0]
+        without = sample_batch(context, params, key, False)[0]
         rewards = actor_critic.training_rewards(context, with_values, gamma, step)
         target = lambda_returns(rewards, with_values.value, gamma, algo_config.gae_lambda)
-        reference = jax.value_and_grad(actor_critic.reference_loss, has_aux=True)(
+        reference = jax.value_and_grad(a2c.reference_loss, has_aux=True)(
             params, context, with_values, target, step
         )
-        specialised = jax.value_and_grad(actor_critic.loss, has_aux=True)(
+        specialised = jax.value_and_grad(a2c.loss, has_aux=True)(
             params, context, without, step, gamma, algo_config.gae_lambda
         )
         shaping = jnp.mean(jnp.sum(rewards - with_values.reward, axis=0))
@@ -244,7 +243,7 @@ def test_ppo_loss_and_gradients_match_the_reference(network: str):
     context = make_context(small_config("ppo", network))
     state = init_train_state(context)
     _config, algo = context.config, context.config.algo
-    trajectory = update_rollout(context, state.params, state.key, True)[0]
+    trajectory = sample_batch(context, state.params, state.key, True)[0]
     rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, jnp.int32(0))
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
     advantage = target - trajectory.value
@@ -269,20 +268,18 @@ def test_kl_is_exact_at_evaluation_updates_and_sampled_between():
     config = context.config
     assert config.algo.kl_sample_games == 2 and config.train.eval_interval > 1
     state = init_train_state(context)
-    trajectory = update_rollout(context, state.params, state.key, False)[0]
+    trajectory = sample_batch(context, state.params, state.key, False)[0]
     before = evaluate_heads(context.network, state.params, trajectory, with_value=False)
     after_params = perturbed(state.params)
     ref_before = evaluate_trajectory(context.network, state.params, trajectory)[0]
     ref_after = evaluate_trajectory(context.network, after_params, trajectory)[0]
     after = evaluate_heads(context.network, after_params, trajectory, with_value=False)
     np.testing.assert_allclose(
-        heads_kl(before, after), kl_divergence(ref_before, ref_after), **TOLERANCE
+        a2c.heads_kl(before, after), kl_divergence(ref_before, ref_after), **TOLERANCE
     )
 
     def logged(update: int) -> float:
-        kl = actor_critic.kl_after_update(
-            context, trajectory, before, after_params, jnp.int32(update)
-        )
+        kl = a2c.kl_after_update(context, trajectory, before, after_params, jnp.int32(update))
         return float(kl)
 
     exact = float(kl_divergence(ref_before, ref_after))

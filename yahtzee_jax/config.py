@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 from yahtzee_jax.errors import ConfigError
 
@@ -119,6 +119,15 @@ class AlgoConfig:
     """
 
     name: str = "a2c"
+    # What the learner asks of the runner (class attributes of its section, not settings).
+    # False: the compiled chunk's guard neither checks the parameters nor keeps the last good
+    # ones (its metrics still stop the run). For tables of running averages of finite targets
+    # (MAXQ-Q), which cannot turn non-finite, and where one pass over the 1.16 GB table and
+    # the copy kept for a rollback cost several times the update itself
+    guard_params: ClassVar[bool] = True
+    # True: the periodic evaluations on a match environment are matches against the training
+    # opponent (the optimal agent for `self`), with the win rate beside the mean score (td-win)
+    evaluates_matches: ClassVar[bool] = False
 
     def check(self, config: Config) -> None:
         """Checks that involve other sections (called once the whole config is built)."""

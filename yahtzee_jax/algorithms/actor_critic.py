@@ -1,12 +1,12 @@
-"""What the actor-critic learners (REINFORCE, A2C, PPO) share: their config section, the entropy
-schedules, learned-potential reward shaping, the upper-head regression and the loss of eq. 15/17.
+"""What the actor-critic learners (REINFORCE, A2C, PPO) share beside their rollout
+(`training_rollout`): their config section, the rewards they learn from (the upper-bonus
+curriculum and learned-potential shaping), the terms every one of their losses adds (entropy
+bonus and upper-head regression) and their greedy acting policy. Each learner's own loss and
+update is in its own module: `a2c.py` (and `reinforce.py` on it), `ppo.py`.
 
-Loss of one batch of decisions, with targets G_t from `lambda_returns` and no gradient through
-them (the paper's eqs. 15 and 17; REINFORCE: G = Monte-Carlo return, A2C: G = TD(0) target):
+Every loss adds, beside its policy and value terms,
 
-    delta_t = G_t - V(s_t),   A_t = normalise(stop_gradient(delta_t))
-    L = -mean(log pi(a_t | s_t) A_t) + lambda_V mean(delta_t^2)
-        - beta_roll H_roll - beta_score H_score + beta_regression mean((U(s_t) - u_final)^2)
+    - beta_roll H_roll - beta_score H_score + beta_regression mean((U(s_t) - u_final)^2)
 
 Reward shaping (section 4.4.1, eqs. 11-12) follows the paper's code: the upper head U predicts
 the normalised final upper total u_final = U_final / 63 - 1, the potential is
@@ -19,36 +19,18 @@ Phi(s_{t+1}) by gamma; `shaping_discount` switches that on.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
-from yahtzee_jax.algorithms.common import (
-    explained_variance,
-    gradient_step,
-    keep_action_stats,
-    lambda_returns,
-    masked_mean,
-    normalize,
-)
+from yahtzee_jax.algorithms.base import Context, Metrics
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
-from yahtzee_jax.algorithms.training_rollout import (
-    HeadOutputs,
-    Trajectory,
-    evaluate_heads,
-    evaluate_trajectory,
-    heads_kl,
-    rollout,
-    taken_log_probs,
-)
+from yahtzee_jax.algorithms.training_rollout import HeadOutputs, Trajectory
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
-from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.networks import entropy, policy_log_probs, value_head_modules
+from yahtzee_jax.networks import entropy, policy_log_probs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,11 +127,6 @@ class ActorCriticConfig(AlgoConfig):
             f"algo.bonus_scale_start={self.bonus_scale_start} needs solitaire games, as "
             f"env.id=Yahtzee-v0 (it scales the score reward's upper bonus), not {config.env.id}",
         )
-
-
-# --------------------------------------------------------------------------------------------
-# Schedules, shaping and the loss
-# --------------------------------------------------------------------------------------------
 
 
 def entropy_coefficients(context: Context, step: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -270,182 +247,6 @@ def auxiliary_terms(
     if context.config.algo.bonus_scale_start != 1.0:
         metrics["schedule/bonus_scale"] = bonus_scale(context, step)
     return entropy_loss + weight * regression_loss, metrics
-
-
-def policy_value_terms(
-    log_prob_taken: jax.Array,
-    value: jax.Array,
-    target: jax.Array,
-    value_coef: float,
-    normalize_advantage: bool,
-) -> tuple[jax.Array, Metrics]:
-    """Policy-gradient and value terms of eqs. 15/17 from per-decision quantities (any shape)."""
-    delta = target - value
-    advantage = jax.lax.stop_gradient(delta)
-    advantage_mean, advantage_std = jnp.mean(advantage), jnp.std(advantage)
-    if normalize_advantage:
-        advantage = normalize(advantage)
-    policy_loss = -jnp.mean(log_prob_taken * advantage)
-    value_loss = value_coef * jnp.mean(jnp.square(delta))
-    metrics = {
-        "loss/policy": policy_loss,
-        "loss/value": value_loss,
-        "advantage/mean": advantage_mean,
-        "advantage/std": advantage_std,
-        "value/mean": jnp.mean(value),
-        "value/explained_variance": explained_variance(value, target),
-    }
-    return policy_loss + value_loss, metrics
-
-
-def reference_loss(
-    params: Any, context: Context, trajectory: Trajectory, target: jax.Array, step: jax.Array
-) -> tuple[jax.Array, tuple[Metrics, jax.Array]]:
-    """The loss as every head on every decision computes it (aux = (metrics, log-probs)): the
-    reference `loss` is tested against, and the bare forward+backward `bench train` times."""
-    log_probs, output = evaluate_trajectory(context.network, params, trajectory)
-    taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
-    algo = context.config.algo
-    main, metrics = policy_value_terms(
-        taken, output.value, target, algo.value_coef, algo.normalize_advantage
-    )
-    per_decision = entropy(log_probs)
-    keeping = trajectory.roll_index < LAST_ROLL
-    entropies = masked_mean(per_decision, keeping), masked_mean(per_decision, ~keeping)
-    auxiliary, aux_metrics = auxiliary_terms(context, step, entropies, output.upper, trajectory)
-    total = main + auxiliary
-    return total, ({"loss/total": total, **metrics, **aux_metrics}, log_probs)
-
-
-def loss(
-    params: Any,
-    context: Context,
-    trajectory: Trajectory,
-    step: jax.Array,
-    gamma: float | jax.Array,
-    gae_lambda: float,
-) -> tuple[jax.Array, tuple[Metrics, HeadOutputs]]:
-    """The whole actor-critic loss of `params` on a trajectory; aux = (metrics, head outputs).
-
-    Each head runs only on the decisions that need it (`evaluate_heads`). The lambda-return
-    targets bootstrap from the rollout's values, or, when the rollout skipped the value head,
-    from this forward pass's (no gradient): the same parameters and dropout masks give the
-    same values, so the rollout need not compute them.
-    """
-    outputs = evaluate_heads(context.network, params, trajectory)
-    acting_value = outputs.value if trajectory.value is None else trajectory.value
-    acting_upper = outputs.upper if trajectory.upper is None else trajectory.upper
-    rewards = training_rewards(context, trajectory, gamma, step, acting_upper)
-    target = lambda_returns(rewards, acting_value, gamma, gae_lambda)
-    taken = taken_log_probs(outputs, trajectory.action)
-    algo = context.config.algo
-    main, metrics = policy_value_terms(
-        taken, outputs.value, target, algo.value_coef, algo.normalize_advantage
-    )
-    auxiliary, aux_metrics = auxiliary_terms(
-        context, step, head_entropies(outputs), outputs.upper, trajectory
-    )
-    total = main + auxiliary
-    metrics = {"loss/total": total, **metrics, **aux_metrics}
-    if algo.shaping_weight > 0:
-        shaping = jax.lax.stop_gradient(rewards - trajectory.reward)
-        metrics["train/mean_shaping"] = jnp.mean(jnp.sum(shaping, axis=0))
-    return total, (metrics, outputs)
-
-
-# --------------------------------------------------------------------------------------------
-# The update and the pieces every actor-critic learner's module plugs into the registry
-# --------------------------------------------------------------------------------------------
-
-
-def collect(
-    context: Context, state: TrainState, with_value: bool = True
-) -> tuple[TrainState, Trajectory, Metrics]:
-    """Play one update's episodes of the environment with the current policy; the state's key
-    and the environment's task state move on."""
-    key, rollout_key = jax.random.split(state.key)
-    env = context.env
-    episodes = envs.episodes_per_update(context.config)
-    trajectory, final = rollout(
-        context.network, state.params, rollout_key, env, episodes, state.task, with_value
-    )
-    metrics = {
-        **env.episode_metrics(final, trajectory.reward),
-        **keep_action_stats(trajectory.action, trajectory.roll_index),
-    }
-    task = env.end_task_batch(state.task, final)
-    return state.replace(key=key, task=task), trajectory, metrics
-
-
-def is_evaluation_update(context: Context, step: jax.Array) -> jax.Array:
-    """Does update `step` (counted from 1) end at an evaluation point (as `train.is_eval_step`)?"""
-    train = context.config.train
-    return (step % train.eval_interval == 0) | (step == train.total_updates)
-
-
-def kl_after_update(
-    context: Context,
-    trajectory: Trajectory,
-    before: HeadOutputs,
-    params: Any,
-    step: jax.Array,
-) -> jax.Array:
-    """policy/kl: KL(pi_before || pi_after) on the same decisions and dropout masks, over the
-    whole batch when update `step` (counted from 1) ends at an evaluation point, else over
-    the first `algo.kl_sample_games` games (see `ActorCriticConfig.kl_sample_games`)."""
-    network = context.network
-
-    def measured(episodes: int) -> jax.Array:
-        sample = jax.tree.map(lambda leaf: leaf[:, :episodes], trajectory)
-        old = HeadOutputs(
-            before.roll_log_probs[:, :, :episodes], before.score_log_probs[:, :episodes], None, None
-        )
-        return heads_kl(old, evaluate_heads(network, params, sample, with_value=False))
-
-    episodes = envs.episodes_per_update(context.config)
-    sample = min(context.config.algo.kl_sample_games * context.env.episodes_per_game, episodes)
-    if sample == episodes:
-        return measured(episodes)
-    exact = is_evaluation_update(context, step)
-    return jax.lax.cond(exact, lambda: measured(episodes), lambda: measured(sample))
-
-
-def single_step_update(
-    context: Context, state: TrainState, gamma: float | jax.Array, gae_lambda: float
-) -> tuple[TrainState, Metrics]:
-    """Roll out, then one gradient step on the loss with lambda-return targets (REINFORCE, A2C).
-
-    The rollout skips the value and upper heads: the loss recomputes them (same parameters,
-    same dropout masks) for the targets and the shaping potentials.
-    """
-    state, trajectory, rollout_metrics = collect(context, state, with_value=False)
-
-    def loss_fn(params: Any):
-        return loss(params, context, trajectory, state.step, gamma, gae_lambda)
-
-    def kl_fn(params: Any, before: HeadOutputs) -> jax.Array:
-        return kl_after_update(context, trajectory, before, params, state.step + 1)
-
-    mask = None
-    if context.config.algo.critic_warmup > 0:
-        warmup_updates = int(context.config.algo.critic_warmup * context.config.train.total_updates)
-        mask = functools.partial(value_head_only, context.config, state.step < warmup_updates)
-    state, metrics = gradient_step(context, state, loss_fn, kl_fn, mask)
-    metrics |= {**rollout_metrics, "schedule/gamma": jnp.asarray(gamma, jnp.float32)}
-    return state, metrics
-
-
-def value_head_only(config: Config, active: jax.Array, grads: Any) -> tuple[Any, Metrics]:
-    """Where `active`, zero every gradient outside the value head (Adam then leaves those
-    parameters as they are: zero moments give a zero step)."""
-    value_head = value_head_modules(config.network)
-    masked = {
-        module: leaves
-        if module in value_head
-        else jax.tree.map(lambda g: jnp.where(active, jnp.zeros_like(g), g), leaves)
-        for module, leaves in grads.items()
-    }
-    return masked, {"schedule/critic_warmup": active.astype(jnp.float32)}
 
 
 def greedy(

@@ -159,14 +159,6 @@ class Algorithm:
     # reads but never trains (distill: its teacher, read through `load_run` from its run
     # directory; the checkpoints are the runner's, a floor above the algorithms)
     make_frozen: Callable[[Config, RunLoader | None], Any] = no_frozen
-    # False: the compiled chunk's guard neither checks the parameters nor keeps the last good
-    # ones (its metrics still stop the run). For tables of running averages of finite targets
-    # (MAXQ-Q), which cannot turn non-finite, and where one pass over the 1.16 GB table and
-    # the copy kept for a rollback cost several times the update itself
-    guard_params: bool = True
-    # True: the periodic evaluations are matches against the training opponent (the optimal
-    # agent for `self`) and report the win rate beside the mean score (`td-win`)
-    evaluates_matches: bool = False
 
 
 def make_optimizer(config: Config, learning_rate: optax.Schedule) -> optax.GradientTransformation:

@@ -1,9 +1,8 @@
-"""Pieces every learner shares: the return/advantage function, the gradient step, and the
+"""Pieces every learner shares: the return/advantage function, the optimizer step, and the
 diagnostics each update reports (reduced to scalars inside the compiled chunk)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -11,8 +10,7 @@ import jax.numpy as jnp
 import optax
 
 from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
-from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.algorithms.base import Context, Metrics
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 
@@ -56,14 +54,6 @@ def explore(
     bits = jax.vmap(lambda key: jax.random.bits(key, (), jnp.uint32))(key_pairs[:, 1])
     random = jax.vmap(uniform_legal_action)(legal, bits)
     return jnp.where(explored, random, action).astype(jnp.int32), explored
-
-
-def planner_greedy(
-    network: Any, params: Any, x: jax.Array, legal: jax.Array, roll_index: jax.Array
-) -> jax.Array:
-    """`Algorithm.greedy` of the planning learners: none, they act on the cards themselves
-    (their `make_agent`), not on features."""
-    raise ConfigError("a planning learner acts on the cards; it has no feature policy")
 
 
 def masked_mean(values: jax.Array, mask: jax.Array) -> jax.Array:
@@ -132,34 +122,3 @@ def learning_rate_at(context: Context, update: jax.Array) -> jax.Array:
     """The learning rate at the first optimizer step of update `update` (schedules count steps)."""
     steps_per_update = context.algorithm.optimizer_steps_per_update(context.config)
     return context.learning_rate(update * steps_per_update)
-
-
-# loss(params) -> (loss, (metrics, the policy on every decision, e.g. its log-probs))
-LossFn = Callable[[Any], tuple[jax.Array, tuple[Metrics, Any]]]
-
-
-def gradient_step(
-    context: Context,
-    state: TrainState,
-    loss_fn: LossFn,
-    kl_after: Callable[[Any, Any], jax.Array],
-    mask_grads: Callable[[Any], tuple[Any, Metrics]] | None = None,
-) -> tuple[TrainState, Metrics]:
-    """One optimizer step on `loss_fn`, with gradient-norm, clip-rate and KL diagnostics.
-
-    `kl_after(new_params, policy_before)` re-evaluates the same decisions (same dropout
-    masks), so the logged KL(pi_before || pi_after) measures how far this step moved the policy.
-    `mask_grads(grads) -> (grads, metrics)` edits the gradient first (a critic warm-up).
-    """
-    (_, (metrics, policy_before)), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
-    if mask_grads is not None:
-        grads, mask_metrics = mask_grads(grads)
-        metrics = {**metrics, **mask_metrics}
-    params, opt_state, grad_metrics = optimizer_step(context, state.params, state.opt_state, grads)
-    metrics = {
-        **metrics,
-        **grad_metrics,
-        "policy/kl": kl_after(params, jax.lax.stop_gradient(policy_before)),
-        "schedule/learning_rate": learning_rate_at(context, state.step),
-    }
-    return state.replace(params=params, opt_state=opt_state, step=state.step + 1), metrics

@@ -20,8 +20,8 @@ the round's end, r the round's points, l the learning rate, d the decay:
 after the game's last round). The seed's "initial alpha 1e6, discounted over time" is read as
 l_k = alpha / (alpha + k) after k rounds learned (1 at the start, 1/3 at the end of both of its
 runs); d is not given (0.9 here). Exploration (the update never reads the tables while playing):
-`maxq`: uniformly random legal primitive actions (a reroll or a free box); `maxq-g1`
-(`maxq_g1.py`): two random rerolls, then the box scoring most.
+`maxq`: uniformly random legal primitive actions (a reroll or a free box); `maxq-g1` (HRL-G1,
+section VI-C, `G1_ALGORITHM` below): two random rerolls, then the box scoring most.
 
 Tables: one float32[S, 47] in the train state's params, on device: V's 45 columns (31, "keep
 all", unused), then C(root, s, Re-roll) and C(root, s, Category). `table_bits=0` (default):
@@ -45,7 +45,7 @@ sequential rule.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -107,6 +107,8 @@ class MaxQConfig(AlgoConfig):
     decay: float = 0.9  # d: a reroll t steps before the round's end is credited r d^t
     table_bits: int = 0  # 0: exact index (6,193,152 states); k: hashed table of 2^k slots
     combine: str = "sequential"  # a batch's updates: lane after lane, or all lanes at once
+    # running averages of finite targets: the table stays finite, and is too big to copy
+    guard_params: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         check_choice("algo.combine", self.combine, COMBINES)
@@ -452,8 +454,20 @@ def make_algorithm(name: str, config_class: type, explore: Any) -> Algorithm:
         make_network=make_network,
         init_params=init_params,
         make_optimizer=no_optimizer,
-        guard_params=False,  # running averages of finite targets: the table stays finite
     )
 
 
 ALGORITHM = make_algorithm("maxq", MaxQConfig, explore_uniform)
+
+
+@dataclasses.dataclass(frozen=True)
+class MaxQG1Config(MaxQConfig):
+    """HRL-G1: MAXQ-Q with the greedy guide, whose tables learn from its rounds exactly as
+    `maxq`'s do. The seed trained it for 10^6 rounds with "initial alpha 5e5": l_k =
+    5e5 / (5e5 + k), 1/3 after 10^6 rounds."""
+
+    name: str = "maxq-g1"
+    alpha: float = 5e5
+
+
+G1_ALGORITHM = make_algorithm("maxq-g1", MaxQG1Config, explore_greedy_guide)

@@ -1,9 +1,10 @@
-"""Proximal policy optimisation, the paper's equations 18-19, fused in the compiled chunk.
+"""Proximal policy optimisation, the paper's equations 18-19, top to bottom in one file.
 
-One update plays B games, computes GAE(lambda) advantages from the rollout's values once (the
-targets are the lambda-returns, the advantages are normalised over the whole batch as in the
-paper's code), then runs `epochs` passes over the batch in minibatches of whole games, each pass
-in a fresh random order drawn from the update's key: nested `lax.scan`s inside the update.
+One update plays B games through the shared rollout (`training_rollout.collect_batch`), computes
+GAE(lambda) advantages from the rollout's values once (the targets are the lambda-returns, the
+advantages are normalised over the whole batch as in the paper's code), then runs `epochs` passes
+over the batch in minibatches of whole games, each pass in a fresh random order drawn from the
+update's key: nested `lax.scan`s inside the update.
 
     r_t = pi(a_t | s_t) / pi_old(a_t | s_t)
     L = -mean(min(r_t A_t, clip(r_t, 1 - eps, 1 + eps) A_t)) + lambda_V mean((V(s_t) - G_t)^2)
@@ -12,6 +13,13 @@ in a fresh random order drawn from the update's key: nested `lax.scan`s inside t
 The behaviour log-probs come from the rollout, and every decision keeps its dropout seed, so the
 first minibatch of the first epoch starts at ratio 1 exactly. The paper's code shuffles single
 decisions into minibatches of 4 x 39; here a minibatch is whole games, as the issue asks.
+
+In reading order: the hyperparameters (`PPOConfig`), the clipped-surrogate loss (`ppo_loss`),
+the advantages (`gae`), the epochs x minibatches of optimizer steps (`learn_on_batch`) and the
+update (`update`). From elsewhere it uses only what every actor-critic learner shares: the
+rollout and the heads re-evaluated on a minibatch (`training_rollout`), the entropy bonus,
+upper-head regression and training rewards (`actor_critic`), and the lambda-return, the
+optimizer step and the learning rate (`common`).
 """
 
 from __future__ import annotations
@@ -32,8 +40,17 @@ from yahtzee_jax.algorithms.common import (
     normalize,
     optimizer_step,
 )
-from yahtzee_jax.algorithms.training_rollout import Trajectory, evaluate_heads, taken_log_probs
+from yahtzee_jax.algorithms.training_rollout import (
+    Trajectory,
+    collect_batch,
+    evaluate_heads,
+    taken_log_probs,
+)
 from yahtzee_jax.config import Config, dynamic, require
+
+# --------------------------------------------------------------------------------------------
+# Hyperparameters: Table 7's PPO column and Table 8
+# --------------------------------------------------------------------------------------------
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,10 +95,9 @@ def optimizer_steps_per_update(config: Config) -> int:
     return config.algo.epochs * (config.train.games_per_update // config.algo.games_per_minibatch)
 
 
-def minibatch_indices(key: jax.Array, num_episodes: int, per_minibatch: int) -> jax.Array:
-    """A random order of the episodes cut into minibatches: int32[minibatches, per_minibatch]."""
-    order = jax.random.permutation(key, num_episodes)
-    return order.reshape(num_episodes // per_minibatch, per_minibatch)
+# --------------------------------------------------------------------------------------------
+# The loss: the clipped surrogate (eq. 19) on one minibatch
+# --------------------------------------------------------------------------------------------
 
 
 def clipped_surrogate(ratio: jax.Array, advantage: jax.Array, epsilon: float) -> jax.Array:
@@ -102,7 +118,7 @@ def ppo_loss(
     algo = context.config.algo
     outputs = evaluate_heads(context.network, params, batch)  # each head on its decisions
     taken = taken_log_probs(outputs, batch.action)
-    log_ratio = taken - batch.log_prob
+    log_ratio = taken - batch.log_prob  # the behaviour policy's, from the rollout
     ratio = jnp.exp(log_ratio)
     policy_loss = clipped_surrogate(ratio, advantage, algo.clip_epsilon)
     value_loss = algo.value_coef * jnp.mean(jnp.square(outputs.value - target))
@@ -129,22 +145,53 @@ def ppo_loss(
     return total, metrics
 
 
-def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
-    """One PPO update: play B games, then epochs x minibatches optimizer steps on them."""
-    config, algo = context.config, context.config.algo
-    state, trajectory, rollout_metrics = actor_critic.collect(context, state)
-    key, shuffle_key = jax.random.split(state.key)
-    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, state.step)
+# --------------------------------------------------------------------------------------------
+# The advantages: GAE(lambda) over the whole batch, once per update
+# --------------------------------------------------------------------------------------------
+
+
+def gae(
+    context: Context, trajectory: Trajectory, step: jax.Array
+) -> tuple[jax.Array, jax.Array, Metrics]:
+    """(targets G_t, advantages A_t, their statistics) of a batch, computed once per update:
+    G_t the lambda-returns of the training rewards bootstrapped from the rollout's values,
+    A_t = G_t - V(s_t) (GAE(lambda)), normalised over the whole batch when
+    `algo.normalize_advantage`; the statistics are of A_t before that."""
+    algo = context.config.algo
+    rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, step)
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
     advantage = target - trajectory.value
-    advantage_stats = {
+    stats = {
         "advantage/mean": jnp.mean(advantage),
         "advantage/std": jnp.std(advantage),
         "value/explained_variance": explained_variance(trajectory.value, target),
     }
     if algo.normalize_advantage:
         advantage = normalize(advantage)
-    data = (trajectory, target, advantage)
+    return target, advantage, stats
+
+
+# --------------------------------------------------------------------------------------------
+# The learning: epochs x minibatches of whole games
+# --------------------------------------------------------------------------------------------
+
+
+def minibatch_indices(key: jax.Array, num_episodes: int, per_minibatch: int) -> jax.Array:
+    """A random order of the episodes cut into minibatches: int32[minibatches, per_minibatch]."""
+    order = jax.random.permutation(key, num_episodes)
+    return order.reshape(num_episodes // per_minibatch, per_minibatch)
+
+
+def learn_on_batch(
+    context: Context,
+    state: TrainState,
+    data: tuple[Trajectory, jax.Array, jax.Array],
+    shuffle_key: jax.Array,
+) -> tuple[Any, Any, Metrics]:
+    """`epochs` passes over the batch `data` = (trajectory, targets, advantages), each in a
+    fresh random order of whole games cut into minibatches, one optimizer step per minibatch:
+    (params, optimizer state, each metric per epoch [epochs], averaged over its minibatches)."""
+    config, algo = context.config, context.config.algo
     per_minibatch = algo.games_per_minibatch * context.env.episodes_per_game
 
     def epoch(carry: tuple, epoch_key: jax.Array) -> tuple[tuple, Metrics]:
@@ -165,6 +212,24 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     epoch_keys = jax.random.split(shuffle_key, algo.epochs)
     (params, opt_state), per_epoch = jax.lax.scan(
         epoch, (state.params, state.opt_state), epoch_keys
+    )
+    return params, opt_state, per_epoch
+
+
+# --------------------------------------------------------------------------------------------
+# The update: collect a batch, its advantages, learn on it
+# --------------------------------------------------------------------------------------------
+
+
+def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
+    """One PPO update: play B games, their advantages, then epochs x minibatches optimizer
+    steps on them."""
+    algo = context.config.algo
+    state, trajectory, rollout_metrics = collect_batch(context, state)
+    key, shuffle_key = jax.random.split(state.key)
+    target, advantage, advantage_stats = gae(context, trajectory, state.step)
+    params, opt_state, per_epoch = learn_on_batch(
+        context, state, (trajectory, target, advantage), shuffle_key
     )
     metrics = jax.tree.map(jnp.mean, per_epoch)
     metrics |= {

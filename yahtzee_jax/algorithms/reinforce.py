@@ -4,6 +4,7 @@
 
 The discount is scheduled as in the paper's code: linear from `gamma_start` (Table 7's gamma
 min) to `gamma` (gamma max) over the first `gamma_anneal` fraction of training, then held.
+The loss and the gradient step are A2C's (`a2c.py`) on these targets.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import dataclasses
 import jax
 import optax
 
-from yahtzee_jax.algorithms import acting, actor_critic
+from yahtzee_jax.algorithms import a2c, acting, actor_critic
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.config import dynamic, require
 
@@ -62,7 +63,7 @@ def gamma_at(context: Context, step: jax.Array) -> jax.Array:
 def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
     """One REINFORCE update: play B games, one gradient step on Monte-Carlo returns."""
     gamma = gamma_at(context, state.step)
-    return actor_critic.single_step_update(context, state, gamma, MONTE_CARLO)
+    return a2c.single_step_update(context, state, gamma, MONTE_CARLO)
 
 
 ALGORITHM = Algorithm(

@@ -25,7 +25,7 @@ training and acting). The `optimal` opponent's seat reads the solver: that is th
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -66,6 +66,7 @@ class TDWinConfig(AlgoConfig):
     td_lambda: float = dynamic(0.7)  # lambda of "td" (0: one step, 1: the outcome, = mc)
     epsilon: float = dynamic(0.0)  # share of decisions played uniformly at random
     gradient_steps: int = 1  # Adam steps per update on the update's B x 13 afterstates
+    evaluates_matches: ClassVar[bool] = True  # its evaluations: matches, with the win rate
 
     def __post_init__(self) -> None:
         check_choice("algo.target", self.target, TARGETS)
@@ -254,5 +255,4 @@ ALGORITHM = Algorithm(
     common.gradient_steps_per_update,
     make_network,
     init_params=init_params,
-    evaluates_matches=True,
 )

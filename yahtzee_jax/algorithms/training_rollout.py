@@ -1,6 +1,8 @@
-"""A learner's training games: the actor-critic network's sampling policy played through the
-one rollout (`envs.rollout`), on any environment, into time-major trajectories; and the heads
-re-evaluated over them (an agent's solitaire games are `envs.solitaire_play`'s).
+"""The actor-critic learners' shared rollout: the network's sampling policy played through the
+one rollout loop (`envs.rollout.rollout`), on any environment, into time-major trajectories
+(`collect_batch`, what an update of A2C, REINFORCE or PPO plays first); and the policy heads
+re-evaluated over them for a loss (`evaluate_heads`, `taken_log_probs`). An agent's solitaire
+games are `envs.solitaire_play`'s.
 
 Every decision gets its own dropout seed (drawn from its episode's key), so any later forward pass
 over any subset of the decisions (the loss, a PPO minibatch, the KL diagnostic) reproduces the
@@ -15,11 +17,10 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms.base import Context
-from yahtzee_jax.algorithms.common import kl_per_decision
+from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
+from yahtzee_jax.algorithms.common import keep_action_stats
 from yahtzee_jax.envs.base import Environment
-from yahtzee_jax.envs.rollout import episode_keys
-from yahtzee_jax.envs.rollout import rollout as play
+from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.engine import LAST_ROLL, upper_total
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS
 from yahtzee_jax.networks import (
@@ -160,7 +161,7 @@ def trajectory_recorder(env: Environment) -> Any:
     return record
 
 
-def rollout(
+def sample_episodes(
     network: YahtzeeNet,
     params: Any,
     key: jax.Array,
@@ -169,12 +170,42 @@ def rollout(
     task: Any = None,
     with_value: bool = True,
 ) -> tuple[Trajectory, Any]:
-    """Play `episodes` episodes of `env` with the sampling policy: (trajectory, final states);
-    without `with_value` the trajectory's value and upper are None (not computed)."""
+    """Play `episodes` episodes of `env` with the sampling policy through the one rollout loop:
+    (trajectory, final states); without `with_value` the trajectory's value and upper are None
+    (not computed)."""
     keys = episode_keys(key, 0, episodes)
     policy = sampling_policy(network, params, env, with_value)
-    final, trajectory, rewards = play(env, policy, keys, task, trajectory_recorder(env), True)
+    final, trajectory, rewards = rollout(env, policy, keys, task, trajectory_recorder(env), True)
     return trajectory._replace(reward=rewards), final
+
+
+def collect_batch(
+    context: Context, state: TrainState, with_value: bool = True
+) -> tuple[TrainState, Trajectory, Metrics]:
+    """What an actor-critic update plays first: one update's episodes of the run's environment
+    with the current policy, and their metrics; the state's key and the environment's task
+    state move on."""
+    key, rollout_key = jax.random.split(state.key)
+    env = context.env
+    episodes = envs.episodes_per_update(context.config)
+    trajectory, final = sample_episodes(
+        context.network, state.params, rollout_key, env, episodes, state.task, with_value
+    )
+    metrics = {
+        **env.episode_metrics(final, trajectory.reward),
+        **keep_action_stats(trajectory.action, trajectory.roll_index),
+    }
+    task = env.end_task_batch(state.task, final)
+    return state.replace(key=key, task=task), trajectory, metrics
+
+
+def sample_batch(
+    context: Context, params: Any, key: jax.Array, with_value: bool = True
+) -> tuple[Trajectory, Any]:
+    """One update's episodes (`envs.episodes_per_update`) of the run's environment from a fresh
+    task state: (trajectory, final states); for tests and benchmarks of the learners."""
+    episodes = envs.episodes_per_update(context.config)
+    return sample_episodes(context.network, params, key, context.env, episodes, None, with_value)
 
 
 def evaluate_trajectory(network: YahtzeeNet, params: Any, trajectory: Trajectory) -> tuple:
@@ -233,19 +264,3 @@ def taken_log_probs(outputs: HeadOutputs, action: jax.Array) -> jax.Array:
     box = action[SCORE_ROWS] - NUM_KEEP_ACTIONS
     score = jnp.take_along_axis(outputs.score_log_probs, box[..., None], axis=-1)
     return time_layout(jnp.concatenate([keep[..., 0], score[..., 0][:, None]], axis=1))
-
-
-def heads_kl(before: HeadOutputs, after: HeadOutputs) -> jax.Array:
-    """Mean KL(before || after) over all decisions, each in its own head's distribution."""
-    keep = kl_per_decision(before.roll_log_probs, after.roll_log_probs)
-    score = kl_per_decision(before.score_log_probs, after.score_log_probs)
-    return (jnp.sum(keep) + jnp.sum(score)) / (keep.size + score.size)
-
-
-def update_rollout(
-    context: Context, params: Any, key: jax.Array, with_value: bool = True
-) -> tuple[Trajectory, Any]:
-    """One update's episodes (`envs.episodes_per_update`) of the run's environment from a fresh
-    task state: (trajectory, final states); for tests and benchmarks of the learners."""
-    episodes = envs.episodes_per_update(context.config)
-    return rollout(context.network, params, key, context.env, episodes, None, with_value)

@@ -54,7 +54,7 @@ def chunk_function(context: Context, num_updates: int, freeze_counter: bool = Tr
     under a population's vmap (the host discards a failed chunk's state either way).
     """
 
-    guard_params = context.algorithm.guard_params
+    guard_params = context.config.algo.guard_params  # False: MAXQ-Q's tables (`AlgoConfig`)
 
     def guarded(carry: tuple[TrainState, jax.Array], _: None):
         state, failed = carry

@@ -130,7 +130,7 @@ def evaluation_row(config: Config, params: Any, step: int, started: float) -> di
     eval_start = time.perf_counter()
     num_games, seed = config.train.eval_games, config.train.seed + EVAL_SEED_OFFSET
     has_opponents = envs.environment_class(config).has_opponents
-    if has_opponents and get_algorithm(config.algo.name).evaluates_matches:
+    if has_opponents and config.algo.evaluates_matches:
         scores, extra = match_evaluation(config, params, num_games, seed)
     else:
         scores, extra = solitaire_evaluation(config, params, num_games, seed)

@@ -50,7 +50,7 @@ def time_parts(context: Any, state: Any, repeats: int, best_time: Any) -> dict:
     import jax
 
     from yahtzee_jax.algorithms import ppo
-    from yahtzee_jax.algorithms.training_rollout import update_rollout
+    from yahtzee_jax.algorithms.training_rollout import sample_batch
     from yahtzee_jax.envs import episodes_per_update
     from yahtzee_jax.envs.rollout import episode_keys
     from yahtzee_jax.envs.rollout import rollout as play
@@ -70,7 +70,7 @@ def time_parts(context: Any, state: Any, repeats: int, best_time: Any) -> dict:
 
     @jax.jit
     def acting(key: jax.Array) -> Any:
-        trajectory, _ = update_rollout(context, state.params, key, with_value)
+        trajectory, _ = sample_batch(context, state.params, key, with_value)
         return trajectory.log_prob
 
     return {

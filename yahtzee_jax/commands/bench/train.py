@@ -4,7 +4,7 @@ For each preset (its algorithm, network and task) and batch size B (games per up
 compiled chunk of K full updates (rollout with the vmapped engine, loss, optimizer steps, KL and
 diagnostics; PPO's epochs x minibatches included) and, in the same run, K bare forward+backward
 passes of the same network on the same transitions (the actor-critic loss on a fixed
-trajectory with every head on every decision, `actor_critic.reference_loss`, and a tiny SGD
+trajectory with every head on every decision, `a2c.reference_loss`, and a tiny SGD
 step so the passes cannot be hoisted out of the loop). The ratio
 pipeline / bare says how close the whole pipeline gets to the network's own cost.
 """
@@ -141,10 +141,10 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     with `breakdown`, of its parts: `bench.breakdown`)."""
     import jax
 
-    from yahtzee_jax.algorithms import actor_critic
+    from yahtzee_jax.algorithms import a2c, actor_critic
     from yahtzee_jax.algorithms.base import init_train_state, make_context
     from yahtzee_jax.algorithms.common import lambda_returns
-    from yahtzee_jax.algorithms.training_rollout import update_rollout
+    from yahtzee_jax.algorithms.training_rollout import sample_batch
     from yahtzee_jax.errors import UserError
 
     if not isinstance(config.algo, actor_critic.ActorCriticConfig):
@@ -160,7 +160,7 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     context = make_context(config)
     state = init_train_state(context)
 
-    trajectory, _ = jax.jit(lambda params, key: update_rollout(context, params, key))(
+    trajectory, _ = jax.jit(lambda params, key: sample_batch(context, params, key))(
         state.params, state.key
     )
     target = lambda_returns(trajectory.reward, trajectory.value, 0.99, 0.0)
@@ -168,7 +168,7 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     def bare(params):
         def one(params, _):
             # every head on every decision: the full network's cost, whatever the pipeline skips
-            grads, _ = jax.grad(actor_critic.reference_loss, has_aux=True)(
+            grads, _ = jax.grad(a2c.reference_loss, has_aux=True)(
                 params, context, trajectory, target, state.step
             )
             return jax.tree.map(lambda p, g: p - 1e-9 * g, params, grads), None
