@@ -33,10 +33,15 @@ def test_cpu_ppo_410k_is_cpu_ppo_shorter_with_a_higher_lr_and_a_stronger_curricu
 
 @pytest.mark.parametrize(
     ("run", "seed"),
-    [("pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0)],
+    [
+        ("pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0),
+        ("cpu-ppo-410k-seed30", 30),
+        ("cpu-ppo-410k-seed31", 31),
+    ],
 )
 def test_the_committed_runs_are_the_presets_config(run, seed):
-    """The seed-0 pilot that chose the preset (run as cpu-ppo with overrides) wrote, field for
-    field, the config the preset resolves to at that seed."""
+    """The seed-0 pilot that chose the preset (run as cpu-ppo with overrides) and the reporting
+    runs on seeds 30 and 31 (run as the preset) wrote, field for field, the config the preset
+    resolves to at that seed: the reported figures are the preset's."""
     written = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
     assert resolve("cpu-ppo-410k", None, [f"train.seed={seed}"]) == from_dict(written)
