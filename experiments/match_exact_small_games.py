@@ -2,7 +2,7 @@
 
 Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10]
            [--players target-seeker target-seeker-w0 win-seeker optimal] [--matches 20000]
-           [--seed 31] [--no-exact] [--out results/match-exact/results.json]
+           [--seed 31] [--no-exact] [--out results/match-exact/results.json] [--table]
 
 For each small game (the six upper boxes, a few lower ones and the 50-point five of a kind; no
 upper bonus, no Yahtzee bonus, no Joker) it writes: the exact best chance to win of any player
@@ -145,6 +145,46 @@ def merge(out: Path, game: str, key: str, value: Any) -> None:
     write_json(out, results)
 
 
+def table(results: dict[str, Any]) -> str:
+    """The results file as the markdown table of docs/two_player/match_exact.md."""
+    players = ("target-seeker", "target-seeker-w0", "win-seeker")
+    lines = [
+        "| game | boxes | optimal agent (exact) | **exact optimum** first / second / avg | draws "
+        "| oracle ceiling | exact's share of the gap | "
+        + " | ".join(f"{name} [95 %] (share)" for name in players)
+        + " | exact solve, CPU s (both seats) |",
+        "|---" * (7 + len(players) + 1) + "|",
+    ]
+    for game, entry in results["games"].items():
+        if "exact" not in entry:
+            continue
+        exact, ceiling, seats = entry["exact"], entry["ceiling"], entry["exact"]["seats"]
+        cells = [
+            game,
+            str(len(entry["boxes"])),
+            f"{100 * ceiling['optimal_win_rate']:.2f} %",
+            f"{100 * seats['first']['win']:.2f} / {100 * seats['second']['win']:.2f} / "
+            f"**{100 * exact['win']:.2f} %**",
+            f"{100 * exact['draw']:.2f} %",
+            f"{100 * ceiling['win_rate']:.2f} %",
+            f"{100 * entry['exact_gap_fraction']:.0f} %",
+        ]
+        for name in players:
+            run = entry.get("simulated", {}).get(name)
+            if run is None:
+                cells.append("not run")
+                continue
+            low, high = run["win_interval_95"]
+            cells.append(
+                f"{100 * run['win_rate']:.2f} % [{100 * low:.2f}, {100 * high:.2f}] "
+                f"({100 * run['gap_fraction']:.0f} %)"
+            )
+        cpu = sum(seat["cpu_seconds"] for seat in seats.values())
+        cells.append(f"{cpu:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     """Compute the named games' parts and merge them into the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -154,8 +194,12 @@ def main() -> None:
     parser.add_argument("--matches", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--out", default="results/match-exact/results.json")
+    parser.add_argument("--table", action="store_true", help="print the results as markdown")
     args = parser.parse_args()
     out = Path(args.out)
+    if args.table:
+        print(table(json.loads(out.read_text())))
+        return
     record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
     for game in args.games:
