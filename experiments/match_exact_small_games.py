@@ -2,7 +2,7 @@
 
 Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10]
            [--players target-seeker target-seeker-w0 win-seeker optimal] [--matches 20000]
-           [--seed 31] [--no-exact] [--out results/match-exact/results.json] [--table]
+           [--seed 31] [--no-exact] [--no-draws] [--out results/match-exact/results.json] [--table]
 
 For each small game (the six upper boxes, a few lower ones and the 50-point five of a kind; no
 upper bonus, no Yahtzee bonus, no Joker) it writes: the exact best chance to win of any player
@@ -95,12 +95,13 @@ def simulate(rules: Rules, player: str, matches: int, seed: int) -> dict[str, An
     }
 
 
-def exact_entry(rules: Rules) -> dict[str, Any]:
-    """The exact figures of one game: the best play, the ceiling, the optimal agent."""
+def exact_entry(rules: Rules, draws: bool = True) -> dict[str, Any]:
+    """The exact figures of one game: the best play (its draws if `draws`), the ceiling, the
+    optimal agent."""
     started = time.perf_counter()
     ceiling = ceiling_of(rules)
     tables_s = time.perf_counter() - started
-    exact = match_figures(rules)
+    exact = match_figures(rules, draws=draws)
     print(
         f"{rules.name}: exact {100 * exact['win']:.3f} %, ceiling "
         f"{100 * ceiling['win_rate']:.3f} %, optimal {100 * ceiling['optimal_win_rate']:.3f} %",
@@ -165,7 +166,7 @@ def table(results: dict[str, Any]) -> str:
             f"{100 * ceiling['optimal_win_rate']:.2f} %",
             f"{100 * seats['first']['win']:.2f} / {100 * seats['second']['win']:.2f} / "
             f"**{100 * exact['win']:.2f} %**",
-            f"{100 * exact['draw']:.2f} %",
+            "not solved" if exact["draw"] is None else f"{100 * exact['draw']:.2f} %",
             f"{100 * ceiling['win_rate']:.2f} %",
             f"{100 * entry['exact_gap_fraction']:.0f} %",
         ]
@@ -191,6 +192,7 @@ def main() -> None:
     parser.add_argument("--games", nargs="+", choices=GAMES, default=["g7", "g8", "g9", "g10"])
     parser.add_argument("--players", nargs="*", choices=PLAYERS, default=list(PLAYERS))
     parser.add_argument("--no-exact", action="store_true", help="only the simulated players")
+    parser.add_argument("--no-draws", action="store_true", help="the exact wins alone (half)")
     parser.add_argument("--matches", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--out", default="results/match-exact/results.json")
@@ -205,7 +207,7 @@ def main() -> None:
     for game in args.games:
         rules = small_game(GAMES[game])
         if not args.no_exact:
-            merge(out, game, "exact", exact_entry(rules) | {"machine": record})
+            merge(out, game, "exact", exact_entry(rules, not args.no_draws) | {"machine": record})
         for player in args.players:
             result = simulated_entry(rules, player, args.matches, args.seed)
             merge(out, game, player, result | {"machine": record})

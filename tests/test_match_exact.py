@@ -230,3 +230,14 @@ def test_a_card_with_no_lower_box_but_the_five_of_a_kind_has_next_states():
     masks, uppers, flags = distinct_next_states(np.int64(0), np.int64(0), np.int64(0), np, RULES)
     assert list(masks) == [1 << box for box in range(6) for _ in range(6)] + [1 << YAHTZEE] * 2
     assert list(flags[-2:]) == [0, 1] and not uppers.any()
+
+
+def test_without_the_draws_the_chances_to_win_are_the_same(cache):
+    """Leaving the draw rows out changes no chance to win, and the draws are then refused."""
+    for first in (ME, OPPONENT):
+        both = solve_match(RULES, first, MIDGAME, cache_dir=cache)
+        wins = solve_match(RULES, first, MIDGAME, cache_dir=cache, draws=False)
+        for margin in (-20, 0, 9):
+            assert wins.win_chance(margin) == both.win_chance(margin)
+        with pytest.raises(UserError, match="without its draws"):
+            wins.draw_chance()

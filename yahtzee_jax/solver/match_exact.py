@@ -89,7 +89,7 @@ class TurnRows:
     movers: np.ndarray  # the mover's cards (masks) at this turn, ascending
     others: np.ndarray  # the other player's cards, ascending
     win: Rows
-    draw: Rows
+    draw: Rows | None  # None: solved without the draws
 
     def pair(self, mover_mask: int, other_mask: int) -> tuple[int, int]:
         """(k, i): where the pair (mover card, other card) is among the turn's."""
@@ -120,6 +120,8 @@ class MatchSolution:
         """(my chance to win, the draw chance of that play) at a turn's start, my total minus
         its total being `margin`."""
         rows = self.turns[turn]
+        if rows.draw is None:
+            raise UserError("the match was solved without its draws (draws=False)")
         if rows.mover == ME:
             k, i = rows.pair(my_mask, its_mask)
             j = 1 - margin + int(self.most[its_mask])
@@ -133,7 +135,12 @@ class MatchSolution:
 
     def win_chance(self, margin: int = 0) -> float:
         """My chance to win from the solve's position at `margin`."""
-        return self.outcome(0, *self.start, margin)[0]
+        rows = self.turns[0]
+        if rows.mover == ME:
+            j = 1 - margin + int(self.most[self.start[1]])
+            return _read(rows.win.row(*rows.pair(self.start[0], self.start[1])), j)
+        j = margin + int(self.most[self.start[0]])
+        return 1.0 - _read(rows.win.row(*rows.pair(self.start[1], self.start[0])), j)
 
     def draw_chance(self, margin: int = 0) -> float:
         """The draw chance of that play from the solve's position at `margin`."""
@@ -282,14 +289,18 @@ def _solve_turn(
     most: np.ndarray,
     kernel: Any,
     value_table: np.ndarray | None,
+    draws: bool,
 ) -> TurnRows:
     """The rows of one turn (`cards`: the mover's, the other's, the mover's after its move),
     the other card held fixed in each pass over the mover's cards. `value_table` None: the
-    mover is me, playing for the win."""
+    mover is me, playing for the win. `draws`: the draw rows too."""
     movers, others, after = cards
-    reading = {name: _next_reader(mover, others, after, later, name) for name in ("win", "draw")}
+    names = ("win", "draw") if draws else ("win",)
+    reading = {name: _next_reader(mover, others, after, later, name) for name in names}
     lengths = 1 + most[others][:, None] + most[movers][None, :]
-    tables = {"win": Rows.empty(lengths), "draw": Rows.empty(lengths + 1)}
+    tables = {"win": Rows.empty(lengths)}
+    if draws:
+        tables["draw"] = Rows.empty(lengths + 1)
     zeros = np.zeros(len(movers), np.int64)
     step = len(movers) if kernel is not None else max(1, PIECE_COLUMNS // int(lengths.max() + 1))
     for k in range(len(others)):
@@ -310,7 +321,7 @@ def _solve_turn(
                         states, targets, wanted, flat, layout, rules, kernel, value_table
                     )
                 rows.flat[(rows.offsets[k, part][:, None] + targets)[wanted]] = chances
-    return TurnRows(mover, movers, others, tables["win"], tables["draw"])
+    return TurnRows(mover, movers, others, tables["win"], tables.get("draw"))
 
 
 def solve_match(
@@ -321,6 +332,7 @@ def solve_match(
     keep_turns: bool = False,
     cache_dir: str | os.PathLike | None = None,
     kernel: Any = "load",
+    draws: bool = True,
 ) -> MatchSolution:
     """The joint solve from the position `start` (my card, its card; masks), `first` to move.
 
@@ -330,6 +342,7 @@ def solve_match(
     `rules` (solved into `cache_dir` if missing). `keep_turns` keeps every turn's rows (for
     `MatchSolution.outcome`), else only the first turn's. `kernel` "load" uses the solver's C
     kernel where it builds (else the NumPy passes, the same choices), None the NumPy passes.
+    `draws` False leaves out the draw rows (half the work; `MatchSolution.outcome` then refuses).
     """
     check_rules(rules)
     if policy not in POLICIES:
@@ -353,8 +366,9 @@ def solve_match(
         movers, others = (my_cards, its_cards) if mover == ME else (its_cards, my_cards)
         after = _layer(rules, (mine, its)[mover] + 1, start[mover])
         values = value_table if mover == OPPONENT or policy == "expected" else None
-        later = _solve_turn(rules, mover, (movers, others, after), later, most, kernel, values)
-        columns += len(later.win.flat) + len(later.draw.flat)
+        cards = (movers, others, after)
+        later = _solve_turn(rules, mover, cards, later, most, kernel, values, draws)
+        columns += sum(len(rows.flat) for rows in (later.win, later.draw) if rows is not None)
         if keep_turns:
             kept.insert(0, later)
     assert later is not None
@@ -373,16 +387,19 @@ def solve_match(
 
 
 def match_figures(
-    rules: Rules, cache_dir: str | os.PathLike | None = None, policy: str = "win"
+    rules: Rules,
+    cache_dir: str | os.PathLike | None = None,
+    policy: str = "win",
+    draws: bool = True,
 ) -> dict[str, Any]:
-    """My exact chances to win and draw from the empty cards, in each seat and on average
-    (seats alternated), with each solve's time and memory."""
+    """My exact chances to win and draw (None without `draws`) from the empty cards, in each
+    seat and on average (seats alternated), with each solve's time and memory."""
     seats = {}
     for name, first in (("first", ME), ("second", OPPONENT)):
-        solution = solve_match(rules, first=first, policy=policy, cache_dir=cache_dir)
+        solution = solve_match(rules, first, policy=policy, cache_dir=cache_dir, draws=draws)
         seats[name] = {
             "win": solution.win_chance(),
-            "draw": solution.draw_chance(),
+            "draw": solution.draw_chance() if draws else None,
             "seconds": solution.seconds,
             "cpu_seconds": solution.cpu_seconds,
             "columns": solution.columns,
@@ -392,5 +409,5 @@ def match_figures(
         "policy": policy,
         "seats": seats,
         "win": (seats["first"]["win"] + seats["second"]["win"]) / 2,
-        "draw": (seats["first"]["draw"] + seats["second"]["draw"]) / 2,
+        "draw": (seats["first"]["draw"] + seats["second"]["draw"]) / 2 if draws else None,
     }
