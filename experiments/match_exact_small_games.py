@@ -148,7 +148,8 @@ def merge(out: Path, game: str, key: str, value: Any) -> None:
 
 def table(results: dict[str, Any]) -> str:
     """The results file as the markdown table of docs/two_player/match_exact.md."""
-    players = ("target-seeker", "target-seeker-w0", "win-seeker")
+    ran = {name for entry in results["games"].values() for name in entry.get("simulated", {})}
+    players = [name for name in PLAYERS if name in ran]
     lines = [
         "| game | boxes | optimal agent (exact) | **exact optimum** first / second / avg | draws "
         "| oracle ceiling | exact's share of the gap | "
