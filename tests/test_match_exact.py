@@ -200,9 +200,13 @@ def test_kernel_and_numpy_passes_agree_on_wins_and_draws(cache):
 
 
 def test_rules_with_an_upper_bonus_are_refused(cache):
-    """A card that needs its upper total is not a mask alone: one line, no solve."""
+    """A card that needs its upper total is not a mask alone, nor is a Joker game checked: one
+    line, no solve; nor is a position with both cards full."""
     with pytest.raises(UserError, match="upper_bonus_points=0"):
         solve_match(Rules("b", yahtzee_bonus=False, joker=Joker.NONE), cache_dir=cache)
+    forced = Rules("j", False, Joker.FORCED, RULES.boxes, upper_bonus_points=0)
+    with pytest.raises(UserError, match="no Joker"):
+        solve_match(forced, cache_dir=cache)
     with pytest.raises(UserError, match="no turn"):
         solve_match(RULES, start=(FULL, FULL), cache_dir=cache)
 

@@ -17,7 +17,8 @@ L = 1 + most(a) + most(b) (`most`: the open boxes at their maxima); R is 1 below
 from L on, as a target row is. Writing r points moves j to j - r, a target's shift. I win with
 margin x when my future beats the other's by 1 - x: at my turn my row is read at
 j = 1 - x + most(its card), my best chance of each j on its own (the "target" policy). At its
-turn the optimal agent needs a tie, j = x + most(my card), and plays the "expected" policy
+turn the row is its chance not to lose (its future - mine >= x, a tie being no win of mine),
+j = x + most(my card), and the optimal agent plays the "expected" policy
 (the box and keeps of highest expected score, as the expected target tables follow it), its
 chance carried through its choices. A turn reads the rows of the pairs after the move as the
 next mover sees them: the other player's row S of length L gives the mover's
@@ -42,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver import native
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.states import num_upper_totals
@@ -162,11 +163,12 @@ def _read_rows(
 
 
 def check_rules(rules: Rules) -> None:
-    """One line unless a card of `rules` is its filled boxes alone (no upper or Yahtzee bonus)."""
-    if num_upper_totals(rules) != 1 or rules.yahtzee_bonus:
+    """One line unless a card of `rules` is its filled boxes alone (no upper or Yahtzee bonus;
+    no Joker, the rule the solve was checked on)."""
+    if num_upper_totals(rules) != 1 or rules.yahtzee_bonus or rules.joker is not Joker.NONE:
         raise UserError(
-            f"rules {rules.name!r}: the exact match solve needs upper_bonus_points=0 and no "
-            "Yahtzee bonus (a card must be its filled boxes alone)"
+            f"rules {rules.name!r}: the exact match solve needs upper_bonus_points=0, no "
+            "Yahtzee bonus and no Joker (a card must be its filled boxes alone)"
         )
 
 
