@@ -15,20 +15,15 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from positions import seven_box_rules
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind, Rules
+from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling, score_distribution
 from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
 from yahtzee_jax.solver.targets import target_tables
 
-RULES = Rules(
-    "match-exact-test",
-    yahtzee_bonus=False,
-    joker=Joker.NONE,
-    boxes=(*UPPER_BOXES, Box("yahtzee", Kind.OF_A_KIND, 5, 50)),
-    upper_bonus_points=0,
-)
+RULES = seven_box_rules("match-exact-test")
 FULL = (1 << RULES.num_boxes) - 1
 FIVES, SIXES, YAHTZEE = 4, 5, 6
 

@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+from positions import seven_box_rules
 
-from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind, Rules
 from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.target_seeker import WINDOW, my_rows, score_bins, seeker_tables
 from yahtzee_jax.solver.targets import target_tables
 
-RULES = Rules(
-    "seeker-window-test",
-    yahtzee_bonus=False,
-    joker=Joker.NONE,
-    boxes=(*UPPER_BOXES, Box("yahtzee", Kind.OF_A_KIND, 5, 50)),
-    upper_bonus_points=0,
-)
+RULES = seven_box_rules("seeker-window-test")
 
 
 def test_every_row_window_reads_its_own_row_in_a_small_game(tmp_path):
