@@ -57,3 +57,13 @@ def card_state(card: dict[str, int]) -> tuple[int, int, int]:
     mask = sum(1 << names.index(box) for box in card)
     upper = min(sum(points for box, points in card.items() if box in names[:6]), 63)
     return mask, upper, int(card.get("yahtzee") == 50)
+
+
+def seven_box_rules(name: str) -> Rules:
+    """The smallest game of the family: the upper six and a 50-point five of a kind, no bonus
+    and no Joker (a card is its filled boxes alone; its longest target row, 156, is shorter
+    than the target-seeker's window)."""
+    from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind
+
+    five = Box("yahtzee", Kind.OF_A_KIND, 5, 50)
+    return Rules(name, False, Joker.NONE, (*UPPER_BOXES, five), upper_bonus_points=0)

@@ -67,8 +67,10 @@ def distinct_next_states(
     num_upper, lower = rules.num_upper, _lower_boxes(rules)
     faces = np.repeat(np.arange(1, num_upper + 1), NUM_DICE + 1)  # [36]: 6 counts per box
     counts = np.tile(np.arange(NUM_DICE + 1), num_upper)
+    # An int array even when the card has no lower box but the Yahtzee (a [] would be float).
+    lower_boxes = np.array(lower, int)
     boxes = np.concatenate(
-        [np.repeat(np.arange(num_upper), NUM_DICE + 1), lower, [rules.yahtzee_box] * 2]
+        [np.repeat(np.arange(num_upper), NUM_DICE + 1), lower_boxes, [rules.yahtzee_box] * 2]
     )
     masks = mask | (1 << boxes)[(slice(None), *trailing)]
     added = (faces * counts)[(slice(None), *trailing)]

@@ -165,6 +165,27 @@ def _move_values(
 _NO_MOVE_SHIFT = -(1 << 40)
 
 
+def stacked_moves(
+    states: tuple[np.ndarray, np.ndarray, np.ndarray], rules: Rules
+) -> tuple[tuple[np.ndarray, ...], np.ndarray, np.ndarray, np.ndarray]:
+    """The moves a final roll can take from n states as the kernel reads them, [candidates, n]
+    each: (next state, allowed, reward, shift); the (box, points) pairs' rows, then face f's
+    five of a kind in box b (`roll_sources` says which each roll takes in each box). The shift
+    of a move that cannot be taken is past every target."""
+    moves = _moves(states, rules)
+    pairs = moves.reward.shape
+
+    def stacked(pair: np.ndarray, five: np.ndarray) -> np.ndarray:
+        """[pairs + 6 x boxes, n]: the pairs' rows, then face f's five of a kind in box b."""
+        five = np.broadcast_to(five, moves.five_reward.shape).swapaxes(0, 1)
+        return np.concatenate([np.broadcast_to(pair, pairs), five.reshape(-1, pairs[1])])
+
+    after = tuple(map(stacked, moves.after, moves.five_after))
+    allowed = stacked(moves.allowed, moves.five_allowed)
+    reward = stacked(moves.reward, moves.five_reward)
+    return after, allowed, reward, np.where(allowed, reward, _NO_MOVE_SHIFT)
+
+
 def kernel_chances(
     states: tuple[np.ndarray, np.ndarray, np.ndarray],
     columns: tuple[np.ndarray, np.ndarray],
@@ -177,28 +198,38 @@ def kernel_chances(
     """The chances at the turn's start of `columns` (index into the n states, target d), by the
     C kernel (`native.target_turn_start`): `final_roll_chances` then `turn_start_chances`, the
     same bits (with `value_table`, the value-maximiser's chances)."""
-    moves = _moves(states, rules)
-    pairs = moves.reward.shape
-
-    def stacked(pair: np.ndarray, five: np.ndarray) -> np.ndarray:
-        """[pairs + 6 x boxes, n]: the pairs' rows, then face f's five of a kind in box b."""
-        five = np.broadcast_to(five, moves.five_reward.shape).swapaxes(0, 1)
-        return np.concatenate([np.broadcast_to(pair, pairs), five.reshape(-1, pairs[1])])
-
-    after = tuple(map(stacked, moves.after, moves.five_after))
-    allowed = stacked(moves.allowed, moves.five_allowed)
-    reward = stacked(moves.reward, moves.five_reward)
-    shifts = np.where(allowed, reward, _NO_MOVE_SHIFT)
+    after, allowed, reward, shifts = stacked_moves(states, rules)
     candidates = (layout.rows[after], layout.lengths[after], shifts)
     values = None
     if value_table is not None:
         values = _move_values(allowed, reward, after, value_table)
-    sources = _roll_sources(rules)
+    sources = roll_sources(rules)
     return native.target_turn_start(candidates, sources, flat, columns, kernel, values)
 
 
+def piece_chances(
+    states: tuple[np.ndarray, np.ndarray, np.ndarray],
+    targets: np.ndarray,
+    wanted: np.ndarray,
+    flat: np.ndarray,
+    layout: TargetLayout,
+    rules: Rules,
+    kernel: ctypes.CDLL | None,
+    value_table: np.ndarray | None = None,
+) -> np.ndarray:
+    """The chances at the turn's start of the n states' `wanted` [n, targets] targets, in C
+    order: by the C kernel where given (it solves only those), else by the NumPy passes (the
+    same bits). `layout` says where the rows of the states a move leads to lie in `flat`."""
+    if kernel is not None:
+        state, offset = np.nonzero(wanted)
+        columns = (state, targets[offset])
+        return kernel_chances(states, columns, flat, layout, rules, kernel, value_table)
+    final, final_values = final_roll_chances(states, targets, flat, layout, rules, value_table)
+    return turn_start_chances(final, final_values)[wanted]
+
+
 @functools.lru_cache(maxsize=8)
-def _roll_sources(rules: Rules) -> np.ndarray:
+def roll_sources(rules: Rules) -> np.ndarray:
     """int32[252, boxes]: each roll's candidate in each box for `kernel_chances` (rolls in
     `WIDGET_ORDER[5]`): its (box, points) pair, or for the five of a kind of face f the row
     after the pairs, f x boxes + box."""

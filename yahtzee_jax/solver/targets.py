@@ -37,7 +37,7 @@ from yahtzee_jax.solver import native
 from yahtzee_jax.solver.exact import _worker_pool, cache_file, solver_workers
 from yahtzee_jax.solver.states import chunk_indices, full_mask, layer_chunks
 from yahtzee_jax.solver.target_layout import TargetLayout, state_chances, target_layout
-from yahtzee_jax.solver.target_turn import final_roll_chances, kernel_chances, turn_start_chances
+from yahtzee_jax.solver.target_turn import piece_chances
 
 POLICIES = ("target", "expected")
 # Chances per solver task (states x targets), so that a piece's [462, n x targets] widget arrays
@@ -67,13 +67,7 @@ def _solve_piece(piece: tuple[np.ndarray, np.ndarray, np.ndarray, int, int]) -> 
     states = tuple(states)
     targets = np.arange(start, stop)
     wanted = targets < layout.lengths[states][:, None]
-    if kernel is not None:  # the kernel solves only the states' own targets
-        state, offset = np.nonzero(wanted)
-        columns = (state, targets[offset])
-        chances = kernel_chances(states, columns, flat, layout, rules, kernel, value_table)
-    else:
-        final, final_values = final_roll_chances(states, targets, flat, layout, rules, value_table)
-        chances = turn_start_chances(final, final_values)[wanted]
+    chances = piece_chances(states, targets, wanted, flat, layout, rules, kernel, value_table)
     flat[(layout.rows[states][:, None] + targets)[wanted]] = chances
 
 

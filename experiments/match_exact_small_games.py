@@ -1,0 +1,218 @@
+"""The exact two-player optimum against the optimal-solitaire agent on small games (issue 63).
+
+Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10]
+           [--players target-seeker target-seeker-w0 win-seeker optimal] [--matches 20000]
+           [--seed 31] [--no-exact] [--no-draws] [--out results/match-exact/results.json] [--table]
+
+For each small game (the six upper boxes, a few lower ones and the 50-point five of a kind; no
+upper bonus, no Yahtzee bonus, no Joker) it writes: the exact best chance to win of any player
+in each seat and on average (`solver.match_exact`, seats alternated), with the draws of that
+play; the oracle ceiling and the optimal agent's exact win rate (`solver.ceiling`); the
+fraction of the oracle's gap (ceiling - optimal agent) the exact optimum reaches; and the
+simulated win rates of the project's match players on `--matches` matches of `--seed` (game i
+in seat i % 2), with Wilson intervals and the fraction of the gap each reaches. Each part (a
+game's exact figures, a player's matches) is merged into the output file when done, so that
+runs of the exact solves and of the simulations may go side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
+from yahtzee_jax.files import write_json
+from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind, Rules
+from yahtzee_jax.solver.ceiling import exact_ceiling
+from yahtzee_jax.solver.match_exact import match_figures
+from yahtzee_jax.solver.targets import target_tables
+
+_FIVE = Box("yahtzee", Kind.OF_A_KIND, 5, 50)
+_LOWER = (
+    Box("chance", Kind.CHANCE),
+    Box("three_of_a_kind", Kind.OF_A_KIND, 3),
+    Box("small_straight", Kind.STRAIGHT, 4, 30),
+    Box("four_of_a_kind", Kind.OF_A_KIND, 4),
+)
+
+
+def small_game(boxes: int) -> Rules:
+    """The game of `boxes` boxes: the upper six, the first `boxes - 7` of `_LOWER`, the 50."""
+    lower = _LOWER[: boxes - 7]
+    return Rules(
+        f"small{boxes}",
+        yahtzee_bonus=False,
+        joker=Joker.NONE,
+        boxes=(*UPPER_BOXES, *lower, _FIVE),
+        upper_bonus_points=0,
+    )
+
+
+GAMES = {f"g{boxes}": boxes for boxes in (7, 8, 9, 10, 11)}
+PLAYERS = {  # name in the results: (match player, hindsight weight)
+    "target-seeker": ("target-seeker", 1.0),
+    "target-seeker-w0": ("target-seeker", 0.0),
+    "win-seeker": ("win-seeker", None),
+    "optimal": ("optimal", None),
+}
+
+
+def ceiling_of(rules: Rules) -> dict[str, Any]:
+    """The oracle ceiling and the optimal agent's exact figures (both target tables' first
+    rows, solved into the cache when missing)."""
+    rows = [
+        target_tables(rules, policy=policy).chances((0, 0, 0)).copy()
+        for policy in ("target", "expected")
+    ]
+    return exact_ceiling(rows[0], rows[1], 1)
+
+
+def gap_fraction(win: float, ceiling: dict[str, Any]) -> float:
+    """The fraction of the oracle's gap over the optimal agent that a win rate reaches."""
+    return (win - ceiling["optimal_win_rate"]) / (ceiling["win_rate"] - ceiling["optimal_win_rate"])
+
+
+def simulate(rules: Rules, player: str, matches: int, seed: int) -> dict[str, Any]:
+    """A match player against the optimal agent on `matches` matches of `seed`."""
+    name, weight = PLAYERS[player]
+    if name == "target-seeker":
+        agent = match_player(name, rules, hindsight_weight=weight)
+    else:
+        agent = match_player(name, rules)
+    result = evaluate_agent_matches(agent, "optimal", matches, seed)
+    keep = ("games", "wins", "draws", "win_rate", "win_interval_95", "mean_score", "wall_s")
+    return {key: result[key] for key in keep} | {
+        "draw_rate": result["draws"] / result["games"],
+        "seed": seed,
+        "player": name,
+        "hindsight_weight": weight,
+    }
+
+
+def exact_entry(rules: Rules, draws: bool = True) -> dict[str, Any]:
+    """The exact figures of one game: the best play (its draws if `draws`), the ceiling, the
+    optimal agent."""
+    started = time.perf_counter()
+    ceiling = ceiling_of(rules)
+    tables_s = time.perf_counter() - started
+    exact = match_figures(rules, draws=draws)
+    print(
+        f"{rules.name}: exact {100 * exact['win']:.3f} %, ceiling "
+        f"{100 * ceiling['win_rate']:.3f} %, optimal {100 * ceiling['optimal_win_rate']:.3f} %",
+        flush=True,
+    )
+    return {
+        "rules": rules.name,
+        "boxes": list(rules.box_names),
+        "most": ceiling["most"],
+        "exact": exact,
+        "ceiling": ceiling,
+        "exact_gap_fraction": gap_fraction(exact["win"], ceiling),
+        "target_tables_seconds": tables_s,
+    }
+
+
+def simulated_entry(rules: Rules, player: str, matches: int, seed: int) -> dict[str, Any]:
+    """A player's simulated matches and the fraction of the oracle's gap it reaches."""
+    ceiling = ceiling_of(rules)
+    result = simulate(rules, player, matches, seed)
+    low, high = result["win_interval_95"]
+    result["gap_fraction"] = gap_fraction(result["win_rate"], ceiling)
+    result["gap_fraction_interval"] = [gap_fraction(low, ceiling), gap_fraction(high, ceiling)]
+    print(
+        f"{rules.name} {player}: {100 * result['win_rate']:.2f} % [{100 * low:.2f}, "
+        f"{100 * high:.2f}], {result['wall_s']:.0f} s",
+        flush=True,
+    )
+    return result
+
+
+def merge(out: Path, game: str, key: str, value: Any) -> None:
+    """Write one game's part into the results file, the rest as the file now has it (another
+    run may be writing other parts)."""
+    results = json.loads(out.read_text()) if out.exists() else {"games": {}}
+    entry = results["games"].setdefault(game, {"simulated": {}})
+    if key == "exact":
+        entry.update(value)
+    else:
+        entry.setdefault("simulated", {})[key] = value
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, results)
+
+
+def table(results: dict[str, Any]) -> str:
+    """The results file as the markdown table of docs/two_player/match_exact.md."""
+    ran = {name for entry in results["games"].values() for name in entry.get("simulated", {})}
+    players = [name for name in PLAYERS if name in ran]
+    lines = [
+        "| game | boxes | optimal agent (exact) | **exact optimum** first / second / avg | draws "
+        "| oracle ceiling | exact's share of the gap | "
+        + " | ".join(f"{name} [95 %] (share)" for name in players)
+        + " | exact solve, CPU s (both seats) |",
+        "|---" * (7 + len(players) + 1) + "|",
+    ]
+    for game, entry in results["games"].items():
+        if "exact" not in entry:
+            continue
+        exact, ceiling, seats = entry["exact"], entry["ceiling"], entry["exact"]["seats"]
+        cells = [
+            game,
+            str(len(entry["boxes"])),
+            f"{100 * ceiling['optimal_win_rate']:.2f} %",
+            f"{100 * seats['first']['win']:.2f} / {100 * seats['second']['win']:.2f} / "
+            f"**{100 * exact['win']:.2f} %**",
+            "not solved" if exact["draw"] is None else f"{100 * exact['draw']:.2f} %",
+            f"{100 * ceiling['win_rate']:.2f} %",
+            f"{100 * entry['exact_gap_fraction']:.0f} %",
+        ]
+        for name in players:
+            run = entry.get("simulated", {}).get(name)
+            if run is None:
+                cells.append("not run")
+                continue
+            low, high = run["win_interval_95"]
+            cells.append(
+                f"{100 * run['win_rate']:.2f} % [{100 * low:.2f}, {100 * high:.2f}] "
+                f"({100 * run['gap_fraction']:.0f} %)"
+            )
+        cpu = sum(seat["cpu_seconds"] for seat in seats.values())
+        cells.append(f"{cpu:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Compute the named games' parts and merge them into the results file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", choices=GAMES, default=["g7", "g8", "g9", "g10"])
+    parser.add_argument("--players", nargs="*", choices=PLAYERS, default=list(PLAYERS))
+    parser.add_argument("--no-exact", action="store_true", help="only the simulated players")
+    parser.add_argument("--no-draws", action="store_true", help="the exact wins alone (half)")
+    parser.add_argument("--matches", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--out", default="results/match-exact/results.json")
+    parser.add_argument("--table", action="store_true", help="print the results as markdown")
+    args = parser.parse_args()
+    out = Path(args.out)
+    if args.table:
+        print(table(json.loads(out.read_text())))
+        return
+    record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+    record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
+    for game in args.games:
+        rules = small_game(GAMES[game])
+        if not args.no_exact:
+            merge(out, game, "exact", exact_entry(rules, not args.no_draws) | {"machine": record})
+        for player in args.players:
+            result = simulated_entry(rules, player, args.matches, args.seed)
+            merge(out, game, player, result | {"machine": record})
+
+
+if __name__ == "__main__":
+    main()

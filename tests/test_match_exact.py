@@ -1,0 +1,242 @@
+"""The exact match solve against the optimal-solitaire agent (`solver.match_exact`).
+
+A 7-box game (the upper six and a 50-point five of a kind, no bonuses) keeps every solve small.
+Checks: a hand-made end game against plain-Python enumeration of dice and keeps; the rows where
+one card is full against the target tables; the bounds of the optimal agent and the oracle; the
+optimal agent's own play against the product of its exact score distributions; the kernel and
+NumPy passes against each other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from positions import seven_box_rules
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import Joker, Rules
+from yahtzee_jax.solver.ceiling import exact_ceiling, score_distribution
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
+from yahtzee_jax.solver.targets import target_tables
+
+RULES = seven_box_rules("match-exact-test")
+FULL = (1 << RULES.num_boxes) - 1
+FIVES, SIXES, YAHTZEE = 4, 5, 6
+
+
+def open_only(*boxes: int) -> int:
+    """The card with only `boxes` open."""
+    return FULL & ~sum(1 << box for box in boxes)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("match-exact-cache")
+
+
+# Plain-Python enumeration of one turn: dice as sorted tuples, every keep a sub-multiset.
+def _rolls(count: int) -> dict[tuple[int, ...], float]:
+    """Each sorted outcome of `count` dice and its probability, by enumerating 6^count."""
+    outcomes = Counter(tuple(sorted(dice)) for dice in itertools.product(range(1, 7), repeat=count))
+    return {dice: times / 6**count for dice, times in outcomes.items()}
+
+
+ROLLS = {count: _rolls(count) for count in range(6)}
+
+
+def _best_after_reroll(value: dict[tuple[int, ...], np.ndarray]) -> dict:
+    """Each roll's value with one re-roll to come: the best keep, the rest re-rolled."""
+    keep_value = {}
+    for roll in value:
+        for size in range(6):
+            for keep in itertools.combinations(roll, size):
+                if keep not in keep_value:
+                    keep_value[keep] = sum(
+                        p * value[tuple(sorted(keep + more))] for more, p in ROLLS[5 - size].items()
+                    )
+    return {
+        roll: np.max(
+            [keep_value[keep] for size in range(6) for keep in itertools.combinations(roll, size)],
+            axis=0,
+        )
+        for roll in value
+    }
+
+
+def _turn_start(final) -> np.ndarray:
+    """A turn's value from its start, `final(roll)` the value of each final roll, keeps best."""
+    value = {roll: final(roll) for roll in ROLLS[5]}
+    value = _best_after_reroll(_best_after_reroll(value))
+    return sum(p * value[roll] for roll, p in ROLLS[5].items())
+
+
+def _points(roll: tuple[int, ...], box: int) -> int:
+    if box == YAHTZEE:
+        return 50 if len(set(roll)) == 1 else 0
+    return (box + 1) * roll.count(box + 1)
+
+
+MARGINS = np.arange(-200, 201)  # wide enough that the ends are sure losses and sure wins
+
+
+def _at(values: np.ndarray, shift: int) -> np.ndarray:
+    """`values` over MARGINS read at margin + shift (the ends held)."""
+    return values[np.clip(np.arange(len(MARGINS)) + shift, 0, len(MARGINS) - 1)]
+
+
+def test_an_end_game_equals_enumeration_over_dice_keeps_and_boxes(cache):
+    """Me to move with fives and the five of a kind open, the opponent with sixes open, then my
+    last box: my best chance to win at each margin is the enumeration's. The opponent keeps
+    sixes (its only best play), so its points are 6 x Binomial(5, 1 - (5/6)^3); my last turn
+    maximises P(points > -margin), my first picks the box and keeps of the best chance."""
+    p = 1 - (5 / 6) ** 3
+    sixes = {6 * k: math.comb(5, k) * p**k * (1 - p) ** (5 - k) for k in range(6)}
+    last = {
+        box: _turn_start(lambda roll, box=box: (MARGINS + _points(roll, box) > 0).astype(float))
+        for box in (FIVES, YAHTZEE)
+    }
+    before_its_turn = {
+        box: sum(chance * _at(last[other], -points) for points, chance in sixes.items())
+        for box, other in ((FIVES, YAHTZEE), (YAHTZEE, FIVES))
+    }
+    expected = _turn_start(
+        lambda roll: np.maximum(
+            *(_at(before_its_turn[box], _points(roll, box)) for box in (FIVES, YAHTZEE))
+        )
+    )
+    start = (open_only(FIVES, YAHTZEE), open_only(SIXES))
+    solution = solve_match(RULES, first=ME, start=start, cache_dir=cache)
+    margins = range(-80, 41)  # 75 points at most to come: -80 is lost, 31 (sixes: 30) won
+    got = np.array([solution.win_chance(margin) for margin in margins])
+    np.testing.assert_allclose(got, expected[np.searchsorted(MARGINS, margins)], atol=1e-12)
+    assert np.all(np.diff(got) >= 0) and got[0] == 0.0 and got[-1] == 1.0
+
+
+@pytest.mark.parametrize("kernel", ["load", None])
+def test_with_the_opponent_done_my_rows_are_the_target_tables(cache, kernel):
+    """The opponent's card full, I play my three boxes alone for the needed margin: my rows
+    are T_s(need), the target table's row of my card, to the bit (kernel and NumPy passes)."""
+    mine = open_only(0, FIVES, YAHTZEE)
+    solution = solve_match(RULES, ME, (mine, FULL), keep_turns=True, cache_dir=cache, kernel=kernel)
+    table = target_tables(RULES, cache_dir=cache, policy="target")
+    for turn, card in ((0, mine), (1, mine | 1 << FIVES)):
+        rows = solution.turns[turn]
+        k, i = rows.pair(card, FULL)
+        np.testing.assert_array_equal(rows.win.row(k, i), table.chances((card, 0, 0)))
+    assert [t.mover for t in solution.turns] == [ME, ME, ME]
+
+
+def test_with_me_done_the_opponents_rows_are_its_expected_tables(cache):
+    """My card full, the opponent plays its three boxes: its rows are its chances of at least
+    each score to come under expected-score play, the "expected" table's row, to the bit."""
+    its = open_only(1, SIXES, YAHTZEE)
+    solution = solve_match(RULES, OPPONENT, (FULL, its), cache_dir=cache)
+    rows = solution.turns[0]
+    expected = target_tables(RULES, cache_dir=cache, policy="expected").chances((its, 0, 0))
+    np.testing.assert_array_equal(rows.win.row(*rows.pair(its, FULL)), expected)
+
+
+def _rows(cache, card: int) -> tuple[np.ndarray, np.ndarray]:
+    """T and E of a card."""
+    return tuple(
+        target_tables(RULES, cache_dir=cache, policy=policy).chances((card, 0, 0))
+        for policy in ("target", "expected")
+    )
+
+
+MIDGAME = (open_only(0, 3, YAHTZEE), open_only(2, SIXES, YAHTZEE))
+
+
+@pytest.mark.parametrize("first", [ME, OPPONENT])
+def test_the_optimal_agents_own_play_is_the_product_of_its_distributions(cache, first):
+    """Both playing expected-score play from a midgame (three boxes open each): my chance to
+    win is sum_s P(its future = s) E_mine(s + 1 - margin), its draw sum_s P(s) P(mine = s -
+    margin), whoever moves first; and the bounds: that <= my best <= the oracle's
+    sum_s P(s) T_mine(s + 1 - margin)."""
+    mine_best, mine_follow = _rows(cache, MIDGAME[0])
+    its_follow = _rows(cache, MIDGAME[1])[1]
+    its = score_distribution(its_follow)
+    mine = score_distribution(mine_follow)
+    follow = solve_match(RULES, first, MIDGAME, policy="expected", cache_dir=cache)
+    best = solve_match(RULES, first, MIDGAME, cache_dir=cache)
+    for margin in (-30, -8, 0, 3, 17):
+        need = np.arange(len(its)) + 1 - margin  # my points to come must reach s + 1 - margin
+
+        def at(row: np.ndarray, need: np.ndarray = need) -> np.ndarray:
+            inside = np.clip(need, 0, len(row) - 1)
+            return np.where(need <= 0, 1.0, np.where(need < len(row), row[inside], 0.0))
+
+        tie = need - 1  # my points to come equal s - margin
+        inside = (tie >= 0) & (tie < len(mine))
+        win, draw = (
+            its @ at(mine_follow),
+            its @ np.where(inside, mine[np.clip(tie, 0, len(mine) - 1)], 0.0),
+        )
+        assert follow.win_chance(margin) == pytest.approx(win, abs=1e-13)
+        assert follow.draw_chance(margin) == pytest.approx(draw, abs=1e-13)
+        oracle = its @ at(mine_best)
+        assert win - 1e-13 <= best.win_chance(margin) <= oracle + 1e-13
+        assert 0.0 <= best.draw_chance(margin) <= 1.0 - best.win_chance(margin) + 1e-13
+
+
+def test_kernel_and_numpy_passes_agree_on_wins_and_draws(cache):
+    """The C kernel and the NumPy passes give the same chances to win and draws from a
+    midgame, whoever moves first (the draws' NumPy choice of box is written apart)."""
+    for first in (ME, OPPONENT):
+        kernel = solve_match(RULES, first, MIDGAME, cache_dir=cache)
+        numpy = solve_match(RULES, first, MIDGAME, cache_dir=cache, kernel=None)
+        for margin in (-12, 0, 5):
+            assert kernel.win_chance(margin) == pytest.approx(numpy.win_chance(margin), abs=1e-14)
+            assert kernel.draw_chance(margin) == pytest.approx(numpy.draw_chance(margin), abs=1e-14)
+
+
+def test_rules_with_an_upper_bonus_are_refused(cache):
+    """A card that needs its upper total is not a mask alone, nor is a Joker game checked: one
+    line, no solve; nor is a position with both cards full."""
+    with pytest.raises(UserError, match="upper_bonus_points=0"):
+        solve_match(Rules("b", yahtzee_bonus=False, joker=Joker.NONE), cache_dir=cache)
+    forced = Rules("j", False, Joker.FORCED, RULES.boxes, upper_bonus_points=0)
+    with pytest.raises(UserError, match="no Joker"):
+        solve_match(forced, cache_dir=cache)
+    with pytest.raises(UserError, match="no turn"):
+        solve_match(RULES, start=(FULL, FULL), cache_dir=cache)
+
+
+@pytest.mark.slow
+def test_whole_game_figures_sit_between_the_optimal_agent_and_the_oracle(cache):
+    """From the empty cards, in both seats: the optimal agent's own play gives the ceiling
+    module's exact win and draw rates, and my best lies between them and the oracle."""
+    best_row, follow_row = _rows(cache, 0)
+    ceiling = exact_ceiling(best_row, follow_row, 1)
+    for first in (ME, OPPONENT):
+        follow = solve_match(RULES, first, policy="expected", cache_dir=cache)
+        assert follow.win_chance() == pytest.approx(ceiling["optimal_win_rate"], abs=1e-13)
+        assert follow.draw_chance() == pytest.approx(ceiling["optimal_draw_rate"], abs=1e-13)
+        best = solve_match(RULES, first, cache_dir=cache)
+        assert ceiling["optimal_win_rate"] < best.win_chance() < ceiling["win_rate"]
+
+
+def test_a_card_with_no_lower_box_but_the_five_of_a_kind_has_next_states():
+    """The match players' next states (`moments.distinct_next_states`) of this game's card,
+    whose only lower box is the five of a kind: six counts per upper box, then 0 or 50 in
+    the five of a kind (the list of other lower boxes is empty, and once made a float array)."""
+    from yahtzee_jax.solver.moments import distinct_next_states
+
+    masks, uppers, flags = distinct_next_states(np.int64(0), np.int64(0), np.int64(0), np, RULES)
+    assert list(masks) == [1 << box for box in range(6) for _ in range(6)] + [1 << YAHTZEE] * 2
+    assert list(flags[-2:]) == [0, 1] and not uppers.any()
+
+
+def test_without_the_draws_the_chances_to_win_are_the_same(cache):
+    """Leaving the draw rows out changes no chance to win, and the draws are then refused."""
+    for first in (ME, OPPONENT):
+        both = solve_match(RULES, first, MIDGAME, cache_dir=cache)
+        wins = solve_match(RULES, first, MIDGAME, cache_dir=cache, draws=False)
+        for margin in (-20, 0, 9):
+            assert wins.win_chance(margin) == both.win_chance(margin)
+        with pytest.raises(UserError, match="without its draws"):
+            wins.draw_chance()

@@ -1,0 +1,415 @@
+"""Exact two-player match play against the optimal-solitaire agent, on small games (issue 63).
+
+Against an opponent whose play does not react to ours, the match is a one-player decision
+process over (my card, its card, margin = my total - its total, who moves). Backward induction
+over it gives the best chance to win of any real player; the oracle ceiling (`solver.ceiling`),
+told the opponent's final score, bounds it from above, the optimal agent's own win rate from
+below. The joint space is sum_k C(n, k)^2 card pairs times the margins, so it fits for games of
+few boxes without an upper bonus or Yahtzee bonus (a card is then its filled boxes alone).
+
+Every turn is a turn of the target tables (`solver.target_turn`, the C kernel or the NumPy
+widget, the same bits) on rows of chances. At a turn the mover, with the other player's card
+fixed, has one row per pair (mover card a, other card b):
+
+    R[j] = P(mover's points to come - other's points to come >= j - most(b)),  j = 0 .. L - 1,
+
+L = 1 + most(a) + most(b) (`most`: the open boxes at their maxima); R is 1 below j = 0 and 0
+from L on, as a target row is. Writing r points moves j to j - r, a target's shift. I win with
+margin x when my future beats the other's by 1 - x: at my turn my row is read at
+j = 1 - x + most(its card), my best chance of each j on its own (the "target" policy). At its
+turn the row is its chance not to lose (its future - mine >= x, a tie being no win of mine),
+j = x + most(my card), and the optimal agent plays the "expected" policy
+(the box and keeps of highest expected score, as the expected target tables follow it), its
+chance carried through its choices. A turn reads the rows of the pairs after the move as the
+next mover sees them: the other player's row S of length L gives the mover's
+Q[j] = 1 - S[L - j] (the complement of the other's chance of the opposite difference).
+A player whose card is full no longer moves: the other moves again, reading its own rows.
+
+Beside the chances to win, rows one longer carry the draws of the same play: at my turn my
+chance of a difference one point lower (not to lose) under the play that maximises my chance to
+win at that margin, its box and keeps the first of the best (`native.target_turn_start` given
+each move's chance to win as its value); at its turn its chance of one point more, carried
+through its play. Their difference is the draw chance of my best play.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import time
+from typing import Any
+
+import numpy as np
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.game.rules import Joker, Rules
+from yahtzee_jax.solver import native
+from yahtzee_jax.solver.exact import solve
+from yahtzee_jax.solver.states import num_upper_totals
+from yahtzee_jax.solver.tables import NUM_FLAGS, num_masks
+from yahtzee_jax.solver.target_layout import TargetLayout, most_to_come
+from yahtzee_jax.solver.target_turn import (
+    piece_chances,
+    roll_sources,
+    stacked_moves,
+    turn_start_chances,
+)
+
+ME, OPPONENT = 0, 1
+POLICIES = ("win", "expected")  # my turns: best chance to win, or the optimal agent's play
+PIECE_COLUMNS = 1 << 14  # (state, target) columns per NumPy pass: its arrays stay small
+
+
+@dataclasses.dataclass
+class Rows:
+    """Chance rows over the pairs (mover card, other card) of a turn, in one flat table."""
+
+    offsets: np.ndarray  # int64[others, movers]: where the pair's row starts in `flat`
+    lengths: np.ndarray  # int64[others, movers]
+    flat: np.ndarray  # float64: every row, pair after pair
+
+    @classmethod
+    def empty(cls, lengths: np.ndarray) -> Rows:
+        """Rows of these lengths laid out one after the other, not yet solved."""
+        offsets = (np.cumsum(lengths) - lengths.ravel()).reshape(lengths.shape)
+        return cls(offsets, lengths, np.empty(int(lengths.sum())))
+
+    def row(self, k: int, i: int) -> np.ndarray:
+        """The row of the pair (movers[i], others[k])."""
+        start = int(self.offsets[k, i])
+        return self.flat[start : start + int(self.lengths[k, i])]
+
+
+@dataclasses.dataclass
+class TurnRows:
+    """The rows of one turn over its pairs (mover card, other card): the mover's chances
+    (L = 1 + most(mover card) + most(other card) long) and the draw rows (L + 1 long)."""
+
+    mover: int  # ME or OPPONENT
+    movers: np.ndarray  # the mover's cards (masks) at this turn, ascending
+    others: np.ndarray  # the other player's cards, ascending
+    win: Rows
+    draw: Rows | None  # None: solved without the draws
+
+    def pair(self, mover_mask: int, other_mask: int) -> tuple[int, int]:
+        """(k, i): where the pair (mover card, other card) is among the turn's."""
+        i = int(np.searchsorted(self.movers, mover_mask))
+        k = int(np.searchsorted(self.others, other_mask))
+        if i == len(self.movers) or self.movers[i] != mover_mask:
+            raise UserError(f"card {mover_mask:#x} is not a mover's card of this turn")
+        if k == len(self.others) or self.others[k] != other_mask:
+            raise UserError(f"card {other_mask:#x} is not the other card of this turn")
+        return k, i
+
+
+@dataclasses.dataclass
+class MatchSolution:
+    """The joint solve from one position: my chances at every margin of its first turn."""
+
+    rules: Rules
+    policy: str
+    start: tuple[int, int]  # (my card, its card) at the first turn
+    turns: list[TurnRows]  # turn 0 first; only turn 0 unless the solve kept them all
+    most: np.ndarray  # int64[masks]: the points still reachable from each card
+    seconds: float
+    cpu_seconds: float  # this process's CPU time (the kernel runs on one thread)
+    peak_rss_bytes: int  # the process's peak resident memory when the solve ended
+    columns: int  # (pair, target) chances solved, win and draw rows
+
+    def outcome(self, turn: int, my_mask: int, its_mask: int, margin: int) -> tuple[float, float]:
+        """(my chance to win, the draw chance of that play) at a turn's start, my total minus
+        its total being `margin`."""
+        rows = self.turns[turn]
+        if rows.draw is None:
+            raise UserError("the match was solved without its draws (draws=False)")
+        if rows.mover == ME:
+            k, i = rows.pair(my_mask, its_mask)
+            j = 1 - margin + int(self.most[its_mask])
+            win, not_lose = _read(rows.win.row(k, i), j), _read(rows.draw.row(k, i), j)
+        else:
+            k, i = rows.pair(its_mask, my_mask)
+            j = margin + int(self.most[my_mask])
+            win = 1.0 - _read(rows.win.row(k, i), j)
+            not_lose = 1.0 - _read(rows.draw.row(k, i), j + 1)
+        return win, not_lose - win
+
+    def win_chance(self, margin: int = 0) -> float:
+        """My chance to win from the solve's position at `margin`."""
+        rows = self.turns[0]
+        if rows.mover == ME:
+            j = 1 - margin + int(self.most[self.start[1]])
+            return _read(rows.win.row(*rows.pair(self.start[0], self.start[1])), j)
+        j = margin + int(self.most[self.start[0]])
+        return 1.0 - _read(rows.win.row(*rows.pair(self.start[1], self.start[0])), j)
+
+    def draw_chance(self, margin: int = 0) -> float:
+        """The draw chance of that play from the solve's position at `margin`."""
+        return self.outcome(0, *self.start, margin)[1]
+
+
+def _read(row: np.ndarray, j: int) -> float:
+    """A row's chance at j: 1 below its start, 0 past its end."""
+    return 1.0 if j < 0 else float(row[j]) if j < len(row) else 0.0
+
+
+def _read_rows(
+    flat: np.ndarray, rows: np.ndarray, lengths: np.ndarray, at: np.ndarray
+) -> np.ndarray:
+    """Rows' chances at `at` (arrays broadcast), as the kernel reads them: the first entry (1)
+    below 0, 0 past the end."""
+    index = np.clip(at, 0, np.maximum(lengths - 1, 0))
+    return np.where(at < lengths, flat[np.maximum(rows, 0) + index], 0.0)
+
+
+def check_rules(rules: Rules) -> None:
+    """One line unless a card of `rules` is its filled boxes alone (no upper or Yahtzee bonus;
+    no Joker, the rule the solve was checked on)."""
+    if num_upper_totals(rules) != 1 or rules.yahtzee_bonus or rules.joker is not Joker.NONE:
+        raise UserError(
+            f"rules {rules.name!r}: the exact match solve needs upper_bonus_points=0, no "
+            "Yahtzee bonus and no Joker (a card must be its filled boxes alone)"
+        )
+
+
+def _supersets(masks: np.ndarray, base: int) -> np.ndarray:
+    """The masks that hold every box of `base`."""
+    return masks[(masks & base) == base]
+
+
+def _layer(rules: Rules, filled: int, base: int) -> np.ndarray:
+    """The cards with `filled` boxes filled that hold `base`, ascending."""
+    masks = np.arange(num_masks(rules))
+    counts = np.array([bin(mask).count("1") for mask in masks])
+    return _supersets(masks[counts == filled], base)
+
+
+def _schedule(rules: Rules, start: tuple[int, int], first: int) -> list[tuple[int, int, int]]:
+    """Each turn's (mover, my boxes filled, its boxes filled) from the position to the end:
+    the players alternate, but a player with a full card moves no more."""
+    mine, its = (bin(mask).count("1") for mask in start)
+    mover, turns = first, []
+    full = rules.num_boxes
+    while mine < full or its < full:
+        if (mine, its)[mover] == full:
+            mover = 1 - mover
+        turns.append((mover, mine, its))
+        mine, its = (mine + 1, its) if mover == ME else (mine, its + 1)
+        mover = 1 - mover
+    return turns
+
+
+def _revcomp(rows: Rows) -> np.ndarray:
+    """Every row S as the other player sees it: Q[j] = 1 - S[L - j] (Q[0] = 1)."""
+    lengths, starts = rows.lengths.ravel(), rows.offsets.ravel()
+    position = np.arange(len(rows.flat)) - np.repeat(starts, lengths)
+    source = np.repeat(starts + lengths, lengths) - position
+    out = np.ones(len(rows.flat))
+    inside = position > 0
+    out[inside] = 1.0 - rows.flat[source[inside]]
+    return out
+
+
+def _next_reader(
+    mover: int, others: np.ndarray, after: np.ndarray, later: TurnRows | None, table: str
+) -> Rows:
+    """The `table` rows ("win" or "draw") a turn's mover reads after its move, over the pairs
+    (other card, its card after) as the mover sees them."""
+    shape = (len(others), len(after))
+    if later is None:  # both cards full: nothing to come
+        # I win with a difference >= 1 - x, at j = 1 - x; the draw rows: I tie at j = 1 too,
+        # the opponent's j = x + 1 holds (opponent ahead) only at j = 0.
+        end = {"win": [1.0], "draw": [1.0, 1.0 if mover == ME else 0.0]}[table]
+        return Rows(np.zeros(shape, np.int64), np.full(shape, len(end)), np.array(end))
+    rows = getattr(later, table)
+    if later.mover == mover:  # the other card is full: the mover moves again, its own rows
+        pick = np.ix_(np.searchsorted(later.others, others), np.searchsorted(later.movers, after))
+        return Rows(rows.offsets[pick], rows.lengths[pick], rows.flat)
+    pick = np.ix_(np.searchsorted(later.others, after), np.searchsorted(later.movers, others))
+    return Rows(rows.offsets[pick].T, rows.lengths[pick].T, _revcomp(rows))
+
+
+def _layout(rules: Rules, after: np.ndarray, rows: Rows, k: int) -> TargetLayout:
+    """Where the rows of the cards after a move lie (other card k), indexed as the target
+    tables' states are: a card is its mask, every flag shares the row."""
+    starts = np.full(num_masks(rules), -1, np.int64)
+    lengths = np.zeros(num_masks(rules), np.int64)
+    starts[after], lengths[after] = rows.offsets[k], rows.lengths[k]
+    shape = (num_masks(rules), 1, NUM_FLAGS)
+    return TargetLayout(
+        rows=np.broadcast_to(starts[:, None, None], shape),
+        lengths=np.broadcast_to(lengths[:, None, None], shape),
+        size=len(rows.flat),
+    )
+
+
+def _chosen_draws(
+    states: tuple[np.ndarray, np.ndarray, np.ndarray],
+    targets: np.ndarray,
+    wanted: np.ndarray,
+    readers: dict[str, tuple[np.ndarray, TargetLayout]],
+    rules: Rules,
+    kernel: Any,
+) -> np.ndarray:
+    """The draw rows' chances of my turn's `wanted` columns, carried through the play that
+    maximises my chance to win at each column (the first best box, the keeps of highest
+    chance): each move's chance to win is its value in `native.target_turn_start`."""
+    after, allowed, _, shifts = stacked_moves(states, rules)
+    state, offset = np.nonzero(wanted)
+    need = targets[offset]
+    (win_flat, win_layout), (draw_flat, draw_layout) = readers["win"], readers["draw"]
+    sources = roll_sources(rules)
+    out = np.empty(len(state))
+    for first in range(0, len(state), PIECE_COLUMNS):
+        part = slice(first, first + PIECE_COLUMNS)
+        column_state, j = state[part], need[part]
+        moves = tuple(column[:, column_state] for column in after)
+        shift = shifts[:, column_state]
+        chance = _read_rows(win_flat, win_layout.rows[moves], win_layout.lengths[moves], j - shift)
+        worth = np.where(allowed[:, column_state], chance, -np.inf)
+        rows, lengths = draw_layout.rows[moves], draw_layout.lengths[moves]
+        if kernel is not None:
+            columns = (np.arange(len(j)), j)
+            out[part] = native.target_turn_start(
+                (rows, lengths, shift), sources, draw_flat, columns, kernel, worth
+            )
+            continue
+        options = worth[sources]  # [252, boxes, columns]: NumPy, the kernel's choices
+        pick = np.argmax(options, axis=1)[:, None]  # the first best box
+        carried = _read_rows(draw_flat, rows, lengths, j - shift)[sources]
+        final = np.take_along_axis(carried, pick, axis=1)[:, 0]
+        best = np.take_along_axis(options, pick, axis=1)[:, 0]
+        out[part] = turn_start_chances(final[..., None], best)[:, 0]
+    return out
+
+
+def _solve_turn(
+    rules: Rules,
+    mover: int,
+    cards: tuple[np.ndarray, np.ndarray, np.ndarray],
+    later: TurnRows | None,
+    most: np.ndarray,
+    kernel: Any,
+    value_table: np.ndarray | None,
+    draws: bool,
+) -> TurnRows:
+    """The rows of one turn (`cards`: the mover's, the other's, the mover's after its move),
+    the other card held fixed in each pass over the mover's cards. `value_table` None: the
+    mover is me, playing for the win. `draws`: the draw rows too."""
+    movers, others, after = cards
+    names = ("win", "draw") if draws else ("win",)
+    reading = {name: _next_reader(mover, others, after, later, name) for name in names}
+    lengths = 1 + most[others][:, None] + most[movers][None, :]
+    tables = {"win": Rows.empty(lengths)}
+    if draws:
+        tables["draw"] = Rows.empty(lengths + 1)
+    zeros = np.zeros(len(movers), np.int64)
+    step = len(movers) if kernel is not None else max(1, PIECE_COLUMNS // int(lengths.max() + 1))
+    for k in range(len(others)):
+        readers = {
+            name: (rows.flat, _layout(rules, after, rows, k)) for name, rows in reading.items()
+        }
+        for first in range(0, len(movers), step):
+            part = slice(first, first + step)
+            states = (movers[part].astype(np.int64), zeros[part], zeros[part])
+            for name, rows in tables.items():
+                targets = np.arange(int(rows.lengths[k, part].max()))
+                wanted = targets < rows.lengths[k, part][:, None]
+                if name == "draw" and value_table is None:
+                    chances = _chosen_draws(states, targets, wanted, readers, rules, kernel)
+                else:
+                    flat, layout = readers[name]
+                    chances = piece_chances(
+                        states, targets, wanted, flat, layout, rules, kernel, value_table
+                    )
+                rows.flat[(rows.offsets[k, part][:, None] + targets)[wanted]] = chances
+    return TurnRows(mover, movers, others, tables["win"], tables.get("draw"))
+
+
+def solve_match(
+    rules: Rules,
+    first: int = ME,
+    start: tuple[int, int] = (0, 0),
+    policy: str = "win",
+    keep_turns: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    kernel: Any = "load",
+    draws: bool = True,
+) -> MatchSolution:
+    """The joint solve from the position `start` (my card, its card; masks), `first` to move.
+
+    My turns play `policy`: "win" maximises my chance to win (each margin on its own), "expected"
+    is the optimal agent's play (then the solve is that agent's exact match figures). The
+    opponent always plays the optimal agent's (expected-score) policy, from the value table of
+    `rules` (solved into `cache_dir` if missing). `keep_turns` keeps every turn's rows (for
+    `MatchSolution.outcome`), else only the first turn's. `kernel` "load" uses the solver's C
+    kernel where it builds (else the NumPy passes, the same choices), None the NumPy passes.
+    `draws` False leaves out the draw rows (half the work; `MatchSolution.outcome` then refuses).
+    """
+    check_rules(rules)
+    if policy not in POLICIES:
+        raise UserError(f"unknown match policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+    if kernel == "load":
+        try:
+            kernel = native.load_kernel(None if cache_dir is None else str(cache_dir))
+        except native.NativeError:
+            kernel = None
+    started, cpu_started = time.perf_counter(), time.process_time()
+    value_table = solve(rules, cache_dir=cache_dir).value_table
+    most = most_to_come(rules)[:, 0, 0]
+    schedule = _schedule(rules, start, first)
+    if not schedule:
+        raise UserError("both cards of the position are full: there is no turn to play")
+    later: TurnRows | None = None
+    kept: list[TurnRows] = []
+    columns = 0
+    for mover, mine, its in reversed(schedule):
+        my_cards, its_cards = _layer(rules, mine, start[0]), _layer(rules, its, start[1])
+        movers, others = (my_cards, its_cards) if mover == ME else (its_cards, my_cards)
+        after = _layer(rules, (mine, its)[mover] + 1, start[mover])
+        values = value_table if mover == OPPONENT or policy == "expected" else None
+        cards = (movers, others, after)
+        later = _solve_turn(rules, mover, cards, later, most, kernel, values, draws)
+        columns += sum(len(rows.flat) for rows in (later.win, later.draw) if rows is not None)
+        if keep_turns:
+            kept.insert(0, later)
+    assert later is not None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
+    return MatchSolution(
+        rules=rules,
+        policy=policy,
+        start=start,
+        turns=kept if keep_turns else [later],
+        most=most,
+        seconds=time.perf_counter() - started,
+        cpu_seconds=time.process_time() - cpu_started,
+        peak_rss_bytes=int(peak),
+        columns=columns,
+    )
+
+
+def match_figures(
+    rules: Rules,
+    cache_dir: str | os.PathLike | None = None,
+    policy: str = "win",
+    draws: bool = True,
+) -> dict[str, Any]:
+    """My exact chances to win and draw (None without `draws`) from the empty cards, in each
+    seat and on average (seats alternated), with each solve's time and memory."""
+    seats = {}
+    for name, first in (("first", ME), ("second", OPPONENT)):
+        solution = solve_match(rules, first, policy=policy, cache_dir=cache_dir, draws=draws)
+        seats[name] = {
+            "win": solution.win_chance(),
+            "draw": solution.draw_chance() if draws else None,
+            "seconds": solution.seconds,
+            "cpu_seconds": solution.cpu_seconds,
+            "columns": solution.columns,
+            "peak_rss_bytes": solution.peak_rss_bytes,
+        }
+    return {
+        "policy": policy,
+        "seats": seats,
+        "win": (seats["first"]["win"] + seats["second"]["win"]) / 2,
+        "draw": (seats["first"]["draw"] + seats["second"]["draw"]) / 2 if draws else None,
+    }
