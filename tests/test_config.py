@@ -202,15 +202,22 @@ def test_the_old_form_note_is_one_line_printed_once(capsys):
 
 
 def test_every_saved_run_config_of_the_old_form_still_loads():
-    """Each run directory's config.yaml under results/ and docs/ (all written in the old form)
-    loads, each with one note, into the environment its train.task and train.rules named."""
+    """Each run directory's config.yaml under results/ and docs/ loads: one written in the old
+    form with one note, into the environment its train.task and train.rules named; one written
+    since in the new form (env.id) with no note, into that id."""
     paths = sorted(RESULTS.rglob("config.yaml")) + sorted(DOCS.rglob("config.yaml"))
     assert len(paths) >= 50
+    old_form = 0
     for path in paths:
         written, notes = yaml.safe_load(path.read_text()), []
         config = from_dict(written, notes.append)
+        if "rules" not in written["train"]:  # the new form
+            assert config.env.id == written["env"]["id"] and notes == [], path
+            continue
+        old_form += 1
         rules, task = written["train"]["rules"], written["train"]["task"]
         assert envs.ENV_IDS[config.env.id] == (rules, task) and len(notes) == 1, path
+    assert old_form >= 50  # the runs of earlier sessions
 
 
 def test_every_preset_is_in_the_new_form_and_builds_its_environment():
