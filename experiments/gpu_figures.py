@@ -30,7 +30,7 @@ take no longer fits in what is left of `--budget-s`, and stopped when it outruns
 7. `bench_train_widths.json`: the same grid at widths 128 and 600, without the breakdown.
 
 Steps 3, 5 and 7 repeat code paths of the others, so `--tiny` skips them (it runs the
-scaling study's cpu scale on one run of two tiny seeds, and solves Yacht, the quickest table,
+scaling study's cpu scale on one run of one tiny seed, and solves Yacht, the quickest table,
 once). Eight files at most come to OUT (the device tool brings back eight); gpu-ppo's second
 seed, which an earlier loan measured (results/gpu-h200), gave its place to the scaling study.
 
@@ -97,8 +97,10 @@ TINY_TRAIN = [arg for setting in TINY_TRAIN_SETTINGS for arg in ("--set", settin
 SCALING_STUDY = "scaling-gpu"
 # The study's share of a loan: what is left after it goes to the owed single figures
 SCALING_CAP_S = 330.0
-# one update per evaluation, so one per chunk (the runs' own chunk sizes divide theirs)
-TINY_STUDY = [*TINY_TRAIN, "--set", "train.updates_per_chunk=1"]
+# Tiny: one seed of the train step's tiny settings, so that its programs are the train step's
+# (JAX's cache, shared by `make test`'s processes, compiles them once); populations are
+# tested on their own (tests/test_population.py, tests/test_scaling.py).
+TINY_STUDY = [*TINY_TRAIN, "--seeds", "1"]
 # one cell: each costs four compilations (the chunk, the bare fwd+bwd, the env, the rollout)
 TINY_BENCH = [
     "--batches",
@@ -243,9 +245,10 @@ def scaling_step(
     if status != 0:
         result["output_tail"] = tail
     study = load_study(SCALING_STUDY)
-    overrides = tuple(TINY_STUDY[1::2]) if tiny else ()
+    overrides = tuple(TINY_TRAIN[1::2]) if tiny else ()
+    seeds = 1 if tiny else study.seeds
     try:  # what the study's own end writes, also for the runs a stopped study finished
-        result["study"] = write_study_report(study, scale, study.seeds, study_dir, overrides)
+        result["study"] = write_study_report(study, scale, seeds, study_dir, overrides)
     except UserError as error:  # stopped before any run finished
         result["study"] = None
         result["output_tail"] = f"{tail}\n{error}"
