@@ -15,13 +15,18 @@ import os
 import pathlib
 import sys
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 CHECKSUM_SUFFIX = ".crc32"  # the sidecar beside a cache file (`checksum`)
 _BLOCK = 1 << 26  # bytes of each block of a checksum: 24 blocks in official's target table
+
+
+def default_cache_dir(environ: Mapping[str, str] = os.environ) -> pathlib.Path:
+    """The solver's cache folder: `$YAHTZEE_JAX_CACHE`, else `~/.cache/yahtzee_jax`."""
+    return pathlib.Path(environ.get("YAHTZEE_JAX_CACHE") or "~/.cache/yahtzee_jax").expanduser()
 
 
 @contextlib.contextmanager

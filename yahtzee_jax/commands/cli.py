@@ -15,6 +15,7 @@ from collections.abc import MutableMapping
 from typing import Any, NoReturn
 
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import default_cache_dir
 
 # command -> (the module that registers it with `add_cli(subparsers)`, its one-line help).
 # Only the chosen command's module is imported: `yahtzee-jax --help` loads no JAX.
@@ -70,8 +71,7 @@ def keep_compiled_programs(command: str | None, environ: MutableMapping[str, str
     """
     if command not in CACHED_COMMANDS:
         return
-    root = environ.get("YAHTZEE_JAX_CACHE") or os.path.expanduser("~/.cache/yahtzee_jax")
-    environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.path.join(root, "xla"))
+    environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(default_cache_dir(environ) / "xla"))
     environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
     environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))

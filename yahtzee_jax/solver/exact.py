@@ -35,7 +35,7 @@ import jax
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, written_checked
+from yahtzee_jax.files import cached, default_cache_dir, written_checked
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 from yahtzee_jax.parallel import usable_cpus
 from yahtzee_jax.solver.compiled import CompiledSolve
@@ -241,11 +241,6 @@ class SolveResult:
     seconds: float  # time spent solving or loading
     from_cache: bool
     cache_path: pathlib.Path | None
-
-
-def default_cache_dir() -> pathlib.Path:
-    """`$YAHTZEE_JAX_CACHE`, else `~/.cache/yahtzee_jax`."""
-    return pathlib.Path(os.environ.get("YAHTZEE_JAX_CACHE") or "~/.cache/yahtzee_jax").expanduser()
 
 
 def cache_file(
