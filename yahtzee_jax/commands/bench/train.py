@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.commands.bench.machine import run_record
@@ -234,8 +235,9 @@ def measure_population(config, size: int, repeats: int) -> dict:
     }
 
 
-def _run_population(args: argparse.Namespace, configs: list) -> list[dict]:
-    """`bench train --population N`: one row per preset, width and batch size."""
+def _run_population(args: argparse.Namespace, configs: list, record: dict[str, Any]) -> list[dict]:
+    """`bench train --population N`: one row per preset, width and batch size, each with the
+    run's `record`."""
     print(
         f"{'preset':<20} {'algo':<9} {'width':>5} {'B':>6} {'N':>3} {'together ms':>11} "
         f"{'sequential ms':>13} {'speed-up':>8} {'compile s':>9}"
@@ -245,7 +247,7 @@ def _run_population(args: argparse.Namespace, configs: list) -> list[dict]:
         row = {"preset": preset, "width": config.network.hidden_size} | measure_population(
             config, args.population, args.repeats
         )
-        row["machine"] = run_record(args.argv)  # the rows are the file: each says its run
+        row["machine"] = record  # the rows are the file: each says its run
         results.append(row)
         print(
             f"{preset:<20} {row['algorithm']:<9} {row['width']:>5} {row['games_per_update']:>6} "
@@ -313,8 +315,9 @@ def run(args: argparse.Namespace) -> int:
         for games in batches
     ]
     print(f"bench train: device {jax.devices()[0].device_kind}")
+    record = run_record(args.argv)  # command, commit, CPU and load at the start: once
     if args.population:
-        results = _run_population(args, configs)
+        results = _run_population(args, configs, record)
         if args.json:
             write_json(args.json, results)
         return 0
@@ -331,7 +334,7 @@ def run(args: argparse.Namespace) -> int:
             "width": config.network.hidden_size,
             "compute_dtype": config.network.compute_dtype,
         } | measure(config, args.repeats, args.breakdown)
-        row["machine"] = run_record(args.argv)  # the rows are the file: each says its run
+        row["machine"] = record  # the rows are the file: each says its run
         results.append(row)
         parts = (
             f" | env {row['env_ms']:.1f} rollout {row['rollout_ms']:.1f} learn "
