@@ -117,31 +117,34 @@ class MatchSolution:
     peak_rss_bytes: int  # the process's peak resident memory when the solve ended
     columns: int  # (pair, target) chances solved, win and draw rows
 
+    def _read_at(
+        self, turn: int, my_mask: int, its_mask: int, margin: int
+    ) -> tuple[TurnRows, tuple[int, int], int]:
+        """The turn's rows, the pair's place among them and the j at which my chances at
+        `margin` are read (the mover's row: mine, or the opponent's of the opposite difference)."""
+        rows = self.turns[turn]
+        if rows.mover == ME:
+            return rows, rows.pair(my_mask, its_mask), 1 - margin + int(self.most[its_mask])
+        return rows, rows.pair(its_mask, my_mask), margin + int(self.most[my_mask])
+
     def outcome(self, turn: int, my_mask: int, its_mask: int, margin: int) -> tuple[float, float]:
         """(my chance to win, the draw chance of that play) at a turn's start, my total minus
         its total being `margin`."""
-        rows = self.turns[turn]
-        if rows.draw is None:
+        if self.turns[turn].draw is None:
             raise UserError("the match was solved without its draws (draws=False)")
+        rows, (k, i), j = self._read_at(turn, my_mask, its_mask, margin)
         if rows.mover == ME:
-            k, i = rows.pair(my_mask, its_mask)
-            j = 1 - margin + int(self.most[its_mask])
             win, not_lose = _read(rows.win.row(k, i), j), _read(rows.draw.row(k, i), j)
         else:
-            k, i = rows.pair(its_mask, my_mask)
-            j = margin + int(self.most[my_mask])
             win = 1.0 - _read(rows.win.row(k, i), j)
             not_lose = 1.0 - _read(rows.draw.row(k, i), j + 1)
         return win, not_lose - win
 
     def win_chance(self, margin: int = 0) -> float:
         """My chance to win from the solve's position at `margin`."""
-        rows = self.turns[0]
-        if rows.mover == ME:
-            j = 1 - margin + int(self.most[self.start[1]])
-            return _read(rows.win.row(*rows.pair(self.start[0], self.start[1])), j)
-        j = margin + int(self.most[self.start[0]])
-        return 1.0 - _read(rows.win.row(*rows.pair(self.start[1], self.start[0])), j)
+        rows, (k, i), j = self._read_at(0, *self.start, margin)
+        chance = _read(rows.win.row(k, i), j)
+        return chance if rows.mover == ME else 1.0 - chance
 
     def draw_chance(self, margin: int = 0) -> float:
         """The draw chance of that play from the solve's position at `margin`."""
