@@ -228,7 +228,9 @@ def test_play_games_uses_the_batch_path_and_plays_the_same_games():
         ("official", 2, True),  # the optimal agent: memory made at the first keep, read at the last
         ("yatzy", 2, True),
         ("official", 1, False),  # greedy level 2: the last keep at roll index 0, nothing kept
-        ("official", 0, False),  # greedy level 1: keeps everything
+        # greedy level 1 keeps everything (nothing to remember); its games are checked bit for
+        # bit in make test by tests/test_golden.py (greedy1), so this case waits for test-slow
+        pytest.param("official", 0, False, marks=pytest.mark.slow),
     ],
 )
 def test_play_with_memory_equals_the_one_call(variant, max_rerolls, with_table):

@@ -32,6 +32,9 @@ def _check_bench_rows(rows: list[dict], expected: list[tuple[str, int, str]]) ->
 BENCH_TRAIN = ["bench", "train", "--set", "network.hidden_size=16", "--repeats", "1"]
 
 
+# Slow (13 s idle): make test runs `bench train` whole in the GPU script's tiny run
+# (tests/test_gpu_figures.py checks its row, with the update split into its parts).
+@pytest.mark.slow
 def test_bench_train_compares_the_pipeline_with_bare_forward_backward(tmp_path, capsys) -> None:
     """A 16-wide network, preset quick (A2C) at B = 4: one row with the fwd+bwd ratio."""
     rows = run_bench([*BENCH_TRAIN, "--preset", "quick", "--batches", "4"], tmp_path / "a2c.json")
@@ -103,6 +106,10 @@ def test_bench_solve_rejects_bad_counts(capsys) -> None:
     )
 
 
+# Slow (11 s idle): make test solves through `bench solve` in the GPU script's tiny run
+# (tests/test_gpu_figures.py: Yacht's optimum, one process) and keeps the XLA solve's kept
+# programs in tests/test_solver_compiled.py.
+@pytest.mark.slow
 def test_bench_solve_times_each_engine_side_by_side(tmp_path, capsys) -> None:
     """Yacht solved in one process by the C kernel and by the XLA program, twice each in fresh
     processes: two rows named by their engine, the same optimum (180.4161173148), the time of

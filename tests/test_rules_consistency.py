@@ -272,6 +272,9 @@ def test_match_totals_each_card_by_its_card(name, tmp_path, monkeypatch, match_c
     assert result["draws"] == int(np.sum(own == other))
 
 
+# Slow on every card (17 s idle for Yatzy): make test keeps Yatzy's real matches (`match`, above)
+# and the tournament's assembly of pairs and matches (tests/test_tournament.py, official).
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_tournament_totals_each_card_by_its_card(name, tmp_path, monkeypatch, match_cards) -> None:
     """`tournament`: the reading chaser's real matches and the solitaire pair of chaser and
