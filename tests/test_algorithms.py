@@ -17,7 +17,7 @@ from yahtzee_jax.game import engine
 from yahtzee_jax.runner import loop
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.runner.train import make_chunk
+from yahtzee_jax.runner.single_run import make_chunk
 
 TINY = [
     "network.hidden_size=16",

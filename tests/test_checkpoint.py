@@ -30,7 +30,7 @@ from yahtzee_jax.runner.checkpointing import (
 )
 from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 FAULTS = Path(__file__).with_name("faults.py")  # runs `yahtzee-jax` with a fault hook
 

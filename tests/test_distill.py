@@ -24,7 +24,7 @@ from yahtzee_jax.game import engine
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, KEEP_ALL, NUM_KEEP_ACTIONS
 from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_agent, load_run
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.runner.train import make_chunk
+from yahtzee_jax.runner.single_run import make_chunk
 
 TINY = [
     "network.hidden_size=16",

@@ -17,7 +17,7 @@ from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import OFFICIAL, State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 T = OFFICIAL.decisions_per_game  # the quick preset plays official Yahtzee
 

@@ -24,7 +24,7 @@ from yahtzee_jax.evaluation.reports import report_tables
 from yahtzee_jax.game import get_rules
 from yahtzee_jax.runner.configs import from_dict, resolve
 from yahtzee_jax.runner.population import train_population
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 GAMES = ("yacht", "yacht-clubhouse", "yatzy")
 TINY = {

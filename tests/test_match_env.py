@@ -15,7 +15,7 @@ from yahtzee_jax.agents.base import uniform_legal_action
 from yahtzee_jax.algorithms.base import init_train_state, make_context, train_step
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core, rewards
-from yahtzee_jax.envs.match import Match, MatchEpisode, MatchView, Seat
+from yahtzee_jax.envs.match_env import Match, MatchEpisode, MatchView, Seat
 from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation import matches as two_player

@@ -30,7 +30,7 @@ from yahtzee_jax.game.engine import legal_action_mask, step, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import ROLLS
+from yahtzee_jax.solver.widget_tables import ROLLS
 from yahtzee_jax.solver.win_policy import below_or_half
 
 BINS = 64

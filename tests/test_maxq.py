@@ -23,7 +23,7 @@ from yahtzee_jax.algorithms.table_updates import combine_set
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import batch_features
 from yahtzee_jax.game import Category, get_rules
-from yahtzee_jax.networks.tables import DICE_INDEX, NUM_MULTISETS, Tables, dice_code, multisets
+from yahtzee_jax.networks.maxq_tables import DICE_INDEX, NUM_MULTISETS, Tables, dice_code, multisets
 
 PLAIN = get_rules("plain")
 KANG = FeatureConfig(kind="kang")

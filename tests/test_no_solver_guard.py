@@ -19,7 +19,7 @@ from yahtzee_jax.agents.base import Agent
 
 # Imported before any guard: a module first imported under it would keep the raising loaders
 # after the test (monkeypatch restores only the names it replaced).
-from yahtzee_jax.agents.exact import make_optimal_agent
+from yahtzee_jax.agents.widget_agents import make_optimal_agent
 from yahtzee_jax.algorithms.base import init_train_state, make_context
 from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.game.engine import legal_action_mask

@@ -27,7 +27,7 @@ from yahtzee_jax.runner.population import (
     varying_fields,
 )
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 TINY = {
     "train": {

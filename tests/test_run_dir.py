@@ -28,7 +28,7 @@ from yahtzee_jax.runner.runlog import (
     reconcile,
     write_evals,
 )
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 TINY = {
     "train": {

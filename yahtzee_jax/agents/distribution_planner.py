@@ -49,7 +49,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import score_all_rolls
+from yahtzee_jax.solver.widget_tables import score_all_rolls
 from yahtzee_jax.solver.win_policy import (
     REWARD_BINS,
     below_or_half,

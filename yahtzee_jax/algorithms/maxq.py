@@ -66,7 +66,7 @@ from yahtzee_jax.game.rules import (
     NUM_KEEP_ACTIONS,
     get_rules,
 )
-from yahtzee_jax.networks.tables import (
+from yahtzee_jax.networks.maxq_tables import (
     DICE_INDEX,
     NUM_MULTISETS,
     Tables,

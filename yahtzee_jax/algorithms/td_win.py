@@ -47,7 +47,7 @@ from yahtzee_jax.algorithms import common
 from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.td_planner import position_features
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
-from yahtzee_jax.envs.match import MatchView
+from yahtzee_jax.envs.match_env import MatchView
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules

@@ -14,7 +14,7 @@ agents, so it takes them as policies). Callers above ask the environment what it
 from __future__ import annotations
 
 from yahtzee_jax.envs.base import Environment
-from yahtzee_jax.envs.match import Match, MatchView, Seat
+from yahtzee_jax.envs.match_env import Match, MatchView, Seat
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.envs.tasks import (

@@ -8,7 +8,7 @@ off), and an N-player match either has every seat played from outside (PettingZo
 from outside and the others by the environment (`opponent`), whose turns `step` plays before
 it returns. The package's solitaire tasks (`envs.solitaire`, which every learner, evaluation and
 play of a solitaire game runs) are these functions vmapped; so are the outside adapters
-(`suite`). The learners' match (`envs.match`) drives the same pieces over a batch seated by lane
+(`suite`). The learners' match (`envs.match_env`) drives the same pieces over a batch seated by lane
 group: `deal`, the outside seat's `move`, each opponent's turn (`seat_turn`, `seat_decision`)
 and the end-of-match reward (`terminal_rewards`), so how a seat is played, when a match ends
 and who won exist once (see docs/architecture.md).
@@ -255,7 +255,7 @@ def seat_decision(
     `seat`, when the caller knows it, is the seat on turn in every lane (static slices).
 
     The one way an environment plays a seat: the built-in opponent of `step`, and each seat of
-    the learners' match (`envs.match`) on its lane group.
+    the learners' match (`envs.match_env`) on its lane group.
     """
     if seat is None:
         lanes = jnp.arange(states.current_player.shape[0])

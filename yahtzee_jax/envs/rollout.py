@@ -11,7 +11,7 @@ move them.
 Randomness is per episode: the environment splits episode i's key into its start and the
 learner's play key, and decision t uses ``split(fold_in(play_key, t))`` = (policy key, dice key).
 An episode's dice and choices therefore depend only on its own key, never on the batch size or
-on its position in the batch (a match's seat is by lane group, see `envs.match`).
+on its position in the batch (a match's seat is by lane group, see `envs.match_env`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.envs.base import Environment, Policy, no_others
-from yahtzee_jax.envs.match import MatchView
+from yahtzee_jax.envs.match_env import MatchView
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN
 from yahtzee_jax.parallel import shard_batch
 

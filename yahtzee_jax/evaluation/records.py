@@ -33,7 +33,8 @@ from yahtzee_jax.parallel import host_threads, ordered_map
 ACCELERATOR_BATCH_SIZE = 4096
 # On a 2-core CPU the agents play in batches of 128 unless their policy asks otherwise
 # (`default_batch_size`): the widget agents (optimal, greedy) compute their turn plans a chunk of
-# 128 distinct states at a time and ask for 2,048 games (`agents.exact.WIDGET_CPU_BATCH_SIZE`).
+# 128 distinct states at a time and ask for 2,048 games
+# (`agents.widget_agents.WIDGET_CPU_BATCH_SIZE`).
 # Before that (their [462, batch] keep values computed per game, issue 46): fastest at 128-256.
 CPU_BATCH_SIZE = 128
 
