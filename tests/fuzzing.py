@@ -22,7 +22,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import pytest
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve, save_yaml

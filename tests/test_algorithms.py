@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
-from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.algorithms.algorithm import TrainState, init_train_state, make_context
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine

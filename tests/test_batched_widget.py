@@ -19,14 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.base import Agent, Remembering
+from yahtzee_jax.agents.agent import Agent, Remembering
 from yahtzee_jax.agents.widget_agents import (
     WidgetPolicy,
     make_greedy_agent,
     widget_action,
     widget_batch_actions,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (

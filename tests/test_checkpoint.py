@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.errors import CheckpointError, UserError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import (

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import planner
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms import distill, td_planner
 from yahtzee_jax.algorithms.acting import GreedyPolicy
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine

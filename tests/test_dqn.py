@@ -11,7 +11,7 @@ import pytest
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.algorithms import dqn, get_algorithm
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import OFFICIAL, State

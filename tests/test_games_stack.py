@@ -17,7 +17,7 @@ import pytest
 from positions import card
 
 from yahtzee_jax.algorithms import actor_critic
-from yahtzee_jax.algorithms.base import make_context
+from yahtzee_jax.algorithms.algorithm import make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.commands.terminal_text import card_text
 from yahtzee_jax.evaluation.reports import report_tables

@@ -201,7 +201,7 @@ def test_the_exact_kl_stays_a_branch_in_a_population():
     batch its predicate and turn it into a select that computes both branches."""
     import jax
 
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.population import make_population_chunk, member_values, stack
 
     states = stack([init_train_state(make_context(config)) for config in MEMBERS])

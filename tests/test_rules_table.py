@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from positions import card
 
-from yahtzee_jax.agents.base import make_random_agent
+from yahtzee_jax.agents.agent import make_random_agent
 from yahtzee_jax.agents.widget_agents import make_greedy_agent, make_optimal_agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.envs.features import feature_size, features

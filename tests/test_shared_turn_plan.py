@@ -23,7 +23,7 @@ from yahtzee_jax.agents.widget_agents import (
     make_optimal_agent,
     plan_columns,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.evaluation.records import default_batch_size, play_games
 from yahtzee_jax.game.engine import batch_of_one
 

@@ -19,14 +19,14 @@ import pytest
 from positions import card
 
 from yahtzee_jax.agents.planner import LookaheadLeaf, plan_actions
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.td_planner import (
     TDPlannerConfig,
     expected_lambda_returns,
     position_features,
     value_targets,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category

@@ -27,7 +27,7 @@ from yahtzee_jax.agents.win_value_planner import (
     standings,
     turn_leaves,
 )
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.td_win import planning_policy, win_features, win_targets
 from yahtzee_jax.envs.match_env import MatchView
 from yahtzee_jax.envs.rollout import episode_keys, rollout

@@ -22,7 +22,7 @@ from yahtzee_jax.agents.win_seeker import win_seeker_agent
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands.cli import main as tournament_main
 from yahtzee_jax.commands.match import main
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.widget_agents import (
     MAX_REROLLS,
     PLAN_CHUNK,

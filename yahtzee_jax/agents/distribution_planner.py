@@ -43,7 +43,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.envs.base import Policy
+from yahtzee_jax.envs.environment import Policy
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition

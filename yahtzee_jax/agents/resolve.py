@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from yahtzee_jax.agents.base import Agent, make_random_agent
+from yahtzee_jax.agents.agent import Agent, make_random_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
 

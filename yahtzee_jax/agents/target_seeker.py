@@ -9,7 +9,7 @@ from typing import Any
 
 import jax
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.seeker_policy import make_target_seeker

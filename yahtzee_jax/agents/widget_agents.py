@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import (

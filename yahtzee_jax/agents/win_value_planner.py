@@ -36,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.planner import card_positions, keep_values_by_action
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import (

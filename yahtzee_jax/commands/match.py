@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from yahtzee_jax.agents.base import alone
+from yahtzee_jax.agents.agent import alone
 from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
 from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError

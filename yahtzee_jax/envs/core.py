@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.envs.base import Policy, no_others
+from yahtzee_jax.envs.environment import Policy, no_others
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.envs.rewards import FIXED_GOAL, terminal_reward
 from yahtzee_jax.game import engine, multiplayer
@@ -74,7 +74,7 @@ class EnvParams:
     opponent: who plays every seat but `seat` (a built-in agent's name, or the learners'
       match's seats), or None: every seat is played from outside.
     opponent_policy, opponent_params: the built-in agent's policy (the one signature,
-      `envs.base.Policy`, shown no other card) and its parameters, which `step` plays.
+      `envs.environment.Policy`, shown no other card) and its parameters, which `step` plays.
     features: the observation's layout (`envs.features`).
     seat: the seat played from outside when `opponent` is set.
     common_dice: with an opponent, every seat deals and plays from the match's own keys.

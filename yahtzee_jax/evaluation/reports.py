@@ -13,7 +13,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
 from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy
+from yahtzee_jax.agents.agent import Agent, Policy
 from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play, record_transition
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
