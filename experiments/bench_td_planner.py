@@ -4,7 +4,7 @@ Usage: python experiments/bench_td_planner.py [--repeats N] [--json OUT.json]
            [--presets fast-cpu,td-planner] [--batches 64,256,1024]
 
 Each preset's fused training chunk is compiled and timed as `yahtzee-jax bench train` times it
-(`commands.bench.train.time_chunk`: the best of N calls of K updates, compilation apart); the
+(`commands.bench.train_speed.time_chunk`: the best of N calls of K updates, compilation apart); the
 td-planner has no bare forward+backward twin, so only the pipeline is timed. `--batches` times
 each preset at each of those games per update instead of its own (`train.games_per_update`).
 """
@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from yahtzee_jax.commands.bench.scaling import positive_integers
-from yahtzee_jax.commands.bench.train import time_chunk
+from yahtzee_jax.commands.bench.train_speed import time_chunk
 from yahtzee_jax.errors import exit_status
 from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.configs import resolve

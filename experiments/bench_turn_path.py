@@ -25,9 +25,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.decision_table import make_decision_table_agent
-from yahtzee_jax.agents.exact import WIDGET_CPU_BATCH_SIZE, make_optimal_agent
+from yahtzee_jax.agents.widget_agents import WIDGET_CPU_BATCH_SIZE, make_optimal_agent
 from yahtzee_jax.commands.bench.machine import cpu_name, run_record
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.files import write_whole

@@ -26,7 +26,7 @@ import numpy as np
 from yahtzee_jax import files
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.target_layout import target_layout
-from yahtzee_jax.solver.targets import load_targets, target_cache_file
+from yahtzee_jax.solver.target_table import load_targets, target_cache_file
 
 
 def main(argv: list[str] | None = None) -> int:

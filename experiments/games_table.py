@@ -39,8 +39,8 @@ def game_record(rules_name: str, games: int, seed: int) -> dict:
     from yahtzee_jax.evaluation.reports import optimal_reference
     from yahtzee_jax.evaluation.statistics import score_statistics
     from yahtzee_jax.game import get_rules
-    from yahtzee_jax.solver.exact import solve
     from yahtzee_jax.solver.moments import score_moments
+    from yahtzee_jax.solver.value_table import solve
 
     rules = get_rules(rules_name)
     start = time.perf_counter()

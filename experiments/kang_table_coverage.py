@@ -24,11 +24,11 @@ import numpy as np
 from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.maxq import card_slot
 from yahtzee_jax.envs import rules_of
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game
 from yahtzee_jax.files import write_whole
-from yahtzee_jax.networks.tables import SLOT_HASH, Tables
+from yahtzee_jax.networks.maxq_tables import SLOT_HASH, Tables
 from yahtzee_jax.runner.checkpointing import load_checkpoint
 
 

@@ -28,8 +28,8 @@ def main() -> None:
     args = parser.parse_args()
 
     import yahtzee_jax
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
-    from yahtzee_jax.commands.bench.train import updates_per_call
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
+    from yahtzee_jax.commands.bench.train_speed import updates_per_call
     from yahtzee_jax.runner.checkpointing import load_run
     from yahtzee_jax.runner.chunk import make_chunk
     from yahtzee_jax.runner.configs import resolve

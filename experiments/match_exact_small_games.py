@@ -31,7 +31,7 @@ from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling
 from yahtzee_jax.solver.match_exact import match_figures
-from yahtzee_jax.solver.targets import target_tables
+from yahtzee_jax.solver.target_table import target_tables
 
 _FIVE = Box("yahtzee", Kind.OF_A_KIND, 5, 50)
 _LOWER = (

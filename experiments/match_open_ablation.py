@@ -17,7 +17,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from yahtzee_jax.agents.base import alone
+from yahtzee_jax.agents.agent import alone
 from yahtzee_jax.agents.distribution_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.files import write_json

@@ -36,9 +36,9 @@ from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.runner.checkpointing import load_run
-from yahtzee_jax.solver.exact import solve
-from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code
+from yahtzee_jax.solver.value_table import solve
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
+from yahtzee_jax.solver.widget_tables import ROLL_OF_CODE, dice_code
 
 
 def table_leaf(table: jax.Array, mask: jax.Array, upper: jax.Array, flag: jax.Array) -> jax.Array:

@@ -18,7 +18,7 @@ from pathlib import Path
 from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.plots import plot_learning_curves
 from yahtzee_jax.runner.runlog import read_evals
-from yahtzee_jax.runner.train import EVALS_FILE, plot_learning_curve
+from yahtzee_jax.runner.single_run import EVALS_FILE, plot_learning_curve
 
 
 def _reference(text: str) -> tuple[str, float]:

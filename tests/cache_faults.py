@@ -23,11 +23,11 @@ import time
 import numpy as np
 
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import targets
+from yahtzee_jax.solver import target_table
 from yahtzee_jax.solver.target_layout import target_layout
 
 SOLVE_SECONDS = 1.0  # the stand-in solve lasts this long at least: the others reach the lock
-SOLVE = targets.solve_target_table  # the solver the stand-in calls
+SOLVE = target_table.solve_target_table  # the solver the stand-in calls
 KERNELS: str | None = None  # the folder of the C kernel the stand-in solves with
 
 
@@ -66,13 +66,13 @@ def main(argv: list[str]) -> int:
     """Run MODE on CACHE_DIR (see the module's docstring)."""
     global KERNELS
     mode, cache_dir, KERNELS, *ready = argv
-    targets.solve_target_table = stand_in  # `target_tables` calls it through its module
+    target_table.solve_target_table = stand_in  # `target_tables` calls it through its module
     if mode == "kill":
-        targets.np.save = killed_halfway
+        target_table.np.save = killed_halfway
     if ready:  # the layout (3 s) first, on each process's own core, not one after the other
         target_layout(get_rules("yacht"))
         wait_for_others(pathlib.Path(cache_dir).parent / "ready", int(ready[0]))
-    result = targets.target_tables("yacht", cache_dir=cache_dir)
+    result = target_table.target_tables("yacht", cache_dir=cache_dir)
     print(f"from_cache={result.from_cache}")
     return 0
 

@@ -43,10 +43,10 @@ class FaultInjector:
 def main(argv: list[str]) -> int:
     """`yahtzee-jax ARGS...` with a `FaultInjector(SPEC)` hook in `train` (argv: SPEC ARGS...)."""
     from yahtzee_jax.commands import cli
-    from yahtzee_jax.runner import train as train_command
+    from yahtzee_jax.runner import single_run as train_command
 
     spec, *arguments = argv
-    # The command line's `train` (`commands.train`) calls `yahtzee_jax.runner.train.train`
+    # The command line's `train` (`commands.train`) calls `yahtzee_jax.runner.single_run.train`
     # through its module: the same function, given the hook (production code never reads a
     # fault from anywhere).
     train_command.train = functools.partial(train_command.train, hook=FaultInjector(spec))

@@ -22,7 +22,7 @@ from pathlib import Path
 import jax.numpy as jnp
 import pytest
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve, save_yaml
@@ -45,19 +45,19 @@ GAMES = [("yahtzee_jax.evaluation.records", "_play_batch")]
 LONG_WORK = [
     *GAMES,
     ("yahtzee_jax.runner.loop", "init_train_state"),
-    ("yahtzee_jax.runner.train", "SingleRun.compile"),
+    ("yahtzee_jax.runner.single_run", "SingleRun.compile"),
     ("yahtzee_jax.runner.population", "Population.compile"),
     ("yahtzee_jax.evaluation.single_turn", "_play_turns"),
     ("yahtzee_jax.evaluation.matches", "match_totals"),
-    ("yahtzee_jax.solver.exact", "solve_value_table"),
-    ("yahtzee_jax.solver.targets", "solve_target_table"),
+    ("yahtzee_jax.solver.value_table", "solve_value_table"),
+    ("yahtzee_jax.solver.target_table", "solve_target_table"),
     ("yahtzee_jax.commands.terminal", "TerminalGame.run"),
     ("yahtzee_jax.commands.bench.env", "measure_reference"),
     ("yahtzee_jax.commands.bench.env", "measure_engine"),
-    ("yahtzee_jax.commands.bench.train", "measure"),
-    ("yahtzee_jax.commands.bench.train", "measure_population"),
+    ("yahtzee_jax.commands.bench.train_speed", "measure"),
+    ("yahtzee_jax.commands.bench.train_speed", "measure_population"),
     ("yahtzee_jax.commands.bench.scaling", "time_chunk"),
-    ("yahtzee_jax.commands.bench.solve", "_measure"),
+    ("yahtzee_jax.commands.bench.solve_cost", "_measure"),
 ]
 
 

@@ -138,9 +138,9 @@ def recorded_on_this_cpu(recorded: str) -> bool:
 
 def learner_case(preset: str, overrides: list[str]) -> dict[str, Any]:
     """Train `UPDATES` updates in one compiled chunk; the final state's and metrics' figures."""
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.configs import resolve
-    from yahtzee_jax.runner.train import make_chunk
+    from yahtzee_jax.runner.single_run import make_chunk
 
     context = make_context(resolve(preset, overrides=overrides))
     state, metrics, failure = make_chunk(context, UPDATES)(init_train_state(context))

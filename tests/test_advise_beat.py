@@ -17,8 +17,8 @@ from yahtzee_jax.game.reference import final_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, get_rules
 from yahtzee_jax.solver.advise import advise_beat, make_position
 from yahtzee_jax.solver.beat import host_tables
-from yahtzee_jax.solver.tables import ROLL_PROBABILITIES, ROLLS
 from yahtzee_jax.solver.target_layout import state_chances, target_layout
+from yahtzee_jax.solver.widget_tables import ROLL_PROBABILITIES, ROLLS
 
 CARD = card_without("yahtzee")  # only the Yahtzee box open, plain rules: 50 or nothing
 START = final_score(CARD, 0)

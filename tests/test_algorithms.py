@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
-from yahtzee_jax.algorithms.base import TrainState, init_train_state, make_context
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.algorithms.algorithm import TrainState, init_train_state, make_context
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
 from yahtzee_jax.runner import loop
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.runner.train import make_chunk
+from yahtzee_jax.runner.single_run import make_chunk
 
 TINY = [
     "network.hidden_size=16",

@@ -19,14 +19,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.base import Agent, Remembering
-from yahtzee_jax.agents.exact import (
+from yahtzee_jax.agents.agent import Agent, Remembering
+from yahtzee_jax.agents.widget_agents import (
     WidgetPolicy,
     make_greedy_agent,
     widget_action,
     widget_batch_actions,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import (
@@ -37,14 +37,14 @@ from yahtzee_jax.game.rules import (
     Category,
     get_rules,
 )
-from yahtzee_jax.solver.exact import (
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.value_table import (
     category_values,
     final_roll_plan,
     final_roll_values,
     solver_final_roll_values,
 )
-from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.widget_tables import (
     NUM_FLAGS,
     ROLLS,
     WIDGET_ORDER,

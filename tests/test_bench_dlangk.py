@@ -93,8 +93,8 @@ def test_bench_evaluate_runs_it_beside_ours(binaries, tmp_path, capsys) -> None:
 def test_our_figures_over_its_measured_ones(capsys) -> None:
     """Our solve over its measured solves by thread count (1.0 s is 0.5x its 2.0 s on one
     thread, 1.0x its 1.0 s on two), and our optimal agents' games/s over its lockstep play."""
-    from yahtzee_jax.commands.bench.evaluate import beside_dlangk as play_beside
-    from yahtzee_jax.commands.bench.solve import beside_dlangk as solve_beside
+    from yahtzee_jax.commands.bench.evaluate_speed import beside_dlangk as play_beside
+    from yahtzee_jax.commands.bench.solve_cost import beside_dlangk as solve_beside
 
     runs = {
         "1": {"seconds": 2.0, "cpu_seconds": 2.0, "peak_mib": 20.0, "optimum": 248.44},

@@ -15,11 +15,11 @@ from typing import ClassVar
 
 import pytest
 
-from yahtzee_jax.commands.bench import evaluate as bench_evaluate
+from yahtzee_jax.commands.bench import evaluate_speed as bench_evaluate
 from yahtzee_jax.commands.bench import yatzy_solver
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
-from yahtzee_jax.solver.exact import solver_workers
+from yahtzee_jax.solver.value_table import solver_workers
 
 
 class FakeSolver:

@@ -135,7 +135,7 @@ def test_bench_solve_times_each_engine_side_by_side(tmp_path, capsys) -> None:
 def test_bench_solve_puts_our_solve_beside_the_published_times(capsys) -> None:
     """Our Yatzy solve over dlangk/yatzy's published one-thread and two-thread times: 1.22 s
     is 0.5x its 2.44 on one thread and 1.0x its 1.22 on two (made-up published figures)."""
-    from yahtzee_jax.commands.bench.solve import beside_published
+    from yahtzee_jax.commands.bench.solve_cost import beside_published
 
     ours = [
         {
@@ -172,7 +172,7 @@ def test_bench_evaluate_puts_optimal_play_beside_the_published_figures(capsys) -
     """Under Yatzy rules our optimal games/s over dlangk/yatzy's published lockstep ones, per
     thread count, and the table agent's over those and its table engine's; none under other
     rules or without either row."""
-    from yahtzee_jax.commands.bench.evaluate import beside_published
+    from yahtzee_jax.commands.bench.evaluate_speed import beside_published
     from yahtzee_jax.game.rules import get_rules
 
     rows = [

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms import actor_critic
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.training_rollout import sample_batch
 from yahtzee_jax.envs.tasks import env_id
 from yahtzee_jax.errors import ConfigError

@@ -20,8 +20,8 @@ import pytest
 from yahtzee_jax import files
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import native, targets
-from yahtzee_jax.solver.targets import target_cache_file, target_tables
+from yahtzee_jax.solver import native, target_table
+from yahtzee_jax.solver.target_table import target_cache_file, target_tables
 
 RULES = get_rules("yacht")
 SCRIPT = pathlib.Path(__file__).with_name("cache_faults.py")
@@ -89,9 +89,9 @@ def stand_in_targets(tmp_path, monkeypatch, kernels) -> pathlib.Path:
 
     monkeypatch.setattr(cache_faults, "SOLVE_SECONDS", 0.0)
     monkeypatch.setattr(cache_faults, "KERNELS", kernels)
-    monkeypatch.setattr(targets, "solve_target_table", counted)
+    monkeypatch.setattr(target_table, "solve_target_table", counted)
     target_tables(RULES, cache_dir=tmp_path)
-    monkeypatch.setattr(targets, "solve_target_table", cache_faults.stand_in)
+    monkeypatch.setattr(target_table, "solve_target_table", cache_faults.stand_in)
     return tmp_path
 
 
@@ -154,7 +154,7 @@ def test_a_full_disk_keeps_the_old_table_and_its_checksum(
             pathlib.Path(file).write_bytes(b"\x93NUMPY half of it")
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-        monkeypatch.setattr(targets.np, "save", full_disk)
+        monkeypatch.setattr(target_table.np, "save", full_disk)
     else:
         monkeypatch.setattr(files, "open", _FullAfter(".crc32"), raising=False)
     with pytest.raises(UserError, match=r"^cannot write the target-table cache .*No space left"):
@@ -162,7 +162,7 @@ def test_a_full_disk_keeps_the_old_table_and_its_checksum(
     after = {entry.name: entry.read_bytes() for entry in cache.iterdir() if entry.is_file()}
     assert after == before
     monkeypatch.undo()
-    monkeypatch.setattr(targets, "solve_target_table", cache_faults.stand_in)
+    monkeypatch.setattr(target_table, "solve_target_table", cache_faults.stand_in)
     monkeypatch.setattr(cache_faults, "SOLVE_SECONDS", 0.0)
     monkeypatch.setattr(cache_faults, "KERNELS", str(native_folder))
     assert not target_tables(RULES, cache_dir=cache, force=True).from_cache

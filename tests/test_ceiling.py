@@ -120,12 +120,12 @@ def test_the_match_command_finds_the_ceiling_once_both_tables_are_cached(tmp_pat
     """`cached_ceiling` (what `match ceiling` prints beside its matches) never solves: None until
     both policies' tables are in the cache, where `target_tables` writes them, then the ceiling
     of those tables."""
-    from yahtzee_jax.solver import ceiling, targets
+    from yahtzee_jax.solver import ceiling, target_table
 
-    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
+    monkeypatch.setattr(target_table, "solve_target_table", last_layer_only)
     monkeypatch.setattr(ceiling, "rules_ceiling", lambda rules, players, cache: (players, cache))
     assert ceiling.cached_ceiling("yacht", 2, tmp_path) is None
-    targets.target_tables("yacht", cache_dir=tmp_path)
+    target_table.target_tables("yacht", cache_dir=tmp_path)
     assert ceiling.cached_ceiling("yacht", 2, tmp_path) is None  # the expected policy's missing
-    targets.target_tables("yacht", cache_dir=tmp_path, policy="expected")
+    target_table.target_tables("yacht", cache_dir=tmp_path, policy="expected")
     assert ceiling.cached_ceiling("yacht", 2, tmp_path) == (2, tmp_path)

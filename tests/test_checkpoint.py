@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import yaml
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.errors import CheckpointError, UserError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import (
@@ -30,7 +30,7 @@ from yahtzee_jax.runner.checkpointing import (
 )
 from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 FAULTS = Path(__file__).with_name("faults.py")  # runs `yahtzee-jax` with a fault hook
 

@@ -22,7 +22,7 @@ from yahtzee_jax.agents.decision_table import (
     _card_rows,
     _rows,
 )
-from yahtzee_jax.agents.exact import make_optimal_agent
+from yahtzee_jax.agents.widget_agents import make_optimal_agent
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import (

@@ -12,19 +12,19 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import planner
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms import distill, td_planner
 from yahtzee_jax.algorithms.acting import GreedyPolicy
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, KEEP_ALL, NUM_KEEP_ACTIONS
 from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_agent, load_run
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.runner.train import make_chunk
+from yahtzee_jax.runner.single_run import make_chunk
 
 TINY = [
     "network.hidden_size=16",

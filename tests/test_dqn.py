@@ -11,13 +11,13 @@ import pytest
 
 from yahtzee_jax.agents import make_random_agent
 from yahtzee_jax.algorithms import dqn, get_algorithm
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import OFFICIAL, State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 T = OFFICIAL.decisions_per_game  # the quick preset plays official Yahtzee
 

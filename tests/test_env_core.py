@@ -1,5 +1,5 @@
 """The one environment protocol (`envs.core`) under the learners' tasks: hand-made positions,
-and the batched drivers (`envs.solitaire`, `envs.match`) as the protocol's own functions, dice
+and the batched drivers (`envs.solitaire`, `envs.match_env`) as the protocol's own functions, dice
 for dice."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 from yahtzee_jax.agents.resolve import builtin_agent
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core
-from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.game import engine, multiplayer
 from yahtzee_jax.game.engine import State

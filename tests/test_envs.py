@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.agents.agent import uniform_legal_action
 from yahtzee_jax.config import EnvConfig, FeatureConfig
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import legal_action_mask

@@ -22,7 +22,7 @@ from etils import epath
 from fuzzing import TINY_OVERRIDES, check_one_line, invoke, make_finished_run
 
 from yahtzee_jax import files
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.errors import DiskFullError, is_disk_full
 from yahtzee_jax.runner import runlog
 from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_checkpoint

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from test_fuzz_run_dir import MUTATIONS, _files, _mutate
 
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import exact
+from yahtzee_jax.solver import value_table
 
 RULES = get_rules("yacht")  # the smallest game: a solve takes about 2 s
 YACHT_OPTIMUM = 180.4161173148  # docs/games.md, checked there against an independent solve
@@ -38,7 +38,7 @@ FUZZ = dict(
 def solved(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, bytes, np.ndarray]:
     """(cache directory, the good cache file's bytes, the dense table) of Yacht."""
     directory = tmp_path_factory.mktemp("cache")
-    result = exact.solve(RULES, cache_dir=directory)
+    result = value_table.solve(RULES, cache_dir=directory)
     assert result.expected_score == pytest.approx(YACHT_OPTIMUM, abs=1e-9)
     return directory, result.cache_path.read_bytes(), result.value_table
 
@@ -58,7 +58,7 @@ def hostile_archives(count: int) -> dict[str, bytes]:
         "inf": archive(np.where(np.arange(count) == 7, np.inf, good)),
         "negative": archive(-good),
         "huge": archive(np.full(count, 1e300)),
-        "above the game's most": archive(np.full(count, exact.most_points(RULES) + 1)),
+        "above the game's most": archive(np.full(count, value_table.most_points(RULES) + 1)),
         "int64": archive(good.astype(np.int64)),
         "float32": archive(good.astype(np.float32)),
         "2-D": archive(good.reshape(1, -1)),
@@ -75,11 +75,13 @@ def test_hostile_arrays_in_a_value_cache_are_not_played(solved, tmp_path):
     before `load_table` checked the range."""
     _, good, table = solved
     path = tmp_path / "values.npz"
-    for name, content in hostile_archives(int(exact.solved_states(RULES).sum())).items():
+    for name, content in hostile_archives(int(value_table.solved_states(RULES).sum())).items():
         path.write_bytes(content)
-        assert exact.load_table(path, RULES, exact.most_points(RULES)) is None, name
+        assert value_table.load_table(path, RULES, value_table.most_points(RULES)) is None, name
     path.write_bytes(good)
-    np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
+    np.testing.assert_array_equal(
+        value_table.load_table(path, RULES, value_table.most_points(RULES)), table
+    )
 
 
 DAMAGE_KINDS = ("bytes", "truncated", "flipped")
@@ -109,7 +111,7 @@ def test_any_damaged_value_cache_loads_as_none_or_the_table(solved, tmp_path, ki
     content = damaged(good, kind, data, at)
     path = tmp_path / "values.npz"
     path.write_bytes(content)
-    loaded = exact.load_table(path, RULES, exact.most_points(RULES))
+    loaded = value_table.load_table(path, RULES, value_table.most_points(RULES))
     assert loaded is None or np.array_equal(loaded, table, equal_nan=True)
 
 
@@ -124,8 +126,8 @@ def test_solve_repairs_a_damaged_cache(case, solved, tmp_path):
     directory, good, table = solved
     cache = tmp_path / "cache"
     shutil.copytree(directory, cache)
-    path = exact.cache_file(RULES, cache)
-    count = int(exact.solved_states(RULES).sum())
+    path = value_table.cache_file(RULES, cache)
+    count = int(value_table.solved_states(RULES).sum())
     if case == "directory":
         path.unlink()
         path.mkdir()
@@ -146,7 +148,9 @@ def test_solve_repairs_a_damaged_cache(case, solved, tmp_path):
         return
     assert status == 0 and "Traceback" not in stderr, stderr  # stderr: the solve's progress bar
     assert stderr.count(f"the value table {path} is damaged") == 1, stderr
-    np.testing.assert_array_equal(exact.load_table(path, RULES, exact.most_points(RULES)), table)
+    np.testing.assert_array_equal(
+        value_table.load_table(path, RULES, value_table.most_points(RULES)), table
+    )
 
 
 def _hashes(run_dir: Path) -> dict[str, str]:
@@ -238,7 +242,7 @@ def endgame(solved) -> tuple[Path, bytes, tuple[np.ndarray, np.ndarray]]:
 
     directory = solved[0]
     tables = endgame_distributions(RULES, 1, directory)
-    path = exact.cache_file(RULES, directory, table="endgame1")
+    path = value_table.cache_file(RULES, directory, table="endgame1")
     return path, path.read_bytes(), tables
 
 

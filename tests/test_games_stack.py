@@ -17,14 +17,14 @@ import pytest
 from positions import card
 
 from yahtzee_jax.algorithms import actor_critic
-from yahtzee_jax.algorithms.base import make_context
+from yahtzee_jax.algorithms.algorithm import make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.commands.terminal_text import card_text
 from yahtzee_jax.evaluation.reports import report_tables
 from yahtzee_jax.game import get_rules
 from yahtzee_jax.runner.configs import from_dict, resolve
 from yahtzee_jax.runner.population import train_population
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 GAMES = ("yacht", "yacht-clubhouse", "yatzy")
 TINY = {

@@ -10,7 +10,7 @@ import jax
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.exact import make_greedy_agent
+from yahtzee_jax.agents.widget_agents import make_greedy_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import current_score_options
 from yahtzee_jax.game.rules import KEEP_ALL, NUM_KEEP_ACTIONS, OFFICIAL, Category

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.algorithms import a2c, actor_critic, ppo, reinforce
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.common import lambda_returns
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule, learning_rate_schedule
 from yahtzee_jax.algorithms.training_rollout import evaluate_trajectory, sample_batch

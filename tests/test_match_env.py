@@ -11,11 +11,11 @@ import pytest
 from positions import card as position
 from scripts import EXPERIMENTS, load_experiment_script
 
-from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.algorithms.base import init_train_state, make_context, train_step
+from yahtzee_jax.agents.agent import uniform_legal_action
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context, train_step
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core, rewards
-from yahtzee_jax.envs.match import Match, MatchEpisode, MatchView, Seat
+from yahtzee_jax.envs.match_env import Match, MatchEpisode, MatchView, Seat
 from yahtzee_jax.envs.rollout import rollout
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation import matches as two_player

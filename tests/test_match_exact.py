@@ -21,7 +21,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling, score_distribution
 from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
-from yahtzee_jax.solver.targets import target_tables
+from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("match-exact-test")
 FULL = (1 << RULES.num_boxes) - 1

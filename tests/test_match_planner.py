@@ -24,13 +24,13 @@ from yahtzee_jax.agents.distribution_planner import (
     turn_end_chances,
 )
 from yahtzee_jax.agents.planner import LookaheadLeaf, plan_actions, plan_scores
-from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.game.engine import legal_action_mask, step, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import ROLLS
+from yahtzee_jax.solver.widget_tables import ROLLS
 from yahtzee_jax.solver.win_policy import below_or_half
 
 BINS = 64

@@ -23,7 +23,7 @@ from yahtzee_jax.algorithms.table_updates import combine_set
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import batch_features
 from yahtzee_jax.game import Category, get_rules
-from yahtzee_jax.networks.tables import DICE_INDEX, NUM_MULTISETS, Tables, dice_code, multisets
+from yahtzee_jax.networks.maxq_tables import DICE_INDEX, NUM_MULTISETS, Tables, dice_code, multisets
 
 PLAIN = get_rules("plain")
 KANG = FeatureConfig(kind="kang")
@@ -204,7 +204,7 @@ def test_uniform_exploration_covers_rerolls_and_boxes():
 def test_rounds_of_each_exploration(name, per_round):
     """Through one update: HRL's random Category before the last roll ends rounds early
     (between 1 and 3 actions a round on average), the guide always takes 3; the tables move."""
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.configs import resolve
 
     overrides = ["train.games_per_update=8", "algo.table_bits=12", f"algo.name={name}"]
@@ -250,7 +250,7 @@ def test_parallel_round_of_one_lane_is_the_sequential_rule_and_two_lanes_combine
 def test_parallel_combine_of_a_single_game_is_the_sequential_learner():
     """Through the learner's whole update (one game of 13 rounds, a hashed table): with one
     lane `combine=parallel` writes the very table `combine=sequential` writes."""
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.configs import resolve
 
     tables = []

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver.exact import solve_value_table
 from yahtzee_jax.solver.moments import (
     box_outcomes,
     roll_options,
@@ -15,8 +14,9 @@ from yahtzee_jax.solver.moments import (
     turn_moments,
 )
 from yahtzee_jax.solver.states import chunk_indices, layer_chunks
-from yahtzee_jax.solver.tables import solver_score_tables
+from yahtzee_jax.solver.value_table import solve_value_table
 from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls
+from yahtzee_jax.solver.widget_tables import solver_score_tables
 
 
 def generic_moments(states, value_table, moment_table, rules):

@@ -10,7 +10,7 @@ from positions import card
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.features import feature_size, features
-from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.opponent_features import (
     features_per_opponent,
     match_feature_size,

@@ -15,13 +15,13 @@ import pytest
 from positions import card
 from test_td_planner import forbid_solver_tables
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 
 # Imported before any guard: a module first imported under it would keep the raising loaders
 # after the test (monkeypatch restores only the names it replaced).
-from yahtzee_jax.agents.exact import make_optimal_agent
-from yahtzee_jax.algorithms.base import init_train_state, make_context
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.agents.widget_agents import make_optimal_agent
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.game.engine import legal_action_mask
 from yahtzee_jax.game.rules import Category
 from yahtzee_jax.runner.checkpointing import RunCheckpoints, load_run

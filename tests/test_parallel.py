@@ -29,10 +29,10 @@ SCRIPT = textwrap.dedent(
     from yahtzee_jax.errors import ConfigError
     from yahtzee_jax import envs
     from yahtzee_jax.parallel import data_mesh
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.chunk import make_chunk
     from yahtzee_jax.parallel import in_mesh, replicate
-    from yahtzee_jax.runner.train import train
+    from yahtzee_jax.runner.single_run import train
 
     def tiny(devices):
         return from_dict({

@@ -27,7 +27,7 @@ from yahtzee_jax.runner.population import (
     varying_fields,
 )
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 TINY = {
     "train": {
@@ -201,7 +201,7 @@ def test_the_exact_kl_stays_a_branch_in_a_population():
     batch its predicate and turn it into a select that computes both branches."""
     import jax
 
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.population import make_population_chunk, member_values, stack
 
     states = stack([init_train_state(make_context(config)) for config in MEMBERS])

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.q_lambda import (
     GAME_END,
     KEEP,

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents import make_random_agent
-from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.agents.agent import uniform_legal_action
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.game import NUM_KEEP_ACTIONS, OFFICIAL, Category, State, legal_action_mask
 

@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.agents.agent import Agent
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands import evaluate as evaluate_command
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands import tournament as tournament_command

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 from positions import card
 
-from yahtzee_jax.agents.base import make_random_agent
-from yahtzee_jax.agents.exact import make_greedy_agent, make_optimal_agent
+from yahtzee_jax.agents.agent import make_random_agent
+from yahtzee_jax.agents.widget_agents import make_greedy_agent, make_optimal_agent
 from yahtzee_jax.config import FeatureConfig, NetworkConfig
 from yahtzee_jax.envs.features import feature_size, features
 from yahtzee_jax.errors import UserError
@@ -49,7 +49,7 @@ from yahtzee_jax.game.rules import (
 )
 from yahtzee_jax.networks import YahtzeeNet, init_params
 from yahtzee_jax.solver import advise, make_position, solve
-from yahtzee_jax.solver.exact import cache_file
+from yahtzee_jax.solver.value_table import cache_file
 
 YACHT = Rules(
     "yacht-without-bonus",

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.runner.chunk import PARAMETERS, guard_quantities, make_chunk
 from yahtzee_jax.runner.collapse import collapse_warning
@@ -28,7 +28,7 @@ from yahtzee_jax.runner.runlog import (
     reconcile,
     write_evals,
 )
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 TINY = {
     "train": {

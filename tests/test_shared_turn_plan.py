@@ -1,8 +1,8 @@
 """The optimal agent's turn plan shared across a batch (issue 46) plays the games it played.
 
 The widget agents compute a turn's keep values once per distinct turn-start state of the batch,
-a chunk of states at a time (`agents.exact._shared_first_keeps`), and `play_games` carries them
-from a turn's first keep to its last (the policy's memory). These tests play the real optimal
+a chunk of states at a time (`agents.widget_agents._shared_first_keeps`), and `play_games` carries
+them from a turn's first keep to its last (the policy's memory). These tests play the real optimal
 agent (the solved official and Yatzy tables) both ways and compare the games to the last die:
 the shared values against the one call on each card as a batch of its own, which computes every
 card's values alone.
@@ -16,14 +16,14 @@ import jax
 import numpy as np
 import pytest
 
-from yahtzee_jax.agents.exact import (
+from yahtzee_jax.agents.widget_agents import (
     PLAN_CHUNK,
     _distinct_states,
     make_greedy_agent,
     make_optimal_agent,
     plan_columns,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.evaluation.records import default_batch_size, play_games
 from yahtzee_jax.game.engine import batch_of_one
 

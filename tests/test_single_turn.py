@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 from yahtzee_jax.agents import make_random_agent
-from yahtzee_jax.agents.exact import make_greedy_agent
+from yahtzee_jax.agents.widget_agents import make_greedy_agent
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.evaluation.single_turn import evaluate_single_turn, turn_optimum
 from yahtzee_jax.game import OFFICIAL, Category, State

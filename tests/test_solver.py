@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from positions import card_state, card_without
 
-from yahtzee_jax.agents.exact import make_optimal_agent
+from yahtzee_jax.agents.widget_agents import make_optimal_agent
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import play_games
@@ -27,21 +27,12 @@ from yahtzee_jax.evaluation.statistics import score_statistics
 from yahtzee_jax.game import reference
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.solver import advise, make_position, optimal_expected_score, solve
-from yahtzee_jax.solver.exact import (
+from yahtzee_jax.solver.value_table import (
     load_table,
     most_points,
     reachable_upper_totals,
     solve_value_table,
     solved_states,
-)
-from yahtzee_jax.solver.tables import (
-    DISTINCT_FACES,
-    KEEP_OF_ACTION,
-    ROLL_PROBABILITIES,
-    ROLLS,
-    WIDGET_ORDER,
-    keep_index,
-    roll_index_of,
 )
 from yahtzee_jax.solver.widget import (
     best_keep_values,
@@ -49,6 +40,15 @@ from yahtzee_jax.solver.widget import (
     keep_values,
     turn_keep_values,
     turn_start_value,
+)
+from yahtzee_jax.solver.widget_tables import (
+    DISTINCT_FACES,
+    KEEP_OF_ACTION,
+    ROLL_PROBABILITIES,
+    ROLLS,
+    WIDGET_ORDER,
+    keep_index,
+    roll_index_of,
 )
 
 PUBLISHED_OPTIMA = {

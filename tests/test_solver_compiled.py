@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import exact
+from yahtzee_jax.solver import value_table
 from yahtzee_jax.solver.compiled import CompiledSolve
 from yahtzee_jax.solver.final_rolls import final_roll_plan, solver_final_roll_values
 from yahtzee_jax.solver.states import chunk_indices, layer_chunks, table_shape
-from yahtzee_jax.solver.tables import solver_score_tables
 from yahtzee_jax.solver.widget import turn_start_value
+from yahtzee_jax.solver.widget_tables import solver_score_tables
 
 
 @pytest.mark.parametrize("variant", ["official", "yatzy", "yacht", "free-joker", "no-joker"])
@@ -26,7 +26,7 @@ def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
     table = np.random.default_rng(3).uniform(0, 200, size=table_shape(rules))
     base, *options = solver_score_tables(rules)
     plan = final_roll_plan(base, rules)
-    future = exact._future_of(table)
+    future = value_table._future_of(table)
     with jax.enable_x64(True):
         program = CompiledSolve(rules, tuple(options))
     for filled in (3, rules.num_boxes - 2):
@@ -38,7 +38,7 @@ def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
             expected = []
             for chunk in run:
                 mask, upper, flag = chunk_indices(chunk)
-                numpy_options = exact._yahtzee_options(options, mask, flag)
+                numpy_options = value_table._yahtzee_options(options, mask, flag)
                 final = solver_final_roll_values(mask, upper, flag, plan, numpy_options, future)
                 expected.append(turn_start_value(final))
             with jax.enable_x64(True):
@@ -107,13 +107,13 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
     own. JAX's cache is off: the chunk program came from it in CI once, and was not kept."""
     import types
 
-    from yahtzee_jax.solver import compiled, programs, tables
+    from yahtzee_jax.solver import compiled, programs, widget_tables
 
     rules = get_rules("yacht")
 
     def solve():
-        monkeypatch.setattr(tables, "_SCORE_TABLES", {})  # the score tables computed again
-        return exact.solve_value_table(
+        monkeypatch.setattr(widget_tables, "_SCORE_TABLES", {})  # the score tables computed again
+        return value_table.solve_value_table(
             rules, workers=1, down_to_filled=rules.num_boxes - 3, cache_dir=tmp_path, engine="xla"
         )
 
@@ -125,7 +125,7 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
             patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
             patch.setattr(compiled, "_compiled", lambda *_: pytest.fail("traced again"))
             untraced = types.SimpleNamespace(lower=lambda *_: pytest.fail("traced again"))
-            patch.setattr(tables, "_solver_tables", untraced)
+            patch.setattr(widget_tables, "_solver_tables", untraced)
             np.testing.assert_array_equal(solve(), first)
         program.write_bytes(program.read_bytes()[:1000])
         np.testing.assert_array_equal(solve(), first)
@@ -146,9 +146,13 @@ def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypat
 
     rules = get_rules("yacht")
     monkeypatch.setattr(compiled, "ACCELERATOR_RUN_CHUNKS", 8)  # a small program, quick to compile
-    expected = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
-    monkeypatch.setattr(exact, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True))
-    got = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
+    expected = value_table.solve_value_table(
+        rules, down_to_filled=rules.num_boxes - 4, engine="xla"
+    )
+    monkeypatch.setattr(
+        value_table, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True)
+    )
+    got = value_table.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11, equal_nan=True)
 
@@ -175,9 +179,11 @@ def test_the_accelerators_schedule_solves_yatzy_whole_to_round_off(monkeypatch):
     all three rule sets: results/solver-speed/accelerator_schedule_full_check.json)."""
     import functools
 
-    expected = exact.solve_value_table("yatzy", engine="native")
-    monkeypatch.setattr(exact, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True))
-    got = exact.solve_value_table("yatzy", engine="xla")
+    expected = value_table.solve_value_table("yatzy", engine="native")
+    monkeypatch.setattr(
+        value_table, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True)
+    )
+    got = value_table.solve_value_table("yatzy", engine="xla")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-11, equal_nan=True)
 
@@ -195,11 +201,11 @@ def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
     tables = []
     for threads in (1, 3):
         patched = functools.partial(CompiledSolve, threads=threads)
-        monkeypatch.setattr(exact, "CompiledSolve", patched)
+        monkeypatch.setattr(value_table, "CompiledSolve", patched)
         tables.append(
-            exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
+            value_table.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
         )
-    numpy_loop = exact.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, workers=2)
+    numpy_loop = value_table.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, workers=2)
     assert np.isfinite(tables[0]).sum() > 4 * 1024  # the layers had several runs
     np.testing.assert_array_equal(tables[1], tables[0])
     np.testing.assert_array_equal(tables[0], numpy_loop)
@@ -214,16 +220,16 @@ import jax
 from yahtzee_jax import parallel
 from yahtzee_jax.commands import cli
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import compiled, exact
-from yahtzee_jax.solver.tables import solver_score_tables
+from yahtzee_jax.solver import compiled, value_table
+from yahtzee_jax.solver.widget_tables import solver_score_tables
 
 rules = get_rules("yacht")
 cli.main(["solve", "--rules", "yacht", "--cache-dir", sys.argv[1], "--force"])
 with jax.enable_x64(True):
     program = compiled.CompiledSolve(rules, tuple(solver_score_tables(rules)[1:]), sys.argv[1])
 last = rules.num_boxes - 4
-ours = exact.solve_value_table(rules, down_to_filled=last, engine="xla")
-numpy_loop = exact.solve_value_table(rules, down_to_filled=last, workers=2)
+ours = value_table.solve_value_table(rules, down_to_filled=last, engine="xla")
+numpy_loop = value_table.solve_value_table(rules, down_to_filled=last, workers=2)
 print("RESULT " + json.dumps({
     "one_thread": parallel.is_one_thread_per_program(),
     "run_chunks": program._run_chunks,

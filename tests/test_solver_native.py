@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind, Rules, get_rules
-from yahtzee_jax.solver import exact, native
+from yahtzee_jax.solver import native, value_table
 from yahtzee_jax.solver.final_rolls import final_roll_plan, solver_final_roll_values
 from yahtzee_jax.solver.states import layer_chunks, layer_states, table_shape
-from yahtzee_jax.solver.tables import solver_score_tables
 from yahtzee_jax.solver.widget import turn_start_value
+from yahtzee_jax.solver.widget_tables import solver_score_tables
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +31,12 @@ def kernel(tmp_path_factory):
 
 
 def _numpy_loop_values(rules, table, chunk):
-    """The NumPy loop's values of one chunk of states (`exact._solve_chunk` without the write)."""
+    """The NumPy loop's values of one chunk of states (`value_table._solve_chunk`, no write)."""
     base, *options = solver_score_tables(rules)
     mask, upper, flag = (part.astype(np.int64) for part in chunk)
-    yahtzee_options = exact._yahtzee_options(options, mask, flag)
+    yahtzee_options = value_table._yahtzee_options(options, mask, flag)
     plan = final_roll_plan(base, rules)
-    future = exact._future_of(table)
+    future = value_table._future_of(table)
     return turn_start_value(
         solver_final_roll_values(mask, upper, flag, plan, yahtzee_options, future)
     )
@@ -69,8 +69,8 @@ def test_a_solve_with_the_kernel_is_the_numpy_loops_table(variant):
     workers) to the last bit, NaN where a state is not reachable or not solved."""
     rules = get_rules(variant)
     last = rules.num_boxes - 4
-    ours = exact.solve_value_table(rules, down_to_filled=last, engine="native")
-    numpy_loop = exact.solve_value_table(rules, down_to_filled=last, workers=2)
+    ours = value_table.solve_value_table(rules, down_to_filled=last, engine="native")
+    numpy_loop = value_table.solve_value_table(rules, down_to_filled=last, workers=2)
     assert np.isfinite(ours).sum() > 2 * native.RUN_STATES  # several runs a layer
     np.testing.assert_array_equal(ours, numpy_loop)
 
@@ -79,8 +79,8 @@ def test_every_rule_set_solved_whole_by_the_kernel_is_the_xla_programs_table():
     """Yacht solved whole, the first layer's lone state included (a chunk of one state), is the
     XLA program's table to the last bit, and its optimum is the published 180.4161."""
     rules = get_rules("yacht")
-    ours = exact.solve_value_table(rules, engine="native")
-    np.testing.assert_array_equal(ours, exact.solve_value_table(rules, engine="xla"))
+    ours = value_table.solve_value_table(rules, engine="native")
+    np.testing.assert_array_equal(ours, value_table.solve_value_table(rules, engine="xla"))
     assert ours[0, 0, 0] == pytest.approx(180.4161173148, abs=1e-9)
 
 
@@ -173,19 +173,19 @@ def test_auto_falls_back_to_xla_with_a_warning_and_native_says_why(monkeypatch):
     same table); "native" stops with a one-line error; an unknown engine is refused."""
     rules = get_rules("yacht")
     last = rules.num_boxes - 2
-    expected = exact.solve_value_table(rules, down_to_filled=last, engine="native")
+    expected = value_table.solve_value_table(rules, down_to_filled=last, engine="native")
 
     def no_compiler(*_):
         raise native.NativeError("no C compiler 'cc' on the PATH")
 
-    monkeypatch.setattr(exact, "load_kernel", no_compiler)
+    monkeypatch.setattr(value_table, "load_kernel", no_compiler)
     with pytest.warns(RuntimeWarning, match="no C compiler 'cc' on the PATH; solving with the XLA"):
-        got = exact.solve_value_table(rules, down_to_filled=last)
+        got = value_table.solve_value_table(rules, down_to_filled=last)
     np.testing.assert_array_equal(got, expected)
     with pytest.raises(UserError, match=r"^the native solver engine: no C compiler 'cc'"):
-        exact.solve_value_table(rules, down_to_filled=last, engine="native")
+        value_table.solve_value_table(rules, down_to_filled=last, engine="native")
     with pytest.raises(UserError, match="unknown solver engine 'numba'"):
-        exact.solve_value_table(rules, engine="numba")
+        value_table.solve_value_table(rules, engine="numba")
 
 
 def test_solve_command_takes_an_engine_with_force(tmp_path, capsys):
@@ -319,8 +319,8 @@ def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns, policy):
 def test_a_columns_mean_is_the_same_bits_beside_any_columns():
     """`mean_over_rolls`, the target tables' mean, gives a column the same bits alone or among
     others (a BLAS dot need not), and is the dot's mean to round-off."""
-    from yahtzee_jax.solver.tables import ROLL_PROBABILITIES
     from yahtzee_jax.solver.target_turn import mean_over_rolls
+    from yahtzee_jax.solver.widget_tables import ROLL_PROBABILITIES
 
     first = np.random.default_rng(1).uniform(0, 1, size=(252, 37))
     together = mean_over_rolls(first)
@@ -369,12 +369,12 @@ def test_target_tables_by_the_kernel_are_numpys(monkeypatch, rules, layers, poli
     """A partial target solve by the kernel is the NumPy passes' table to the last bit, for both
     policies (the Joker card: joker moves and Yahtzee bonuses among the candidates); where the
     kernel cannot be built the solve warns and uses NumPy."""
-    from yahtzee_jax.solver import targets
+    from yahtzee_jax.solver import target_table
 
     down_to_filled = rules.num_boxes - layers
-    values = None if policy == "target" else exact.solve_value_table(rules)
+    values = None if policy == "target" else value_table.solve_value_table(rules)
     solve = functools.partial(
-        targets.solve_target_table, rules, policy, values, down_to_filled, workers=1
+        target_table.solve_target_table, rules, policy, values, down_to_filled, workers=1
     )
     ours = solve()
 

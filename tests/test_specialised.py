@@ -14,7 +14,7 @@ import pytest
 
 from yahtzee_jax import envs
 from yahtzee_jax.algorithms import a2c, actor_critic, ppo
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.common import kl_divergence, lambda_returns
 from yahtzee_jax.algorithms.training_rollout import (
     apply_network,

@@ -1,4 +1,4 @@
-"""The target-seeker (`solver.target_seeker`) against enumeration on hand-made end games.
+"""The target-seeker (`solver.seeker_policy`) against enumeration on hand-made end games.
 
 Plain rules, the target tables solved for the last two layers only (`test_targets.partial`).
 Every expectation is enumerated in plain Python (`game.reference`): the optimal agent's exact
@@ -23,7 +23,7 @@ from test_targets import brute_force_chances, partial
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import reference
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, get_rules
-from yahtzee_jax.solver.target_seeker import (
+from yahtzee_jax.solver.seeker_policy import (
     best_rival_distribution,
     check_weight,
     seeker_tables,
@@ -198,7 +198,7 @@ def test_the_keeps_grid_equals_each_turn_ends_window():
     """The keeps' grid (one matrix product over every reward) and the score decision's windows
     (one dot product a turn end) give the same W for each next state and reward, to float32."""
     from yahtzee_jax.solver.moments import distinct_next_states
-    from yahtzee_jax.solver.target_seeker import turn_end_grid
+    from yahtzee_jax.solver.seeker_policy import turn_end_grid
     from yahtzee_jax.solver.win_policy import REWARD_BINS
 
     mine = card_without("chance", "fives")
@@ -223,10 +223,10 @@ def test_match_command_plays_the_target_seeker_and_records_its_run(tmp_path, mon
     import json
 
     from yahtzee_jax.commands.cli import main
-    from yahtzee_jax.solver import target_seeker
+    from yahtzee_jax.solver import seeker_policy
 
     monkeypatch.setattr(
-        target_seeker, "target_seeker_tables", lambda rules, cache, weight: tables(weight)
+        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: tables(weight)
     )
     out = tmp_path / "seeker.json"
     argv = ["match", "target-seeker", "--rules", "plain", "--games", "6", "--seed", "5"]

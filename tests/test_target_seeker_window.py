@@ -1,6 +1,6 @@
 """The target-seeker's row windows in a game whose rows are shorter than its window.
 
-`solver.target_seeker` reads `WINDOW - 1` chances after each row's first entry. In official
+`solver.seeker_policy` reads `WINDOW - 1` chances after each row's first entry. In official
 Yahtzee the longest row (1,576) is longer than the window, so padding the flat table by the
 longest row let every window fit; in a game of few boxes (here 7: the upper six and a 50-point
 five of a kind, longest row 156) the windows of the last rows ran past the padding, and XLA moved
@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 from positions import seven_box_rules
 
-from yahtzee_jax.solver.exact import solve
-from yahtzee_jax.solver.target_seeker import WINDOW, my_rows, score_bins, seeker_tables
-from yahtzee_jax.solver.targets import target_tables
+from yahtzee_jax.solver.seeker_policy import WINDOW, my_rows, score_bins, seeker_tables
+from yahtzee_jax.solver.target_table import target_tables
+from yahtzee_jax.solver.value_table import solve
 
 RULES = seven_box_rules("seeker-window-test")
 

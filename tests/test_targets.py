@@ -1,4 +1,4 @@
-"""Target-score tables (`solver.targets`) against plain enumeration and the value table.
+"""Target-score tables (`solver.target_table`) against plain enumeration and the value table.
 
 The brute force here plays the last turns of hand-made cards in plain Python (every re-roll's
 outcomes enumerated, keeps as bit masks, scoring by `yahtzee_jax.game.reference`), keeping for
@@ -20,11 +20,11 @@ from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import reference
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import targets
-from yahtzee_jax.solver.exact import solve, solve_value_table
+from yahtzee_jax.solver import target_table
 from yahtzee_jax.solver.states import filled_count, solved_states
 from yahtzee_jax.solver.target_layout import most_to_come, state_chances, target_layout
-from yahtzee_jax.solver.targets import solve_target_table, target_tables
+from yahtzee_jax.solver.target_table import solve_target_table, target_tables
+from yahtzee_jax.solver.value_table import solve, solve_value_table
 
 P_YAHTZEE = 2_783_176 / 6**10  # a five of a kind within three rolls, chasing the commonest face
 P_FIVE_SIXES = (1 - (5 / 6) ** 3) ** 5  # five sixes: each die has three tries
@@ -239,7 +239,7 @@ def test_cli_solves_caches_and_loads_the_targets(tmp_path, monkeypatch, capsys):
     caches; the second call loads the same chances, read-only; a cache file cut short, damaged
     or holding a chance above 1 is solved again."""
 
-    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
+    monkeypatch.setattr(target_table, "solve_target_table", last_layer_only)
     args = ["solve", "--rules", "yacht", "--targets", "--cache-dir", str(tmp_path)]
     assert main(args) == 0
     assert "solved" in capsys.readouterr().out
@@ -268,7 +268,7 @@ def test_cli_expected_policy_has_its_own_cache(tmp_path, monkeypatch, capsys):
     the target table; its chances at the last box sum to the value table's (the test above's tie);
     `--policy` without `--targets` is a one-line error."""
 
-    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
+    monkeypatch.setattr(target_table, "solve_target_table", last_layer_only)
     base = ["solve", "--rules", "yacht", "--targets", "--cache-dir", str(tmp_path)]
     assert main([*base, "--policy", "expected"]) == 0
     assert "the optimal agent's chance" in capsys.readouterr().out
@@ -303,8 +303,8 @@ def test_a_full_disk_leaves_no_table_behind_and_says_so_in_one_line(tmp_path, mo
         pathlib.Path(file).write_bytes(b"\x93NUMPY half of it")  # what got written first
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(targets, "solve_target_table", last_layer_only)
-    monkeypatch.setattr(targets.np, "save", full_disk)
+    monkeypatch.setattr(target_table, "solve_target_table", last_layer_only)
+    monkeypatch.setattr(target_table.np, "save", full_disk)
     with pytest.raises(UserError, match=r"cannot write the target-table cache .*No space left"):
         target_tables("yacht", cache_dir=tmp_path)
     assert not list(tmp_path.glob("targets*"))

@@ -19,21 +19,21 @@ import pytest
 from positions import card
 
 from yahtzee_jax.agents.planner import LookaheadLeaf, plan_actions
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.td_planner import (
     TDPlannerConfig,
     expected_lambda_returns,
     position_features,
     value_targets,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.solver import endgame, exact, moments
-from yahtzee_jax.solver.exact import solve_value_table
+from yahtzee_jax.solver import endgame, moments, value_table
 from yahtzee_jax.solver.states import filled_count
+from yahtzee_jax.solver.value_table import solve_value_table
 
 TINY = [
     "network.hidden_size=16",
@@ -168,9 +168,9 @@ def test_value_targets_of_each_kind(target, td_lambda, targets):
 
 
 LOADERS = (
-    (exact, "solve"),
-    (exact, "solve_value_table"),
-    (exact, "load_table"),
+    (value_table, "solve"),
+    (value_table, "solve_value_table"),
+    (value_table, "load_table"),
     (moments, "solve_moment_table"),
     (moments, "score_moments"),
     (endgame, "endgame_distributions"),
@@ -201,7 +201,7 @@ def test_training_and_play_read_no_solver_table(monkeypatch):
     update's games) and its acting agent plays a legal move at each kind of decision; the
     optimal agent, built the same way, fails (the guard is live). The whole games of the acting
     agent are in test_algorithms' agent test."""
-    from yahtzee_jax.agents.exact import make_optimal_agent
+    from yahtzee_jax.agents.widget_agents import make_optimal_agent
 
     config = resolve("quick", overrides=TINY)
     forbid_solver_tables(monkeypatch)

@@ -27,16 +27,16 @@ from yahtzee_jax.agents.win_value_planner import (
     standings,
     turn_leaves,
 )
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.algorithms.td_win import planning_policy, win_features, win_targets
-from yahtzee_jax.envs.match import MatchView
+from yahtzee_jax.envs.match_env import MatchView
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import LAST_ROLL, batch_of_one, legal_action_mask, step
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.solver.tables import ROLL_OF_CODE, ROLLS, YAHTZEE_ROLLS, dice_code
 from yahtzee_jax.solver.widget import keep_action_values
+from yahtzee_jax.solver.widget_tables import ROLL_OF_CODE, ROLLS, YAHTZEE_ROLLS, dice_code
 
 TINY = [
     "network.hidden_size=16",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.commands.cli import main
-from yahtzee_jax.evaluation.tournament import (
+from yahtzee_jax.evaluation.round_robin import (
     first_agent_seats,
     games_needed,
     match_pair,

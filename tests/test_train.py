@@ -14,7 +14,7 @@ from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.runner.checkpointing import load_checkpoint
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.runner.loop import EVAL_SEED_OFFSET, network_agent
-from yahtzee_jax.runner.train import EVALS_FILE, SUMMARY_FILE, train
+from yahtzee_jax.runner.single_run import EVALS_FILE, SUMMARY_FILE, train
 
 
 # make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.networks import VALUE_OUTPUT
 from yahtzee_jax.runner.checkpointing import RunCheckpoints

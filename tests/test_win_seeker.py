@@ -17,26 +17,26 @@ from positions import card
 from test_terminal import ScriptedConsole, box_order_player
 from test_terminal import args as play_args
 
-from yahtzee_jax.agents.exact import make_optimal_agent
+from yahtzee_jax.agents.widget_agents import make_optimal_agent
 from yahtzee_jax.agents.win_seeker import win_seeker_agent
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands.cli import main as tournament_main
 from yahtzee_jax.commands.match import main
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category, get_rules
 from yahtzee_jax.solver import solve
 from yahtzee_jax.solver.endgame import SCORE_BINS, endgame_distributions
-from yahtzee_jax.solver.exact import full_mask, score_transition
 from yahtzee_jax.solver.moments import (
     _chunk_moments,
     roll_futures,
     score_moments,
     solve_moment_table,
 )
-from yahtzee_jax.solver.tables import base_points, solver_score_tables
+from yahtzee_jax.solver.value_table import full_mask, score_transition
+from yahtzee_jax.solver.widget_tables import base_points, solver_score_tables
 from yahtzee_jax.solver.win_policy import (
     TIE,
     best_by_chance_then_points,

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.game import get_rules
-from yahtzee_jax.solver.exact import solve_value_table
+from yahtzee_jax.solver.value_table import solve_value_table
 
 UPPER = {
     "yacht": ("ones", "twos", "threes", "fours", "fives", "sixes"),

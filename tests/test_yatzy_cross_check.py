@@ -20,7 +20,7 @@ import pytest
 
 from yahtzee_jax.game import base_scores, face_counts, get_rules
 from yahtzee_jax.solver import solve
-from yahtzee_jax.solver.exact import solve_value_table
+from yahtzee_jax.solver.value_table import solve_value_table
 
 try:
     import yatzy_solver

@@ -1,6 +1,6 @@
 """Agents: one interface (`Agent`) for networks, the exact optimum and the baselines."""
 
-from yahtzee_jax.agents.base import Agent, Policy, make_random_agent
+from yahtzee_jax.agents.agent import Agent, Policy, make_random_agent
 from yahtzee_jax.agents.resolve import (
     AGENT_NAMES,
     BUILTIN_AGENTS,

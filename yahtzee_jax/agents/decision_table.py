@@ -1,7 +1,7 @@
 """The optimal agent with every keep decision in a table: `optimal-table` (issue 46).
 
-The optimal agent (`agents.exact`) computes a turn's keep values when the turn starts, once per
-distinct turn-start state of a batch: three quarters of a game's time on a CPU. This agent
+The optimal agent (`agents.widget_agents`) computes a turn's keep values when the turn starts, once
+per distinct turn-start state of a batch: three quarters of a game's time on a CPU. This agent
 computes them once per solved state before play, with the same float32 functions, and keeps
 for each (state, roll) the two keeps they choose: the best keep action with two re-rolls left and
 with one (an index among the roll's 32 keep actions, 5 bits each of a uint16). A keep decision
@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from yahtzee_jax.agents.base import Agent
-from yahtzee_jax.agents.exact import (
+from yahtzee_jax.agents.agent import Agent
+from yahtzee_jax.agents.widget_agents import (
     MAX_REROLLS,
     PLAN_CHUNK,
     WIDGET_CPU_BATCH_SIZE,
@@ -51,7 +51,6 @@ from yahtzee_jax.files import cached, checksum_path, written_checked
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
-from yahtzee_jax.solver.exact import cache_file
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.programs import build_identity, source_digest
 from yahtzee_jax.solver.states import (
@@ -60,7 +59,8 @@ from yahtzee_jax.solver.states import (
     representative_totals,
     solved_states,
 )
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.value_table import cache_file
+from yahtzee_jax.solver.widget_tables import (
     KEEP_OF_ACTION,
     NUM_FLAGS,
     NUM_ROLLS,
@@ -190,10 +190,10 @@ def cached_decision_table(
 
 @functools.cache
 def _agent_digest() -> str:
-    """A digest of the agents' code the keeps are computed by (this module and `exact`)."""
+    """A digest of the agents' code the keeps are computed by (this module and `widget_agents`)."""
     here = pathlib.Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for name in ("exact.py", "decision_table.py"):
+    for name in ("widget_agents.py", "decision_table.py"):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()
 

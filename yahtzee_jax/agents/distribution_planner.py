@@ -43,13 +43,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.envs.base import Policy
+from yahtzee_jax.envs.environment import Policy
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import score_all_rolls
+from yahtzee_jax.solver.widget_tables import score_all_rolls
 from yahtzee_jax.solver.win_policy import (
     REWARD_BINS,
     below_or_half,

@@ -22,24 +22,24 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import final_roll_values, score_transition
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.states import filled_count
-from yahtzee_jax.solver.tables import (
-    KEEP_OF_ACTION,
-    ROLL_OF_CODE,
-    base_points,
-    dice_code,
-    score_yahtzee_rolls,
-)
 from yahtzee_jax.solver.widget import (
     best_keep_values,
     expected_over_rolls,
     keep_values,
     turn_keep_values,
+)
+from yahtzee_jax.solver.widget_tables import (
+    KEEP_OF_ACTION,
+    ROLL_OF_CODE,
+    base_points,
+    dice_code,
+    score_yahtzee_rolls,
 )
 
 # leaf(params, mask, upper, flag) -> value of those turn-start positions (broadcast shape)

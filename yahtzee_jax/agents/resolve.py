@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 
-from yahtzee_jax.agents.base import Agent, make_random_agent
+from yahtzee_jax.agents.agent import Agent, make_random_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
 
@@ -38,7 +38,7 @@ def builtin_agent(
     if spec == "random":
         return make_random_agent(rules)
     if spec == "optimal":
-        from yahtzee_jax.agents.exact import make_optimal_agent
+        from yahtzee_jax.agents.widget_agents import make_optimal_agent
 
         return make_optimal_agent(rules, cache_dir=cache_dir)
     if spec == OPTIMAL_TABLE:
@@ -56,7 +56,7 @@ def builtin_agent(
     if spec == TARGET:
         raise UserError("the target agent plays for a score X: evaluate target --target X")
     if re.fullmatch(r"greedy[123]", spec):
-        from yahtzee_jax.agents.exact import make_greedy_agent
+        from yahtzee_jax.agents.widget_agents import make_greedy_agent
 
         return make_greedy_agent(int(spec[-1]), rules)
     raise UserError(

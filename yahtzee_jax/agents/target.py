@@ -2,7 +2,7 @@
 
 Inside a turn it is the solver's widget over probabilities: writing a roll in a box worth r
 points (bonuses included) that leads to the turn-start state s' is worth T_{s'}(X - total - r),
-the best chance of the points still needed from s' (`solver.targets`; 1 once X is reached, 0
+the best chance of the points still needed from s' (`solver.target_table`; 1 once X is reached, 0
 past the most s' can still score), and a keep is worth the mean over its re-rolls of the best
 of what follows. Its chance of reaching X from the empty card is then exactly T_start(X). Equal
 chances (a goal reached or out of reach) are broken by expected points, as the win-seeker does.
@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.resolve import TARGET
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import (
@@ -34,11 +34,11 @@ from yahtzee_jax.game.engine import (
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
 from yahtzee_jax.solver import beat
 from yahtzee_jax.solver.beat import TargetTables, without_nan
-from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import score_all_rolls
 from yahtzee_jax.solver.target_layout import TargetLayout
-from yahtzee_jax.solver.targets import target_tables
+from yahtzee_jax.solver.target_table import target_tables
+from yahtzee_jax.solver.value_table import solve
+from yahtzee_jax.solver.widget_tables import score_all_rolls
 from yahtzee_jax.solver.win_policy import best_by_chance_then_points, best_keep
 
 

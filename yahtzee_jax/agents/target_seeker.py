@@ -1,5 +1,5 @@
 """The solver's target-seeker as an agent: it plays for the win against every other card at
-the table (`solver.target_seeker`); alone (a solitaire `evaluate`) against an empty card."""
+the table (`solver.seeker_policy`); alone (a solitaire `evaluate`) against an empty card."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 import jax
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.solver.target_seeker import make_target_seeker
+from yahtzee_jax.solver.seeker_policy import make_target_seeker
 
 # The hindsight weight kept by the ablation on seed 10 (docs/two_player/target_seeker.md).
 HINDSIGHT_WEIGHT = 1.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import jax
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import Rules

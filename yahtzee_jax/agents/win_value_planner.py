@@ -11,16 +11,15 @@ this is its 13th box) the leaf is the exact outcome, 1, 1/2 or 0, not W.
 
 **Why the leaves are grouped.** W is not additive in points, so the solitaire planner's
 "points + V(next position)" split does not apply: a leaf is W at (next position, new total).
-Evaluating the network at all 252 rolls x 13 boxes of every card at every keep decision is
-3,276 evaluations a card. But a roll that is not a five of a kind scores its base points in any
-open box (`tables.base_points`, the Joker rules and the +100 touch only the six five-of-a-kinds),
-and its next position and reward depend only on (box, those points) and the card: so the 246
-other rolls of a box share one leaf per distinct point value (an upper box: 5 counts; three of a
-kind: 0 and 24 sums; ...). The six five-of-a-kinds keep one leaf per (roll, box), their points
-read from the card (`score_yahtzee_rolls`). That is 187 leaves a Yahtzee card instead of 3,276
-(`leaf_slots`), spread back to [252, boxes] by a static index; the test checks the spread values
-equal the naive per-(roll, box) evaluation exactly. At a score decision the 13 boxes of the roll
-in hand are the only leaves.
+Evaluating the network at all 252 rolls x 13 boxes of every card at every keep decision is 3,276
+evaluations a card. But a roll that is not a five of a kind scores its base points in any open box
+(`widget_tables.base_points`, the Joker rules and the +100 touch only the six five-of-a-kinds), and
+its next position and reward depend only on (box, those points) and the card: so the 246 other rolls
+of a box share one leaf per distinct point value (an upper box: 5 counts; three of a kind: 0 and 24
+sums; ...). The six five-of-a-kinds keep one leaf per (roll, box), their points read from the card
+(`score_yahtzee_rolls`). That is 187 leaves a Yahtzee card instead of 3,276 (`leaf_slots`), spread
+back to [252, boxes] by a static index; the test checks the spread values equal the naive per-(roll,
+box) evaluation exactly. At a score decision the 13 boxes of the roll in hand are the only leaves.
 
 Nothing here reads a solver table: W is whatever callable the caller gives (`algorithms.td_win`
 plugs its network in).
@@ -37,7 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.planner import card_positions, keep_values_by_action
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import (
@@ -49,14 +48,14 @@ from yahtzee_jax.game.engine import (
 )
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules
 from yahtzee_jax.solver.final_rolls import score_transition
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.widget import best_keep_values, keep_values
+from yahtzee_jax.solver.widget_tables import (
     ROLL_OF_CODE,
     YAHTZEE_ROLLS,
     base_points,
     dice_code,
     score_yahtzee_rolls,
 )
-from yahtzee_jax.solver.widget import best_keep_values, keep_values
 from yahtzee_jax.solver.win_policy import best_by_chance_then_points, chance_and_points
 
 

@@ -1,6 +1,6 @@
 """Learning algorithms, one module per learner behind one registry.
 
-Each module defines an `ALGORITHM` (`algorithms.base.Algorithm`): its name, config section,
+Each module defines an `ALGORITHM` (`algorithms.algorithm.Algorithm`): its name, config section,
 update and acting agent (a module with two variants names the second's as `module:ATTRIBUTE`).
 Config validation, `train.py`, checkpointing and evaluation look algorithms up here by name;
 adding a learner means writing its module, its config class and its tests, and naming the
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from yahtzee_jax.errors import ConfigError
 
 if TYPE_CHECKING:
-    from yahtzee_jax.algorithms.base import Algorithm
+    from yahtzee_jax.algorithms.algorithm import Algorithm
 
 # name -> module[:attribute] (default ALGORITHM); modules are imported on first use (config.py
 # reads the registry).

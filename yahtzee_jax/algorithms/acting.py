@@ -20,10 +20,10 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.config import Config
 from yahtzee_jax.envs import MatchView, Seat
-from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.environment import Environment
 from yahtzee_jax.game.engine import State, empty_cards
 
 # choose(network, params, features [B, F], legal [B, 45], roll index [B]) -> the learner's

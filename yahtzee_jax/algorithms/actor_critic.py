@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms.base import Context, Metrics
+from yahtzee_jax.algorithms.algorithm import Context, Metrics
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.algorithms.training_rollout import HeadOutputs, Trajectory
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require

@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from yahtzee_jax.agents.base import uniform_legal_action
-from yahtzee_jax.algorithms.base import Context, Metrics
+from yahtzee_jax.agents.agent import uniform_legal_action
+from yahtzee_jax.algorithms.algorithm import Context, Metrics
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 

@@ -35,9 +35,9 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms import acting, actor_critic
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, RunLoader, TrainState
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, RunLoader, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
     keep_action_stats,
@@ -55,7 +55,7 @@ from yahtzee_jax.algorithms.training_rollout import (
     trajectory_recorder,
 )
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.errors import CheckpointError, ConfigError
 from yahtzee_jax.game.engine import LAST_ROLL

@@ -40,9 +40,9 @@ import optax
 from flax import struct
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.agents.agent import uniform_legal_action
 from yahtzee_jax.algorithms import acting
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     gradient_steps_per_update,
     keep_action_stats,
@@ -51,7 +51,7 @@ from yahtzee_jax.algorithms.common import (
 )
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.config import AlgoConfig, Config, require
-from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.environment import Environment
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.networks.q_network import QNetwork
 

@@ -53,7 +53,7 @@ import numpy as np
 
 from yahtzee_jax import envs
 from yahtzee_jax.algorithms import acting
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState, no_optimizer
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, TrainState, no_optimizer
 from yahtzee_jax.algorithms.table_updates import combine_set
 from yahtzee_jax.config import AlgoConfig, Config, check_choice, require
 from yahtzee_jax.envs.atomic_features import atomic_groups
@@ -66,7 +66,7 @@ from yahtzee_jax.game.rules import (
     NUM_KEEP_ACTIONS,
     get_rules,
 )
-from yahtzee_jax.networks.tables import (
+from yahtzee_jax.networks.maxq_tables import (
     DICE_INDEX,
     NUM_MULTISETS,
     Tables,

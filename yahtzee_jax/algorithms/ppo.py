@@ -32,7 +32,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.algorithms import acting, actor_critic
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import (
     explained_variance,
     lambda_returns,

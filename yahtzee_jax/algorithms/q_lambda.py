@@ -40,9 +40,9 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import uniform_legal_action
+from yahtzee_jax.agents.agent import uniform_legal_action
 from yahtzee_jax.algorithms import acting
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState, no_optimizer
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, TrainState, no_optimizer
 from yahtzee_jax.algorithms.dqn import masked_argmax
 from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
 from yahtzee_jax.envs.rollout import episode_keys, learning_rollout

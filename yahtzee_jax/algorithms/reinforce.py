@@ -15,7 +15,7 @@ import jax
 import optax
 
 from yahtzee_jax.algorithms import a2c, acting, actor_critic
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.config import dynamic, require
 
 MONTE_CARLO = 1.0  # lambda = 1: the lambda-return is the Monte-Carlo return

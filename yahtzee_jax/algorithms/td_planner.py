@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.distribution_planner import EARLY_PLAY, MatchPlannerAct
 from yahtzee_jax.agents.planner import (
     LookaheadLeaf,
@@ -38,7 +38,7 @@ from yahtzee_jax.agents.planner import (
     make_planner_agent,
     plan_decision,
 )
-from yahtzee_jax.algorithms.base import (
+from yahtzee_jax.algorithms.algorithm import (
     Algorithm,
     Context,
     Metrics,

@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import optax
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.win_value_planner import (
     Standing,
     box_actions,
@@ -44,10 +44,10 @@ from yahtzee_jax.agents.win_value_planner import (
     standings,
 )
 from yahtzee_jax.algorithms import common
-from yahtzee_jax.algorithms.base import Algorithm, Context, Metrics, TrainState
+from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, TrainState
 from yahtzee_jax.algorithms.td_planner import position_features
 from yahtzee_jax.config import AlgoConfig, Config, NetworkConfig, check_choice, dynamic, require
-from yahtzee_jax.envs.match import MatchView
+from yahtzee_jax.envs.match_env import MatchView
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules

@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms.base import Context, Metrics, TrainState
+from yahtzee_jax.algorithms.algorithm import Context, Metrics, TrainState
 from yahtzee_jax.algorithms.common import keep_action_stats
-from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.environment import Environment
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.game.engine import LAST_ROLL, upper_total
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS

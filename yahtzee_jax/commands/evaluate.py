@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from yahtzee_jax.agents import AGENT_NAMES
-from yahtzee_jax.agents.exact import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.agents.resolve import TARGET
+from yahtzee_jax.agents.widget_agents import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE
 from yahtzee_jax.errors import UserError
@@ -85,7 +85,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def _run_target(args: argparse.Namespace) -> int:
     """`evaluate target --target X`: the share of games reaching X beside the exact chance."""
-    from yahtzee_jax.evaluation.targets import evaluate_target
+    from yahtzee_jax.evaluation.target_measures import evaluate_target
 
     if args.target < 0:
         raise UserError(f"--target must be >= 0, got {args.target}")

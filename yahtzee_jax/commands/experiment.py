@@ -34,7 +34,7 @@ from yahtzee_jax.commands.study_report import (
 from yahtzee_jax.files import write_json
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
 from yahtzee_jax.runner.population import train_population
-from yahtzee_jax.runner.train import train
+from yahtzee_jax.runner.single_run import train
 
 
 def run_study(

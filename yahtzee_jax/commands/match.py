@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from yahtzee_jax.agents.base import alone
+from yahtzee_jax.agents.agent import alone
 from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
 from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
@@ -16,8 +16,8 @@ from yahtzee_jax.solver.win_policy import BEFORE_ENDGAME
 
 # Built-in players in the evaluated seat.
 MATCH_PLAYERS = ("target-seeker", "win-seeker", "optimal")
-# The oracle told the opponents' final scores (`evaluation.targets.ceiling_matches`): it plays
-# against the optimal agent's games, for measurement only.
+# The oracle told the opponents' final scores (`evaluation.target_measures.ceiling_matches`): it
+# plays against the optimal agent's games, for measurement only.
 CEILING = "ceiling"
 
 
@@ -157,7 +157,7 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
     """The ceiling's oracle against the optimal agent's games, beside the exact figure when
     both target tables are cached."""
     from yahtzee_jax.evaluation.matches import format_result
-    from yahtzee_jax.evaluation.targets import ceiling_matches
+    from yahtzee_jax.evaluation.target_measures import ceiling_matches
     from yahtzee_jax.game.rules import get_rules
     from yahtzee_jax.solver.ceiling import cached_ceiling
 

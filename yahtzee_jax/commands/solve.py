@@ -8,8 +8,8 @@ import pathlib
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.game.rules import RULE_VARIANTS, get_rules
-from yahtzee_jax.solver.exact import ENGINES
-from yahtzee_jax.solver.targets import POLICIES
+from yahtzee_jax.solver.target_table import POLICIES
+from yahtzee_jax.solver.value_table import ENGINES
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +114,7 @@ def run_solve(args: argparse.Namespace) -> int:
     from yahtzee_jax.parallel import one_thread_per_program
 
     one_thread_per_program()  # this process only solves: its runs go one per core
-    from yahtzee_jax.solver.exact import cache_file, solve
+    from yahtzee_jax.solver.value_table import cache_file, solve
 
     _check_cache(cache_file(get_rules(args.rules), args.cache_dir), args.force)
     result = solve(
@@ -131,7 +131,7 @@ TARGET_SCORES = (150, 200, 250, 300, 400, 500)  # final scores whose best chance
 
 def _run_targets(args: argparse.Namespace) -> int:
     """Solve (or load) the target tables; print the best chance of each `TARGET_SCORES`."""
-    from yahtzee_jax.solver.targets import target_cache_file, target_tables
+    from yahtzee_jax.solver.target_table import target_cache_file, target_tables
 
     path = target_cache_file(get_rules(args.rules), args.policy, args.cache_dir)
     _check_cache(path, args.force)
@@ -151,7 +151,7 @@ def _run_targets(args: argparse.Namespace) -> int:
 def _run_ceiling(args: argparse.Namespace) -> int:
     """The exact ceiling from the empty card's rows of both target tables; print, write JSON."""
     from yahtzee_jax.solver.ceiling import rules_ceiling
-    from yahtzee_jax.solver.targets import target_cache_file
+    from yahtzee_jax.solver.target_table import target_cache_file
 
     if args.targets or args.force:
         raise UserError("--ceiling reads the target tables: solve them with --targets first")

@@ -38,7 +38,7 @@ from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError, UserError
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
 from yahtzee_jax.runner.configs import available_presets, resolve
-from yahtzee_jax.runner.train import SUMMARY_FILE
+from yahtzee_jax.runner.single_run import SUMMARY_FILE
 
 STUDIES = importlib.resources.files("yahtzee_jax") / "studies"
 STUDY_SUFFIX = ".yaml"

@@ -19,7 +19,7 @@ from yahtzee_jax.commands.studies import (
 )
 from yahtzee_jax.files import write_json, write_whole
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
-from yahtzee_jax.runner.train import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE
+from yahtzee_jax.runner.single_run import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep
     parse_box,
     parse_line,
 )
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game import engine
 from yahtzee_jax.game import multiplayer as mp

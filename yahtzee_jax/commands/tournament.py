@@ -1,6 +1,6 @@
 """`yahtzee-jax tournament AGENT AGENT ...`: every pair of agents plays N two-player games; the
 win-rate matrix with 95 % Wilson intervals, draws, margins, mean scores and a heat map
-(`evaluation.tournament` plays and reports)."""
+(`evaluation.round_robin` plays and reports)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.evaluation.reports import format_terminal
-from yahtzee_jax.evaluation.tournament import (
+from yahtzee_jax.evaluation.round_robin import (
     DICE_MODES,
     agent_games,
     games_needed,

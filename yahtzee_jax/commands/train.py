@@ -1,6 +1,6 @@
-"""`yahtzee-jax train`: the command line of a run or a population (`runner.train` trains them).
+"""`yahtzee-jax train`: the command line of a run or a population (`runner.single_run` trains them).
 
-The run itself is `runner.train.train`, called through its module: a test's fault hook wraps it
+The run itself is `runner.single_run.train`, called through its module: a test's fault hook wraps it
 there (`tests/faults.py`).
 """
 
@@ -14,7 +14,7 @@ from yahtzee_jax.commands.cli import COMMANDS
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import initialize_distributed, is_primary
-from yahtzee_jax.runner import train as training
+from yahtzee_jax.runner import single_run as training
 from yahtzee_jax.runner.configs import DEFAULT_PRESET, available_presets, resolve
 from yahtzee_jax.runner.population import (
     describe,

@@ -1,7 +1,7 @@
 """Environments: the tasks a learner trains on, over a rule variant.
 
 `envs.core` is the one environment protocol (pure `init`, `step`, `observe` over a params
-pytree), which the outside adapters (`suite`) use as it is; `envs.base.Environment` is the
+pytree), which the outside adapters (`suite`) use as it is; `envs.environment.Environment` is the
 learners' batched driver of a task (the solitaire tasks: the protocol's functions vmapped).
 
 `make(config, seats)` (`envs.tasks`) builds the environment a config's `env.id` names (the ids
@@ -13,8 +13,8 @@ agents, so it takes them as policies). Callers above ask the environment what it
 
 from __future__ import annotations
 
-from yahtzee_jax.envs.base import Environment
-from yahtzee_jax.envs.match import Match, MatchView, Seat
+from yahtzee_jax.envs.environment import Environment
+from yahtzee_jax.envs.match_env import Match, MatchView, Seat
 from yahtzee_jax.envs.rollout import episode_keys, rollout
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.envs.tasks import (

@@ -8,7 +8,7 @@ off), and an N-player match either has every seat played from outside (PettingZo
 from outside and the others by the environment (`opponent`), whose turns `step` plays before
 it returns. The package's solitaire tasks (`envs.solitaire`, which every learner, evaluation and
 play of a solitaire game runs) are these functions vmapped; so are the outside adapters
-(`suite`). The learners' match (`envs.match`) drives the same pieces over a batch seated by lane
+(`suite`). The learners' match (`envs.match_env`) drives the same pieces over a batch seated by lane
 group: `deal`, the outside seat's `move`, each opponent's turn (`seat_turn`, `seat_decision`)
 and the end-of-match reward (`terminal_rewards`), so how a seat is played, when a match ends
 and who won exist once (see docs/architecture.md).
@@ -44,7 +44,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.envs.base import Policy, no_others
+from yahtzee_jax.envs.environment import Policy, no_others
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.envs.rewards import FIXED_GOAL, terminal_reward
 from yahtzee_jax.game import engine, multiplayer
@@ -74,7 +74,7 @@ class EnvParams:
     opponent: who plays every seat but `seat` (a built-in agent's name, or the learners'
       match's seats), or None: every seat is played from outside.
     opponent_policy, opponent_params: the built-in agent's policy (the one signature,
-      `envs.base.Policy`, shown no other card) and its parameters, which `step` plays.
+      `envs.environment.Policy`, shown no other card) and its parameters, which `step` plays.
     features: the observation's layout (`envs.features`).
     seat: the seat played from outside when `opponent` is set.
     common_dice: with an opponent, every seat deals and plays from the match's own keys.
@@ -255,7 +255,7 @@ def seat_decision(
     `seat`, when the caller knows it, is the seat on turn in every lane (static slices).
 
     The one way an environment plays a seat: the built-in opponent of `step`, and each seat of
-    the learners' match (`envs.match`) on its lane group.
+    the learners' match (`envs.match_env`) on its lane group.
     """
     if seat is None:
         lanes = jnp.arange(states.current_player.shape[0])

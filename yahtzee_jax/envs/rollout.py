@@ -11,7 +11,7 @@ move them.
 Randomness is per episode: the environment splits episode i's key into its start and the
 learner's play key, and decision t uses ``split(fold_in(play_key, t))`` = (policy key, dice key).
 An episode's dice and choices therefore depend only on its own key, never on the batch size or
-on its position in the batch (a match's seat is by lane group, see `envs.match`).
+on its position in the batch (a match's seat is by lane group, see `envs.match_env`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.envs.base import Environment, Policy, no_others
-from yahtzee_jax.envs.match import MatchView
+from yahtzee_jax.envs.environment import Environment, Policy, no_others
+from yahtzee_jax.envs.match_env import MatchView
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN
 from yahtzee_jax.parallel import shard_batch
 
@@ -31,7 +31,7 @@ from yahtzee_jax.parallel import shard_batch
 # int32[B], extras: a pytree with leading axis B, such as the sampling policy's log-probabilities
 # and values); with `by_turn` it is also told the (static) decision of the turn as `roll_index`,
 # and in a `learning_rollout` the learner's state as `carry`. An agent (the one signature,
-# `envs.base.Policy`) plays here through `agent_policy`.
+# `envs.environment.Policy`) plays here through `agent_policy`.
 RolloutPolicy = Callable[..., tuple[jax.Array, Any]]
 # record(observation, action, next_observation, extras) -> the pytree kept for one decision
 Recorder = Callable[[Any, jax.Array, Any, Any], Any]

@@ -21,7 +21,7 @@ import jax
 
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core
-from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.environment import Environment
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 

@@ -10,8 +10,8 @@ here, where a config's `env` section becomes its environment.
 from __future__ import annotations
 
 from yahtzee_jax.config import Config, EnvConfig, check_choice
-from yahtzee_jax.envs.base import Environment
-from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.environment import Environment
+from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.rewards import YUAN_BOX_MEANS, YUAN_REWARDS
 from yahtzee_jax.envs.solitaire import Game, SingleTurn
 from yahtzee_jax.errors import ConfigError

@@ -17,9 +17,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.config import Config, FeatureConfig
-from yahtzee_jax.envs.match import Match, Seat
+from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.rollout import agent_policy, rollout
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State

@@ -2,7 +2,7 @@
 
 `play_games` runs whole games as one compiled program (the agent's policy through the one
 rollout, a `lax.scan` over a game's decisions, its memory carried where it keeps one:
-`agents.base.Remembering`) and returns
+`agents.agent.Remembering`) and returns
 `GameRecords`: per-game numpy arrays that `evaluation.statistics`, `evaluation.plots` and
 `evaluation.reports` read.
 """
@@ -19,9 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy, initial_memory, policy_step
+from yahtzee_jax.agents.agent import Agent, Policy, initial_memory, policy_step
 from yahtzee_jax.config import FeatureConfig
-from yahtzee_jax.envs.base import no_others
+from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.envs.rollout import learning_rollout
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE, episode_keys
 from yahtzee_jax.errors import UserError
@@ -33,7 +33,8 @@ from yahtzee_jax.parallel import host_threads, ordered_map
 ACCELERATOR_BATCH_SIZE = 4096
 # On a 2-core CPU the agents play in batches of 128 unless their policy asks otherwise
 # (`default_batch_size`): the widget agents (optimal, greedy) compute their turn plans a chunk of
-# 128 distinct states at a time and ask for 2,048 games (`agents.exact.WIDGET_CPU_BATCH_SIZE`).
+# 128 distinct states at a time and ask for 2,048 games
+# (`agents.widget_agents.WIDGET_CPU_BATCH_SIZE`).
 # Before that (their [462, batch] keep values computed per game, issue 46): fastest at 128-256.
 CPU_BATCH_SIZE = 128
 
@@ -107,7 +108,7 @@ def _record_scoring(state: engine.State, action: jax.Array, next_state: engine.S
 def _play(policy: Policy, params: Any, keys: jax.Array, rules: Rules) -> tuple[engine.State, Any]:
     """The games' final states and `_record_scoring` records: the policy plays every decision
     of its cards in lockstep, carrying its memory from each to the next where it keeps one
-    (`agents.base.Remembering`: the widget agents' turn keep values)."""
+    (`agents.agent.Remembering`: the widget agents' turn keep values)."""
     env = SOLITAIRE["game"](rules, FeatureConfig())
 
     def act(cards: engine.State, keys: jax.Array, carry: Any) -> tuple:

@@ -13,7 +13,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
 from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked
@@ -50,7 +50,7 @@ def optimal_reference(
     path = reference_path(rules, num_games, seed, cache_dir)
 
     def make() -> GameRecords:
-        from yahtzee_jax.agents.exact import make_optimal_agent
+        from yahtzee_jax.agents.widget_agents import make_optimal_agent
 
         agent = make_optimal_agent(rules, cache_dir=cache_dir)
         records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)

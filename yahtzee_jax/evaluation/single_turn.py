@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent, Policy
+from yahtzee_jax.agents.agent import Agent, Policy
 from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play, record_transition
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
@@ -28,7 +28,7 @@ TASK = "single-turn"
 
 def turn_optimum(state: State, rules: Rules) -> jax.Array:
     """Exact expected score of the best play of this turn from its first decision (one state)."""
-    from yahtzee_jax.agents.exact import state_turn_values
+    from yahtzee_jax.agents.widget_agents import state_turn_values
     from yahtzee_jax.solver.widget import best_keep_values
 
     # No value table: the turn is valued by its own reward only (the episode ends with it).

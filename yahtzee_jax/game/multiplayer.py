@@ -16,7 +16,7 @@ turn's opening dice when the previous box is scored. Observations of the match f
 Common dice: `init(..., common_dice=True)` and `decision_keys` give every seat the same dice
 key for its own k-th decision (the key that a solitaire game gives its decision k), so all seats
 open every turn with the same roll and draw the same fresh faces at each re-roll. The match
-environment (`envs.match`, `common_dice`) plays matches; this module is the state a person's
+environment (`envs.match_env`, `common_dice`) plays matches; this module is the state a person's
 terminal match steps.
 """
 

@@ -11,7 +11,7 @@ The parameter trees are those each network had in its learner's module (the same
 submodule names), so checkpoints load unchanged.
 """
 
-from yahtzee_jax.networks.actor_critic import (
+from yahtzee_jax.networks.actor_critic_net import (
     HEADS,
     VALUE_OUTPUT,
     Block,
@@ -26,8 +26,8 @@ from yahtzee_jax.networks.actor_critic import (
     value_head_modules,
 )
 from yahtzee_jax.networks.linear_q import LinearQ
+from yahtzee_jax.networks.maxq_tables import Tables
 from yahtzee_jax.networks.q_network import QNetwork
-from yahtzee_jax.networks.tables import Tables
 from yahtzee_jax.networks.value import ValueNet
 
 __all__ = [

@@ -6,7 +6,7 @@ import flax.linen as nn
 import jax
 
 from yahtzee_jax.config import NetworkConfig
-from yahtzee_jax.networks.actor_critic import Block
+from yahtzee_jax.networks.actor_critic_net import Block
 
 
 class QNetwork(nn.Module):

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax.config import NetworkConfig
-from yahtzee_jax.networks.actor_critic import Block
+from yahtzee_jax.networks.actor_critic_net import Block
 
 
 class ValueNet(nn.Module):

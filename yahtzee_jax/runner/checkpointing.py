@@ -33,7 +33,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from flax import serialization
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.resolve import AGENT_NAMES, builtin_agent
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import CheckpointError, DiskFullError, UserError, is_disk_full

@@ -1,6 +1,6 @@
 """The compiled chunk: K guarded training updates in one `lax.scan`.
 
-Each update (`algorithms.base.train_step`: the learner's update, then the environment's own
+Each update (`algorithms.algorithm.train_step`: the learner's update, then the environment's own
 bookkeeping) plays a batch of games in lockstep, computes the loss and applies the gradient, and
 reduces its diagnostics to scalars. A guard inside the chunk checks every update's metrics and
 parameters: the first non-finite one freezes the state at the last good update and names the
@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.algorithms.base import Context, TrainState, train_step
+from yahtzee_jax.algorithms.algorithm import Context, TrainState, train_step
 
 PARAMETERS = "parameters"  # the guard's name for non-finite parameters
 

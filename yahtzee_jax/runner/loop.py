@@ -32,9 +32,9 @@ import jax
 import numpy as np
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms import get_algorithm
-from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state
+from yahtzee_jax.algorithms.algorithm import Context, TrainState, init_train_state
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError, DiskFullError, UserError, is_disk_full
 from yahtzee_jax.parallel import host_local

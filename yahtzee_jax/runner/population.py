@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms.base import TrainState, make_context
+from yahtzee_jax.algorithms.algorithm import TrainState, make_context
 from yahtzee_jax.config import Config, check_seed, require
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh

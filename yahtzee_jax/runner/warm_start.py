@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from yahtzee_jax.algorithms.base import Context, TrainState, init_train_state
+from yahtzee_jax.algorithms.algorithm import Context, TrainState, init_train_state
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.checkpointing import load_checkpoint
 from yahtzee_jax.runner.configs import available_presets

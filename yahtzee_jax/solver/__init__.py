@@ -5,7 +5,7 @@
 """
 
 from yahtzee_jax.solver.advise import ActionValues, advise, make_position
-from yahtzee_jax.solver.exact import (
+from yahtzee_jax.solver.value_table import (
     SolveResult,
     cache_file,
     default_cache_dir,

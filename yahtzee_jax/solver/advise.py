@@ -26,10 +26,10 @@ from yahtzee_jax.game.rules import (
     get_rules,
 )
 from yahtzee_jax.solver.beat import TargetTables, host_tables, turn_end_chances
-from yahtzee_jax.solver.exact import SolveResult, solve
 from yahtzee_jax.solver.position import card_context, turn_values
-from yahtzee_jax.solver.tables import base_points, roll_index_of, score_all_rolls_of_cards
+from yahtzee_jax.solver.value_table import SolveResult, solve
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
+from yahtzee_jax.solver.widget_tables import base_points, roll_index_of, score_all_rolls_of_cards
 from yahtzee_jax.solver.win_policy import TIE
 
 
@@ -246,7 +246,7 @@ def advise(
 
 def beat_tables(rules: str | Rules, cache_dir: str | os.PathLike | None = None) -> TargetTables:
     """The host `TargetTables` of `rules` from the caches (the target table solved if missing)."""
-    from yahtzee_jax.solver.targets import target_tables
+    from yahtzee_jax.solver.target_table import target_tables
 
     rules = get_rules(rules)
     result = target_tables(rules, cache_dir=cache_dir)

@@ -2,7 +2,7 @@
 
 Writing a roll in a box pays r points (bonuses included) and leads to the turn-start state s';
 with `goal` the final score wanted and `total` the card's score so far, the chance of getting
-there is T_{s'}(goal - total - r) from the target table (`solver.targets`): 1 once reached, 0
+there is T_{s'}(goal - total - r) from the target table (`solver.target_table`): 1 once reached, 0
 past the most s' can still score. The keeps are then the solver's widget over these chances.
 One implementation for NumPy (the advisor, float64) and JAX (the agent, float32 on device).
 """
@@ -17,8 +17,8 @@ import numpy as np
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import roll_futures
-from yahtzee_jax.solver.tables import NUM_ROLLS
 from yahtzee_jax.solver.target_layout import TargetLayout
+from yahtzee_jax.solver.widget_tables import NUM_ROLLS
 
 Array = Any  # numpy.ndarray or jax.Array
 
@@ -26,7 +26,7 @@ Array = Any  # numpy.ndarray or jax.Array
 class TargetTables(NamedTuple):
     """What a player for a score reads (unreachable states: row -1, length 0)."""
 
-    chances: Array  # the flat target table (`solver.targets`)
+    chances: Array  # the flat target table (`solver.target_table`)
     rows: Array  # int[masks, totals, 2]: where each state's row starts
     lengths: Array  # int[masks, totals, 2]: its length, the most points to come + 1
     value: Array  # [masks, totals, 2]: expected score to come (ties between equal chances)

@@ -24,7 +24,7 @@ import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
-from yahtzee_jax.solver.targets import POLICIES, target_cache_file, target_tables
+from yahtzee_jax.solver.target_table import POLICIES, target_cache_file, target_tables
 
 
 def score_distribution(at_least: np.ndarray) -> np.ndarray:

@@ -34,7 +34,8 @@ from yahtzee_jax.solver.final_rolls import (
 )
 from yahtzee_jax.solver.programs import load_or_compile
 from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count, table_shape
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.widget import _ADD_BY_FACE
+from yahtzee_jax.solver.widget_tables import (
     KEEP_OFFSETS,
     REMOVE_DIE,
     ROLL_PROBABILITIES,
@@ -42,7 +43,6 @@ from yahtzee_jax.solver.tables import (
     WIDGET_POSITION,
     solver_score_tables,
 )
-from yahtzee_jax.solver.widget import _ADD_BY_FACE
 
 # Index tables of full length, so that each keep size is one fused pass: a keep with fewer
 # distinct faces than a column repeats its last sub-keep there (harmless under a maximum),

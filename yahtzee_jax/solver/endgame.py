@@ -21,11 +21,11 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
-from yahtzee_jax.solver.exact import cache_file, solve
 from yahtzee_jax.solver.moments import box_outcomes, roll_options
 from yahtzee_jax.solver.states import filled_count, full_mask, table_shape
-from yahtzee_jax.solver.tables import solver_score_tables
+from yahtzee_jax.solver.value_table import cache_file, solve
 from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
+from yahtzee_jax.solver.widget_tables import solver_score_tables
 
 ENDGAME_OPEN = 3  # open boxes of the states with an exact distribution (47,198 official states)
 SCORE_BINS = 256  # futures 0..255; the mass above (a run of +100 bonuses) goes to the last bin

@@ -20,7 +20,12 @@ import numpy as np
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.states import upper_cap
-from yahtzee_jax.solver.tables import ROLL_COUNTS, WIDGET_ORDER, WIDGET_POSITION, YAHTZEE_ROLLS
+from yahtzee_jax.solver.widget_tables import (
+    ROLL_COUNTS,
+    WIDGET_ORDER,
+    WIDGET_POSITION,
+    YAHTZEE_ROLLS,
+)
 
 Array = Any  # numpy.ndarray or jax.Array
 
@@ -98,9 +103,9 @@ def final_roll_values(
 
     Args:
       mask, upper_total, flag: the turn-start state of each card (int[n]).
-      points: every roll's points in every box without a Joker, `tables.base_points(rules)`.
+      points: every roll's points in every box without a Joker, `widget_tables.base_points(rules)`.
       yahtzee_options: (points [6, boxes, n], legal [6, boxes, n], bonus [6, n]): the options of the
-        five-of-a-kinds against each card (`tables.score_yahtzee_rolls`).
+        five-of-a-kinds against each card (`widget_tables.score_yahtzee_rolls`).
       future: (next mask, next capped upper total, next flag) -> value of that turn-start state
         (broadcasting; zeros for "this turn only").
     """
@@ -220,7 +225,7 @@ class FinalRollPlan:
 
 
 def final_roll_plan(points: np.ndarray, rules: Rules) -> FinalRollPlan:
-    """The `FinalRollPlan` of base points int[252, boxes] (`tables.base_points(rules)`)."""
+    """The `FinalRollPlan` of base points int[252, boxes] (`widget_tables.base_points(rules)`)."""
     lower_boxes = list(range(rules.num_upper, rules.num_boxes))
     yahtzee = rules.yahtzee_box
     order = WIDGET_ORDER[NUM_DICE]

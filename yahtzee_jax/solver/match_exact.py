@@ -45,9 +45,7 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver import native
-from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.states import num_upper_totals
-from yahtzee_jax.solver.tables import NUM_FLAGS, num_masks
 from yahtzee_jax.solver.target_layout import TargetLayout, most_to_come
 from yahtzee_jax.solver.target_turn import (
     piece_chances,
@@ -55,6 +53,8 @@ from yahtzee_jax.solver.target_turn import (
     stacked_moves,
     turn_start_chances,
 )
+from yahtzee_jax.solver.value_table import solve
+from yahtzee_jax.solver.widget_tables import NUM_FLAGS, num_masks
 
 ME, OPPONENT = 0, 1
 POLICIES = ("win", "expected")  # my turns: best chance to win, or the optimal agent's play

@@ -23,7 +23,6 @@ import numpy as np
 
 from yahtzee_jax.files import cached
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
-from yahtzee_jax.solver.exact import cache_file, load_table, most_points, save_table, solve
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.states import (
     chunk_indices,
@@ -33,7 +32,9 @@ from yahtzee_jax.solver.states import (
     table_shape,
     upper_cap,
 )
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.value_table import cache_file, load_table, most_points, save_table, solve
+from yahtzee_jax.solver.widget import best_keep_choice, keep_values, turn_start_moments
+from yahtzee_jax.solver.widget_tables import (
     NUM_ROLLS,
     ROLL_COUNTS,
     WIDGET_ORDER,
@@ -41,7 +42,6 @@ from yahtzee_jax.solver.tables import (
     YAHTZEE_ROLLS,
     solver_score_tables,
 )
-from yahtzee_jax.solver.widget import best_keep_choice, keep_values, turn_start_moments
 
 Array = Any  # numpy.ndarray or jax.Array
 
@@ -179,7 +179,7 @@ def roll_options(
     mask: np.ndarray, flag: np.ndarray, score_tables: tuple[np.ndarray, ...]
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`score_options` of every roll against n cards, batch-last: ([252, boxes, n] points and
-    legality, [252, n] Yahtzee bonus), from `tables.solver_score_tables`."""
+    legality, [252, n] Yahtzee bonus), from `widget_tables.solver_score_tables`."""
     base, five_points, five_legal, five_bonus = score_tables
     count = len(mask)
     filled = (mask[None, :] >> np.arange(base.shape[1])[:, None]) & 1 == 1  # [boxes, n]
@@ -339,9 +339,9 @@ def solve_moment_table(
     """float64[masks, totals, 2]: E[(score still to come)^2] from every turn-start state, optimal
     play.
 
-    Indexed like the value table (`exact.solve_value_table`), NaN where it is and for the states
-    with fewer than `down_to_filled` boxes filled (a partial solve, for tests); one process, a
-    layer of filled boxes at a time from the full card back (Yahtzee: 7.5 CPU-s on a 2-core AMD
+    Indexed like the value table (`value_table.solve_value_table`), NaN where it is and for the
+    states with fewer than `down_to_filled` boxes filled (a partial solve, for tests); one process,
+    a layer of filled boxes at a time from the full card back (Yahtzee: 7.5 CPU-s on a 2-core AMD
     EPYC, 2026-11-27, where the [252, boxes, n] outcomes of `box_outcomes` took 42).
     """
     rules = get_rules(rules)

@@ -10,7 +10,7 @@ NumPy's dot of each chunk, as in the NumPy loop: every engine fills the same tab
 The system's C compiler builds it at the first solve (half a second) with `-march=native`, into
 the folder of the solver's programs, named by a digest of its source, the compiler, the flags
 and this CPU. Where that fails (no compiler), `load_kernel` raises `NativeError` in one line and
-`exact.solve_value_table` runs the XLA program instead.
+`value_table.solve_value_table` runs the XLA program instead.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms, chunk_expectatio
 from yahtzee_jax.solver.final_rolls import final_roll_plan
 from yahtzee_jax.solver.programs import host_description
 from yahtzee_jax.solver.states import SOLVE_CHUNK, num_upper_totals, table_shape, upper_cap
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.widget import _ADD_BY_FACE
+from yahtzee_jax.solver.widget_tables import (
     KEEP_OFFSETS,
     NUM_FLAGS,
     NUM_ROLLS,
@@ -43,7 +44,6 @@ from yahtzee_jax.solver.tables import (
     num_masks,
     solver_score_tables,
 )
-from yahtzee_jax.solver.widget import _ADD_BY_FACE
 
 SOURCE = pathlib.Path(__file__).with_name("native_kernel.c")
 # No fused multiply-adds (`-ffp-contract=off`): they would round a product and a sum once

@@ -45,7 +45,8 @@ def turn_values(
     Args:
       score_options_of_rolls: (points [252, boxes], legal [252, boxes], bonus [252]) of the card.
       filled, scores: the card (bool[boxes], int[boxes]).
-      value_table: solved future values (`exact.solve_value_table`), or None for "this turn only".
+      value_table: solved future values (`value_table.solve_value_table`), or None for "this
+        turn only".
       future_weight: 1 to count the future, 0 when the episode ends with this turn.
 
     Returns:

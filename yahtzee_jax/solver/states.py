@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
-from yahtzee_jax.solver.tables import NUM_FLAGS, num_masks
+from yahtzee_jax.solver.widget_tables import NUM_FLAGS, num_masks
 
 # States per solver task: a chunk's [462, n] float64 widget arrays stay in the cache. A one-process
 # solve with 128 / 256 / 512 / 1,024 took 3.2 / 2.9 / 3.3 / 4.3 s and 10.6 / 10.9 / 12.9 / 17.1 MiB

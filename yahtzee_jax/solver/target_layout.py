@@ -21,7 +21,7 @@ from yahtzee_jax.solver.states import (
     table_shape,
     upper_cap,
 )
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.widget_tables import (
     base_points,
     solver_score_tables,
 )

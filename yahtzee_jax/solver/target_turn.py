@@ -18,19 +18,19 @@ import numpy as np
 from yahtzee_jax.game.rules import NUM_DICE, Rules
 from yahtzee_jax.solver import native
 from yahtzee_jax.solver.final_rolls import score_transition
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.target_layout import TargetLayout
+from yahtzee_jax.solver.widget import (
+    best_keep_choice,
+    first_roll_values,
+    keep_values,
+)
+from yahtzee_jax.solver.widget_tables import (
     ROLL_PROBABILITIES,
     WIDGET_ORDER,
     WIDGET_POSITION,
     YAHTZEE_ROLLS,
     base_points,
     solver_score_tables,
-)
-from yahtzee_jax.solver.target_layout import TargetLayout
-from yahtzee_jax.solver.widget import (
-    best_keep_choice,
-    first_roll_values,
-    keep_values,
 )
 
 

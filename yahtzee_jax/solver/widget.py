@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.widget_tables import (
     ADD_DIE,
     DISTINCT_FACES,
     KEEP_OF_ACTION,
@@ -157,7 +157,7 @@ def turn_start_value(final_values: np.ndarray) -> np.ndarray:
     and `expected_over_rolls`, bit for bit, with the keeps of each size in `WIDGET_ORDER`, the
     gathers written into one scratch buffer and the sums and maxima done in place.
     `final_values` is [252, n] with the rolls in `WIDGET_ORDER[5]` (it is overwritten, as
-    `exact.solver_final_roll_values` returns them); returns [n].
+    `final_rolls.solver_final_roll_values` returns them); returns [n].
     """
     return ROLL_PROBABILITIES @ first_roll_values(final_values)
 

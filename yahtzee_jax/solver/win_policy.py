@@ -45,8 +45,8 @@ from yahtzee_jax.solver.moments import (
     score_moments,
 )
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import ROLL_OF_CODE, dice_code, score_all_rolls
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
+from yahtzee_jax.solver.widget_tables import ROLL_OF_CODE, dice_code, score_all_rolls
 
 # Below this variance of the margin nothing is left to chance: only a full card has no spread
 # (V = M = 0 exactly), and every other state's is far above it.

@@ -11,13 +11,19 @@ import importlib
 # target name -> (module, one-line help)
 TARGETS = {
     "env": ("yahtzee_jax.commands.bench.env", "vmapped engine vs the plain-Python reference game"),
-    "train": ("yahtzee_jax.commands.bench.train", "fused A2C training throughput vs bare fwd+bwd"),
+    "train": (
+        "yahtzee_jax.commands.bench.train_speed",
+        "fused A2C training throughput vs bare fwd+bwd",
+    ),
     "scaling": (
         "yahtzee_jax.commands.bench.scaling",
         "training throughput over games per update x network width x devices",
     ),
-    "solve": ("yahtzee_jax.commands.bench.solve", "time and peak memory of the exact solver"),
-    "evaluate": ("yahtzee_jax.commands.bench.evaluate", "evaluation throughput of the agents"),
+    "solve": ("yahtzee_jax.commands.bench.solve_cost", "time and peak memory of the exact solver"),
+    "evaluate": (
+        "yahtzee_jax.commands.bench.evaluate_speed",
+        "evaluation throughput of the agents",
+    ),
 }
 
 

@@ -46,7 +46,7 @@ def _random_legal_policy(env: Any) -> Any:
 
 def time_parts(context: Any, state: Any, repeats: int, best_time: Any) -> dict:
     """ms per update of the env alone and of the learner's rollout, and the parameter count, for
-    the run `context` (`algorithms.base.Context`) from its train `state`."""
+    the run `context` (`algorithms.algorithm.Context`) from its train `state`."""
     import jax
 
     from yahtzee_jax.algorithms import ppo

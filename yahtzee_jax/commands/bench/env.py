@@ -17,7 +17,7 @@ from typing import Any
 
 import jax
 
-from yahtzee_jax.agents.base import make_random_agent
+from yahtzee_jax.agents.agent import make_random_agent
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.envs.solitaire_play import agent_policy, play
 from yahtzee_jax.files import check_writable, write_json

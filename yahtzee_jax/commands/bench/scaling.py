@@ -26,7 +26,7 @@ from typing import Any
 
 from yahtzee_jax.commands.arguments import add_override_argument
 from yahtzee_jax.commands.bench.machine import run_record
-from yahtzee_jax.commands.bench.train import time_chunk, transitions_per_update
+from yahtzee_jax.commands.bench.train_speed import time_chunk, transitions_per_update
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import check_writable, write_json

@@ -3,7 +3,7 @@
 Against opponents whose play does not react to ours (the optimal-solitaire agent), each
 opponent's final score has an exact distribution given its card: its total so far plus the
 optimal agent's points still to come from its turn-start state, P(F >= d) = E_s(d), the
-"expected" target table (`solver.targets`). The best of them, Y, has P(Y <= y) = prod_k
+"expected" target table (`solver.target_table`). The best of them, Y, has P(Y <= y) = prod_k
 P(Y_k <= y). Writing a roll in a box for r points leads to my next state s' and total X' = X + r;
 I win when X' plus my points to come beats Y:
 
@@ -40,13 +40,13 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
-from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.tables import score_all_rolls
 from yahtzee_jax.solver.target_layout import target_layout
-from yahtzee_jax.solver.targets import target_tables
+from yahtzee_jax.solver.target_table import target_tables
+from yahtzee_jax.solver.value_table import solve
+from yahtzee_jax.solver.widget_tables import score_all_rolls
 from yahtzee_jax.solver.win_policy import REWARD_BINS, best_by_chance_then_points, best_keep
 
 # Targets d = 1 .. WINDOW - 1 of my rows are summed (official's T(512) E(512) at the start is

@@ -202,7 +202,7 @@ def _yatzy_solver_row(
     if note := yatzy_solver.no_variant(rules):
         print(note)
         return None
-    from yahtzee_jax.solver.exact import default_cache_dir
+    from yahtzee_jax.solver.value_table import default_cache_dir
 
     module = yatzy_solver.load_module()
     if module is None:

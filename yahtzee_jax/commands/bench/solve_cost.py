@@ -82,8 +82,8 @@ import jax
 from yahtzee_jax.parallel import one_thread_per_program
 one_thread_per_program()  # as `yahtzee-jax solve` runs: one thread per program
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver.exact import solve
-from yahtzee_jax.solver.tables import solver_score_tables
+from yahtzee_jax.solver.value_table import solve
+from yahtzee_jax.solver.widget_tables import solver_score_tables
 jax.numpy.zeros(1).block_until_ready()
 started = rss()
 if sys.argv[5:] == ["sample-workers"]:
@@ -195,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     """Solve from scratch (ours, then yatzy-solver's) and report time, memory and table size."""
     from yahtzee_jax.errors import UserError
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.solver.exact import ENGINES, solver_workers
+    from yahtzee_jax.solver.value_table import ENGINES, solver_workers
 
     rules = get_rules(args.rules)
     check_writable(args.json or None)

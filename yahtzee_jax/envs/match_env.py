@@ -18,7 +18,7 @@ key, dice key), as in solitaire. With `common_dice` every card uses the match's 
 play keys: each seat rolls the dice its solitaire game from the same key would, so a match of
 agents that see only their own card is exactly their solitaire games (tested).
 
-Opponents are `Seat`s: a policy (the one signature, `envs.base.Policy`) with its parameters,
+Opponents are `Seat`s: a policy (the one signature, `envs.environment.Policy`) with its parameters,
 or the learner's own frozen copy (`self`), whose parameters the environment keeps in its task
 state and refreshes every `opponent_refresh` updates. A seat is shown the learner's card as its
 other cards [b, 1], or the whole table [b, P-1] (`Seat.sees_table`). The learner's reward is one
@@ -41,7 +41,7 @@ from flax import struct
 from yahtzee_jax.config import FeatureConfig, MatchConfig
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs import rewards as match_rewards
-from yahtzee_jax.envs.base import Environment, Metrics, Policy
+from yahtzee_jax.envs.environment import Environment, Metrics, Policy
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import (
@@ -31,11 +31,12 @@ from yahtzee_jax.game.rules import (
     Rules,
     get_rules,
 )
-from yahtzee_jax.solver.exact import solve
 from yahtzee_jax.solver.final_rolls import category_values, final_roll_values
 from yahtzee_jax.solver.position import card_context, turn_values
 from yahtzee_jax.solver.states import num_upper_totals
-from yahtzee_jax.solver.tables import (
+from yahtzee_jax.solver.value_table import solve
+from yahtzee_jax.solver.widget import best_keep_values, keep_action_values
+from yahtzee_jax.solver.widget_tables import (
     ADD_DIE,
     KEEP_OF_ACTION,
     NUM_FLAGS,
@@ -46,7 +47,6 @@ from yahtzee_jax.solver.tables import (
     score_all_rolls,
     score_yahtzee_rolls,
 )
-from yahtzee_jax.solver.widget import best_keep_values, keep_action_values
 
 MAX_REROLLS = LAST_ROLL  # two re-rolls per turn
 GREEDY_LEVELS = (1, 2, 3)

@@ -34,10 +34,10 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver import native
-from yahtzee_jax.solver.exact import _worker_pool, cache_file, solver_workers
 from yahtzee_jax.solver.states import chunk_indices, full_mask, layer_chunks
 from yahtzee_jax.solver.target_layout import TargetLayout, state_chances, target_layout
 from yahtzee_jax.solver.target_turn import piece_chances
+from yahtzee_jax.solver.value_table import _worker_pool, cache_file, solver_workers
 
 POLICIES = ("target", "expected")
 # Chances per solver task (states x targets), so that a piece's [462, n x targets] widget arrays
@@ -105,7 +105,7 @@ def solve_target_table(
     `policy` "target" maximises each chance; "expected" follows the value-maximising player and
     needs the `value_table` (solved at least down to `down_to_filled`). States with fewer than
     `down_to_filled` boxes filled stay NaN (a partial solve, for tests). `workers` processes
-    share the table as in `exact.solve_value_table` (default: one per CPU). Each piece's turn
+    share the table as in `value_table.solve_value_table` (default: one per CPU). Each piece's turn
     (the final rolls' best boxes, the widget, the mean) is the solver's C kernel's
     (`native.target_turn_start`, built into or loaded from `cache_dir`), the same bits as the
     NumPy passes it falls back to, with a warning, where the kernel cannot be built.
@@ -225,7 +225,7 @@ def target_tables(
     def make() -> np.ndarray:
         values = None
         if policy == "expected":
-            from yahtzee_jax.solver.exact import solve
+            from yahtzee_jax.solver.value_table import solve
 
             values = solve(rules, cache_dir=cache_dir).value_table
         flat = solve_target_table(

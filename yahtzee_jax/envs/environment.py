@@ -8,7 +8,7 @@ game, 3 for a single turn, 39 for a match: the opponents' turns are taken by the
 between the learner's, in `start_turn` and `end_turn`), so an environment works on a whole
 batch at once and the rollout is a plain `lax.scan` with no resets or done masks. Batched, not
 only vmapped per episode, so that a match can seat the learner by lane group: the opponents'
-programs then run only on the lanes whose turn it is (see `envs.match`, which drives the
+programs then run only on the lanes whose turn it is (see `envs.match_env`, which drives the
 protocol's states and its opponent turns over the lane groups).
 
 The learner only ever sees an *observation*: the pytree its decision depends on (its own card,

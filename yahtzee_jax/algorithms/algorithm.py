@@ -20,10 +20,10 @@ import optax
 from flax import struct
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.base import Agent
+from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms.schedules import learning_rate_schedule
 from yahtzee_jax.config import AlgoConfig, Config
-from yahtzee_jax.envs.base import Environment
+from yahtzee_jax.envs.environment import Environment
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.networks import VALUE_OUTPUT, YahtzeeNet

@@ -142,9 +142,10 @@ def _widget_order(size: int) -> np.ndarray:
     return np.lexsort((counts.max(axis=1), -(counts > 0).sum(axis=1)))
 
 
-# The solver's hot loop (`widget.turn_start_value`, `exact.solver_final_roll_values`) holds each
-# keep size's values in this order. A keep with d distinct faces has d one-die-smaller sub-keeps,
-# so an operation on the c-th distinct face of each keep runs over a prefix of the layer (a view).
+# The solver's hot loop (`widget.turn_start_value`, `final_rolls.solver_final_roll_values`) holds
+# each keep size's values in this order. A keep with d distinct faces has d one-die-smaller
+# sub-keeps, so an operation on the c-th distinct face of each keep runs over a prefix of the layer
+# (a view).
 WIDGET_ORDER = tuple(_widget_order(size) for size in range(NUM_DICE + 1))
 WIDGET_POSITION = tuple(np.argsort(order) for order in WIDGET_ORDER)  # keep -> position
 # Distinct faces of each keep, in `WIDGET_ORDER` (non-increasing).

@@ -1,5 +1,5 @@
 """The one interface every player implements: trained networks, the optimum and the baselines
-(one policy signature, `envs.base.Policy`)."""
+(one policy signature, `envs.environment.Policy`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.envs.base import Policy, no_others
+from yahtzee_jax.envs.environment import Policy, no_others
 from yahtzee_jax.game import NUM_KEEP_ACTIONS, State, legal_action_mask
 from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import Rules, get_rules
@@ -78,7 +78,7 @@ class Agent:
     """A named policy with its parameters.
 
     `policy(params, own [B], others [B, K], keys [B])` is the one signature
-    (`envs.base.Policy`): a solitaire game shows it no other cards (K = 0), a match table the
+    (`envs.environment.Policy`): a solitaire game shows it no other cards (K = 0), a match table the
     others in seat order after its own. Every caller plays through it: evaluations, match
     opponents (`Seat(agent.name, agent.policy, agent.params)`), the learner's seat of a match.
     `act(params, state, key)` is the same policy on one unbatched card alone (`OneCard`), for

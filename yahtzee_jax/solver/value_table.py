@@ -63,8 +63,8 @@ from yahtzee_jax.solver.states import (  # noqa: F401 (re-exported: the solver's
     solved_states,
     table_shape,
 )
-from yahtzee_jax.solver.tables import num_masks, solver_score_tables
 from yahtzee_jax.solver.widget import turn_start_value
+from yahtzee_jax.solver.widget_tables import num_masks, solver_score_tables
 
 CACHE_FORMAT = 2  # bump when the stored table changes meaning or layout
 

@@ -110,7 +110,7 @@ def time_chunk(config: Config, repeats: int, devices: int = 1) -> dict:
     transitions per second. More devices than are present, or a batch that does not divide
     over them, is a one-line `ConfigError` (`parallel.data_mesh`).
     """
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.envs import episodes_per_update
     from yahtzee_jax.parallel import data_mesh, in_mesh, replicate
     from yahtzee_jax.runner.checkpointing import load_run
@@ -143,7 +143,7 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     import jax
 
     from yahtzee_jax.algorithms import a2c, actor_critic
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.algorithms.common import lambda_returns
     from yahtzee_jax.algorithms.training_rollout import sample_batch
     from yahtzee_jax.errors import UserError
@@ -195,7 +195,7 @@ def measure_population(config, size: int, repeats: int) -> dict:
     """Seconds per update of `size` members trained together against one member alone x size."""
     import dataclasses
 
-    from yahtzee_jax.algorithms.base import init_train_state, make_context
+    from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
     from yahtzee_jax.runner.chunk import make_chunk
     from yahtzee_jax.runner.population import (
         make_population_chunk,

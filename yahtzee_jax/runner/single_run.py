@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from yahtzee_jax import envs
-from yahtzee_jax.algorithms.base import make_context
+from yahtzee_jax.algorithms.algorithm import make_context
 from yahtzee_jax.config import Config
 from yahtzee_jax.parallel import (
     data_mesh,
