@@ -25,8 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from yahtzee_jax.agents import builtin_agent
 from yahtzee_jax.commands.bench.machine import run_record
-from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
+from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling
@@ -82,9 +83,9 @@ def simulate(rules: Rules, player: str, matches: int, seed: int) -> dict[str, An
     """A match player against the optimal agent on `matches` matches of `seed`."""
     name, weight = PLAYERS[player]
     if name == "target-seeker":
-        agent = match_player(name, rules, hindsight_weight=weight)
+        agent = builtin_agent(name, rules, hindsight_weight=weight)
     else:
-        agent = match_player(name, rules)
+        agent = builtin_agent(name, rules)
     result = evaluate_agent_matches(agent, "optimal", matches, seed)
     keep = ("games", "wins", "draws", "win_rate", "win_interval_95", "mean_score", "wall_s")
     return {key: result[key] for key in keep} | {

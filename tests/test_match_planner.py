@@ -349,9 +349,10 @@ def test_match_plays_a_run_otherwise_with_set_and_refuses_other_keys(tmp_path):
         main([str(tmp_path), "--set", "train.seed=1"])
     with pytest.raises(ConfigError, match="'win-seeker' is built in"):
         main(["win-seeker", "--set", "algo.match_open=2"])
-    for player in (str(tmp_path), "optimal"):
-        with pytest.raises(ConfigError, match="--before-endgame is the win-seeker's"):
-            main([player, "--before-endgame", "solitaire"])
+    with pytest.raises(ConfigError, match="--before-endgame is a built-in player's; a run takes"):
+        main([str(tmp_path), "--before-endgame", "solitaire"])
+    with pytest.raises(UserError, match="--before-endgame is the win-seeker's, not optimal's"):
+        main(["optimal", "--before-endgame", "solitaire"])
     solitaire = tmp_path / "solitaire"
     config = resolve("quick", overrides=["algo.name=td-planner", "network.hidden_size=16"])
     state = init_train_state(make_context(config))

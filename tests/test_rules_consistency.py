@@ -27,6 +27,7 @@ import pytest
 from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.commands import evaluate as evaluate_command
+from yahtzee_jax.commands import match as match_command
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands import tournament as tournament_command
 from yahtzee_jax.commands.cli import main
@@ -257,7 +258,7 @@ def test_match_totals_each_card_by_its_card(name, tmp_path, monkeypatch, match_c
     """`match` (the chaser in the evaluated seat against greedy1): mean scores, margin and wins
     are those of the final cards totalled by hand (Yatzy's were +35, not +50, before)."""
     card, rules = CARDS[name], RULE_VARIANTS[name]
-    monkeypatch.setattr(matches, "match_player", lambda *args, **kwargs: chaser(rules, True))
+    monkeypatch.setattr(match_command, "builtin_agent", lambda *args, **kwargs: chaser(rules, True))
     out = tmp_path / "match.json"
     argv = ["match", "optimal", "--opponent", "greedy1", "--rules", name, "--games", str(GAMES)]
     assert main([*argv, "--seed", "5", "--out", str(out), "--no-progress"]) == 0

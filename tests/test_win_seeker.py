@@ -17,13 +17,14 @@ from positions import card
 from test_terminal import ScriptedConsole, box_order_player
 from test_terminal import args as play_args
 
+from yahtzee_jax.agents import builtin_agent
 from yahtzee_jax.agents.widget_agents import make_optimal_agent
 from yahtzee_jax.agents.win_seeker import win_seeker_agent
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands.cli import main as tournament_main
 from yahtzee_jax.commands.match import main
 from yahtzee_jax.envs.environment import no_others
-from yahtzee_jax.evaluation.matches import evaluate_agent_matches, match_player
+from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category, get_rules
@@ -203,7 +204,7 @@ def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_i
     action = int(seeker(mine, theirs, None)[0][0])
     assert action < NUM_KEEP_ACTIONS
     assert keep_chance(action) == pytest.approx(best)
-    optimal = match_player("optimal", RULES)
+    optimal = builtin_agent("optimal", RULES)
     assert keep_chance(int(optimal.policy(optimal.params, mine, None, None)[0])) < best - 0.01
 
 
@@ -215,7 +216,7 @@ def test_a_decided_last_turn_is_played_for_points(cache, behind):
     points, as the tie-break), not the first of 32 equal keeps."""
     mine, theirs = _last_turn((1, 2, 3, 4, 6), 0, behind)
     seeker = make_win_seeker(RULES, cache, endgame_open=1)
-    optimal = match_player("optimal", RULES)
+    optimal = builtin_agent("optimal", RULES)
     expected = int(optimal.policy(optimal.params, mine, None, None)[0])
     assert expected != 0  # not the keep an argmax over equal values takes
     assert int(seeker(mine, theirs, None)[0][0]) == expected

@@ -1,19 +1,12 @@
 """Agents: one interface (`Agent`) for networks, the exact optimum and the baselines."""
 
 from yahtzee_jax.agents.agent import Agent, Policy, make_random_agent
-from yahtzee_jax.agents.resolve import (
-    AGENT_NAMES,
-    BUILTIN_AGENTS,
-    TARGET_SEEKER,
-    WIN_SEEKER,
-    builtin_agent,
-)
+from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTIN_AGENTS, BUILTINS, builtin_agent
 
 __all__ = [
     "AGENT_NAMES",
+    "BUILTINS",
     "BUILTIN_AGENTS",
-    "TARGET_SEEKER",
-    "WIN_SEEKER",
     "Agent",
     "Policy",
     "builtin_agent",

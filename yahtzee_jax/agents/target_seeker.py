@@ -14,15 +14,10 @@ from yahtzee_jax.game.engine import State, empty_cards
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.seeker_policy import make_target_seeker
 
-# The hindsight weight kept by the ablation on seed 10 (docs/two_player/target_seeker.md).
-HINDSIGHT_WEIGHT = 1.0
 
-
-def target_seeker_agent(
-    rules: Rules, cache_dir: str | os.PathLike | None = None, weight: float | None = None
-) -> Agent:
-    """The target-seeker as an agent (both target tables loaded, or solved on first use)."""
-    weight = HINDSIGHT_WEIGHT if weight is None else weight
+def target_seeker_agent(rules: Rules, cache_dir: str | os.PathLike | None, weight: float) -> Agent:
+    """The target-seeker as an agent, its rows' mix of the target table (`weight` 1,
+    hindsight) and the expected-score table (0); both tables loaded, or solved on first use."""
     seek, tables = make_target_seeker(rules, cache_dir, weight)
     return Agent("target-seeker", SeekerPolicy(seek, rules), tables, rules, reads_others=True)
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 
 from yahtzee_jax.agents.agent import alone
-from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
+from yahtzee_jax.agents.resolve import (
+    BUILTIN_AGENTS,
+    BUILTINS,
+    MATCH_PLAYERS,
+    builtin_agent,
+    option_flag,
+)
 from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.matches import MATCH_BATCH
@@ -14,8 +20,9 @@ from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.solver.win_policy import BEFORE_ENDGAME
 
-# Built-in players in the evaluated seat.
-MATCH_PLAYERS = ("target-seeker", "win-seeker", "optimal")
+# The built-in players' options as the command takes them (`agents.resolve.BUILTINS` says
+# which player takes which).
+PLAYER_OPTIONS = ("endgame_open", "before_endgame", "hindsight_weight")
 # The oracle told the opponents' final scores (`evaluation.target_measures.ceiling_matches`): it
 # plays against the optimal agent's games, for measurement only.
 CEILING = "ceiling"
@@ -43,7 +50,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--before-endgame",
         choices=BEFORE_ENDGAME,
-        default="normal",
         help="win-seeker: the turns before its endgame for the win by a normal approximation "
         "(default) or for points, as the optimal agent (the learned match planner's rule)",
     )
@@ -81,11 +87,7 @@ def run(args: argparse.Namespace) -> int:
     """Play the matches, print one line, write the JSON."""
     check_writable(args.out or None)
     from yahtzee_jax.commands.bench.machine import run_record
-    from yahtzee_jax.evaluation.matches import (
-        evaluate_agent_matches,
-        format_result,
-        match_player,
-    )
+    from yahtzee_jax.evaluation.matches import evaluate_agent_matches, format_result
     from yahtzee_jax.game.rules import get_rules
     from yahtzee_jax.runner.checkpointing import MATCH_PLAY, load_agent_and_step
 
@@ -103,38 +105,22 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.run == CEILING:
         return _run_ceiling(args, matches)
+    # Only the options given reach the player: it refuses those it does not take.
+    options = {name: getattr(args, name) for name in PLAYER_OPTIONS}
+    options = {name: value for name, value in options.items() if value is not None}
     builtin = args.run in MATCH_PLAYERS
     if builtin and args.overrides:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
-    if args.run != "win-seeker" and args.before_endgame != "normal":
-        raise ConfigError("--before-endgame is the win-seeker's; a run takes --set algo.match_...")
-    if args.hindsight_weight is not None:
-        if args.run != "target-seeker":
-            raise ConfigError("--hindsight-weight is the target-seeker's")
-        if not 0.0 <= args.hindsight_weight <= 1.0:  # NaN too
-            raise ConfigError(f"--hindsight-weight={args.hindsight_weight}; choose 0 to 1")
+    if options and not builtin:
+        flag = option_flag(next(iter(options)))
+        raise ConfigError(f"{flag} is a built-in player's; a run takes --set algo.match_...")
     # Read before the matches (the load they start under), and only for a file to hold it.
     record = run_record(getattr(args, "argv", [])) if args.out else None
     if builtin:
-        rules = get_rules(args.rules)
-        if args.endgame_open is not None and not 0 <= args.endgame_open <= 12:
-            raise ConfigError(f"--endgame-open={args.endgame_open}; choose 0 to 12")
-        learner = match_player(
-            args.run,
-            rules,
-            args.endgame_open,
-            before_endgame=args.before_endgame,
-            hindsight_weight=args.hindsight_weight,
-        )
+        learner = builtin_agent(args.run, get_rules(args.rules), **options)
         result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
-        result |= {"run": args.run}
-        if args.run == "win-seeker":  # the only player that reads it
-            result |= {"before_endgame": args.before_endgame}
-        if args.run == "target-seeker":
-            from yahtzee_jax.agents.target_seeker import HINDSIGHT_WEIGHT
-
-            weight = args.hindsight_weight
-            result |= {"hindsight_weight": HINDSIGHT_WEIGHT if weight is None else weight}
+        played = {**BUILTINS[args.run].options, **options}  # what it played with
+        result |= {"run": args.run, **{k: v for k, v in played.items() if v is not None}}
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
@@ -163,8 +149,8 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
 
     if args.opponent != "optimal" or args.overrides or args.solitaire:
         raise ConfigError("ceiling plays against optimal only, without --set or --solitaire")
-    if args.endgame_open is not None or args.before_endgame != "normal":
-        raise ConfigError("--endgame-open and --before-endgame are the win-seeker's")
+    if any(getattr(args, name) is not None for name in PLAYER_OPTIONS):
+        raise ConfigError("ceiling is the oracle: it takes no player's option")
     rules = get_rules(args.rules)
     exact = cached_ceiling(rules, args.players)  # None until both target tables are cached
     rate = None if exact is None else exact["win_rate"]

@@ -31,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents import AGENT_NAMES, TARGET_SEEKER, WIN_SEEKER, Agent
+from yahtzee_jax.agents import AGENT_NAMES, BUILTINS, Agent
 from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.commands.terminal_text import (  # noqa: F401 (InputError, keep_action, parse_box: API)
     InputError,
@@ -397,16 +397,9 @@ def resolve_player(
 ) -> Agent:
     """The agent `--against`/`--watch` name (what `evaluate` accepts), with a line while the
     match players' tables load; `rules` None: `--rules` left out (the commands' default)."""
-    if spec == WIN_SEEKER:
-        console.say(
-            "Loading the win-seeker's tables (the first time they are computed: about 3 "
-            "minutes on a 2-core CPU, then cached)."
-        )
-    if spec == TARGET_SEEKER:
-        console.say(
-            "Loading the target-seeker's two target tables (3.4 GB; the first time they are "
-            "solved: about 5 minutes on a 2-core CPU, then cached)."
-        )
+    entry = BUILTINS.get(spec)
+    if entry is not None and entry.loading:
+        console.say(entry.loading)
     chosen, asked = rules or get_rules(BUILTIN_RULES), rules is not None
     return resolve_agent(spec, chosen, cache_dir, rules_asked=asked)
 

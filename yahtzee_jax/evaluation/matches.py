@@ -9,7 +9,6 @@ learner by lane group, so a batch of games is laid out seat group by seat group
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -114,32 +113,6 @@ def tally(own_total: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, dict[s
         "draw_rate": draws / games,
         "win_interval_95": list(wilson_interval(wins, games)),
     }
-
-
-def match_player(
-    name: str,
-    rules: Rules,
-    endgame_open: int | None = None,
-    cache_dir: str | os.PathLike | None = None,
-    before_endgame: str = "normal",
-    hindsight_weight: float | None = None,
-) -> Agent:
-    """A built-in match player: the solver's `target-seeker` (its rows' `hindsight_weight`),
-    its `win-seeker` (exact score distributions in the turns that leave at most
-    `endgame_open` boxes open, default `endgame.ENDGAME_OPEN`; the earlier turns as
-    `before_endgame` says), or a built-in agent (`optimal`). `cache_dir` is the solver's."""
-    from yahtzee_jax.agents import builtin_agent
-
-    if name == "target-seeker":
-        from yahtzee_jax.agents.target_seeker import target_seeker_agent
-
-        return target_seeker_agent(rules, cache_dir, hindsight_weight)
-
-    if name == "win-seeker":
-        from yahtzee_jax.agents.win_seeker import win_seeker_agent
-
-        return win_seeker_agent(rules, cache_dir, endgame_open, before_endgame)
-    return builtin_agent(name, rules, cache_dir)
 
 
 def evaluate_matches(
