@@ -15,17 +15,13 @@ from faults import FaultInjector
 import yahtzee_jax.runner.population
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.commands.cli import main
+from yahtzee_jax.config import cheap_path_value, takes_default
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.runner.checkpointing import load_agent, load_checkpoint
 from yahtzee_jax.runner.configs import from_dict
-from yahtzee_jax.runner.dynamic_fields import is_dynamic
+from yahtzee_jax.runner.dynamic_fields import is_dynamic, traced_replace
 from yahtzee_jax.runner.loop import HOOK_POINTS
-from yahtzee_jax.runner.population import (
-    DynamicScalar,
-    population_key,
-    train_population,
-    varying_fields,
-)
+from yahtzee_jax.runner.population import population_key, train_population, varying_fields
 from yahtzee_jax.runner.runlog import read_evals, read_scalars
 from yahtzee_jax.runner.single_run import train
 
@@ -38,7 +34,7 @@ TINY = {
         "eval_games": 8,
         "final_eval_games": 0,
     },
-    "network": {"hidden_size": 16, "trunk_layers": 1},
+    "network": {"hidden_size": 16, "trunk_layers": 1, "upper_head": True},
 }
 
 
@@ -50,10 +46,12 @@ def _config(seed: int, **changes: dict) -> object:
     return from_dict(data)
 
 
-# Different seeds, learning rates, entropy coefficients and schedule, GAE lambda and upper-bonus
-# curricula (its start is a branch: both members take the curriculum's path, each its own scale).
+# Different seeds, learning rates, entropy coefficients and schedule, GAE lambda, upper-bonus
+# curricula and shaping weights (the curriculum's start and the shaping weight are branches: both
+# members take the curriculum's and the shaping's path, each with its own traced value).
+SHAPED = {"upper_regression_weight": 0.5}
 MEMBERS = [
-    _config(0, algo={"bonus_scale_start": 2.0}),
+    _config(0, algo={"bonus_scale_start": 2.0, "shaping_weight": 0.1, **SHAPED}),
     _config(
         1,
         optim={"lr": 3e-3},
@@ -63,6 +61,8 @@ MEMBERS = [
             "gae_lambda": 0.5,
             "bonus_scale_start": 4.0,
             "bonus_scale_hold": 0.1,
+            "shaping_weight": 0.5,
+            **SHAPED,
         },
     ),
 ]
@@ -154,6 +154,7 @@ def test_members_may_differ_only_in_seed_and_dynamic_scalars() -> None:
         ("algo", "entropy_hold"),
         ("algo", "entropy_roll_start"),
         ("algo", "gae_lambda"),
+        ("algo", "shaping_weight"),
         ("optim", "lr"),
     ]
     assert population_key(MEMBERS[0]) == population_key(MEMBERS[1])
@@ -166,13 +167,40 @@ def test_members_may_differ_only_in_seed_and_dynamic_scalars() -> None:
 
 
 def test_a_code_path_that_members_would_take_differently_is_refused() -> None:
-    """Shaping on for one member and off for another cannot be one program."""
-    weight = DynamicScalar(np.float32(0.5), "algo.shaping_weight", (0.5, 0.25))
-    assert (weight == 0) is False and (weight > 0) is True
-    assert float(weight * 2.0) == 1.0 and float(1.0 - weight) == 0.5
-    mixed = DynamicScalar(np.float32(0.0), "algo.shaping_weight", (0.0, 0.25))
-    with pytest.raises(ConfigError, match=r"algo\.shaping_weight == 0 picks a code path"):
-        _ = mixed == 0
+    """Shaping off (weight 0, its cheap path) for one member and on for another cannot be one
+    program: refused in one line naming the field and the values, before anything compiles.
+    Members that all shape, or all alike, are one program."""
+    off = _config(0, algo={"shaping_weight": 0.0, **SHAPED})
+    on = _config(1, algo={"shaping_weight": 0.5, **SHAPED})
+    message = r"^algo\.shaping_weight == 0\.0 picks a code path .* \(0\.0, 0\.5\); train those"
+    with pytest.raises(ConfigError, match=message):
+        varying_fields([off, on])
+    with pytest.raises(ConfigError, match=r"algo\.bonus_scale_start == 1\.0 picks a code path"):
+        varying_fields([_config(0, algo={"bonus_scale_start": 3.0}), _config(1)])
+    assert varying_fields([off, _config(1, algo={"shaping_weight": 0.0, **SHAPED})]) == []
+    assert varying_fields(MEMBERS[:1] * 2) == []
+
+
+def test_a_branching_field_takes_its_cheap_path_only_at_its_default_as_a_number() -> None:
+    """`takes_default` is what the learners' branch sites ask: True for the Python default,
+    False for any other value and for a traced one (a population member's, never the default)."""
+    import jax
+
+    algo = from_dict({}).algo
+    assert cheap_path_value(algo, "shaping_weight") == 0.0
+    assert cheap_path_value(algo, "bonus_scale_start") == 1.0
+    assert cheap_path_value(algo, "gae_lambda") is None  # dynamic, but no branch
+    assert takes_default(algo, "shaping_weight") and takes_default(algo, "bonus_scale_start")
+    shaped = dataclasses.replace(algo, shaping_weight=0.25, upper_regression_weight=1.0)
+    assert not takes_default(shaped, "shaping_weight")
+
+    def traced(weight):
+        section = traced_replace(algo, shaping_weight=weight)
+        return jax.numpy.float32(takes_default(section, "shaping_weight"))
+
+    assert float(jax.jit(traced)(jax.numpy.float32(0.0))) == 0.0
+    with pytest.raises(TypeError, match="gae_lambda is not declared"):
+        takes_default(algo, "gae_lambda")
 
 
 @pytest.mark.parametrize(
@@ -183,6 +211,7 @@ def test_a_code_path_that_members_would_take_differently_is_refused() -> None:
         (["--sweep", "network.hidden_size=16,32"], "they differ in network.hidden_size"),
         (["--sweep", "algo.gae_lambda"], "must look like section.key=V1,V2"),
         (["--sweep", "algo.gae_lambda=2,0.5"], "algo.gae_lambda=2.0 must be in [0, 1]"),
+        (["--sweep", "algo.bonus_scale_start=1,2"], "algo.bonus_scale_start == 1.0 picks a code"),
         (["--population-seeds", "0,1", "--distributed"], "drop --distributed"),
     ],
 )
@@ -220,7 +249,8 @@ def _config_classes() -> list[type]:
 
 
 def test_a_field_dynamic_in_a_base_stays_dynamic_where_a_learner_changes_its_default() -> None:
-    """A subclass that redeclares a field (PPO's and REINFORCE's defaults) keeps the marker."""
+    """A subclass that redeclares a field (PPO's and REINFORCE's defaults) keeps the marker, and
+    a branching field the value of its cheap path."""
     for cls in _config_classes():
         for base in cls.__mro__[1:]:
             if not dataclasses.is_dataclass(base):
@@ -228,6 +258,8 @@ def test_a_field_dynamic_in_a_base_stays_dynamic_where_a_learner_changes_its_def
             for field in dataclasses.fields(base):
                 if is_dynamic(base, field.name):
                     assert is_dynamic(cls, field.name), f"{cls.__qualname__}.{field.name}"
+                    cheap = cheap_path_value(base, field.name)
+                    assert cheap_path_value(cls, field.name) == cheap, field.name
 
 
 def test_population_names_no_learners_field() -> None:

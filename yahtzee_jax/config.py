@@ -45,10 +45,10 @@ def _check_fraction(name: str, value: float) -> None:
     require(0.0 <= value <= 1.0, f"{name}={value} must be in [0, 1]")
 
 
-# Population hyperparameters. The metadata key of a `dynamic` field, and its value for one that
-# a learner also compares with a number to pick a code path.
+# Population hyperparameters. The metadata key of a `dynamic` field, and the key of the value
+# that picks a branching field's cheaper code path.
 DYNAMIC = "dynamic"
-BRANCHES = "branches"
+CHEAP_PATH = "cheap_path"
 
 
 def dynamic(default: float, *, branches: bool = False) -> Any:
@@ -56,12 +56,37 @@ def dynamic(default: float, *, branches: bool = False) -> Any:
 
     In a population's compiled chunk a dynamic field that differs between members holds the
     member's traced value instead of a Python number, so the code reading it may compute with
-    it but not compare it with a number to pick a code path; declare such a field with
-    `branches=True` and it holds a `population.DynamicScalar` instead, which answers a
-    comparison for the whole population when every member answers it alike. A subclass that
-    changes the default declares the field `dynamic` again (a test checks that it does).
+    it but not compare it with a number. A field the learner also tests to skip work (shaping
+    off, no bonus curriculum) is declared `branches=True`: its default is the value that picks
+    the cheaper code path, the learner asks `takes_default`, and a population whose members
+    differ in it may have none at the default, so a traced value always means the other path.
+    A subclass that changes the default declares the field `dynamic` again (a test checks it).
     """
-    return dataclasses.field(default=default, metadata={DYNAMIC: BRANCHES if branches else True})
+    marks = {DYNAMIC: True, CHEAP_PATH: default} if branches else {DYNAMIC: True}
+    return dataclasses.field(default=default, metadata=marks)
+
+
+def field_mark(section: Any, name: str, key: str) -> Any:
+    """Field `name`'s metadata `key` in a config section (class or instance), None if absent."""
+    fields = {field.name: field for field in dataclasses.fields(section)}
+    return fields[name].metadata.get(key) if name in fields else None
+
+
+def cheap_path_value(section: Any, name: str) -> float | None:
+    """The value of field `name` of a config section (class or instance) that picks its cheaper
+    code path: its default if declared `dynamic(..., branches=True)`, else None."""
+    return field_mark(section, name, CHEAP_PATH)
+
+
+def takes_default(section: Any, name: str) -> bool:
+    """Does the learner take branching field `name`'s cheaper path: does it hold its default as
+    a Python number? A traced value (a population member's) does not: the population refuses
+    members that differ in the field with one at the default (`population.varying_fields`)."""
+    default = cheap_path_value(section, name)
+    if default is None:
+        raise TypeError(f"{name} is not declared dynamic(..., branches=True)")
+    value = getattr(section, name)
+    return isinstance(value, (int, float)) and value == default
 
 
 @dataclasses.dataclass(frozen=True)

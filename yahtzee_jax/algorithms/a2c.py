@@ -42,7 +42,7 @@ from yahtzee_jax.algorithms.training_rollout import (
     evaluate_trajectory,
     taken_log_probs,
 )
-from yahtzee_jax.config import Config
+from yahtzee_jax.config import Config, takes_default
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.networks import entropy, value_head_modules
 
@@ -119,7 +119,7 @@ def loss(
     )
     total = main + auxiliary
     metrics = {"loss/total": total, **metrics, **aux_metrics}
-    if algo.shaping_weight > 0:
+    if not takes_default(algo, "shaping_weight"):
         shaping = jax.lax.stop_gradient(rewards - trajectory.reward)
         metrics["train/mean_shaping"] = jnp.mean(jnp.sum(shaping, axis=0))
     return total, (metrics, outputs)

@@ -28,7 +28,7 @@ from yahtzee_jax import envs
 from yahtzee_jax.algorithms.algorithm import Context, Metrics
 from yahtzee_jax.algorithms.schedules import hold_anneal_schedule
 from yahtzee_jax.algorithms.training_rollout import HeadOutputs, Trajectory
-from yahtzee_jax.config import AlgoConfig, Config, dynamic, require
+from yahtzee_jax.config import AlgoConfig, Config, dynamic, require, takes_default
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.networks import entropy, policy_log_probs
 
@@ -51,13 +51,13 @@ class ActorCriticConfig(AlgoConfig):
     entropy_anneal: float = dynamic(0.6)
     # Learned-potential shaping (section 4.4.1); both need network.upper_head = true.
     upper_regression_weight: float = dynamic(0.0)  # beta_regression: U regresses U_final / 63 - 1
-    shaping_weight: float = dynamic(0.0, branches=True)  # beta_shape
+    shaping_weight: float = dynamic(0.0, branches=True)  # beta_shape; 0 skips the shaping
     shaping_discount: bool = False  # gamma Phi(s') as eq. 12 prints it; the paper's code has none
     # Upper-bonus curriculum (issue 28): the bonus counts `bonus_scale_start` times in the
     # training reward for the first `bonus_scale_hold` of the updates, then linearly back to its
     # own value over `bonus_scale_anneal`, so the last policy learns the game's own score. A
     # bonus the policy rarely reaches early is too weak a signal to be worth chasing.
-    bonus_scale_start: float = dynamic(1.0, branches=True)
+    bonus_scale_start: float = dynamic(1.0, branches=True)  # 1: no curriculum, skipped
     bonus_scale_hold: float = dynamic(0.3)
     bonus_scale_anneal: float = dynamic(0.4)
     # policy/kl (how far an update moved the policy) costs a forward pass over the batch: it is
@@ -198,11 +198,11 @@ def training_rewards(
     predictions, default the rollout's)."""
     algo, rules = context.config.algo, context.rules
     rewards = trajectory.reward
-    if algo.bonus_scale_start != 1.0:
+    if not takes_default(algo, "bonus_scale_start"):
         extra = (bonus_scale(context, step) - 1.0) * rules.upper_bonus_points
         crossed = bonus_crossings(trajectory.upper_total, rules.upper_bonus_threshold)
         rewards = rewards + extra * crossed
-    if algo.shaping_weight == 0:
+    if takes_default(algo, "shaping_weight"):
         return rewards
     upper = trajectory.upper if upper is None else upper
     potentials = potential(upper, context.rules)
@@ -244,7 +244,7 @@ def auxiliary_terms(
         "schedule/entropy_roll": jnp.asarray(beta_roll),
         "schedule/entropy_score": jnp.asarray(beta_score),
     }
-    if context.config.algo.bonus_scale_start != 1.0:
+    if not takes_default(context.config.algo, "bonus_scale_start"):
         metrics["schedule/bonus_scale"] = bonus_scale(context, step)
     return entropy_loss + weight * regression_loss, metrics
 

@@ -2,7 +2,9 @@
 config sections with traced values in them (`traced_replace`).
 
 The schema only marks its fields; reading the marks and building the traced copies a vmapped
-population chunk needs is the population's (`runner.population`), its one user.
+population chunk needs is the population's (`runner.population`), its one user. A traced value
+is a plain float32 tracer: the learner asks `config.takes_default` where it skips work, and that
+answers False for it (the population refuses members that would need True).
 """
 
 from __future__ import annotations
@@ -11,22 +13,12 @@ import dataclasses
 import functools
 from typing import Any, TypeVar
 
-from yahtzee_jax.config import BRANCHES, DYNAMIC
-
-
-def _marker(section: Any, name: str) -> Any:
-    fields = {field.name: field for field in dataclasses.fields(section)}
-    return fields[name].metadata.get(DYNAMIC) if name in fields else None
+from yahtzee_jax.config import DYNAMIC, field_mark
 
 
 def is_dynamic(section: Any, name: str) -> bool:
     """Is field `name` of a config section (class or instance) declared `dynamic`?"""
-    return _marker(section, name) is not None
-
-
-def is_branching(section: Any, name: str) -> bool:
-    """Is field `name` declared `dynamic(..., branches=True)`?"""
-    return _marker(section, name) == BRANCHES
+    return field_mark(section, name, DYNAMIC) is not None
 
 
 Section = TypeVar("Section")

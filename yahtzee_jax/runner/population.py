@@ -10,14 +10,15 @@ loop is the one every session runs (`loop.train_members`); a single run is its p
 one, with an unvmapped program.
 
 How the dynamic scalars get into the unchanged learner code: the fields that differ between
-members travel as a pytree of [N] arrays beside the states. Inside the vmapped function a
-member config is built from the template with those fields replaced by its member's traced
-values (`dynamic_fields.traced_replace`: the concrete member configs were checked before compiling),
-and the usual `Context` is made from it, so the algorithms and schedules read traced values
-transparently. A field that a learner also compares with a number to pick a code path
-(`dynamic(..., branches=True)`, e.g. shaping on or off) becomes a `DynamicScalar` instead: it
-computes with its tracer, and answers a comparison for the whole population when every member
-answers it alike (refusing it otherwise). Fields that are equal across members stay Python
+members travel as a pytree of [N] float32 arrays beside the states. Inside the vmapped function
+a member config is the template with those fields replaced by its member's traced values
+(`dynamic_fields.traced_replace`: the concrete member configs were checked before compiling),
+and the usual `Context` is made from it, so the algorithms and schedules read plain traced
+values, as rejax's hyperparameters are plain pytree fields. A field that a learner also tests
+to skip work (`dynamic(..., branches=True)`: shaping off at weight 0) names the value that
+skips it, its default, and the learner asks `config.takes_default`; members that differ in
+such a field may not have one at that value (`varying_fields` refuses it before compiling), so
+a traced value always takes the other path. Fields that are equal across members stay Python
 numbers, so their fast paths (TD(0) targets for lambda 0, ...) are kept. The seed only chooses
 a member's initial state (built on the host) and its evaluation games.
 
@@ -44,98 +45,17 @@ import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.algorithms.algorithm import TrainState, make_context
-from yahtzee_jax.config import Config, check_seed, require
+from yahtzee_jax.config import Config, cheap_path_value, check_seed, require
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.parallel import data_mesh
 from yahtzee_jax.runner.chunk import chunk_function
 from yahtzee_jax.runner.configs import parse_override
-from yahtzee_jax.runner.dynamic_fields import is_branching, is_dynamic, traced_replace
+from yahtzee_jax.runner.dynamic_fields import is_dynamic, traced_replace
 from yahtzee_jax.runner.loop import Hook
 from yahtzee_jax.runner.session import train_session
 
 SEED_FIELD = ("train", "seed")  # differs between members on the host only
 MAX_MEMBERS = 1024  # members of one population (one vmapped program on one device)
-
-_COMPARISONS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le}
-_COMPARISONS |= {">": operator.gt, ">=": operator.ge}
-
-
-def _unwrap(value: Any) -> Any:
-    return value.value if isinstance(value, DynamicScalar) else value
-
-
-class DynamicScalar:
-    """One member's traced value of a config field, standing in for the field's Python number."""
-
-    def __init__(self, value: jax.Array, name: str, members: tuple[float, ...]) -> None:
-        self.value = value  # this member's value (a tracer inside the vmapped chunk)
-        self.name = name  # section.field, for the error message
-        self.members = members  # every member's concrete value
-
-    def __jax_array__(self) -> jax.Array:
-        return self.value
-
-    def _compare(self, symbol: str, other: Any) -> Any:
-        compare = _COMPARISONS[symbol]
-        if not isinstance(other, (int, float)):
-            return compare(self.value, _unwrap(other))
-        answers = {compare(member, other) for member in self.members}
-        if len(answers) > 1:  # a static code path that would differ between members
-            raise ConfigError(
-                f"{self.name} {symbol} {other} picks a code path and is not the same for every "
-                f"member ({', '.join(map(str, self.members))}); train those in separate populations"
-            )
-        return answers.pop()
-
-    def __eq__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._compare("==", other)
-
-    def __ne__(self, other: Any) -> Any:  # type: ignore[override]
-        return self._compare("!=", other)
-
-    def __lt__(self, other: Any) -> Any:
-        return self._compare("<", other)
-
-    def __le__(self, other: Any) -> Any:
-        return self._compare("<=", other)
-
-    def __gt__(self, other: Any) -> Any:
-        return self._compare(">", other)
-
-    def __ge__(self, other: Any) -> Any:
-        return self._compare(">=", other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __bool__(self) -> bool:
-        return self._compare("!=", 0)
-
-    def __neg__(self) -> Any:
-        return -self.value
-
-    def __pos__(self) -> Any:
-        return self.value
-
-    def __abs__(self) -> Any:
-        return abs(self.value)
-
-
-def _arithmetic(function: Callable[[Any, Any], Any], reflected: bool = False) -> Callable:
-    if reflected:
-        return lambda self, other: function(_unwrap(other), self.value)
-    return lambda self, other: function(self.value, _unwrap(other))
-
-
-for _name, _function in {
-    "add": operator.add,
-    "sub": operator.sub,
-    "mul": operator.mul,
-    "truediv": operator.truediv,
-    "floordiv": operator.floordiv,
-    "pow": operator.pow,
-}.items():
-    setattr(DynamicScalar, f"__{_name}__", _arithmetic(_function))
-    setattr(DynamicScalar, f"__r{_name}__", _arithmetic(_function, reflected=True))
 
 
 def _fields(config: Config) -> dict[tuple[str, str], Any]:
@@ -175,7 +95,21 @@ def varying_fields(configs: Sequence[Config]) -> list[tuple[str, str]]:
                 )
             if name not in varying:
                 varying.append(name)
+    for name in varying:
+        _check_branch(configs, *name)
     return sorted(varying)
+
+
+def _check_branch(configs: Sequence[Config], section: str, key: str) -> None:
+    """Refuse members that differ in a branching field with one at its cheaper path's value:
+    traced, the field must mean the other path for every member."""
+    cheap = cheap_path_value(getattr(configs[0], section), key)
+    values = [getattr(getattr(config, section), key) for config in configs]
+    if cheap is not None and cheap in values:
+        raise ConfigError(
+            f"{section}.{key} == {cheap} picks a code path and is not the same for every member "
+            f"({', '.join(map(str, values))}); train those in separate populations"
+        )
 
 
 def population_key(config: Config) -> tuple:
@@ -197,17 +131,11 @@ def member_values(configs: Sequence[Config], fields: Sequence[tuple[str, str]]) 
     }
 
 
-def member_config(
-    template: Config, values: dict[str, jax.Array], configs: Sequence[Config]
-) -> Config:
-    """The template with each varying field replaced by its traced value in `values` (a
-    `DynamicScalar` for a field declared `dynamic(..., branches=True)`)."""
+def member_config(template: Config, values: dict[str, jax.Array]) -> Config:
+    """The template with each varying field replaced by its traced value in `values`."""
     sections: dict[str, dict[str, Any]] = {}
     for name, value in values.items():
         section, key = name.split(".")
-        if is_branching(getattr(template, section), key):
-            members = tuple(getattr(getattr(config, section), key) for config in configs)
-            value = DynamicScalar(value, name, members)
         sections.setdefault(section, {})[key] = value
     changes = {
         section: traced_replace(getattr(template, section), **fields)
@@ -223,7 +151,7 @@ def make_population_chunk(configs: Sequence[Config], num_updates: int, frozen: A
     template = configs[0]
 
     def member(state: TrainState, values: dict[str, jax.Array], step: jax.Array):
-        context = make_context(member_config(template, values, configs))._replace(frozen=frozen)
+        context = make_context(member_config(template, values))._replace(frozen=frozen)
         return chunk_function(context, num_updates, freeze_counter=False)(state.replace(step=step))
 
     # Members train in lockstep, so one unbatched update counter serves them all: a condition
