@@ -22,7 +22,7 @@ from yahtzee_jax.commands.cli import main
         (["solve", "--ceiling", "--targets"], "--ceiling reads the target tables"),
         (["solve", "--ceiling", "--players", "7"], "--players must be 2..6"),
         (["match", "ceiling", "--opponent", "greedy3"], "ceiling plays against optimal only"),
-        (["match", "ceiling", "--endgame-open", "2"], "ceiling is the oracle: it takes no player's"),
+        (["match", "ceiling", "--endgame-open", "2"], "ceiling is the oracle: it takes no"),
         (["tournament", "target", "optimal", "--games", "10"], "evaluate target --target X"),
     ],
 )
