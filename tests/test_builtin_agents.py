@@ -10,7 +10,7 @@ import inspect
 
 import pytest
 
-from yahtzee_jax.agents import BUILTIN_AGENTS, BUILTINS, builtin_agent
+from yahtzee_jax.agents import BUILTINS, OPPONENTS, builtin_agent
 from yahtzee_jax.agents.resolve import MATCH_PLAYERS
 from yahtzee_jax.commands.match import PLAYER_OPTIONS
 from yahtzee_jax.errors import UserError
@@ -31,9 +31,9 @@ def test_the_seats_are_the_documented_ones() -> None:
     """Opponents: the optimal agent and the baselines (docs/usage.md's `--opponent`); the
     evaluated seat of `match NAME`: the optimal agent and the solver's two match players; the
     decision-table agent neither (it is for long evaluations)."""
-    assert BUILTIN_AGENTS == ("optimal", "greedy1", "greedy2", "greedy3", "random")
+    assert OPPONENTS == ("optimal", "greedy1", "greedy2", "greedy3", "random")
     assert set(MATCH_PLAYERS) == {"optimal", "target-seeker", "win-seeker"}
-    assert "optimal-table" not in BUILTIN_AGENTS + MATCH_PLAYERS
+    assert "optimal-table" not in OPPONENTS + MATCH_PLAYERS
     assert all(BUILTINS[name].loading for name in ("target-seeker", "win-seeker"))
 
 

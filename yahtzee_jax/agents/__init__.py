@@ -1,12 +1,12 @@
 """Agents: one interface (`Agent`) for networks, the exact optimum and the baselines."""
 
 from yahtzee_jax.agents.agent import Agent, Policy, make_random_agent
-from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTIN_AGENTS, BUILTINS, builtin_agent
+from yahtzee_jax.agents.resolve import AGENT_NAMES, BUILTINS, OPPONENTS, builtin_agent
 
 __all__ = [
     "AGENT_NAMES",
     "BUILTINS",
-    "BUILTIN_AGENTS",
+    "OPPONENTS",
     "Agent",
     "Policy",
     "builtin_agent",

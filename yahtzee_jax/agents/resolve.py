@@ -110,7 +110,7 @@ BUILTINS: dict[str, BuiltinAgent] = {
     "optimal-table": BuiltinAgent(_optimal_table),
 }
 AGENT_NAMES = tuple(BUILTINS)
-BUILTIN_AGENTS = tuple(name for name, entry in BUILTINS.items() if entry.opponent)  # opponents
+OPPONENTS = tuple(name for name, entry in BUILTINS.items() if entry.opponent)
 MATCH_PLAYERS = tuple(name for name, entry in BUILTINS.items() if entry.match_player)
 # The target agent plays for a final score X it is given (`agents.target`): not built by name.
 TARGET = "target"

@@ -7,9 +7,9 @@ import argparse
 
 from yahtzee_jax.agents.agent import alone
 from yahtzee_jax.agents.resolve import (
-    BUILTIN_AGENTS,
     BUILTINS,
     MATCH_PLAYERS,
+    OPPONENTS,
     builtin_agent,
     option_flag,
 )
@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"run or checkpoint directory, a built-in player: {', '.join(MATCH_PLAYERS)}, or "
         f"{CEILING} (the oracle told the opponents' final score, against optimal only)",
     )
-    parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(BUILTIN_AGENTS)}")
+    parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)}")
     parser.add_argument("--games", type=int, default=100_000)
     parser.add_argument("--seed", type=seed_argument, default=2)
     parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.game.rules import get_rules
     from yahtzee_jax.runner.checkpointing import MATCH_PLAY, load_agent_and_step
 
-    if args.opponent not in BUILTIN_AGENTS:
-        choices = ", ".join(BUILTIN_AGENTS)
+    if args.opponent not in OPPONENTS:
+        choices = ", ".join(OPPONENTS)
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {choices}")
     if args.games < 1 or args.batch_size < 1 or not 2 <= args.players <= 6:
         raise ConfigError("--games and --batch-size must be >= 1 and --players in 2..6")

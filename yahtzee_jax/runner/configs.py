@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from yahtzee_jax.agents.resolve import BUILTIN_AGENTS
+from yahtzee_jax.agents.resolve import OPPONENTS
 from yahtzee_jax.algorithms import algorithm_names, get_algorithm
 from yahtzee_jax.config import (
     DEFAULT_ALGO,
@@ -127,7 +127,7 @@ def check_opponents(env: EnvConfig) -> None:
     """A match's opponents are names the floors above the schema own: the agents
     (`agents.resolve`), and `self`, the frozen learner."""
     for name in env.opponents if isinstance(env, MatchConfig) else ():
-        check_choice("env.opponent", name, (*BUILTIN_AGENTS, "self"))
+        check_choice("env.opponent", name, (*OPPONENTS, "self"))
 
 
 # Keys of the two-player task before it became an environment (issue 27): algo.X -> env.X.

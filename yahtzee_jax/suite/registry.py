@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from yahtzee_jax.agents.resolve import BUILTIN_AGENTS, builtin_agent
+from yahtzee_jax.agents.resolve import OPPONENTS, builtin_agent
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
@@ -34,8 +34,6 @@ from yahtzee_jax.game.rules import get_rules
 # the same names. Re-exported here for outside code.
 __all__ = ["ENV_IDS", "GAMES", "OPPONENTS", "PARAMS", "Env", "make", "make_params"]
 
-# Built-in agents that play from their own card alone (the win-seeker reads the table: no seat).
-OPPONENTS = BUILTIN_AGENTS
 PARAMS = (
     "players",
     "opponent",
