@@ -1,0 +1,142 @@
+"""The imitation ceiling by network shape (issue 64; a diagnostic, never a model-free result):
+train the `imitate-optimal` preset at each shape, then collect the runs' small artifacts.
+
+Usage (from the repository root; the runs go one after another, each resumable):
+
+    YAHTZEE_JAX_CACHE=/tmp/cache nice -n 10 python experiments/imitation_ceiling.py \
+        --out /tmp/imitate/runs [--runs w128,w256,w512,w256-d3] [--collect-only]
+
+Each run is `yahtzee-jax train --preset imitate-optimal --set train.seed=1` with its shape's
+overrides (`RUNS`), to OUT/NAME; a run directory holding checkpoints but no final evaluation is
+continued with `train --resume`. Every sitting appends its start time, load average and wall
+seconds to OUT/NAME/sittings.jsonl. Then results/imitation-ceiling/NAME/ gets the run's
+summary.json, evals.jsonl and config.yaml (no checkpoints), results/imitation-ceiling/
+results.json one entry per finished run, and results/imitation-ceiling/curves.png the
+1,000-game evaluations against games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from yahtzee_jax.evaluation.plots import plot_learning_curves
+from yahtzee_jax.runner.runlog import read_evals
+
+PRESET = "imitate-optimal"
+SEED = 1  # the reporting seed: teacher_share and the budget were chosen on seed 0
+# name -> the shape's overrides of the preset (width 128, 2 trunk blocks: cpu-ppo's network)
+RUNS = {
+    "w128": [],
+    "w256": ["network.hidden_size=256"],
+    "w512": ["network.hidden_size=512"],
+    "w256-d3": ["network.hidden_size=256", "network.trunk_layers=3"],
+}
+MACHINE = "2-core AMD EPYC with AVX-512, shared"
+RESULTS = Path("results/imitation-ceiling")
+KEPT = ("summary.json", "evals.jsonl", "config.yaml")
+FINAL = "final_eval/summary.json"  # the final evaluation's report (kept as final_eval_summary)
+CLI = [sys.executable, "-m", "yahtzee_jax.commands.cli"]
+
+
+def command(name: str, out: Path) -> list[str]:
+    """The train command of run `name` (its first sitting)."""
+    sets = [f"train.seed={SEED}", *RUNS[name]]
+    args = ["train", "--preset", PRESET, "--out", str(out / name), "--no-progress"]
+    return [*args, *(part for item in sets for part in ("--set", item))]
+
+
+def finished(run: Path) -> bool:
+    """Whether a run directory holds its final evaluation."""
+    summary = run / "summary.json"
+    return summary.exists() and "final_eval" in json.loads(summary.read_text())
+
+
+def train(name: str, out: Path) -> None:
+    """Train (or continue) run `name`, appending this sitting to its sittings.jsonl."""
+    run = out / name
+    argv = command(name, out)
+    if (run / "checkpoints").exists():  # a sitting ended early: continue its saved config
+        argv = ["train", "--resume", "--out", str(run), "--no-progress"]
+    start, load = time.time(), os.getloadavg()[0]
+    subprocess.run([*CLI, *argv], check=True)
+    sitting = {"argv": argv, "start": start, "load_average": load, "wall_s": time.time() - start}
+    with open(run / "sittings.jsonl", "a") as file:
+        file.write(json.dumps(sitting) + "\n")
+
+
+def commit() -> str:
+    """The commit the runs were made from."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def collect(names: list[str], out: Path) -> list[dict]:
+    """Copy each finished run's small files under RESULTS and describe it."""
+    entries = []
+    for name in names:
+        run = out / name
+        if not finished(run):
+            continue
+        (RESULTS / name).mkdir(parents=True, exist_ok=True)
+        for file in KEPT:
+            shutil.copy(run / file, RESULTS / name / file)
+        shutil.copy(run / FINAL, RESULTS / name / "final_eval_summary.json")
+        shutil.copy(run / "sittings.jsonl", RESULTS / name / "sittings.jsonl")
+        summary = json.loads((run / "summary.json").read_text())
+        report = json.loads((run / FINAL).read_text())
+        sittings = [json.loads(line) for line in open(run / "sittings.jsonl")]
+        final = summary["final_eval"]
+        entries.append(
+            {
+                "run": name,
+                "command": "yahtzee-jax " + " ".join(command(name, Path("runs/imitation"))),
+                "commit": commit(),
+                "machine": MACHINE,
+                "load_average_at_start": sittings[0]["load_average"],
+                "sittings": len(sittings),
+                "games": summary["games"],
+                "wall_seconds": round(sum(s["wall_s"] for s in sittings), 1),
+                "score": final["mean"],
+                "stderr": final["stderr"],
+                "final_games": final["games"],
+                "upper_bonus_rate": report["upper_bonus_rate"],
+            }
+        )
+    return entries
+
+
+def main(argv: list[str]) -> int:
+    """Train the runs not yet finished, then collect them all."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True, help="folder of the run directories")
+    parser.add_argument("--runs", default=",".join(RUNS), help="names, comma-separated")
+    parser.add_argument("--collect-only", action="store_true", help="train nothing")
+    args = parser.parse_args(argv)
+    names = args.runs.split(",")
+    unknown = sorted(set(names) - set(RUNS))
+    if unknown:
+        parser.error(f"unknown runs {unknown}; choose from {', '.join(RUNS)}")
+    if not args.collect_only:
+        for name in names:
+            if not finished(args.out / name):
+                train(name, args.out)
+    entries = collect(names, args.out)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "results.json").write_text(json.dumps(entries, indent=2) + "\n")
+    curves = {entry["run"]: read_evals(args.out / entry["run"] / "evals.jsonl") for entry in entries}
+    if curves:
+        plot_learning_curves(curves, RESULTS / "curves.png", "Imitating the optimal agent")
+    print(json.dumps(entries, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
