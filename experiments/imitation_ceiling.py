@@ -11,8 +11,9 @@ overrides (`RUNS`), to OUT/NAME; a run directory holding checkpoints but no fina
 continued with `train --resume`. Every sitting appends its start time, load average and wall
 seconds to OUT/NAME/sittings.jsonl. Then results/imitation-ceiling/NAME/ gets the run's
 summary.json, evals.jsonl and config.yaml (no checkpoints), results/imitation-ceiling/
-results.json one entry per finished run, and results/imitation-ceiling/curves.png the
-1,000-game evaluations against games.
+results.json one entry per finished run (with the share of the student's decisions that are
+the optimal agent's on 10,000 of its own games: experiments/imitation_agreement.py), and
+results/imitation-ceiling/curves.png the 1,000-game evaluations against games.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from imitation_agreement import agreement
 
 from yahtzee_jax.evaluation.plots import plot_learning_curves
 from yahtzee_jax.runner.runlog import read_evals
@@ -43,6 +46,7 @@ RESULTS = Path("results/imitation-ceiling")
 KEPT = ("summary.json", "evals.jsonl", "config.yaml")
 FINAL = "final_eval/summary.json"  # the final evaluation's report (kept as final_eval_summary)
 CLI = [sys.executable, "-m", "yahtzee_jax.commands.cli"]
+AGREEMENT_GAMES, AGREEMENT_SEED = 10_000, 5  # the student's own games, asked of the optimum
 
 
 def command(name: str, out: Path) -> list[str]:
@@ -64,9 +68,10 @@ def train(name: str, out: Path) -> None:
     argv = command(name, out)
     if (run / "checkpoints").exists():  # a sitting ended early: continue its saved config
         argv = ["train", "--resume", "--out", str(run), "--no-progress"]
-    start, load = time.time(), os.getloadavg()[0]
+    start, load, code = time.time(), os.getloadavg()[0], commit()
     subprocess.run([*CLI, *argv], check=True)
-    sitting = {"argv": argv, "start": start, "load_average": load, "wall_s": time.time() - start}
+    wall = time.time() - start
+    sitting = {"argv": argv, "commit": code, "start": start, "load_average": load, "wall_s": wall}
     with open(run / "sittings.jsonl", "a") as file:
         file.write(json.dumps(sitting) + "\n")
 
@@ -92,13 +97,18 @@ def collect(names: list[str], out: Path) -> list[dict]:
         shutil.copy(run / "sittings.jsonl", RESULTS / name / "sittings.jsonl")
         summary = json.loads((run / "summary.json").read_text())
         report = json.loads((run / FINAL).read_text())
-        sittings = [json.loads(line) for line in open(run / "sittings.jsonl")]
+        agreed = RESULTS / name / "agreement.json"
+        if not agreed.exists():  # once: 10,000 games of the student with the optimum asked
+            measured = agreement(str(run), AGREEMENT_GAMES, AGREEMENT_SEED)
+            agreed.write_text(json.dumps(measured, indent=2) + "\n")
+        lines = (run / "sittings.jsonl").read_text().splitlines()
+        sittings = [json.loads(line) for line in lines]
         final = summary["final_eval"]
         entries.append(
             {
                 "run": name,
                 "command": "yahtzee-jax " + " ".join(command(name, Path("runs/imitation"))),
-                "commit": commit(),
+                "commit": sittings[0].get("commit") or commit(),
                 "machine": MACHINE,
                 "load_average_at_start": sittings[0]["load_average"],
                 "sittings": len(sittings),
@@ -108,9 +118,15 @@ def collect(names: list[str], out: Path) -> list[dict]:
                 "stderr": final["stderr"],
                 "final_games": final["games"],
                 "upper_bonus_rate": report["upper_bonus_rate"],
+                "agreement_with_optimal": json.loads(agreed.read_text()),
             }
         )
     return entries
+
+
+def names_of(entries: list[dict]) -> list[str]:
+    """The runs of the collected entries."""
+    return [entry["run"] for entry in entries]
 
 
 def main(argv: list[str]) -> int:
@@ -131,7 +147,7 @@ def main(argv: list[str]) -> int:
     entries = collect(names, args.out)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "results.json").write_text(json.dumps(entries, indent=2) + "\n")
-    curves = {entry["run"]: read_evals(args.out / entry["run"] / "evals.jsonl") for entry in entries}
+    curves = {name: read_evals(args.out / name / "evals.jsonl") for name in names_of(entries)}
     if curves:
         plot_learning_curves(curves, RESULTS / "curves.png", "Imitating the optimal agent")
     print(json.dumps(entries, indent=2))

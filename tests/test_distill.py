@@ -172,7 +172,7 @@ def test_a_bad_teacher_is_rejected_in_one_line(teacher, message, tmp_path):
         (["algo.teacher_share=1.5"], "algo.teacher_share=1.5 must be in [0, 1]"),
         (["algo.value_coef=-1"], "algo.value_coef=-1.0 must be >= 0"),
         (["algo.gamma=2"], "algo.gamma=2.0 must be in [0, 1]"),
-        (["env.id=YahtzeeSingleTurn-v0"], "distill imitates a td-planner, which plans solitaire"),
+        (["env.id=YahtzeeSingleTurn-v0"], "distill imitates an agent of whole solitaire games"),
     ],
 )
 def test_bad_distill_values_are_rejected_in_one_line(overrides, message):

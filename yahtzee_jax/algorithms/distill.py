@@ -18,12 +18,13 @@ the compiled chunk:
 The teacher is an agent like any other, played through the one policy signature: the teacher
 run's own acting agent (`Algorithm.make_agent`), any learner's that plays whole solitaire games
 of the same rules, or a built-in agent by name (`TEACHER_AGENTS`: `optimal-table`, the exact
-optimum with its keeps in a table, is the fast one). It is frozen: it is read once, when the run's context is built
-(`make_frozen`), and the compiled chunk closes over its parameters as constants; it is no part
-of the train state, no gradient reaches it and no optimizer holds it, and a resumed run reads it
-again from `algo.teacher`. Checkpoints are the runner's, a floor above the algorithms, so the
-trainer hands its reader down (`make_context(config, load_run)`); a context built without one
-(evaluation, a preset's inspection) has no teacher, and its update refuses in one line.
+optimum with its keeps in a table, is the fast one). It is frozen: it is read once, when the
+run's context is built (`make_frozen`), and the compiled chunk closes over its parameters as
+constants; it is no part of the train state, no gradient reaches it and no optimizer holds it,
+and a resumed run reads it again from `algo.teacher`. Checkpoints are the runner's, a floor
+above the algorithms, so the trainer hands its reader down (`make_context(config, load_run)`);
+a context built without one (evaluation, a preset's inspection) has no teacher, and its update
+refuses in one line.
 """
 
 from __future__ import annotations
@@ -63,7 +64,6 @@ from yahtzee_jax.errors import CheckpointError, ConfigError
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 from yahtzee_jax.networks import entropy
-
 
 # Built-in agents that can teach: those that play a solitaire card alone (not the match players)
 TEACHER_AGENTS = (*BUILTIN_AGENTS, OPTIMAL_TABLE)
