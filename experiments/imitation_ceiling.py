@@ -40,8 +40,16 @@ RUNS = {
     "w256": ["network.hidden_size=256"],
     "w512": ["network.hidden_size=512"],
     "w256-d3": ["network.hidden_size=256", "network.trunk_layers=3"],
+    # the shapes at 2x and 4x the games: is 409,600 games their ceiling?
+    "w128-4x": ["train.total_games=1638400"],
+    "w256-2x": ["network.hidden_size=256", "train.total_games=819200"],
+    "w256-4x": ["network.hidden_size=256", "train.total_games=1638400"],
+    "w512-2x": ["network.hidden_size=512", "train.total_games=819200"],
 }
 MACHINE = "2-core AMD EPYC with AVX-512, shared"
+# Dashed lines in the figure: reinforcement at these shapes (100,000 final games each) and the
+# optimum (results/cpu-ppo-3.3m-seed4/, results/cpu-ppo-w256-6.5m-seed7-polish/)
+REFERENCES = {"PPO w128, 3.3M games": 250.39, "PPO w256, 7.6M games": 252.19, "optimum": 254.59}
 RESULTS = Path("results/imitation-ceiling")
 KEPT = ("summary.json", "evals.jsonl", "config.yaml")
 FINAL = "final_eval/summary.json"  # the final evaluation's report (kept as final_eval_summary)
@@ -149,7 +157,8 @@ def main(argv: list[str]) -> int:
     (RESULTS / "results.json").write_text(json.dumps(entries, indent=2) + "\n")
     curves = {name: read_evals(args.out / name / "evals.jsonl") for name in names_of(entries)}
     if curves:
-        plot_learning_curves(curves, RESULTS / "curves.png", "Imitating the optimal agent")
+        title = "Imitating the optimal agent (1,000-game evaluations)"
+        plot_learning_curves(curves, RESULTS / "curves.png", title, REFERENCES)
     print(json.dumps(entries, indent=2))
     return 0
 

@@ -4,11 +4,13 @@ built-in agent by name, the exact optimum, and the student learns its decisions.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import yaml
 from positions import card
 
 from yahtzee_jax.agents.base import Agent
@@ -24,9 +26,10 @@ from yahtzee_jax.game.rules import (
     Category,
 )
 from yahtzee_jax.runner.checkpointing import load_run
-from yahtzee_jax.runner.configs import resolve
+from yahtzee_jax.runner.configs import from_dict, resolve
 from yahtzee_jax.runner.train import make_chunk
 
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "imitation-ceiling"
 TINY = [
     "network.hidden_size=32",
     "network.trunk_layers=1",
@@ -100,3 +103,26 @@ def test_student_learns_the_optimal_agents_decisions():
     agreement = np.asarray(metrics["policy/agreement"])
     assert agreement[-5:].mean() > agreement[:3].mean() + 0.15
     np.testing.assert_array_equal(metrics["policy/teacher_played"], 1.0)
+
+
+def test_the_preset_trains_the_ppo_presets_network():
+    """imitate-optimal's student is the network cpu-ppo trains (width 128, its depth, dropout,
+    norm, heads and input features), and at width 256 the one ppo-252 trains: the ceiling is
+    measured on the shapes reinforcement is scored on. Its teacher is the optimal agent."""
+    imitation, ppo = resolve("imitate-optimal"), resolve("cpu-ppo")
+    assert (imitation.network, imitation.features) == (ppo.network, ppo.features)
+    wide = resolve("imitate-optimal", None, ["network.hidden_size=256"])
+    assert wide.network == resolve("ppo-252").network
+    assert (imitation.algo.name, imitation.algo.teacher) == ("distill", "optimal-table")
+    assert imitation.env == ppo.env
+
+
+@pytest.mark.parametrize(
+    ("run", "overrides"),
+    [("w128", []), ("w256", ["network.hidden_size=256"]), ("w512", ["network.hidden_size=512"])],
+)
+def test_the_preset_is_the_config_of_the_committed_runs(run, overrides):
+    """imitate-optimal at seed 1 and each width is, field for field, the config the runs behind
+    docs/learners/imitation_ceiling.md wrote (committed under results/imitation-ceiling/)."""
+    written = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
+    assert resolve("imitate-optimal", None, ["train.seed=1", *overrides]) == from_dict(written)
