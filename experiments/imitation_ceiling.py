@@ -41,6 +41,7 @@ RUNS = {
     "w512": ["network.hidden_size=512"],
     "w256-d3": ["network.hidden_size=256", "network.trunk_layers=3"],
     # the shapes at 2x and 4x the games: is 409,600 games their ceiling?
+    "w128-2x": ["train.total_games=819200"],
     "w128-4x": ["train.total_games=1638400"],
     "w256-2x": ["network.hidden_size=256", "train.total_games=819200"],
     "w256-4x": ["network.hidden_size=256", "train.total_games=1638400"],

@@ -3,7 +3,6 @@ built-in agent by name, the exact optimum, and the student learns its decisions.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import jax
@@ -12,14 +11,14 @@ import numpy as np
 import pytest
 import yaml
 from positions import card
+from test_distill import learns_from_uniform
 
 from yahtzee_jax.agents.base import Agent
 from yahtzee_jax.algorithms import distill
-from yahtzee_jax.algorithms.base import init_train_state, make_context
+from yahtzee_jax.algorithms.base import make_context
 from yahtzee_jax.envs.base import no_others
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import (
-    DECISIONS_PER_TURN,
     KEEP_ALL,
     NUM_KEEP_ACTIONS,
     OFFICIAL,
@@ -27,7 +26,6 @@ from yahtzee_jax.game.rules import (
 )
 from yahtzee_jax.runner.checkpointing import load_run
 from yahtzee_jax.runner.configs import from_dict, resolve
-from yahtzee_jax.runner.train import make_chunk
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "imitation-ceiling"
 TINY = [
@@ -94,12 +92,7 @@ def test_student_learns_the_optimal_agents_decisions():
     ln(13 - t): mean ln(13!)/13), it falls by more than half a nat, and the agreement with the
     teacher's decisions rises by more than 0.15 (from about 0.1, a uniform guess's)."""
     context = optimal_context("optim.lr=1e-2", "optim.warmup=0", "algo.teacher_share=1.0")
-    _, metrics, failure = make_chunk(context, 30)(init_train_state(context))
-    assert np.all(failure == -1)
-    uniform = (2 * math.log(32) + math.lgamma(14) / 13) / DECISIONS_PER_TURN
-    cross_entropy = np.asarray(metrics["loss/cross_entropy"])
-    assert cross_entropy[0] == pytest.approx(uniform, abs=0.1)
-    assert cross_entropy[-5:].mean() < cross_entropy[0] - 0.5
+    metrics = learns_from_uniform(context, 30)
     agreement = np.asarray(metrics["policy/agreement"])
     assert agreement[-5:].mean() > agreement[:3].mean() + 0.15
     np.testing.assert_array_equal(metrics["policy/teacher_played"], 1.0)
