@@ -28,8 +28,9 @@ import time
 from pathlib import Path
 
 from imitation_agreement import agreement
+from matplotlib.figure import Figure
 
-from yahtzee_jax.evaluation.plots import plot_learning_curves
+from yahtzee_jax.evaluation.plots import save_figure
 from yahtzee_jax.runner.runlog import read_evals
 
 PRESET = "imitate-optimal"
@@ -40,17 +41,24 @@ RUNS = {
     "w256": ["network.hidden_size=256"],
     "w512": ["network.hidden_size=512"],
     "w256-d3": ["network.hidden_size=256", "network.trunk_layers=3"],
-    # the shapes at 2x and 4x the games: is 409,600 games their ceiling?
+    # the shapes at 2x to 8x the games: is 409,600 games their ceiling?
     "w128-2x": ["train.total_games=819200"],
     "w128-4x": ["train.total_games=1638400"],
+    "w128-8x": ["train.total_games=3276800"],  # ppo-250's games at ppo-250's shape
     "w256-2x": ["network.hidden_size=256", "train.total_games=819200"],
     "w256-4x": ["network.hidden_size=256", "train.total_games=1638400"],
     "w512-2x": ["network.hidden_size=512", "train.total_games=819200"],
 }
 MACHINE = "2-core AMD EPYC with AVX-512, shared"
-# Dashed lines in the figure: reinforcement at these shapes (100,000 final games each) and the
-# optimum (results/cpu-ppo-3.3m-seed4/, results/cpu-ppo-w256-6.5m-seed7-polish/)
-REFERENCES = {"PPO w128, 3.3M games": 250.39, "PPO w256, 7.6M games": 252.19, "optimum": 254.59}
+# Reinforcement at these shapes, (games, 100,000-game score) of the committed runs:
+# results/cpu-ppo-b256-seed2/, cpu-ppo-3.3m-seed4/, cpu-ppo-3.3m-seed5-finetune/ (width 128);
+# cpu-ppo-w256-6.5m-seed7/, cpu-ppo-w256-6.5m-seed7-polish/ (width 256)
+PPO = {
+    128: [(819_200, 246.37), (3_276_800, 250.39), (4_325_376, 250.68)],
+    256: [(6_553_600, 251.81), (7_602_176, 252.19)],
+}
+OPTIMUM = 254.56  # the optimal agent on the final evaluation's 100,000 deals (seed 3)
+WIDTH_COLOURS = {128: "tab:blue", 256: "tab:green", 512: "tab:purple"}
 RESULTS = Path("results/imitation-ceiling")
 KEPT = ("summary.json", "evals.jsonl", "config.yaml")
 FINAL = "final_eval/summary.json"  # the final evaluation's report (kept as final_eval_summary)
@@ -133,9 +141,47 @@ def collect(names: list[str], out: Path) -> list[dict]:
     return entries
 
 
-def names_of(entries: list[dict]) -> list[str]:
-    """The runs of the collected entries."""
-    return [entry["run"] for entry in entries]
+def width_of(name: str) -> int:
+    """A run's network width, from its name (w128-4x: 128)."""
+    return int(name[1:].split("-")[0])
+
+
+def figure(entries: list[dict], out: Path) -> Figure:
+    """Left: each run's final 100,000-game score against its games (filled: imitation, by
+    width; open: PPO at that width), the optimum dashed. Right: the runs' 1,000-game
+    evaluations during training."""
+    fig = Figure(figsize=(11, 4.5))
+    final, during = fig.subplots(1, 2)
+    for entry in entries:
+        width = width_of(entry["run"])
+        marker = "s" if "-d3" in entry["run"] else "o"
+        final.errorbar(entry["games"], entry["score"], yerr=entry["stderr"], fmt=marker,
+                       color=WIDTH_COLOURS[width], label=f"imitation {entry['run']}")  # fmt: skip
+        rows = read_evals(out / entry["run"] / "evals.jsonl")
+        during.plot([row["games"] for row in rows], [row["mean"] for row in rows],
+                    color=WIDTH_COLOURS[width], label=entry["run"],
+                    linestyle="--" if "-d3" in entry["run"] else "-")  # fmt: skip
+    for width in WIDTH_COLOURS:  # a width's budgets joined (2 trunk blocks)
+        points = sorted((e["games"], e["score"]) for e in entries
+                        if width_of(e["run"]) == width and "-d3" not in e["run"])  # fmt: skip
+        if len(points) > 1:
+            final.plot(*zip(*points, strict=True), "-", color=WIDTH_COLOURS[width])
+    for width, points in PPO.items():
+        games, scores = zip(*points, strict=True)
+        final.plot(games, scores, "o:", mfc="none", color=WIDTH_COLOURS[width],
+                   label=f"PPO width {width}")  # fmt: skip
+    final.axhline(OPTIMUM, color="grey", linestyle="--", label="optimal agent")
+    final.set(xscale="log", xlabel="training games", ylabel="mean score, 100,000 games",
+              title="Final scores: imitation of the optimum vs PPO")  # fmt: skip
+    final.legend(fontsize=7, loc="lower right")
+    during.set(ylim=(235, 256), xlabel="training games", ylabel="mean score, 1,000 games",
+               title="Imitation runs: 1,000-game evaluations (same deals)")  # fmt: skip
+    during.axhline(OPTIMUM, color="grey", linestyle="--")
+    during.legend(fontsize=7, loc="lower right")
+    for axes in (final, during):
+        axes.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
 
 
 def main(argv: list[str]) -> int:
@@ -156,10 +202,8 @@ def main(argv: list[str]) -> int:
     entries = collect(names, args.out)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "results.json").write_text(json.dumps(entries, indent=2) + "\n")
-    curves = {name: read_evals(args.out / name / "evals.jsonl") for name in names_of(entries)}
-    if curves:
-        title = "Imitating the optimal agent (1,000-game evaluations)"
-        plot_learning_curves(curves, RESULTS / "curves.png", title, REFERENCES)
+    if entries:
+        save_figure(figure(entries, args.out), RESULTS / "curves.png")
     print(json.dumps(entries, indent=2))
     return 0
 
