@@ -76,6 +76,7 @@ class BuiltinAgent:
     options: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # name -> default
     opponent: bool = False  # may fill an opponent's seat
     match_player: bool = False  # may fill `match NAME`'s evaluated seat
+    for_points: bool = True  # plays a card for its points (a match player plays for the win)
     loading: str = ""  # said before a build that may take minutes (its tables, the first time)
 
 
@@ -93,6 +94,7 @@ BUILTINS: dict[str, BuiltinAgent] = {
         _target_seeker,
         {"hindsight_weight": 1.0},
         match_player=True,
+        for_points=False,
         loading="Loading the target-seeker's two target tables (3.4 GB; the first time they are "
         "solved: about 5 minutes on a 2-core CPU, then cached).",
     ),
@@ -102,6 +104,7 @@ BUILTINS: dict[str, BuiltinAgent] = {
         _win_seeker,
         {"endgame_open": None, "before_endgame": "normal"},
         match_player=True,
+        for_points=False,
         loading="Loading the win-seeker's tables (the first time they are computed: about 3 "
         "minutes on a 2-core CPU, then cached).",
     ),

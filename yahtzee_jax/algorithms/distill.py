@@ -1,5 +1,5 @@
 """Distillation: the paper's policy network learns to imitate a trained agent, a td-planner's
-(issue 30).
+(issue 30), or a built-in one, the optimal agent's (issue 64: the imitation ceiling).
 
 The student is A2C's network (`YahtzeeNet` on the environment's features) and acts as A2C's
 does, greedily and without any search, so `evaluate`, `tournament`, `play --against` and an A2C
@@ -17,12 +17,14 @@ the compiled chunk:
 
 The teacher is an agent like any other, played through the one policy signature: the teacher
 run's own acting agent (`Algorithm.make_agent`), any learner's that plays whole solitaire games
-of the same rules. It is frozen: it is read once, when the run's context is built
-(`make_frozen`), and the compiled chunk closes over its parameters as constants; it is no part
-of the train state, no gradient reaches it and no optimizer holds it, and a resumed run reads it
-again from `algo.teacher`. Checkpoints are the runner's, a floor above the algorithms, so the
-trainer hands its reader down (`make_context(config, load_run)`); a context built without one
-(evaluation, a preset's inspection) has no teacher, and its update refuses in one line.
+of the same rules, or a built-in agent by name (`TEACHER_AGENTS`: `optimal-table`, the exact
+optimum with its keeps in a table, is the fast one). It is frozen: it is read once, when the
+run's context is built (`make_frozen`), and the compiled chunk closes over its parameters as
+constants; it is no part of the train state, no gradient reaches it and no optimizer holds it,
+and a resumed run reads it again from `algo.teacher`. Checkpoints are the runner's, a floor
+above the algorithms, so the trainer hands its reader down (`make_context(config, load_run)`);
+a context built without one (evaluation, a preset's inspection) has no teacher, and its update
+refuses in one line.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import jax.numpy as jnp
 
 from yahtzee_jax import envs
 from yahtzee_jax.agents.agent import Agent
+from yahtzee_jax.agents.resolve import BUILTINS, builtin_agent
 from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, RunLoader, TrainState
 from yahtzee_jax.algorithms.common import (
@@ -62,13 +65,18 @@ from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS
 from yahtzee_jax.networks import entropy
 
+# Built-in agents that can teach: those that play a card for its points (not the match players)
+TEACHER_AGENTS = tuple(name for name, entry in BUILTINS.items() if entry.for_points)
+
 
 @dataclasses.dataclass(frozen=True)
 class DistillConfig(AlgoConfig):
     """Distillation: the teacher run, how often it plays, and the student's auxiliary terms."""
 
     name: str = "distill"
-    teacher: str = ""  # a td-planner run directory, required to train (read once per context)
+    # a run directory (a td-planner's) or a built-in agent's name (`TEACHER_AGENTS`), required
+    # to train (read once per context)
+    teacher: str = ""
     teacher_share: float = dynamic(1.0)  # share of decisions that play the teacher's action
     value_coef: float = dynamic(0.005)  # weight of the critic's squared error (A2C's lambda_V)
     gamma: float = dynamic(0.99)  # the critic's discount (A2C's, for a fine-tune's warm start)
@@ -86,19 +94,27 @@ class DistillConfig(AlgoConfig):
         """Solitaire only: the teacher plans the rest of a game."""
         require(
             envs.plays_solitaire_games(config),
-            f"env.id={config.env.id!r}: distill imitates a td-planner, which plans "
-            "solitaire games (env.id=Yahtzee-v0 or another game's)",
+            f"env.id={config.env.id!r}: distill imitates an agent of whole solitaire games "
+            "(env.id=Yahtzee-v0 or another game's)",
         )
 
 
 def make_frozen(config: Config, load_run: RunLoader | None) -> Agent | None:
-    """The teacher of `algo.teacher`: that run's acting agent (a td-planner's: its planner with
-    the trained value network at the leaves), read through the trainer's `load_run`; None
-    without one (a context to act or inspect with: only training reads the teacher)."""
+    """The teacher of `algo.teacher`: the built-in agent of that name for the run's rules (its
+    tables from the solver's default cache folder), else that run's acting agent (a
+    td-planner's: its planner with the trained value network at the leaves), read through the
+    trainer's `load_run`; None without one (a context to act or inspect with: only training
+    reads the teacher)."""
     if load_run is None:
         return None
     path = config.algo.teacher
-    require(path != "", "algo.teacher is required: a td-planner run (--set algo.teacher=RUN)")
+    require(
+        path != "",
+        "algo.teacher is required: a td-planner run (--set algo.teacher=RUN) or "
+        f"a built-in agent ({', '.join(TEACHER_AGENTS)})",
+    )
+    if path in TEACHER_AGENTS:
+        return builtin_agent(path, envs.rules_of(config))
     try:
         params, teacher = load_run(path)
     except CheckpointError as error:  # no run there, or none readable: say how to make one
