@@ -12,6 +12,7 @@ import pytest
 
 from yahtzee_jax.agents import BUILTINS, OPPONENTS, builtin_agent
 from yahtzee_jax.agents.resolve import MATCH_PLAYERS
+from yahtzee_jax.algorithms.distill import TEACHER_AGENTS
 from yahtzee_jax.commands.match import PLAYER_OPTIONS
 from yahtzee_jax.errors import UserError
 
@@ -30,11 +31,14 @@ def test_each_entry_takes_exactly_the_options_its_builder_takes() -> None:
 def test_the_seats_are_the_documented_ones() -> None:
     """Opponents: the optimal agent and the baselines (docs/usage.md's `--opponent`); the
     evaluated seat of `match NAME`: the optimal agent and the solver's two match players; the
-    decision-table agent neither (it is for long evaluations)."""
+    decision-table agent neither (it is for long evaluations); teachers: the agents that play
+    for points."""
     assert OPPONENTS == ("optimal", "greedy1", "greedy2", "greedy3", "random")
     assert set(MATCH_PLAYERS) == {"optimal", "target-seeker", "win-seeker"}
     assert "optimal-table" not in OPPONENTS + MATCH_PLAYERS
     assert all(BUILTINS[name].loading for name in ("target-seeker", "win-seeker"))
+    # a distill teacher plays a card for its points: not the match players (they play for wins)
+    assert set(TEACHER_AGENTS) == {*OPPONENTS, "optimal-table"}
 
 
 @pytest.mark.parametrize(
