@@ -17,13 +17,13 @@ import sys
 
 import jax
 import jax.numpy as jnp
-from yahtzee_jax.solver.widget_tables import KEEP_OF_ACTION, ROLL_OF_CODE, dice_code
 
 from yahtzee_jax.agents import builtin_agent
 from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, NUM_KEEP_ACTIONS
 from yahtzee_jax.runner.checkpointing import load_agent
+from yahtzee_jax.solver.widget_tables import KEEP_OF_ACTION, ROLL_OF_CODE, dice_code
 
 
 def agreement(run: str, games: int, seed: int) -> dict[str, float]:
