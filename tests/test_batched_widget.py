@@ -226,7 +226,7 @@ def test_play_games_uses_the_batch_path_and_plays_the_same_games():
     ("variant", "max_rerolls", "with_table"),
     [
         ("official", 2, True),  # the optimal agent: memory made at the first keep, read at the last
-        ("yatzy", 2, True),
+        pytest.param("yatzy", 2, True, marks=pytest.mark.slow),  # official's path, Yatzy's card
         ("official", 1, False),  # greedy level 2: the last keep at roll index 0, nothing kept
         # greedy level 1 keeps everything (nothing to remember); its games are checked bit for
         # bit in make test by tests/test_golden.py (greedy1), so this case waits for test-slow

@@ -175,7 +175,8 @@ def test_fast_learner_cases_give_the_production_digests_too(
 @pytest.mark.parametrize(
     "name",
     [
-        name if name != "optimal" else pytest.param(name, marks=pytest.mark.slow)
+        # greedy2 is greedy3's code at one fewer re-roll: it waits for test-slow with optimal
+        name if name not in ("optimal", "greedy2") else pytest.param(name, marks=pytest.mark.slow)
         for name in golden_cases.AGENTS
     ],
 )

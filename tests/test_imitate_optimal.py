@@ -86,6 +86,9 @@ def test_a_teacher_name_builds_that_builtin_agent_for_the_runs_rules(monkeypatch
     assert "optimal-table" in distill.TEACHER_AGENTS and "win-seeker" not in distill.TEACHER_AGENTS
 
 
+# Slow (14 s idle): make test keeps the optimal teacher's moves (above) and distill's learning
+# from a teacher (tests/test_distill.py); this one trains 30 updates against the optimum.
+@pytest.mark.slow
 def test_student_learns_the_optimal_agents_decisions():
     """30 updates of 8 games played by the optimal teacher (lr 1e-2 from the first update): the
     first cross-entropy is the uniform policy's (ln 32 at a keep; at turn t's score decision

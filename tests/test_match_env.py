@@ -406,10 +406,11 @@ def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize(
     "preset", ["paper-ppo-50k", pytest.param("paper-reinforce", marks=pytest.mark.slow)]
 )
-def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
+def test_ppo_and_reinforce_train_in_the_match_against_greedy1(preset):
     """Learners written for solitaire train in the match environment with no code of their
-    own: three updates against greedy3 move every parameter group, stay finite, remember the
-    learner's totals for the moving goal and log the match's win rate and scores."""
+    own: three updates against greedy1 (greedy3 compiled for longer, the same path) move every
+    parameter group, stay finite, remember the learner's totals for the moving goal and log
+    the match's win rate and scores."""
     config = resolve(
         preset,
         None,
@@ -419,7 +420,7 @@ def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
             "train.games_per_update=4",
             "train.total_games=12",
             "env.id=YahtzeeMatch-v0",
-            "env.opponent=greedy3",
+            "env.opponent=greedy1",
             "env.reward=win",
         ],
     )
@@ -443,7 +444,7 @@ def test_ppo_and_reinforce_train_in_the_match_against_greedy3(preset):
             )
         ), module
     assert 0.0 <= float(metrics["train/win_rate"]) <= 1.0
-    assert float(metrics["train/opponent_mean_score"]) > 100  # greedy3 plays well
+    assert float(metrics["train/opponent_mean_score"]) > 100  # greedy1 writes its best box
 
 
 # make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC

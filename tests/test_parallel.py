@@ -124,6 +124,10 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+# Slow (24 s idle, three processes): make test keeps the data-parallel mesh on two forced host
+# devices (tests/test_scaling.py) and the one-device and too-many-devices rules (above); the
+# launch of several processes through a coordinator runs in make test-slow.
+@pytest.mark.slow
 def test_two_processes_train_like_one_process_with_two_devices(tmp_path):
     """`train --distributed` in two processes (CPU collectives over a loopback coordinator)
     ends with the parameters of one process training on two forced devices; only process 0

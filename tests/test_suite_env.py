@@ -277,8 +277,9 @@ def test_a_key_fixes_the_episode():
 
 
 def test_vmapped_episodes_match_single_ones():
-    """`vmap` of init and step over keys gives each episode exactly as played alone."""
-    params, init, step = jitted("YachtMatch-v0")
+    """`vmap` of init and step over keys gives each episode exactly as played alone, the
+    opponent's moves inside the step included (greedy1: the optimal agent compiles for longer)."""
+    params, init, step = jitted("YachtMatch-v0", opponent="greedy1")
     keys = jax.random.split(jax.random.key(0), 4)
     batch = jax.vmap(init, in_axes=(0, None))(keys, params)
     actions = jnp.int32([3, 31, 0, 17])
