@@ -6,26 +6,32 @@ refused in one line before anything is built (no table is solved or loaded)."""
 
 from __future__ import annotations
 
+import argparse
 import inspect
 
 import pytest
 
 from yahtzee_jax.agents import BUILTINS, OPPONENTS, builtin_agent
-from yahtzee_jax.agents.resolve import MATCH_PLAYERS
+from yahtzee_jax.agents.resolve import MATCH_PLAYERS, PLAYER_OPTIONS, option_flag
 from yahtzee_jax.algorithms.distill import TEACHER_AGENTS
-from yahtzee_jax.commands.match import PLAYER_OPTIONS
+from yahtzee_jax.commands.match import add_arguments
 from yahtzee_jax.errors import UserError
 
 
 def test_each_entry_takes_exactly_the_options_its_builder_takes() -> None:
     """The builder's parameters after (rules, cache_dir) are the entry's options, and every
-    option the match command passes on is some player's."""
+    option some player takes is a flag of `match` (which passes the given ones on)."""
     for name, entry in BUILTINS.items():
         parameters = list(inspect.signature(entry.build).parameters)
         assert parameters[:2] == ["rules", "cache_dir"], name
         assert parameters[2:] == list(entry.options), name
     taken = {option for entry in BUILTINS.values() for option in entry.options}
     assert taken == set(PLAYER_OPTIONS)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = {action.dest: action.option_strings for action in parser._actions}
+    for option in PLAYER_OPTIONS:  # each is a flag of `match`, which passes it on
+        assert flags[option] == [option_flag(option)], option
 
 
 def test_the_seats_are_the_documented_ones() -> None:

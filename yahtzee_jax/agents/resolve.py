@@ -113,6 +113,8 @@ BUILTINS: dict[str, BuiltinAgent] = {
     "optimal-table": BuiltinAgent(_optimal_table),
 }
 AGENT_NAMES = tuple(BUILTINS)
+# Every option some built-in player takes (each a flag of `match`, which passes those given on).
+PLAYER_OPTIONS = tuple(dict.fromkeys(name for entry in BUILTINS.values() for name in entry.options))
 OPPONENTS = tuple(name for name, entry in BUILTINS.items() if entry.opponent)
 MATCH_PLAYERS = tuple(name for name, entry in BUILTINS.items() if entry.match_player)
 # The target agent plays for a final score X it is given (`agents.target`): not built by name.

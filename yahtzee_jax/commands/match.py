@@ -10,6 +10,7 @@ from yahtzee_jax.agents.resolve import (
     BUILTINS,
     MATCH_PLAYERS,
     OPPONENTS,
+    PLAYER_OPTIONS,
     builtin_agent,
     option_flag,
 )
@@ -20,9 +21,6 @@ from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.solver.win_policy import BEFORE_ENDGAME
 
-# The built-in players' options as the command takes them (`agents.resolve.BUILTINS` says
-# which player takes which).
-PLAYER_OPTIONS = ("endgame_open", "before_endgame", "hindsight_weight")
 # The oracle told the opponents' final scores (`evaluation.target_measures.ceiling_matches`): it
 # plays against the optimal agent's games, for measurement only.
 CEILING = "ceiling"
