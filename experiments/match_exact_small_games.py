@@ -56,11 +56,11 @@ def small_game(boxes: int) -> Rules:
 
 
 GAMES = {f"g{boxes}": boxes for boxes in (7, 8, 9, 10, 11)}
-PLAYERS = {  # name in the results: (match player, hindsight weight)
-    "target-seeker": ("target-seeker", 1.0),
-    "target-seeker-w0": ("target-seeker", 0.0),
-    "win-seeker": ("win-seeker", None),
-    "optimal": ("optimal", None),
+PLAYERS = {  # name in the results: (match player, its options: `agents.resolve.BUILTINS`)
+    "target-seeker": ("target-seeker", {"hindsight_weight": 1.0}),
+    "target-seeker-w0": ("target-seeker", {"hindsight_weight": 0.0}),
+    "win-seeker": ("win-seeker", {}),
+    "optimal": ("optimal", {}),
 }
 
 
@@ -81,18 +81,15 @@ def gap_fraction(win: float, ceiling: dict[str, Any]) -> float:
 
 def simulate(rules: Rules, player: str, matches: int, seed: int) -> dict[str, Any]:
     """A match player against the optimal agent on `matches` matches of `seed`."""
-    name, weight = PLAYERS[player]
-    if name == "target-seeker":
-        agent = builtin_agent(name, rules, hindsight_weight=weight)
-    else:
-        agent = builtin_agent(name, rules)
+    name, options = PLAYERS[player]
+    agent = builtin_agent(name, rules, **options)
     result = evaluate_agent_matches(agent, "optimal", matches, seed)
     keep = ("games", "wins", "draws", "win_rate", "win_interval_95", "mean_score", "wall_s")
     return {key: result[key] for key in keep} | {
         "draw_rate": result["draws"] / result["games"],
         "seed": seed,
         "player": name,
-        "hindsight_weight": weight,
+        "hindsight_weight": options.get("hindsight_weight"),
     }
 
 
