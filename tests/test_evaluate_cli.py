@@ -38,7 +38,8 @@ def cache_dir(tmp_path, monkeypatch):
 
 def test_evaluate_random_writes_json_markdown_and_pngs(tmp_path, cache_dir, capsys) -> None:
     """200 random games: the terminal table, summary.json (also at --json), report.md, 3 PNGs,
-    and the cached reference games as the optimal column."""
+    the cached reference games as the optimal column, and the play program kept in the cache's
+    traces/ for the next process (`evaluation.stored_traces`)."""
     out = tmp_path / "report"
     json_path = tmp_path / "summary.json"
     argv = ["evaluate", "random", "--games", "200", "--rules", "plain", "--seed", "0",
@@ -56,6 +57,7 @@ def test_evaluate_random_writes_json_markdown_and_pngs(tmp_path, cache_dir, caps
     for name in ("score_histogram.png", "category_scores.png", "first_category.png"):
         assert (out / name).read_bytes().startswith(PNG_MAGIC)
         assert f"]({name})" in markdown
+    assert len(list((cache_dir / "traces").glob("play_batch-*.jaxexport"))) == 1
 
 
 @pytest.mark.parametrize(

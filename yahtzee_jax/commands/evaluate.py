@@ -17,6 +17,7 @@ from yahtzee_jax.agents.widget_agents import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluation import stored_traces
 from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
 from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables
 from yahtzee_jax.files import check_writable, write_json
@@ -151,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         batch_size=args.batch_size,
         cache_dir=args.cache_dir,
+        program_dir=stored_traces.folder_of(args.cache_dir),
     )
     print(format_terminal(report_tables(summary, agent.rules)))
     print(

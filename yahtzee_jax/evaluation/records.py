@@ -25,6 +25,7 @@ from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.envs.rollout import learning_rollout
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE, episode_keys
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluation import stored_traces
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
 from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
@@ -123,7 +124,10 @@ def _play(policy: Policy, params: Any, keys: jax.Array, rules: Rules) -> tuple[e
     return final, records
 
 
-@functools.partial(jax.jit, static_argnames=("policy", "rules", "batch_size"))
+_STATIC = ("policy", "rules", "batch_size")
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
 def _play_batch(
     policy: Policy,
     rules: Rules,
@@ -175,6 +179,7 @@ def play_games(
     progress: bool = False,
     batch_params: Callable[[int, int], Any] | None = None,
     first_game: int = 0,
+    program_dir: str | os.PathLike | None = None,
 ) -> GameRecords:
     """Play `num_games` games of `agent` under `agent.rules`, batched on device.
 
@@ -185,7 +190,9 @@ def play_games(
     `first_game` plays games first_game .. first_game + num_games - 1 of the seed (dice apart
     from games 0 .. first_game - 1). `batch_params(first, count)`, when given, are the params of
     the call's games first .. first + count - 1 (0 is its first game) in place of
-    `agent.params`: per-game parameters, the target agent's goals.
+    `agent.params`: per-game parameters, the target agent's goals. With a `program_dir`, the
+    traced program is kept there between processes (`stored_traces`: a later process does not
+    trace it again) where the policy can be stated exactly.
     """
     check_num_games(num_games)
     check_num_games(first_game + num_games)  # the last game's index is an int32 too
@@ -199,14 +206,15 @@ def play_games(
     firsts = range(0, num_games, batch_size)
 
     def play_batch(first: int) -> dict[str, np.ndarray]:
-        out = _play_batch(
-            agent.policy,
-            agent.rules,
-            agent.params if batch_params is None else batch_params(first, batch_size),
-            base_key,
-            jnp.int32(first_game + first),
-            batch_size,
-        )
+        arguments = {
+            "policy": agent.policy,
+            "rules": agent.rules,
+            "params": agent.params if batch_params is None else batch_params(first, batch_size),
+            "base_key": base_key,
+            "first_game": jnp.int32(first_game + first),
+            "batch_size": batch_size,
+        }
+        out = stored_traces.call(program_dir, _play_batch, _STATIC, arguments)
         kept = min(batch_size, num_games - first)  # the last batch is padded
         return {name: np.asarray(value)[:kept] for name, value in out.items()}
 

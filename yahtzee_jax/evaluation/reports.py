@@ -41,11 +41,13 @@ def optimal_reference(
     cache_dir: str | os.PathLike | None = None,
     batch_size: int | None = None,
     progress: bool = False,
+    program_dir: str | os.PathLike | None = None,
 ) -> GameRecords:
     """Games of the optimal agent for comparison, cached on disk by rules/games/seed.
 
     Solves the rules first if their value table is not cached. The file is a checked cache file
-    (`files.cached`: written whole, a damaged one played again, one process plays it).
+    (`files.cached`: written whole, a damaged one played again, one process plays it). Its play
+    program is kept in `program_dir` where given (`records.play_games`).
     """
     path = reference_path(rules, num_games, seed, cache_dir)
 
@@ -53,7 +55,14 @@ def optimal_reference(
         from yahtzee_jax.agents.widget_agents import make_optimal_agent
 
         agent = make_optimal_agent(rules, cache_dir=cache_dir)
-        records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+        records = play_games(
+            agent,
+            num_games,
+            seed,
+            batch_size=batch_size,
+            progress=progress,
+            program_dir=program_dir,
+        )
         _save_reference(records, path)
         return records
 
@@ -224,15 +233,19 @@ def evaluate(
     *,
     batch_size: int | None = None,
     cache_dir: str | os.PathLike | None = None,
+    program_dir: str | os.PathLike | None = None,
 ) -> dict:
     """Play, summarise and write the artifacts; returns the JSON-ready summary.
 
     `out_dir` receives summary.json, report.md and the PNG plots; `json_path` the summary only.
     With `compare_optimal` the optimal agent's games (same rules, games and seed; cached on disk)
-    are played alongside; the optimal agent's own games are stored as that reference.
+    are played alongside; the optimal agent's own games are stored as that reference. With a
+    `program_dir`, the games' traced programs are kept there between processes
+    (`records.play_games`).
     """
     started = time.perf_counter()
-    records = play_games(agent, num_games, seed, batch_size=batch_size, progress=progress)
+    play = {"batch_size": batch_size, "progress": progress, "program_dir": program_dir}
+    records = play_games(agent, num_games, seed, **play)
     elapsed = time.perf_counter() - started
     optimal_records = None
     if agent.optimal:  # no column beside itself, but its games are the reference
@@ -240,9 +253,7 @@ def evaluate(
         if check_state(path) != "whole":  # missing, damaged or without its checksum
             _save_reference(records, path)
     elif compare_optimal:
-        optimal_records = optimal_reference(
-            agent.rules, num_games, seed, cache_dir, batch_size=batch_size, progress=progress
-        )
+        optimal_records = optimal_reference(agent.rules, num_games, seed, cache_dir, **play)
     summary = summarize(records, optimal_records)
     summary["seconds"] = elapsed
     summary["games_per_second"] = num_games / elapsed
