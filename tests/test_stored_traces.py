@@ -251,3 +251,19 @@ def test_a_program_that_cannot_be_exported_is_traced_as_usual(tmp_path, traced, 
     assert_same_games(play(tmp_path), traced)
     assert stored_files(tmp_path) == []
     stored_traces.forget_programs()
+
+
+def test_the_widget_policy_plays_its_traced_games_bit_for_bit_from_its_stored_program(
+    tmp_path, exports
+) -> None:
+    """greedy3 (a float32 turn widget, whose near-ties a differently fused program could break
+    otherwise): its games by the stored program, read back without tracing, equal those of the
+    program traced in this process, bit for bit."""
+    from yahtzee_jax.agents.widget_agents import make_greedy_agent
+
+    agent = make_greedy_agent(3, RULES)
+    expected = play_games(agent, GAMES, SEED, batch_size=BATCH)
+    play(tmp_path, agent)
+    stored_traces.forget_programs()
+    assert_same_games(play(tmp_path, agent), expected)
+    assert len(exports) == 1 and len(stored_files(tmp_path)) == 1
