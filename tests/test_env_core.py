@@ -150,22 +150,23 @@ def test_the_learners_match_is_the_protocols_match():
         jax.vmap(lambda s, a, k, seat: core.step(s, a, k, params.replace(seat=seat)))
     )
     mirror = protocol(keys, seats)
-    start_turn, end_turn, env_step = (
-        jax.jit(env.start_turn),
-        jax.jit(env.end_turn),
-        jax.jit(env.step),
-    )
+    start_turn, end_turn = jax.jit(env.start_turn), jax.jit(env.end_turn)
+
+    @jax.jit
+    def decide(state, mirror, decision):
+        """One decision of random legal play in both (jitted whole: eager ops cost seconds)."""
+        step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
+        split = jax.vmap(jax.random.split)(step_keys)
+        mask = env.legal_action_mask(env.observation(state))
+        actions = jnp.argmax(mask * jax.random.uniform(split[0, 0], mask.shape), axis=-1)
+        state, _ = env.step(state, actions, split[:, 1], decision)
+        return state, protocol_step(mirror, actions, split[:, 1], seats)
+
     for turn in range(OFFICIAL.num_turns):
         state = start_turn(state, jnp.int32(turn))
         assert equal((state.env.match, state.env.decisions), (mirror.match, mirror.decisions))
         for roll in range(3):
-            decision = turn * 3 + roll
-            step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
-            split = jax.vmap(jax.random.split)(step_keys)
-            mask = env.legal_action_mask(env.observation(state))
-            actions = jnp.argmax(mask * jax.random.uniform(split[0, 0], mask.shape), axis=-1)
-            state, _ = env_step(state, actions, split[:, 1], jnp.int32(decision))
-            mirror = protocol_step(mirror, actions, split[:, 1], seats)
+            state, mirror = decide(state, mirror, jnp.int32(turn * 3 + roll))
         state = end_turn(state, jnp.int32(turn))
     assert equal(state.env.match, mirror.match) and bool(jnp.all(mirror.terminated))
     final = env.finish(state, jnp.zeros((env.episode_length, 4)))[-1]
