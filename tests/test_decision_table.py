@@ -23,7 +23,9 @@ from yahtzee_jax.agents.decision_table import (
     _rows,
 )
 from yahtzee_jax.agents.widget_agents import make_optimal_agent
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import play_games
+from yahtzee_jax.evaluation.single_turn import evaluate_single_turn
 from yahtzee_jax.game.engine import batch_of_one
 from yahtzee_jax.game.rules import (
     OFFICIAL,
@@ -47,25 +49,16 @@ MINI_NO_BONUS = Rules(
 UPPER = [Category.ONES, Category.TWOS, Category.THREES, Category.FOURS, Category.FIVES]
 
 
-def test_cards_of_a_last_turn_play_the_optimal_agents_widget() -> None:
-    """Cards whose episode ends with this turn while several boxes are open (the single-turn
-    task: no future after it) are outside the table's whole games: the table agent plays the
-    optimal agent's actions on them, at every decision, where its table plans later turns."""
-    rules = MINI
-    table_agent, optimal = builtin_agent("optimal-table", rules), make_optimal_agent(rules)
-    rng = np.random.default_rng(3)
-    cards = [
-        card(dice=rng.integers(1, 7, 5), scores={3: 12} if index % 2 else {}, roll_index=index % 3,
-             rules=rules)
-        for index in range(96)
-    ]  # fmt: skip
-    cards = jax.tree.map(lambda *leaves: jnp.stack(leaves), *cards)
-    cards = cards.replace(turns_left=jnp.ones_like(cards.turns_left))
-    keys = jax.random.split(jax.random.key(0), 96)
-    ours = table_agent.policy(table_agent.params, cards, cards, keys)
-    np.testing.assert_array_equal(ours, optimal.policy(optimal.params, cards, cards, keys))
-    planned = decision_table.table_actions(table_agent.params, cards, rules)
-    assert np.any(np.asarray(planned) != np.asarray(ours))  # the table would have chosen otherwise
+def test_the_single_turn_task_is_refused_in_one_line() -> None:
+    """A turn of the single-turn task ends its episode with boxes still open: its card has no
+    row of whole games, so the single-turn evaluation refuses the table agent in one line (it
+    plays whole games only: its one call selects the table's keep with no fallback) and says
+    which agent plays single turns."""
+    table_agent = builtin_agent("optimal-table", MINI)
+    with pytest.raises(UserError) as error:
+        evaluate_single_turn(table_agent, 8, 0)
+    message = str(error.value)
+    assert "whole games only" in message and "optimal" in message and "\n" not in message
 
 
 def _row(rules, written: dict[int, int]) -> int:

@@ -16,9 +16,12 @@ seconds and kept in the solver's cache folder for the next process (`cached_deci
 an agent of its own (`evaluate`, `bench evaluate --agents optimal-table`) so that nothing else
 builds it.
 
-The table assumes whole games (a card's turns left are its open boxes), as `play_games` plays
-them; the one policy signature reads it for such cards and plays the optimal agent's widget
-for a batch holding any other (`DecisionTablePolicy`).
+The table assumes whole games (a card's turns left are its open boxes): the agent plays whole
+games only (`whole_games_only`, which the single-turn evaluation reads to refuse it in one line;
+`optimal` plays single turns). Its one call branches on nothing: it selects between the keep and
+the box (`table_actions`), so that `play_games`, which shows it each roll as the constant it is
+(`plays_by_roll`), compiles only the roll's own work: the speed of its former turn path
+(results/turn-path-bench/idle).
 """
 
 from __future__ import annotations
@@ -37,7 +40,6 @@ from flax import struct
 
 from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.widget_agents import (
-    MAX_REROLLS,
     PLAN_CHUNK,
     WIDGET_CPU_BATCH_SIZE,
     first_best_action,
@@ -45,7 +47,6 @@ from yahtzee_jax.agents.widget_agents import (
     last_keep_values,
     make_optimal_agent,
     score_actions,
-    widget_batch_actions,
 )
 from yahtzee_jax.files import cached, checksum_path, written_checked
 from yahtzee_jax.game.engine import LAST_ROLL, State
@@ -242,53 +243,36 @@ def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
     return table.row_of_state[key]
 
 
-def _whole_game_cards(cards: State) -> jax.Array:
-    """Whether every card's future counts as in a whole game (the table's assumption): more
-    than one scoring decision left exactly when more than one box is open."""
-    open_boxes = jnp.sum(~cards.filled, axis=-1)
-    return jnp.all((cards.turns_left > 1) == (open_boxes > 1))
-
-
 def table_actions(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:
     """Each card's action from the table: at a keep the keep stored for its row, roll and
     re-rolls left (one gather; its row found again at each keep, cheaper than carrying it), at
-    the score decision the optimal agent's box (`score_actions`). Each is computed only when a
-    card of the batch needs it (one of them in the lockstep play loop)."""
-    scoring = cards.roll_index == LAST_ROLL
-    nothing = jnp.zeros(scoring.shape, jnp.int32)
-
-    def keeps() -> jax.Array:
-        rows = _card_rows(table, cards, rules)
-        roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
-        shift = jnp.where(cards.roll_index == 0, 0, KEEP_BITS)
-        return (table.keeps[rows, roll].astype(jnp.int32) >> shift) & ((1 << KEEP_BITS) - 1)
-
-    def boxes() -> jax.Array:
-        return score_actions(table.value_table, cards, rules).astype(jnp.int32)
-
-    kept = jax.lax.cond(jnp.all(scoring), lambda: nothing, keeps)
-    scored = jax.lax.cond(jnp.any(scoring), boxes, lambda: nothing)
-    return jnp.where(scoring, scored, kept)
+    the score decision the optimal agent's box (`score_actions`). Both are computed and one is
+    selected, with no conditional: where the roll index is a constant (`play_games`), XLA drops
+    the other's work; a `lax.cond` here would keep it all (21 % of the agent's time)."""
+    rows = _card_rows(table, cards, rules)
+    roll = jnp.asarray(ROLL_OF_CODE)[dice_code(cards.dice, jnp)]
+    shift = jnp.where(cards.roll_index == 0, 0, KEEP_BITS)
+    kept = (table.keeps[rows, roll].astype(jnp.int32) >> shift) & ((1 << KEEP_BITS) - 1)
+    scored = score_actions(table.value_table, cards, rules).astype(jnp.int32)
+    return jnp.where(cards.roll_index == LAST_ROLL, scored, kept)
 
 
 @dataclasses.dataclass(frozen=True)
 class DecisionTablePolicy:
-    """The optimal agent's policy with its keeps read from its table: cards of whole games
-    read the table (`table_actions`); a batch holding any other card (one turn of the
-    single-turn task: no future after it) plays the optimal agent's widget."""
+    """The optimal agent's policy with its keeps read from its table, for cards of whole games
+    (`whole_games_only`: a card whose episode ends before its card is full, one turn of the
+    single-turn task, has no row)."""
 
     rules: Rules
     cpu_batch_size = WIDGET_CPU_BATCH_SIZE  # read by `play_games`; not a field
+    plays_by_roll = True  # `play_games` shows it each roll as a constant; not a field
+    whole_games_only = True  # the single-turn evaluation refuses it; not a field
 
     def __call__(
         self, params: DecisionTable, own: State, others: State, keys: jax.Array
     ) -> jax.Array:
-        """The optimal agent's actions for a batch of cards."""
-        return jax.lax.cond(
-            _whole_game_cards(own),
-            lambda: table_actions(params, own, self.rules),
-            lambda: widget_batch_actions(params.value_table, own, self.rules, MAX_REROLLS),
-        )
+        """The optimal agent's actions for a batch of cards of whole games."""
+        return table_actions(params, own, self.rules)
 
 
 def make_decision_table_agent(

@@ -20,6 +20,7 @@ import numpy as np
 
 from yahtzee_jax.agents.agent import Agent, Policy
 from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play, record_transition
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
@@ -57,6 +58,11 @@ def evaluate_single_turn(
     agent: Agent, num_turns: int, seed: int, batch_size: int = 1024
 ) -> dict[str, float]:
     """Mean single-turn score of `agent` and the exact optimum of the same turns."""
+    if getattr(agent.policy, "whole_games_only", False):
+        raise UserError(
+            f"agent {agent.name!r} plays whole games only (its table has no row for a turn with "
+            "no future); the single-turn task is played by the optimal agent: optimal"
+        )
     base_key = jax.random.key(seed)
     scores, optimum = [], []
     for first in range(0, num_turns, batch_size):
