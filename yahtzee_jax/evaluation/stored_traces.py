@@ -265,15 +265,16 @@ def _argument_type(leaf: Any) -> tuple[str, ...]:
 def _settings() -> str | None:
     """JAX's settings that a trace reads, the ones its jit keys its in-memory cache on, stated;
     None where one is an object named by its address (a mesh or a named axis in force)."""
-    from jax._src import config, core  # the settings are not in JAX's public API
+    try:  # the settings are not in JAX's public API: another JAX keeps nothing
+        from jax._src import config, core
 
-    try:
         names, values = config.trace_context_names(), config.trace_context()
-    except (AttributeError, NotImplementedError):  # another JAX: nothing kept
+        axis_env = core.AxisEnv
+    except (ImportError, AttributeError, NotImplementedError):
         return None
     stated = []
     for name, value in zip(names, values, strict=True):
-        empty_axes = isinstance(value, core.AxisEnv) and not (
+        empty_axes = isinstance(value, axis_env) and not (
             value.axis_sizes or value.spmd_axis_names or value.explicit_mesh_axis_names
         )
         text = "no named axes" if empty_axes else repr(value)
