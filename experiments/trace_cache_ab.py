@@ -1,7 +1,7 @@
 """A warm `evaluate` with and without its traced play program kept (issue 65): the whole
 command from a shell, before (a checkout without `evaluation.stored_traces`) and after, in turn.
 
-    python experiments/trace_cache_ab.py --before /work/main --after . \\
+    python experiments/trace_cache_ab.py --before MAIN_CHECKOUT --after . \\
         --cache /tmp/cache-export --out results/whole-process/trace-cache-ab.json
 
 For each agent (`optimal`, `optimal-table`): one run of each checkout to fill the caches (not
@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-PYTHON = "/work/main/.venv/bin/python"
+PYTHON = sys.executable  # this venv for both checkouts; PYTHONPATH picks the code
 TIME_FORMAT = "%e s wall %U s user %S s sys %M KiB"
 COMMAND = "evaluate {agent} --rules yatzy --games 100000 --no-optimal --no-progress --out {out}"
 # Plays as `evaluate` does and prints a digest of every game's boxes and totals; a checkout
