@@ -50,6 +50,7 @@ RUNS = {
     "w512-2x": ["network.hidden_size=512", "train.total_games=819200"],
     # a second reporting seed of the preset itself (its own seed in place of SEED)
     "w128-seed2": ["train.seed=2"],
+    "w256-seed2": ["network.hidden_size=256", "train.seed=2"],
 }
 MACHINE = "2-core AMD EPYC with AVX-512, shared"
 # Reinforcement at these shapes, (games, 100,000-game score) of the committed runs:
