@@ -179,7 +179,7 @@ def figure(entries: list[dict]) -> Figure:
               title="Final scores: imitation of the optimum vs PPO")  # fmt: skip
     final.legend(fontsize=7, loc="lower right")
     during.set(ylim=(235, 256), xlabel="training games", ylabel="mean score, 1,000 games",
-               title="Imitation runs: 1,000-game evaluations (seed 1's on the same deals)")  # fmt: skip
+               title="1,000-game evaluations (seed 1's runs on the same deals)")  # fmt: skip
     during.axhline(OPTIMUM, color="grey", linestyle="--")
     during.legend(fontsize=7, loc="lower right")
     for axes in (final, during):
