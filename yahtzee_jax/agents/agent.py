@@ -60,6 +60,13 @@ def policy_step(
     return policy.step(params, own, others, keys, memory)
 
 
+def at_roll(cards: State, roll_index: int) -> State:
+    """Cards of a lockstep batch at the turn's `roll_index`-th decision, their roll index shown as
+    that constant: a loop that plays a turn at a time knows it, and a policy that selects on the
+    roll (`DecisionTablePolicy`) then compiles only that roll's work."""
+    return cards.replace(roll_index=jnp.full_like(cards.roll_index, roll_index))
+
+
 @dataclasses.dataclass(frozen=True)
 class OneCard:
     """An agent's `act(params, state, key)`: its policy on one unbatched card alone, as a batch

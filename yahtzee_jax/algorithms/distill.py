@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 
 from yahtzee_jax import envs
-from yahtzee_jax.agents.agent import Agent
+from yahtzee_jax.agents.agent import Agent, at_roll
 from yahtzee_jax.agents.resolve import BUILTINS, builtin_agent
 from yahtzee_jax.algorithms import acting, actor_critic
 from yahtzee_jax.algorithms.algorithm import Algorithm, Context, Metrics, RunLoader, TrainState
@@ -158,7 +158,7 @@ def mixed_policy(
     def policy(observation: Any, keys: jax.Array, roll_index: int) -> tuple[jax.Array, dict]:
         pairs = jax.vmap(jax.random.split)(keys)
         sampled, extras = student(observation, pairs[:, 0], roll_index)
-        cards = env.card(observation)
+        cards = at_roll(env.card(observation), roll_index)  # games in lockstep, by turn
         chosen = teacher.policy(teacher.params, cards, no_others(cards), keys)
         follow = jax.vmap(jax.random.uniform)(pairs[:, 1]) < share
         played = jnp.where(follow, chosen, sampled).astype(jnp.int32)

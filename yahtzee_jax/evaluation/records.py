@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.agents.agent import Agent, Policy, initial_memory, policy_step
+from yahtzee_jax.agents.agent import Agent, Policy, at_roll, initial_memory, policy_step
 from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.envs.rollout import learning_rollout
@@ -120,8 +120,7 @@ def _play(policy: Policy, params: Any, keys: jax.Array, rules: Rules) -> tuple[e
     env = SOLITAIRE["game"](rules, FeatureConfig())
 
     def act(cards: engine.State, keys: jax.Array, carry: Any, roll_index: int | None = None):
-        if roll_index is not None:
-            cards = cards.replace(roll_index=jnp.full_like(cards.roll_index, roll_index))
+        cards = cards if roll_index is None else at_roll(cards, roll_index)
         return policy_step(policy, params, cards, no_others(cards), keys, carry)
 
     def learn(carry: Any, card: engine.State, action: jax.Array, following: engine.State,
