@@ -7,6 +7,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from yahtzee_jax.agents.resolve import builtin_agent
 from yahtzee_jax.config import FeatureConfig
@@ -133,6 +134,7 @@ def test_the_learners_tasks_are_the_outside_ids_games():
         assert bool(jnp.all(state.terminated)) and bool(jnp.all(cards.terminated))
 
 
+@pytest.mark.slow  # the match parity; fast: the game's below, test_suite_env.py, test_match_env.py
 def test_the_learners_match_is_the_protocols_match():
     """Lane group g of `envs.Match` (the learner in seat g, its opponent a seat policy on its
     group's lanes) is the protocol's `init`/`step` with the outside seat g and the suite's

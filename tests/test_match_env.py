@@ -219,7 +219,7 @@ def _tiny(preset: str, *overrides: str):
                 "algo.batch_size=16",
                 "algo.gradient_steps=2",
             ),
-            marks=pytest.mark.slow,  # DQN in the match: test_golden's fast case and the goal test
+            marks=pytest.mark.slow,  # DQN in the match: test_golden's fast case
         ),
         pytest.param(
             _tiny(
@@ -279,6 +279,7 @@ def test_training_updates_run_and_are_finite(config):
 @pytest.mark.parametrize(
     "preset", ["dqn-two-player", pytest.param("a2c-win", marks=pytest.mark.slow)]
 )
+@pytest.mark.slow  # the goals stay fast by hand: test_terminal_rewards_by_hand and the next
 def test_fixed_goal_stays_110_where_the_moving_goal_has_moved(preset):
     """With the remembered totals at 200, `moving-average` compares against 220 and `fixed`
     still against 110 (until stop 22 both learners handed `fixed` the moving goal, so the two

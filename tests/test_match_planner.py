@@ -158,6 +158,7 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
     check_roll_in_hand(normal_score_chances, leaves, own, others, chances)
 
 
+@pytest.mark.slow  # the normal's chances stay fast: test_normal_chances_equal_a_product_...
 def test_the_match_policy_plays_early_turns_by_the_normal_and_late_ones_by_the_exact_sum():
     """`MatchPlannerAct(early="normal")` at score decisions, the opponent's card 42 points with
     11 boxes open: 4-4-4-1-2 on a card with 12 boxes open is early and plays
@@ -228,6 +229,7 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     assert int(solitaire[0]) == NUM_KEEP_ACTIONS + Category.FOURS
 
 
+@pytest.mark.slow  # fast in test_win_seeker.py: test_a_decided_last_turn_is_played_for_points
 def test_a_decided_match_is_played_for_points():
     """The opponent's card full at 50 and mine at 200 with Fours and Yahtzee open (I win
     whatever I write), or the opponent's at 400 (I lose whatever I write): every box has the

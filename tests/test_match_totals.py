@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from yahtzee_jax.game.rules import OFFICIAL
 
@@ -21,6 +22,7 @@ def test_tally_counts_a_win_only_over_every_opponent_and_a_tie_with_the_best_as_
     assert counts["win_interval_95"] == list(wilson_interval(1, 3))
 
 
+@pytest.mark.slow  # the host threads stay fast in test_evaluate.py (the same pool)
 def test_match_batches_on_several_host_threads_give_the_same_totals(monkeypatch):
     """Random against greedy1 in 48 two-player matches, batches of 16: on one host thread and
     on three (batches finishing in any order) the same totals, in order."""

@@ -85,6 +85,7 @@ def untrained(overrides: list[str]) -> tuple:
     return config, context, init_train_state(context).params
 
 
+@pytest.mark.slow  # the guard stays fast in test_td_planner.py; this act in test_match_planner.py
 def test_the_match_player_with_early_turns_by_the_normal(monkeypatch):
     """`algo.match_early=normal`: the match player's acting (early turns by the normal, late
     ones by the exact sum), against two opponents ([B, 2] cards), with the tables forbidden."""
@@ -96,6 +97,7 @@ def test_the_match_player_with_early_turns_by_the_normal(monkeypatch):
     assert_guard_is_live()
 
 
+@pytest.mark.slow  # the guard stays fast in test_td_planner.py, as does its two-turn leaf
 def test_the_two_turn_search(monkeypatch):
     """`algo.lookahead=2`: the two-turn planner (the solitaire planner on two-turn leaves) acts
     at every position with the tables forbidden."""
@@ -118,6 +120,7 @@ def test_the_two_turn_match_player(monkeypatch):
     assert_guard_is_live()
 
 
+@pytest.mark.slow  # the guard stays fast in test_td_planner.py; the student in test_distill.py
 def test_the_distilled_student(monkeypatch, tmp_path):
     """A td-planner teacher saved to disk, then with the tables forbidden: the distill context
     reads the teacher, one update plays the teacher's planning, and the student acts."""

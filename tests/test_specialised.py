@@ -260,6 +260,7 @@ def test_ppo_loss_and_gradients_match_the_reference(network: str):
     assert_trees_close(grads, ref_grads)
 
 
+@pytest.mark.slow  # a logged scalar's sampling; the PPO loss stays fast in this file
 def test_kl_is_exact_at_evaluation_updates_and_sampled_between():
     """policy/kl over the whole batch at an update that ends at an evaluation point (what is
     logged there is unchanged), over the first kl_sample_games games elsewhere; both equal

@@ -314,6 +314,7 @@ def test_tournament_plays_the_win_seekers_pairs_as_real_matches(cache, tmp_path,
     assert tournament_main([*argv, *common]) == 2
 
 
+@pytest.mark.slow  # its policy stays fast in this file; this is the solitaire evaluate's view
 def test_win_seeker_agent_alone_plays_against_an_empty_card(cache):
     """The win-seeker as an `Agent` (`resolve_agent("win-seeker")`): alone, as `evaluate` plays
     it, its policy shown no other card and its `act` give, card by card, its policy against a
@@ -444,6 +445,7 @@ def test_first_players_last_turn_is_exact_against_the_open_chance(cache, dice, r
     assert win_keep(kept, rerolls) == pytest.approx(best, abs=1e-6)
 
 
+@pytest.mark.slow  # its learned twin stays fast: test_match_planner.py, early turns
 def test_before_its_endgame_the_solitaire_rule_plays_the_optimal_agents_moves(cache):
     """`before_endgame="solitaire"` (the learned match planner's rule, with exact tables): on
     cards before the endgame, at each kind of decision, against an opponent with 40 in Chance,
