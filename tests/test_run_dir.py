@@ -70,7 +70,8 @@ def one_good_update():
     return context, state, make_chunk(context, 1)(state)[0]
 
 
-@pytest.mark.parametrize("where", ["loss/total", PARAMETERS])
+# the parameters' poison waits for test-slow: the loss's keeps the guard's path fast
+@pytest.mark.parametrize("where", ["loss/total", pytest.param(PARAMETERS, marks=pytest.mark.slow)])
 def test_guard_freezes_the_state_at_the_last_good_update_and_names_the_quantity(
     where, one_good_update
 ):

@@ -21,35 +21,41 @@ from yahtzee_jax.commands.studies import Study, StudyRun, check_study, load_stud
 from yahtzee_jax.commands.study_report import write_study_report
 
 
+# The forced host devices start a process of their own (about 7 s): make test runs the grid on
+# one device, make test-slow on both.
 @pytest.mark.skipif(len(jax.devices()) > 1, reason="needs a single-device process")
-def test_grid_measures_skips_and_forces_host_devices(tmp_path, capsys) -> None:
-    """Width 8, B = 4 and 5, 1 and 2 devices, at most 160 transitions per update: B = 4 runs
-    here and on 2 forced host devices; B = 5 (195 transitions) is over the guard on 1 device
-    and indivisible on 2. JSON rows in grid order, a PNG, the forced-device note."""
+@pytest.mark.parametrize("devices", [1, pytest.param(2, marks=pytest.mark.slow)])
+def test_grid_measures_skips_and_forces_host_devices(tmp_path, capsys, devices) -> None:
+    """Width 8, B = 4 and 5, on 1 device (and on 2), at most 160 transitions per update: B = 4
+    runs here (and on 2 forced host devices); B = 5 (195 transitions) is over the guard on 1
+    device (and indivisible on 2). JSON rows in grid order, a PNG, the forced-device note."""
     json_path, plot_path = tmp_path / "scaling.json", tmp_path / "scaling.png"
-    argv = ["bench", "scaling", "--batches", "4,5", "--widths", "8", "--devices", "1,2"]
+    counts = ",".join(str(count) for count in range(1, devices + 1))
+    argv = ["bench", "scaling", "--batches", "4,5", "--widths", "8", "--devices", counts]
     argv += ["--repeats", "1", "--max-transitions-per-update", "160"]
     assert main([*argv, "--json", str(json_path), "--plot", str(plot_path)]) == 0
     out = capsys.readouterr().out
     result = json.loads(json_path.read_text())
     rows = result["rows"]
-    assert [(row["devices"], row["games_per_update"], row["status"]) for row in rows] == [
-        (1, 4, "ok"),
-        (1, 5, "skipped"),
-        (2, 4, "ok"),
-        (2, 5, "skipped"),
+    grid = [(1, 4, "ok"), (1, 5, "skipped"), (2, 4, "ok"), (2, 5, "skipped")]
+    assert [(row["devices"], row["games_per_update"], row["status"]) for row in rows] == grid[
+        : 2 * devices
     ]
     assert result["max_transitions_per_update"] == {"8": 160}
     assert rows[1]["reason"].startswith(MEMORY_SKIP) and "195 transitions" in rows[1]["reason"]
-    assert rows[3]["reason"] == "5 episodes per update do not divide over 2 devices"
-    assert [row["forced_host_devices"] for row in rows] == [False, False, True, True]
-    for row in (rows[0], rows[2]):
+    assert [row["forced_host_devices"] for row in rows] == [False, False, True, True][: 2 * devices]
+    for row in rows[::2]:
         assert row["transitions_per_update"] == 4 * 39 and row["width"] == 8
         assert row["games_per_second"] > 0 and row["compile_seconds"] > 0
         assert row["transitions_per_second"] == pytest.approx(39 * row["games_per_second"])
         assert row["ms_per_update"] == pytest.approx(4000 / row["games_per_second"])
-    assert f"skipped ({MEMORY_SKIP}" in out and "do not divide over 2 devices" in out
-    assert "forced host CPU devices" in out and "not a speed-up" in out
+    assert f"skipped ({MEMORY_SKIP}" in out
+    if devices == 2:
+        assert rows[3]["reason"] == "5 episodes per update do not divide over 2 devices"
+        assert "do not divide over 2 devices" in out
+        assert "forced host CPU devices" in out and "not a speed-up" in out
+    else:
+        assert "forced host CPU devices" not in out
     assert plot_path.read_bytes().startswith(b"\x89PNG")
 
 

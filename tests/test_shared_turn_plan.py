@@ -74,6 +74,7 @@ def test_shared_plan_plays_the_per_card_games(rules, table_cache) -> None:
     _assert_same_games(shared, per_card)
 
 
+@pytest.mark.slow  # the shared plan stays fast for the optimal agent above
 def test_greedy_shared_plan_plays_the_per_card_games() -> None:
     """Greedy level 2 (its one keep at roll index 0, shared the same way): the same games."""
     agent = make_greedy_agent(2, "official")
