@@ -126,9 +126,8 @@ def test_games_of_a_small_game_are_the_optimal_agents(rules) -> None:
 def test_the_keeps_are_cached_and_a_damaged_file_built_again(tmp_path, monkeypatch) -> None:
     """The keeps go to the cache folder once built and come back from it without building
     (the builder made to fail); a truncated file is built again and replaced whole, its
-    checksum beside it; a folder
-    that cannot be written (a file in its place) only costs the build; other code writes
-    another file and removes the old one."""
+    checksum beside it; a folder that cannot be written (a file in its place) only costs the
+    build; other code writes another file and removes the old one, its checksum and its lock."""
     value_table = make_optimal_agent(MINI).params
     built = decision_table.cached_decision_table(value_table, MINI, tmp_path)
     path = decision_table.cache_path(MINI, tmp_path)
@@ -156,8 +155,10 @@ def test_the_keeps_are_cached_and_a_damaged_file_built_again(tmp_path, monkeypat
     monkeypatch.setattr(decision_table, "_agent_digest", lambda: "other code")
     other = decision_table.cache_path(MINI, tmp_path)
     assert other != path
+    assert (tmp_path / f".{path.name}.lock").exists()
     decision_table.cached_decision_table(value_table, MINI, tmp_path)  # the old file goes
     assert _visible(tmp_path) == sorted([other.name, f"{other.name}.crc32", "a-file"])
+    assert not (tmp_path / f".{path.name}.lock").exists()  # and its lock file with it
 
 
 def _visible(folder) -> list[str]:

@@ -169,15 +169,19 @@ def check_state(path: pathlib.Path) -> str:
         return "damaged"
 
 
+def lock_path(path: pathlib.Path) -> pathlib.Path:
+    """The hidden lock file `cache_lock` holds beside `path`."""
+    return path.with_name(f".{path.name}.lock")
+
+
 @contextlib.contextmanager
 def cache_lock(path: pathlib.Path) -> Iterator[None]:
     """Hold an exclusive `flock` on `.NAME.lock` beside `path` (waiting for another holder, and
     saying so in one line). A folder that cannot take the lock file is not locked: the write that
     follows says why. The OS drops the lock of a killed process: none goes stale."""
-    lock_path = path.with_name(f".{path.name}.lock")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(lock_path, "a+")  # noqa: SIM115 (held open for the lock's lifetime)
+        handle = open(lock_path(path), "a+")  # noqa: SIM115 (held open for the lock's lifetime)
     except OSError:
         yield
         return

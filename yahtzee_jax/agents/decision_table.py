@@ -48,7 +48,7 @@ from yahtzee_jax.agents.widget_agents import (
     make_optimal_agent,
     score_actions,
 )
-from yahtzee_jax.files import cached, checksum_path, written_checked
+from yahtzee_jax.files import cached, checksum_path, lock_path, written_checked
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
@@ -228,8 +228,8 @@ def _store_keeps(path: pathlib.Path, keeps: np.ndarray, stale: str) -> None:
     except OSError:
         return
     for old in path.parent.glob(stale):
-        if old != path:
-            for file in (old, checksum_path(old)):
+        if old != path:  # its lock file too: one is left for every code change otherwise
+            for file in (old, checksum_path(old), lock_path(old)):
                 with contextlib.suppress(OSError):
                     file.unlink()
 
