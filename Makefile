@@ -27,11 +27,15 @@ help:
 
 # The packages' bytecode is compiled on every core (compileall -j 0), where pip compiles it on
 # one: make setup took 32.4 / 36.8 s against 38.2 / 43.3 s (alternated, 2-core Intel AVX-512).
+# Bytecode matters where PYTHONDONTWRITEBYTECODE is set (as on this project's machines): without
+# it every process compiles what it imports (the tests' imports 7.9 s against 3.0). The packages'
+# own test folders, which nothing imports, are left out: 13.5 / 13.6 s against 16.4 / 17.4 s
+# (alternated, 2-core AMD EPYC AVX-512, 2026-11-29).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
-	$(BIN)/python -m compileall -q -j 0 $(VENV)/lib > /dev/null
+	$(BIN)/python -m compileall -q -j 0 -x '/tests/' $(VENV)/lib > /dev/null
 	touch $(STAMP)
 
 setup: $(STAMP)
