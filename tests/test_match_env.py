@@ -296,6 +296,7 @@ def test_fixed_goal_stays_110_where_the_moving_goal_has_moved(preset):
     assert goals == {"fixed": 110.0, "moving-average": 220.0}
 
 
+@pytest.mark.slow  # an option no preset sets; A2C's update stays fast without it (test_golden.py)
 def test_critic_warmup_moves_only_the_value_head_then_everything():
     """algo.critic_warmup=0.5 of 2 updates: the first changes the value head alone (the policy
     is the start's), the second every parameter group."""
