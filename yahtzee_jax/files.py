@@ -8,7 +8,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import glob
+import hashlib
 import json
 import mmap
 import os
@@ -22,6 +24,22 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 CHECKSUM_SUFFIX = ".crc32"  # the sidecar beside a cache file (`checksum`)
 _BLOCK = 1 << 26  # bytes of each block of a checksum: 24 blocks in official's target table
+
+
+PACKAGE = pathlib.Path(__file__).resolve().parent  # the package's sources, for `sources_digest`
+
+
+@functools.cache
+def sources_digest(*patterns: str) -> str:
+    """A SHA-256 of the package's source files matching the glob `patterns` (relative to the
+    package), each framed by its path and size: a cache's key part for the code that made it
+    (read once a process, at the first key asked for)."""
+    digest = hashlib.sha256()
+    for path in sorted({path for pattern in patterns for path in PACKAGE.glob(pattern)}):
+        source = path.read_bytes()
+        digest.update(f"{path.relative_to(PACKAGE).as_posix()}\0{len(source)}\0".encode())
+        digest.update(source)
+    return digest.hexdigest()
 
 
 def default_cache_dir(environ: Mapping[str, str] = os.environ) -> pathlib.Path:

@@ -48,7 +48,7 @@ from yahtzee_jax.agents.widget_agents import (
     make_optimal_agent,
     score_actions,
 )
-from yahtzee_jax.files import cached, checksum_path, lock_path, written_checked
+from yahtzee_jax.files import cached, checksum_path, lock_path, sources_digest, written_checked
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
@@ -189,14 +189,9 @@ def cached_decision_table(
     return DecisionTable(value_table, jnp.asarray(row_of_state), jnp.asarray(keeps))
 
 
-@functools.cache
 def _agent_digest() -> str:
     """A digest of the agents' code the keeps are computed by (this module and `widget_agents`)."""
-    here = pathlib.Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for name in ("widget_agents.py", "decision_table.py"):
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()
+    return sources_digest("agents/widget_agents.py", "agents/decision_table.py")
 
 
 def cache_path(rules: Rules, cache_dir: str | os.PathLike | None = None) -> pathlib.Path:

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
-import functools
 import hashlib
 import importlib.util
 import os
@@ -37,10 +36,9 @@ from typing import Any
 
 import jax
 
-from yahtzee_jax.files import default_cache_dir, write_whole
+from yahtzee_jax.files import PACKAGE, default_cache_dir, sources_digest, write_whole
 from yahtzee_jax.solver.programs import build_identity
 
-_PACKAGE = pathlib.Path(__file__).resolve().parent.parent
 # The first line of a stored file's contents; a new layout of the file gets a new one.
 FORMAT = b"yahtzee_jax stored trace 1\n"
 SUFFIX = ".jaxexport"
@@ -57,17 +55,9 @@ def folder_of(cache_dir: str | os.PathLike | None) -> pathlib.Path:
     return pathlib.Path(cache_dir or default_cache_dir()) / "traces"
 
 
-@functools.cache
 def package_digest() -> str:
-    """A digest of every source file of the package (`.py` and `.c`), each framed by its path
-    and size (read once, at the first program kept: 1.1 MB)."""
-    digest = hashlib.sha256()
-    for path in sorted(_PACKAGE.rglob("*")):
-        if path.suffix in (".py", ".c"):
-            source = path.read_bytes()
-            digest.update(f"{path.relative_to(_PACKAGE).as_posix()}\0{len(source)}\0".encode())
-            digest.update(source)
-    return digest.hexdigest()
+    """A digest of every source file of the package (`.py` and `.c`: 1.1 MB, read once)."""
+    return sources_digest("**/*.py", "**/*.c")
 
 
 def call(
@@ -250,7 +240,7 @@ def _own_code(thing: Any) -> bool:
         if name in ("builtins", "enum"):
             continue
         path = getattr(sys.modules.get(name or ""), "__file__", None)
-        if path is None or not pathlib.Path(path).resolve().is_relative_to(_PACKAGE):
+        if path is None or not pathlib.Path(path).resolve().is_relative_to(PACKAGE):
             return False
     return True
 

@@ -17,7 +17,6 @@ imports from the package), with the versions of JAX and jaxlib, the backend and 
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import pathlib
@@ -31,21 +30,12 @@ import jax
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
-from yahtzee_jax.files import write_whole
-
-_PACKAGE = pathlib.Path(__file__).resolve().parent.parent
+from yahtzee_jax.files import sources_digest, write_whole
 
 
-@functools.cache
 def source_digest() -> str:
-    """A digest of the sources of every module the solver's programs are built from (read once,
-    at the first program cached, not at import)."""
-    modules = ("game/*.py", "solver/*.py", "parallel.py", "errors.py", "files.py")
-    sources = sorted(path for pattern in modules for path in _PACKAGE.glob(pattern))
-    digest = hashlib.sha256()
-    for source in sources:
-        digest.update(source.relative_to(_PACKAGE).as_posix().encode() + source.read_bytes())
-    return digest.hexdigest()
+    """A digest of the sources of every module the solver's programs are built from."""
+    return sources_digest("game/*.py", "solver/*.py", "parallel.py", "errors.py", "files.py")
 
 
 def load_or_compile(
