@@ -3,6 +3,7 @@ removal of what killed writers left, and the lock one process makes a table unde
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 import threading
@@ -112,3 +113,21 @@ def test_cached_makes_once_under_the_lock_and_says_what_it_remakes(tmp_path, cap
     assert "unreadable or out of range" in capsys.readouterr().err
     assert files.cached(path, load, make, "table", force=True) == b"made" and len(made) == 4
     assert capsys.readouterr().err == ""
+
+
+def test_the_sources_digest_frames_each_file_once_by_its_path_and_size():
+    """The cache keys' code digest is SHA-256 over each matched file once (two patterns naming
+    the same file, in any order, give its digest alone), framed `path NUL size NUL bytes`, as
+    worked here with hashlib on the files' bytes; other files, another digest."""
+
+    def by_hand(*names: str) -> str:
+        digest = hashlib.sha256()
+        for name in sorted(names):
+            source = (files.PACKAGE / name).read_bytes()
+            digest.update(f"{name}\0{len(source)}\0".encode() + source)
+        return digest.hexdigest()
+
+    assert files.sources_digest("errors.py") == by_hand("errors.py")
+    both = files.sources_digest("files.py", "errors.py", "e*.py")
+    assert both == files.sources_digest("errors.py", "files.py") == by_hand("errors.py", "files.py")
+    assert files.sources_digest("files.py") != files.sources_digest("errors.py")
