@@ -1,5 +1,5 @@
-"""cpu-ppo-410k (issue 64's fast two-core preset): what it changes from cpu-ppo, and that the
-committed runs behind its figures are its config."""
+"""cpu-ppo-410k and cpu-ppo-3min (issue 64's fast two-core presets): what each changes from the
+one it inherits, and that the committed runs behind their figures are their config."""
 
 from __future__ import annotations
 
@@ -31,17 +31,42 @@ def test_cpu_ppo_410k_is_cpu_ppo_shorter_with_a_higher_lr_and_a_stronger_curricu
     assert fast.train.chunk_updates == 20 and fast.train.final_eval_games == 100_000
 
 
+def test_cpu_ppo_3min_is_410k_in_80_percent_of_the_games_with_32_game_minibatches():
+    """327,680 of cpu-ppo-410k's 409,600 games and 32-game minibatches (eight optimizer steps an
+    epoch of a 256-game update, not two); the rest is cpu-ppo-410k's: an evaluation every 64 of
+    its 1,280 updates, chunks of 32."""
+    base, quick = resolve("cpu-ppo-410k"), resolve("cpu-ppo-3min")
+    expected = dataclasses.replace(
+        base,
+        train=dataclasses.replace(base.train, total_games=327_680),
+        algo=dataclasses.replace(base.algo, games_per_minibatch=32),
+    )
+    assert quick == expected
+    assert quick.train.total_updates == 1_280 and quick.train.eval_interval == 64
+    assert quick.train.chunk_updates == 32 and quick.train.final_eval_games == 100_000
+
+
+MB64 = "algo.games_per_minibatch=64"  # cpu-ppo-3min as first committed (5a395bf)
+
+
 @pytest.mark.parametrize(
-    ("run", "seed"),
+    ("preset", "more", "run", "seed"),
     [
-        ("pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0),
-        ("cpu-ppo-410k-seed30", 30),
-        ("cpu-ppo-410k-seed31", 31),
+        ("cpu-ppo-410k", [], "pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0),
+        ("cpu-ppo-410k", [], "cpu-ppo-410k-seed30", 30),
+        ("cpu-ppo-410k", [], "cpu-ppo-410k-seed31", 31),
+        ("cpu-ppo-3min", [], "pilot21-seed0-mb32-328k-lr2.4e-3", 0),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed34", 34),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed35", 35),
+        ("cpu-ppo-3min", [MB64], "pilot21-seed0-mb64-328k-lr2.4e-3", 0),
+        ("cpu-ppo-3min", [MB64], "mb64-cpu-ppo-3min-seed32", 32),
+        ("cpu-ppo-3min", [MB64], "mb64-cpu-ppo-3min-seed33", 33),
     ],
 )
-def test_the_committed_runs_are_the_presets_config(run, seed):
-    """The seed-0 pilot that chose the preset (run as cpu-ppo with overrides) and the reporting
-    runs on seeds 30 and 31 (run as the preset) wrote, field for field, the config the preset
-    resolves to at that seed: the reported figures are the preset's."""
+def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
+    """The seed-0 pilots that chose each preset (run with overrides: the 3-minute ones as
+    members of populations) and the reporting runs on the held-out seeds (run as the preset)
+    wrote, field for field, the config the preset (with `more`) resolves to at that seed: the
+    reported figures are the preset's."""
     written = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
-    assert resolve("cpu-ppo-410k", None, [f"train.seed={seed}"]) == from_dict(written)
+    assert resolve(preset, None, [*more, f"train.seed={seed}"]) == from_dict(written)
