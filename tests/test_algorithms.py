@@ -136,8 +136,9 @@ def test_update_jits_and_reports_finite_scalars(name):
 
 
 # The chunk's scan is the runner's, whatever the learner: PPO's, DQN's and the tabular learners'
-# updates keep it fast; A2C's and REINFORCE's (PPO's actor-critic path) wait for test-slow, and
-# their updates stay fast in test_checkpoint_resume_is_bit_identical and test_golden.py.
+# updates keep it fast; A2C's and REINFORCE's (the actor-critic path PPO's update also takes)
+# wait for test-slow, their updates fast in test_checkpoint_resume_is_bit_identical below (and
+# A2C's in test_golden.py).
 CHUNK_SLOW_MARKED = [
     pytest.param(name, marks=pytest.mark.slow)
     if name in SLOW_LEARNERS | {"a2c", "reinforce"}
