@@ -60,6 +60,8 @@ MB64 = "algo.games_per_minibatch=64"  # cpu-ppo-3min as first committed (5a395bf
         ("cpu-ppo-3min", [], "cpu-ppo-3min-seed35", 35),
         ("cpu-ppo-3min", [], "cpu-ppo-3min-seed36", 36),
         ("cpu-ppo-3min", [], "cpu-ppo-3min-seed37", 37),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed38", 38),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed39", 39),
         ("cpu-ppo-3min", [MB64], "pilot21-seed0-mb64-328k-lr2.4e-3", 0),
         ("cpu-ppo-3min", [MB64], "mb64-cpu-ppo-3min-seed32", 32),
         ("cpu-ppo-3min", [MB64], "mb64-cpu-ppo-3min-seed33", 33),
