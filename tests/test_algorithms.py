@@ -42,10 +42,17 @@ EXTRA = {
 # distill: its td-planner teacher plans every decision of its update.
 # maxq-g1: maxq's update, another exploration; td-win: the win planner of td-planner's cost
 SLOW_LEARNERS = {"td-planner", "td-win", "maxq-g1", "distill"}
-REGISTRY_SLOW_MARKED = [
-    pytest.param(name, marks=pytest.mark.slow) if name in SLOW_LEARNERS else name
-    for name in algorithm_names()
-]
+
+
+def slow_marked(slow: set[str]) -> list:
+    """Every registered learner's name, those in `slow` marked for make test-slow."""
+    return [
+        pytest.param(name, marks=pytest.mark.slow) if name in slow else name
+        for name in algorithm_names()
+    ]
+
+
+REGISTRY_SLOW_MARKED = slow_marked(SLOW_LEARNERS)
 
 
 def tiny_config(name: str, *more: str):
@@ -139,12 +146,7 @@ def test_update_jits_and_reports_finite_scalars(name):
 # updates keep it fast; A2C's and REINFORCE's (the actor-critic path PPO's update also takes)
 # wait for test-slow, their updates fast in test_checkpoint_resume_is_bit_identical below (and
 # A2C's in test_golden.py).
-CHUNK_SLOW_MARKED = [
-    pytest.param(name, marks=pytest.mark.slow)
-    if name in SLOW_LEARNERS | {"a2c", "reinforce"}
-    else name
-    for name in algorithm_names()
-]
+CHUNK_SLOW_MARKED = slow_marked(SLOW_LEARNERS | {"a2c", "reinforce"})
 
 
 @pytest.mark.parametrize("name", CHUNK_SLOW_MARKED)

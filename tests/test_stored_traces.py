@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from yahtzee_jax.agents.agent import Agent, Alone, RandomPolicy, make_random_agent
+from yahtzee_jax.agents.widget_agents import make_greedy_agent
 from yahtzee_jax.evaluation import stored_traces
 from yahtzee_jax.evaluation.records import _STATIC, _play_batch, play_games
 from yahtzee_jax.game.rules import RULE_VARIANTS
@@ -259,8 +260,6 @@ def test_the_widget_policy_plays_its_traced_games_bit_for_bit_from_its_stored_pr
     """greedy3 (a float32 turn widget, whose near-ties a differently fused program could break
     otherwise): its games by the stored program, read back without tracing, equal those of the
     program traced in this process, bit for bit."""
-    from yahtzee_jax.agents.widget_agents import make_greedy_agent
-
     agent = make_greedy_agent(3, RULES)
     expected = play_games(agent, GAMES, SEED, batch_size=BATCH)
     play(tmp_path, agent)
