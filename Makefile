@@ -30,12 +30,14 @@ help:
 # Bytecode matters where PYTHONDONTWRITEBYTECODE is set (as on this project's machines): without
 # it every process compiles what it imports (the tests' imports 7.9 s against 3.0). The packages'
 # own test folders, which nothing imports, are left out: 13.5 / 13.6 s against 16.4 / 17.4 s
-# (alternated, 2-core AMD EPYC AVX-512, 2026-11-29).
+# (alternated, 2-core AMD EPYC AVX-512, 2026-11-29). The solver's C kernel is built for this CPU
+# into the venv (`solver.native.install_kernel`): a first solve then compiles nothing.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
 	$(BIN)/python -m compileall -q -j 0 -x '/tests/' $(VENV)/lib > /dev/null
+	$(BIN)/python -c 'from yahtzee_jax.solver.native import install_kernel; install_kernel()'
 	touch $(STAMP)
 
 setup: $(STAMP)

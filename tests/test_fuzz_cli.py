@@ -108,6 +108,8 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--cache-dir": PATHS,
         "--task": ["game", "single-turn", "nope", ""],
         "--target": NUMBERS,
+        "--engine": ["jax", "native", "nope", ""],
+        "--no-plots": FLAG,
     },
     "match": {
         "--opponent": [*NAMES, "optimal", "greedy3"],
@@ -275,6 +277,7 @@ REFUSED: dict[str, dict[str, set[str]]] = {
         "--batch-size": COUNTS,
         "--task": {"nope", ""},
         "--target": NOT_INTEGERS,
+        "--engine": {"nope", ""},
     },
     "match": {
         "--games": COUNTS,

@@ -26,7 +26,6 @@ import pytest
 
 from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
-from yahtzee_jax.commands import evaluate as evaluate_command
 from yahtzee_jax.commands import match as match_command
 from yahtzee_jax.commands import terminal
 from yahtzee_jax.commands import tournament as tournament_command
@@ -36,6 +35,7 @@ from yahtzee_jax.evaluation import matches
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, RULE_VARIANTS, Rules, face_counts
+from yahtzee_jax.runner import checkpointing
 from yahtzee_jax.runner.configs import resolve
 from yahtzee_jax.runner.loop import match_evaluation
 
@@ -235,7 +235,8 @@ def test_evaluate_totals_each_game_by_its_card(name, tmp_path, monkeypatch) -> N
     means of the same games."""
     card, rules = CARDS[name], RULE_VARIANTS[name]
     agent = chaser(rules)
-    monkeypatch.setattr(evaluate_command, "resolve_agent", lambda *args, **kwargs: agent)
+    # `evaluate` imports the checkpoint loader when it runs (none for `--engine native`)
+    monkeypatch.setattr(checkpointing, "resolve_agent", lambda *args, **kwargs: agent)
     out = tmp_path / "summary.json"
     argv = ["evaluate", "chaser", "--rules", name, "--games", str(GAMES), "--seed", "1"]
     argv += ["--no-optimal", "--no-progress", "--out", str(tmp_path), "--json", str(out)]

@@ -81,12 +81,8 @@ def reference_scores(variant: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return points, legal, bonus
 
 
-@pytest.mark.parametrize("variant", list(YAHTZEE_VARIANTS))
-def test_scorer_matches_reference_on_every_roll_and_context(variant: str) -> None:
-    """All 7,776 ordered rolls x 13 boxes x 27 contexts agree with the reference scorer:
-    legality everywhere, points in every legal box, the +100 bonus wherever a box is legal
-    (a full card has none to write it with)."""
-    rules = RULE_VARIANTS[variant]
+def jax_scores(rules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The engine's way: one roll and one card at a time, vmapped and jitted."""
     filled = jnp.asarray(np.stack([c[0] for c in CONTEXTS]))
     yahtzee_box = jnp.asarray([c[1] for c in CONTEXTS], jnp.int32)
 
@@ -94,7 +90,28 @@ def test_scorer_matches_reference_on_every_roll_and_context(variant: str) -> Non
         counts = face_counts(dice)
         return jax.vmap(lambda f, y: score_options(counts, f, y, rules))(filled, yahtzee_box)
 
-    points, legal, bonus = jax.device_get(jax.jit(jax.vmap(per_roll))(jnp.asarray(ALL_DICE)))
+    return jax.device_get(jax.jit(jax.vmap(per_roll))(jnp.asarray(ALL_DICE)))
+
+
+def numpy_scores(rules) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The solver's way: NumPy arrays, every roll against every card by broadcasting (the
+    process never imports JAX for it)."""
+    filled = np.stack([c[0] for c in CONTEXTS])[None]  # [1, context, box]
+    yahtzee_box = np.array([c[1] for c in CONTEXTS], np.int32)[None]  # [1, context]
+    counts = face_counts(ALL_DICE)[:, None]  # [roll, 1, face]
+    points, legal, bonus = score_options(counts, filled, yahtzee_box, rules)
+    assert isinstance(points, np.ndarray) and isinstance(bonus, np.ndarray)
+    assert points.shape == legal.shape == (len(ALL_DICE), len(CONTEXTS), 13)
+    return points, legal, bonus
+
+
+@pytest.mark.parametrize("scores", [jax_scores, numpy_scores], ids=["jax", "numpy"])
+@pytest.mark.parametrize("variant", list(YAHTZEE_VARIANTS))
+def test_scorer_matches_reference_on_every_roll_and_context(variant: str, scores) -> None:
+    """All 7,776 ordered rolls x 13 boxes x 27 contexts agree with the reference scorer, scored
+    with JAX and with NumPy arrays: legality everywhere, points in every legal box, the +100
+    bonus wherever a box is legal (a full card has none to write it with)."""
+    points, legal, bonus = scores(RULE_VARIANTS[variant])
     assert points.dtype == np.int32 and legal.dtype == np.bool_ and bonus.dtype == np.bool_
     expected_points, expected_legal, expected_bonus = reference_scores(variant)
     wrong = {

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.solver import value_table
+from yahtzee_jax.solver import compiled, value_table
 from yahtzee_jax.solver.compiled import CompiledSolve
 from yahtzee_jax.solver.final_rolls import final_roll_plan, solver_final_roll_values
 from yahtzee_jax.solver.states import chunk_indices, layer_chunks, table_shape
@@ -101,11 +101,10 @@ def small_program(seed: int):
 
 
 def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_path, monkeypatch):
-    """A second solve loads the programs the first compiled into the cache folder (the chunk
-    program and the score tables'), to the same values, without tracing them; a damaged file is
-    compiled again and replaced; changed code (another source digest) compiles a program of its
-    own. JAX's cache is off: the chunk program came from it in CI once, and was not kept."""
-    import types
+    """A second solve loads the program the first compiled into the cache folder (the chunk
+    program; the score tables are NumPy's), to the same values, without tracing it; a damaged
+    file is compiled again and replaced; changed code (another source digest) compiles a program
+    of its own. JAX's cache is off: the chunk program came from it in CI once, and was not kept."""
 
     from yahtzee_jax.solver import compiled, programs, widget_tables
 
@@ -119,13 +118,11 @@ def test_the_compiled_programs_are_kept_and_a_damaged_one_compiled_again(tmp_pat
 
     with jaxs_cache(None):
         first = solve()
-        (program,) = tmp_path.glob("xla-solver-chunk-*.xla")
-        assert len(list(tmp_path.glob("xla-score-tables-*.xla"))) == 1
+        (program,) = tmp_path.glob("xla-*.xla")
+        assert program.name.startswith("xla-solver-chunk-")
         with monkeypatch.context() as patch:
             patch.setattr(jax.stages.Lowered, "compile", lambda *_: pytest.fail("compiled again"))
             patch.setattr(compiled, "_compiled", lambda *_: pytest.fail("traced again"))
-            untraced = types.SimpleNamespace(lower=lambda *_: pytest.fail("traced again"))
-            patch.setattr(widget_tables, "_solver_tables", untraced)
             np.testing.assert_array_equal(solve(), first)
         program.write_bytes(program.read_bytes()[:1000])
         np.testing.assert_array_equal(solve(), first)
@@ -150,7 +147,7 @@ def test_the_accelerators_large_runs_give_the_cpus_values_to_round_off(monkeypat
         rules, down_to_filled=rules.num_boxes - 4, engine="xla"
     )
     monkeypatch.setattr(
-        value_table, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True)
+        compiled, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True)
     )
     got = value_table.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
@@ -181,7 +178,7 @@ def test_the_accelerators_schedule_solves_yatzy_whole_to_round_off(monkeypatch):
 
     expected = value_table.solve_value_table("yatzy", engine="native")
     monkeypatch.setattr(
-        value_table, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True)
+        compiled, "CompiledSolve", functools.partial(CompiledSolve, accelerator=True)
     )
     got = value_table.solve_value_table("yatzy", engine="xla")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
@@ -201,7 +198,7 @@ def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
     tables = []
     for threads in (1, 3):
         patched = functools.partial(CompiledSolve, threads=threads)
-        monkeypatch.setattr(value_table, "CompiledSolve", patched)
+        monkeypatch.setattr(compiled, "CompiledSolve", patched)
         tables.append(
             value_table.solve_value_table(rules, down_to_filled=rules.num_boxes - 4, engine="xla")
         )
@@ -212,26 +209,30 @@ def test_a_layers_runs_on_several_threads_give_the_same_table(monkeypatch):
 
 
 ONE_THREAD_SCRIPT = """
-import json, sys
-import numpy as np
-import json
+import json, os, sys
 
-import jax
-from yahtzee_jax import parallel
 from yahtzee_jax.commands import cli
+
+cli.main(["solve", "--rules", "yacht", "--cache-dir", sys.argv[1], "--force"])
+native_imported_jax = "jax" in sys.modules  # the C kernel's solve needs none of it
+
+import numpy as np
+import jax
+from yahtzee_jax import host
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver import compiled, value_table
 from yahtzee_jax.solver.widget_tables import solver_score_tables
 
 rules = get_rules("yacht")
-cli.main(["solve", "--rules", "yacht", "--cache-dir", sys.argv[1], "--force"])
 with jax.enable_x64(True):
     program = compiled.CompiledSolve(rules, tuple(solver_score_tables(rules)[1:]), sys.argv[1])
 last = rules.num_boxes - 4
 ours = value_table.solve_value_table(rules, down_to_filled=last, engine="xla")
 numpy_loop = value_table.solve_value_table(rules, down_to_filled=last, workers=2)
 print("RESULT " + json.dumps({
-    "one_thread": parallel.is_one_thread_per_program(),
+    "native_imported_jax": native_imported_jax,
+    "one_thread": host.is_one_thread_per_program(),
+    "async_dispatch": jax.config.read("jax_cpu_enable_async_dispatch"),
     "run_chunks": program._run_chunks,
     "split_passes": program._program.as_text().count("outer_dimension_partitions"),
     "same_bits": bool(np.array_equal(ours, numpy_loop, equal_nan=True)),
@@ -241,19 +242,20 @@ print("RESULT " + json.dumps({
 
 
 def test_solve_runs_one_thread_per_program_with_the_same_values(tmp_path):
-    """`yahtzee-jax solve` (a fresh process) has XLA run each program single-threaded on its
-    caller (`parallel.one_thread_per_program`): no pass is split into tasks, a run is
+    """`yahtzee-jax solve` (a fresh process) solves with the C kernel without importing JAX,
+    and leaves JAX's settings to the environment: XLA, imported after it, runs each program
+    single-threaded on its caller (`host.one_thread_per_program`): no pass is split, a run is
     `ONE_THREAD_RUN_CHUNKS` chunks, and Yacht's last layers are the NumPy loop's to the last
     bit. Once the backend has started (as in this process), asking changes nothing."""
     import subprocess
     import sys
 
-    from yahtzee_jax import parallel
+    from yahtzee_jax import host
     from yahtzee_jax.solver.compiled import ONE_THREAD_RUN_CHUNKS
 
     jax.numpy.zeros(1).block_until_ready()
-    assert not parallel.one_thread_per_program()
-    assert not parallel.is_one_thread_per_program()
+    assert not host.one_thread_per_program()
+    assert not host.is_one_thread_per_program()
     done = subprocess.run(
         [sys.executable, "-c", ONE_THREAD_SCRIPT, str(tmp_path)],
         capture_output=True,
@@ -263,7 +265,8 @@ def test_solve_runs_one_thread_per_program_with_the_same_values(tmp_path):
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, done.stderr[-3000:]
     result = json.loads(lines[-1][len("RESULT ") :])
-    assert result["one_thread"]
+    assert not result["native_imported_jax"]
+    assert result["one_thread"] and not result["async_dispatch"]
     assert result["run_chunks"] == ONE_THREAD_RUN_CHUNKS
     assert result["split_passes"] == 0
     assert result["solved"] > 4 * 512  # several runs a layer

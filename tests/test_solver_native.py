@@ -106,7 +106,7 @@ def test_the_kernel_refuses_a_run_that_is_not_whole_tiles(kernel):
     rules = get_rules("yacht")
     solver = native.NativeSolve(rules, solver_score_tables(rules)[1:], kernel, threads=1)
     nothing = [None] * 8
-    status = kernel.solve_run(ctypes.byref(solver._plan), 7, 256, 264, *nothing)
+    status = kernel.solve_run(ctypes.byref(solver.plan), 7, 256, 264, *nothing)
     assert status == 1
 
 
@@ -139,6 +139,8 @@ def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch,
     damaged file of its name in another folder is built again and replaced, whole, with its
     checksum beside it; eight bytes changed in the middle of the kept one (a file that still
     loads) are caught by the checksum: built again, with one line saying so."""
+    monkeypatch.setattr(native, "INSTALLED_KERNELS", tmp_path / "none installed")
+    native.load_kernel.cache_clear()
     native.load_kernel(str(tmp_path / "kept"))
     (library,) = (tmp_path / "kept").glob("native-kernel-*.so")
     native.load_kernel.cache_clear()  # as a later solve in a new process would
@@ -166,6 +168,32 @@ def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch,
     assert native.load_kernel(str(flipped.parent)).solve_run
     assert flipped.read_bytes() == whole  # built again: the same compiler, the same bytes
     assert capsys.readouterr().err.count("is damaged (its checksum differs)") == 1
+
+
+def test_a_kernel_built_at_setup_serves_an_empty_cache(tmp_path, monkeypatch, capsys):
+    """`make setup`'s `install_kernel` builds the kernel into the environment's folder; a solve
+    with a new, empty cache folder then loads it from there and compiles nothing (it writes no
+    kernel into the cache). Where it cannot be built, setup says why in one line and goes on."""
+    monkeypatch.setattr(native, "INSTALLED_KERNELS", tmp_path / "share" / "yahtzee_jax")
+    native.load_kernel.cache_clear()
+    native.install_kernel()
+    (library,) = native.INSTALLED_KERNELS.glob("native-kernel-*.so")
+    assert capsys.readouterr().out == f"solver kernel built: {library}\n"
+    native.load_kernel.cache_clear()  # as a new process would
+    with monkeypatch.context() as patch:
+        patch.setattr(native, "_build", lambda *_: pytest.fail("compiled again"))
+        assert native.load_kernel(str(tmp_path / "empty cache")).solve_run
+    assert not list((tmp_path / "empty cache").glob("native-kernel-*"))
+
+    def no_compiler(*_):
+        raise native.NativeError("no C compiler 'cc' on the PATH")
+
+    monkeypatch.setattr(native, "load_kernel", no_compiler)
+    native.install_kernel()
+    assert capsys.readouterr().out == (
+        "solver kernel not built here (no C compiler 'cc' on the PATH); a solve builds it or "
+        "runs XLA\n"
+    )
 
 
 def test_auto_falls_back_to_xla_with_a_warning_and_native_says_why(monkeypatch):

@@ -16,7 +16,6 @@ exactly today's.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -26,10 +25,10 @@ import numpy as np
 from jax.sharding import AxisType, Mesh, NamedSharding, PartitionSpec
 
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.host import usable_cpus
 
 BATCH_AXIS = "batch"
 Item, Result = TypeVar("Item"), TypeVar("Result")
-_one_thread_per_program = False  # set by `one_thread_per_program` before the backend started
 
 
 def data_mesh(requested: int, episodes_per_update: int) -> Mesh | None:
@@ -122,39 +121,6 @@ def host_threads() -> int:
     if jax.default_backend() != "cpu":
         return 1
     return usable_cpus()
-
-
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the OS tells it, else all)."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def one_thread_per_program() -> bool:
-    """Before JAX starts its CPU backend: have it run each compiled program on the thread that
-    calls it, on that thread alone, so that host threads (`ordered_map`) run one program per
-    core. Returns whether it is so: once the backend has started, nothing changes.
-
-    XLA's CPU client otherwise runs a device's programs on its own thread pool, one after
-    another, each pass split into tasks for that pool's threads; with one thread in the pool
-    (PJRT's `PJRT_NPROC`) no pass is split, and synchronous dispatch runs the program on its
-    caller. That suits the solver's thousands of independent short runs (a warm Yatzy solve
-    1.51-1.75 -> 1.21-1.31 s, alternated, idle 2-core AMD EPYC, 2026-11-28) and not the play
-    loop, whose batches lose about 40 % of their games/s, so only `yahtzee-jax solve` asks.
-    """
-    global _one_thread_per_program
-    from jax._src import xla_bridge  # no public way to ask whether the backends have started
-
-    started = getattr(xla_bridge, "backends_are_initialized", lambda: True)()
-    if not started and not _one_thread_per_program:
-        os.environ["PJRT_NPROC"] = "1"
-        jax.config.update("jax_cpu_enable_async_dispatch", False)
-        _one_thread_per_program = True
-    return _one_thread_per_program
-
-
-def is_one_thread_per_program() -> bool:
-    """Did `one_thread_per_program` take effect in this process (on its CPU backend)?"""
-    return _one_thread_per_program and jax.default_backend() == "cpu"
 
 
 def ordered_map(

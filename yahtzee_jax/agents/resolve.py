@@ -16,11 +16,13 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from yahtzee_jax.agents.agent import Agent, make_random_agent
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
+
+if TYPE_CHECKING:
+    from yahtzee_jax.agents.agent import Agent
 
 
 def _optimal(rules: Rules, cache_dir: str | os.PathLike | None) -> Agent:
@@ -36,6 +38,8 @@ def _greedy(level: int, rules: Rules, cache_dir: str | os.PathLike | None) -> Ag
 
 
 def _random(rules: Rules, cache_dir: str | os.PathLike | None) -> Agent:
+    from yahtzee_jax.agents.agent import make_random_agent
+
     return make_random_agent(rules)
 
 

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.agents.agent import Agent
+from yahtzee_jax.agents.batching import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options
 from yahtzee_jax.game.rules import (
@@ -301,9 +302,6 @@ def widget_batch_actions(
 # Yatzy, batches of 4,096, 2-core AMD EPYC under load: 23K games per CPU-s in chunks of 64, 29K
 # of 128, 27K of 256, 23K of 512. An accelerator computes the whole batch at once.
 PLAN_CHUNK = 128
-# The batch `play_games` gives a widget agent on a CPU by default: the more games, the more share
-# a turn's state (issue 46): 26-29K games per CPU-s at 2,048 to 8,192 (chunks of 128).
-WIDGET_CPU_BATCH_SIZE = 2048
 
 
 def plan_chunk(batch_size: int) -> int:

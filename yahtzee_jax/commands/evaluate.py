@@ -12,17 +12,21 @@ import re
 from pathlib import Path
 
 from yahtzee_jax.agents import AGENT_NAMES
+from yahtzee_jax.agents.batching import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.agents.resolve import TARGET
-from yahtzee_jax.agents.widget_agents import WIDGET_CPU_BATCH_SIZE
 from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
-from yahtzee_jax.envs.solitaire_play import SOLITAIRE
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.evaluation import stored_traces
-from yahtzee_jax.evaluation.records import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZE, check_num_games
-from yahtzee_jax.evaluation.reports import evaluate, format_terminal, report_tables
+from yahtzee_jax.evaluation.game_records import (
+    ACCELERATOR_BATCH_SIZE,
+    CPU_BATCH_SIZE,
+    check_num_games,
+)
+from yahtzee_jax.evaluation.reports import evaluate_native, format_terminal, report_tables
 from yahtzee_jax.files import check_writable, write_json
-from yahtzee_jax.game.rules import get_rules
-from yahtzee_jax.runner.checkpointing import resolve_agent
+from yahtzee_jax.game.rules import Rules, get_rules
+
+# What `--engine` takes: "native" plays the optimal agent on the solver's C kernel, no JAX.
+ENGINES = ("jax", "native")
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -75,8 +79,18 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(
+        "--no-plots", action="store_true", help="write summary.json and report.md, no PNG plots"
+    )
+    parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="jax",
+        help="jax (default): the agent's policy on the device; native: the optimal agent's "
+        "policy on the solver's C kernel, without JAX (its own dice: other games than jax's of "
+        "the same seed, the same distribution)",
+    )
+    parser.add_argument(
         "--task",
-        choices=tuple(SOLITAIRE),
         default="game",
         help="game (default), or single-turn: N single turns on random cards against their "
         "exact optimum",
@@ -117,8 +131,15 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.json_path)
     if (args.agent == TARGET) != (args.target is not None):
         raise UserError("--target X goes with the target agent, and the target agent needs it")
+    if args.engine == "native":
+        return _run_native(args)
     if args.agent == TARGET:
         return _run_target(args)
+    from yahtzee_jax.envs.solitaire_play import SOLITAIRE
+    from yahtzee_jax.runner.checkpointing import resolve_agent
+
+    if args.task not in SOLITAIRE:
+        raise UserError(f"unknown task {args.task!r}; choose one of: {', '.join(SOLITAIRE)}")
     asked = args.rules is not None
     agent = resolve_agent(
         args.agent, args.rules or BUILTIN_RULES, args.cache_dir, rules_asked=asked
@@ -135,13 +156,10 @@ def run(args: argparse.Namespace) -> int:
             f"{result['optimum_mean']:.3f} ({result['percent_of_optimum']:.1f} %)"
         )
         return 0
-    out_dir = args.out
-    if out_dir is None:
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", agent.name)
-        out_dir = (
-            Path("runs") / "evaluate" / f"{label}_{agent.rules.name}_{args.games}g_seed{args.seed}"
-        )
-    check_writable(Path(out_dir) / "summary.json")
+    from yahtzee_jax.evaluation import stored_traces
+    from yahtzee_jax.evaluation.reports import evaluate
+
+    out_dir = _report_folder(args, agent.name, agent.rules.name)
     summary = evaluate(
         agent,
         args.games,
@@ -153,10 +171,46 @@ def run(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         cache_dir=args.cache_dir,
         program_dir=stored_traces.folder_of(args.cache_dir),
+        plots=not args.no_plots,
     )
-    print(format_terminal(report_tables(summary, agent.rules)))
+    _print_summary(summary, agent.rules, out_dir)
+    return 0
+
+
+def _report_folder(args: argparse.Namespace, name: str, rules: str) -> Path:
+    """`--out`, or runs/evaluate/NAME_RULES_NG_seedS; checked writable."""
+    out_dir = args.out
+    if out_dir is None:
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)
+        out_dir = Path("runs") / "evaluate" / f"{label}_{rules}_{args.games}g_seed{args.seed}"
+    check_writable(Path(out_dir) / "summary.json")
+    return Path(out_dir)
+
+
+def _print_summary(summary: dict, rules: Rules, out_dir: Path) -> None:
+    print(format_terminal(report_tables(summary, rules)))
     print(
         f"\n{summary['games']} games in {summary['seconds']:.2f} s "
         f"({summary['games_per_second']:.0f} games/s); report in {out_dir}"
     )
+
+
+def _run_native(args: argparse.Namespace) -> int:
+    """`evaluate optimal --engine native`: the optimal agent's games on the C kernel, no JAX."""
+    if args.agent != "optimal":
+        raise UserError(f"--engine native plays the optimal agent only, not {args.agent!r}")
+    if args.task != "game" or args.batch_size is not None:
+        raise UserError("--engine native plays whole games; --task and --batch-size are jax's")
+    rules = get_rules(args.rules or BUILTIN_RULES)
+    out_dir = _report_folder(args, "optimal-native", rules.name)
+    summary = evaluate_native(
+        rules,
+        args.games,
+        args.seed,
+        out_dir=out_dir,
+        json_path=args.json_path,
+        cache_dir=args.cache_dir,
+        plots=not args.no_plots,
+    )
+    _print_summary(summary, rules, out_dir)
     return 0

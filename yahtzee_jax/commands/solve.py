@@ -111,7 +111,7 @@ def run_solve(args: argparse.Namespace) -> int:
         return _run_targets(args)
     if args.engine != "auto" and not args.force:
         raise UserError("--engine chooses how to solve: it goes with --force")
-    from yahtzee_jax.parallel import one_thread_per_program
+    from yahtzee_jax.host import one_thread_per_program
 
     one_thread_per_program()  # this process only solves: its runs go one per core
     from yahtzee_jax.solver.value_table import cache_file, solve

@@ -21,7 +21,7 @@ from yahtzee_jax.game.rules import get_rules
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-    from yahtzee_jax.evaluation.records import GameRecords
+    from yahtzee_jax.evaluation.game_records import GameRecords
 
 BIN_WIDTH = 5
 DPI = 120

@@ -9,7 +9,6 @@ rollout, a `lax.scan` over a game's decisions, its memory carried where it keeps
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 from collections.abc import Callable
@@ -26,76 +25,21 @@ from yahtzee_jax.envs.rollout import learning_rollout
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE, episode_keys
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation import stored_traces
+from yahtzee_jax.evaluation.game_records import (  # noqa: F401 (re-exported)
+    ACCELERATOR_BATCH_SIZE,
+    CPU_BATCH_SIZE,
+    MAX_GAMES,
+    GameRecords,
+    check_num_games,
+)
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL
-from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules, get_rules
+from yahtzee_jax.game.rules import DECISIONS_PER_TURN, Rules
 from yahtzee_jax.parallel import host_threads, ordered_map
-
-ACCELERATOR_BATCH_SIZE = 4096
-# On a 2-core CPU the agents play in batches of 128 unless their policy asks otherwise
-# (`default_batch_size`): the widget agents (optimal, greedy) compute their turn plans a chunk of
-# 128 distinct states at a time and ask for 2,048 games
-# (`agents.widget_agents.WIDGET_CPU_BATCH_SIZE`).
-# Before that (their [462, batch] keep values computed per game, issue 46): fastest at 128-256.
-CPU_BATCH_SIZE = 128
 
 
 class IncompleteGameError(RuntimeError):
     """Some games were not over after all their decisions: the agent played an illegal action."""
-
-
-@dataclasses.dataclass(frozen=True)
-class GameRecords:
-    """Per-game results of an evaluation (numpy arrays over N games; never per-step data).
-
-    box_scores: int32[N, boxes], final points in each box (13 boxes in Yahtzee).
-    total: int32[N], final score, bonuses included.
-    upper_bonus: bool[N], whether the upper bonus was earned.
-    yahtzee_bonus_count: int32[N], number of Yahtzee bonuses.
-    turn_categories: int32[N, turns], the box scored at each turn.
-    turn_points: int32[N, turns], the points written in that box at each turn.
-    """
-
-    agent: str
-    rules: str
-    seed: int
-    box_scores: np.ndarray
-    total: np.ndarray
-    upper_bonus: np.ndarray
-    yahtzee_bonus_count: np.ndarray
-    turn_categories: np.ndarray
-    turn_points: np.ndarray
-
-    @property
-    def num_games(self) -> int:
-        """Number of games recorded."""
-        return int(self.total.shape[0])
-
-    @property
-    def rule_set(self) -> Rules:
-        """The `Rules` the games were played under (`rules` is its name)."""
-        return get_rules(self.rules)
-
-    @property
-    def yahtzee_scored(self) -> np.ndarray:
-        """bool[N]: the Yahtzee box holds 50."""
-        rules = self.rule_set
-        return self.box_scores[:, rules.yahtzee_box] == rules.yahtzee_score
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the records to an `.npz` file."""
-        arrays = {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
-        np.savez_compressed(path, **arrays)
-
-    @classmethod
-    def load(cls, path: str | os.PathLike) -> GameRecords:
-        """Read records written by `save`."""
-        with np.load(path) as data:
-            values = {name: data[name] for name in data.files}
-        for name in ("agent", "rules"):
-            values[name] = str(values[name])
-        values["seed"] = int(values["seed"])
-        return cls(**values)
 
 
 def _record_scoring(state: engine.State, action: jax.Array, next_state: engine.State, extras):
@@ -158,17 +102,6 @@ def _play_batch(
         "turn_points": points[LAST_ROLL::DECISIONS_PER_TURN].T,
         "terminated": final.terminated,
     }
-
-
-MAX_GAMES = 2**31 - 1  # games are numbered by int32 indices on the device
-
-
-def check_num_games(num_games: int) -> None:
-    """Reject a non-positive (or int32-overflowing) number of games with a clear message."""
-    if num_games < 1:
-        raise UserError(f"the number of games must be at least 1 (got {num_games})")
-    if num_games > MAX_GAMES:
-        raise UserError(f"the number of games must be at most {MAX_GAMES} (got {num_games})")
 
 
 def default_batch_size(policy: Any = None) -> int:

@@ -12,12 +12,15 @@ import time
 import zipfile
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from yahtzee_jax.agents.agent import Agent
-from yahtzee_jax.evaluation.records import GameRecords, play_games
+from yahtzee_jax.evaluation.game_records import GameRecords
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
 from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked
 from yahtzee_jax.game.rules import Rules
+
+if TYPE_CHECKING:
+    from yahtzee_jax.agents.agent import Agent
 
 # --------------------------------------------------------------------------------------------
 # The optimal agent's reference games, cached on disk
@@ -53,6 +56,7 @@ def optimal_reference(
 
     def make() -> GameRecords:
         from yahtzee_jax.agents.widget_agents import make_optimal_agent
+        from yahtzee_jax.evaluation.records import play_games
 
         agent = make_optimal_agent(rules, cache_dir=cache_dir)
         records = play_games(
@@ -234,6 +238,7 @@ def evaluate(
     batch_size: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     program_dir: str | os.PathLike | None = None,
+    plots: bool = True,
 ) -> dict:
     """Play, summarise and write the artifacts; returns the JSON-ready summary.
 
@@ -243,6 +248,8 @@ def evaluate(
     `program_dir`, the games' traced programs are kept there between processes
     (`records.play_games`).
     """
+    from yahtzee_jax.evaluation.records import play_games  # JAX: only where an agent plays
+
     started = time.perf_counter()
     play = {"batch_size": batch_size, "progress": progress, "program_dir": program_dir}
     records = play_games(agent, num_games, seed, **play)
@@ -254,26 +261,69 @@ def evaluate(
             _save_reference(records, path)
     elif compare_optimal:
         optimal_records = optimal_reference(agent.rules, num_games, seed, cache_dir, **play)
+    return report(records, optimal_records, elapsed, out_dir, json_path, plots)
+
+
+def evaluate_native(
+    rules: Rules,
+    num_games: int,
+    seed: int,
+    out_dir: str | os.PathLike | None = None,
+    json_path: str | os.PathLike | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    plots: bool = True,
+) -> dict:
+    """`evaluate` of the optimal agent's policy played on the solver's C kernel, without JAX
+    (`solver.native_play`: its own dice, so other games than the JAX agent's of the same seed;
+    its `seconds` include loading the value table). The summary says `"engine": "native"`."""
+    from yahtzee_jax.solver.native_play import play_optimal
+
+    started = time.perf_counter()
+    played = play_optimal(rules, num_games, seed, cache_dir)
+    elapsed = time.perf_counter() - started
+    records = GameRecords("optimal", rules.name, seed, *played[:6])
+    return report(records, None, elapsed, out_dir, json_path, plots, {"engine": "native"})
+
+
+def report(
+    records: GameRecords,
+    optimal_records: GameRecords | None,
+    seconds: float,
+    out_dir: str | os.PathLike | None = None,
+    json_path: str | os.PathLike | None = None,
+    plots: bool = True,
+    extra: dict | None = None,
+) -> dict:
+    """Summarise games played in `seconds` (beside the optimal agent's, where given; `extra`
+    entries added), write the summary to `json_path` and the report to `out_dir`
+    (`write_report`); returns the summary."""
     summary = summarize(records, optimal_records)
-    summary["seconds"] = elapsed
-    summary["games_per_second"] = num_games / elapsed
+    summary["seconds"] = seconds
+    summary["games_per_second"] = records.num_games / seconds
+    summary.update(extra or {})
     if json_path is not None:
         write_json(json_path, summary)
     if out_dir is not None:
-        write_report(summary, records, optimal_records, Path(out_dir))
+        write_report(summary, records, optimal_records, Path(out_dir), plots)
     return summary
 
 
 def write_report(
-    summary: dict, records: GameRecords, optimal_records: GameRecords | None, out_dir: Path
+    summary: dict,
+    records: GameRecords,
+    optimal_records: GameRecords | None,
+    out_dir: Path,
+    plots: bool = True,
 ) -> None:
-    """Write summary.json, report.md and the PNG plots into `out_dir`."""
-    from yahtzee_jax.evaluation import plots
-
+    """Write summary.json, report.md and (with `plots`) the PNG plots into `out_dir`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "summary.json", summary)
-    figures = plots.report_figures(summary, records, optimal_records)
-    for name, figure in figures.items():
-        plots.save_figure(figure, out_dir / name)
+    figures = {}
+    if plots:  # matplotlib's import and the drawing: about 1.5 s of a whole evaluate
+        from yahtzee_jax.evaluation import plots as drawing
+
+        figures = drawing.report_figures(summary, records, optimal_records)
+        for name, figure in figures.items():
+            drawing.save_figure(figure, out_dir / name)
     markdown = format_markdown(report_tables(summary, records.rule_set), list(figures))
     write_whole(out_dir / "report.md", markdown)

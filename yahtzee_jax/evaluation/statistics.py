@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.evaluation.records import GameRecords
+from yahtzee_jax.evaluation.game_records import GameRecords
 
 # The paper's Table 4 thresholds, and its "share of games >= 250" column.
 SCORE_THRESHOLDS = (50, 100, 150, 200, 250, 300, 400, 500, 750, 1000)

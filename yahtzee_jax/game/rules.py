@@ -19,12 +19,14 @@ import dataclasses
 import enum
 import functools
 import itertools
+from types import ModuleType
+from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.errors import UserError
+
+Array = Any  # numpy.ndarray or jax.Array: the scoring below serves both
 
 NUM_DICE = 5
 NUM_FACES = 6
@@ -335,75 +337,92 @@ def get_rules(rules: str | Rules) -> Rules:
 _FACES = np.arange(1, NUM_FACES + 1, dtype=np.int32)
 
 
-def face_counts(dice: jax.Array) -> jax.Array:
+def array_module(*arrays: Any) -> ModuleType:
+    """`numpy` for NumPy arrays and Python numbers (the solver's tables, no JAX imported), else
+    the first other array's module (`jax.numpy` for JAX arrays and tracers: the engine)."""
+    for array in arrays:
+        if not isinstance(array, (np.ndarray, np.generic, int, bool)):
+            return array.__array_namespace__()
+    return np
+
+
+def face_counts(dice: Array) -> Array:
     """Count each face 1..6 in `dice` (int32[..., 5]) -> int32[..., 6]."""
-    return jnp.sum(dice[..., :, None] == _FACES, axis=-2, dtype=jnp.int32)
+    return array_module(dice).sum(dice[..., :, None] == _FACES, axis=-2, dtype=np.int32)
 
 
 class _Roll:
-    """What the boxes of a table read from one roll's face counts, each computed once."""
+    """What the boxes of a table read from rolls' face counts ([..., 6]), each computed once."""
 
-    def __init__(self, counts: jax.Array) -> None:
+    def __init__(self, counts: Array) -> None:
         self.counts = counts
+        self.xp = array_module(counts)
 
     @functools.cached_property
-    def total(self) -> jax.Array:
+    def total(self) -> Array:
         """The sum of the five dice."""
-        return jnp.sum(self.counts * _FACES)
+        return self.xp.sum(self.counts * _FACES, axis=-1)
 
     @functools.cached_property
-    def most(self) -> jax.Array:
+    def most(self) -> Array:
         """How many dice show the most common face."""
-        return jnp.max(self.counts)
+        return self.xp.max(self.counts, axis=-1)
 
     @functools.cached_property
-    def present(self) -> jax.Array:
-        """bool[6]: which faces show."""
+    def present(self) -> Array:
+        """bool[..., 6]: which faces show."""
         return self.counts > 0
 
-    def qualifies(self, box: Box) -> jax.Array:
+    def qualifies(self, box: Box) -> Array:
         """Whether the roll makes the box's pattern."""
+        xp = self.xp
         if box.kind is Kind.OF_A_KIND:  # == for five alike: the program Yahtzee always compiled
             return self.most == box.n if box.n == NUM_DICE else self.most >= box.n
         if box.kind is Kind.TWO_PAIRS:
-            return jnp.sum(self.counts >= 2) >= 2
+            return xp.sum(self.counts >= 2, axis=-1) >= 2
         if box.kind is Kind.FULL_HOUSE:
-            house = jnp.any(self.counts == 3) & jnp.any(self.counts == 2)
+            house = xp.any(self.counts == 3, axis=-1) & xp.any(self.counts == 2, axis=-1)
             return house | (self.most == NUM_DICE) if box.five_alike else house
         if box.kind is Kind.STRAIGHT:
             starts = [box.lowest] if box.lowest else range(1, NUM_FACES - box.n + 2)
-            runs = [self.present[start - 1 : start - 1 + box.n].all() for start in starts]
-            return functools.reduce(jnp.logical_or, runs)
-        return jnp.bool_(True)  # CHANCE
+            runs = [
+                xp.all(self.present[..., start - 1 : start - 1 + box.n], axis=-1)
+                for start in starts
+            ]
+            return functools.reduce(xp.logical_or, runs)
+        return xp.ones(self.counts.shape[:-1], bool)  # CHANCE
 
-    def worth(self, box: Box) -> jax.Array:
+    def worth(self, box: Box) -> Array:
         """The box's points if the roll qualifies."""
+        xp = self.xp
         if box.is_fixed:
-            return jnp.int32(box.score)
+            return xp.full(self.counts.shape[:-1], box.score, xp.int32)
         if box.score == ALL_DICE or box.kind in (Kind.FULL_HOUSE, Kind.STRAIGHT, Kind.CHANCE):
             return self.total
         pairs = box.n if box.kind is Kind.OF_A_KIND else 2
-        matched = jnp.where(self.counts >= pairs, _FACES, 0)
+        matched = xp.where(self.counts >= pairs, _FACES, 0)
         if box.kind is Kind.TWO_PAIRS:  # at most two faces show a pair among five dice
-            return 2 * jnp.sum(matched)
-        return box.n * jnp.max(matched)
+            return 2 * xp.sum(matched, axis=-1)
+        return box.n * xp.max(matched, axis=-1)
 
-    def score(self, box: Box) -> jax.Array:
+    def score(self, box: Box) -> Array:
         """The box's points for this roll."""
         if box.kind is Kind.CHANCE:
             return self.worth(box)
-        return jnp.where(self.qualifies(box), self.worth(box), 0)
+        return self.xp.where(self.qualifies(box), self.worth(box), 0)
 
 
-def base_scores(counts: jax.Array, rules: Rules) -> jax.Array:
-    """Score of a roll (given by its face counts, int32[6]) in each box, without any Joker."""
+def base_scores(counts: Array, rules: Rules) -> Array:
+    """Score of rolls (given by their face counts, int32[..., 6]) in each box, without any Joker:
+    int32[..., boxes]."""
+    xp = array_module(counts)
     roll = _Roll(counts)
     # The upper boxes are faces 1..k in order: one vector product, no gather.
-    upper = (counts * _FACES)[: rules.num_upper]
+    upper = (counts * _FACES)[..., : rules.num_upper]
     lower = [roll.score(box) for box in rules.boxes[rules.num_upper :]]
     if not lower:
-        return upper.astype(jnp.int32)
-    return jnp.concatenate([upper, jnp.stack(lower)]).astype(jnp.int32)
+        return upper.astype(xp.int32)
+    return xp.concatenate([upper, xp.stack(lower, axis=-1)], axis=-1).astype(xp.int32)
 
 
 def _joker_boxes(rules: Rules) -> np.ndarray:
@@ -411,63 +430,71 @@ def _joker_boxes(rules: Rules) -> np.ndarray:
     return np.array([box.kind in (Kind.FULL_HOUSE, Kind.STRAIGHT) for box in rules.boxes])
 
 
-def _with_joker_values(scores: jax.Array, counts: jax.Array, rules: Rules) -> jax.Array:
+def _with_joker_values(scores: Array, counts: Array, rules: Rules) -> Array:
     """Full House and the straights at full value (a Joker five of a kind)."""
+    xp = array_module(scores, counts)
     joker = _joker_boxes(rules)
     boxes = [box if affected else None for box, affected in zip(rules.boxes, joker, strict=True)]
     if all(box.is_fixed for box in boxes if box):  # a constant (Yahtzee's 25, 30, 40): no work
         full = np.array([box.score if box else 0 for box in boxes], np.int32)
     else:
         roll = _Roll(counts)
-        full = jnp.stack([roll.worth(box) if box else jnp.int32(0) for box in boxes])
-    return jnp.where(joker, full, scores)
+        none = xp.zeros(counts.shape[:-1], xp.int32)
+        full = xp.stack([roll.worth(box) if box else none for box in boxes], axis=-1)
+    return xp.where(joker, full, scores)
 
 
-def yahtzee_bonus_live(yahtzee_box: jax.Array, rules: Rules) -> jax.Array:
+def yahtzee_bonus_live(yahtzee_box: Array, rules: Rules) -> Array:
     """Would a further Yahtzee pay the Yahtzee bonus? The variant has it and the box holds 50."""
-    return jnp.asarray(rules.yahtzee_bonus) & (yahtzee_box == rules.yahtzee_score)
+    return rules.yahtzee_bonus & (yahtzee_box == rules.yahtzee_score)  # False & x: all False
 
 
 def score_options(
-    counts: jax.Array, filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Score a roll against a score card.
+    counts: Array, filled: Array, yahtzee_box: Array, rules: Rules
+) -> tuple[Array, Array, Array]:
+    """Score rolls against score cards (NumPy or JAX arrays; leading axes broadcast, and the
+    results have them all).
 
     Args:
-      counts: face counts of the dice, int32[6].
-      filled: which boxes are used, bool[num_boxes].
-      yahtzee_box: the points in the Yahtzee box (50 or 0 once filled), int32 scalar.
+      counts: face counts of the dice, int32[..., 6].
+      filled: which boxes are used, bool[..., num_boxes].
+      yahtzee_box: the points in the Yahtzee box (50 or 0 once filled), int32[...].
       rules: the rule set (static).
 
     Returns:
-      points: int32[num_boxes], what each box would receive (bonuses excluded).
-      legal: bool[num_boxes], which boxes may be chosen now.
-      yahtzee_bonus: bool, whether choosing any box also pays the Yahtzee bonus.
+      points: int32[..., num_boxes], what each box would receive (bonuses excluded).
+      legal: bool[..., num_boxes], which boxes may be chosen now.
+      yahtzee_bonus: bool[...], whether choosing any box also pays the Yahtzee bonus.
     """
+    xp = array_module(counts, filled, yahtzee_box)
     scores = base_scores(counts, rules)
     open_boxes = ~filled
-    is_yahtzee = jnp.max(counts) == NUM_DICE
-    joker_roll = is_yahtzee & filled[rules.yahtzee_box]
+    is_yahtzee = xp.max(counts, axis=-1) == NUM_DICE
+    joker_roll = is_yahtzee & filled[..., rules.yahtzee_box]
     # One-hot masks instead of gathers: vmapped gathers are slow on CPU.
-    matching_upper = jnp.concatenate(
-        [counts[: rules.num_upper] == NUM_DICE, jnp.zeros(rules.num_boxes - rules.num_upper, bool)]
-    )
-    matching_upper_filled = jnp.any(matching_upper & filled)
+    others = xp.zeros((*counts.shape[:-1], rules.num_boxes - rules.num_upper), bool)
+    matching_upper = xp.concatenate([counts[..., : rules.num_upper] == NUM_DICE, others], axis=-1)
+    matching_upper_filled = xp.any(matching_upper & filled, axis=-1)
     is_lower = ~rules.is_upper
     if rules.joker is Joker.NONE:
         points, legal = scores, open_boxes
     elif rules.joker is Joker.FREE:
         full_value = _with_joker_values(scores, counts, rules)
-        points = jnp.where(joker_roll & matching_upper_filled, full_value, scores)
+        upgraded = joker_roll & matching_upper_filled
+        points = xp.where(upgraded[..., None], full_value, scores)
         legal = open_boxes
     else:  # FORCED: matching upper box if open, else any open lower box, else any open box
-        points = jnp.where(joker_roll, _with_joker_values(scores, counts, rules), scores)
-        any_lower_open = jnp.any(open_boxes & is_lower)
-        joker_legal = jnp.where(
-            ~matching_upper_filled,
+        points = xp.where(joker_roll[..., None], _with_joker_values(scores, counts, rules), scores)
+        any_lower_open = xp.any(open_boxes & is_lower, axis=-1)
+        joker_legal = xp.where(
+            ~matching_upper_filled[..., None],
             matching_upper,
-            jnp.where(any_lower_open, open_boxes & is_lower, open_boxes),
+            xp.where(any_lower_open[..., None], open_boxes & is_lower, open_boxes),
         )
-        legal = jnp.where(joker_roll, joker_legal, open_boxes)
+        legal = xp.where(joker_roll[..., None], joker_legal, open_boxes)
     bonus = joker_roll & yahtzee_bonus_live(yahtzee_box, rules)
-    return points.astype(jnp.int32), legal, bonus
+    # Every result over all leading axes: a card's legal boxes are those of each roll scored on it.
+    cases = np.broadcast_shapes(counts.shape[:-1], filled.shape[:-1], np.shape(yahtzee_box))
+    boxes = (*cases, rules.num_boxes)
+    points, legal = (xp.broadcast_to(part, boxes) for part in (points.astype(xp.int32), legal))
+    return points, legal, xp.broadcast_to(bonus, cases)

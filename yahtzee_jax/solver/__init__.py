@@ -4,7 +4,9 @@
 - `advise(state, rules)`: optimal expected final score and the value of every action, any state.
 """
 
-from yahtzee_jax.solver.advise import ActionValues, advise, make_position
+from typing import TYPE_CHECKING
+
+from yahtzee_jax.lazy import lazy_exports
 from yahtzee_jax.solver.value_table import (
     SolveResult,
     cache_file,
@@ -12,6 +14,15 @@ from yahtzee_jax.solver.value_table import (
     optimal_expected_score,
     solve,
     solve_value_table,
+)
+
+if TYPE_CHECKING:
+    from yahtzee_jax.solver.advise import ActionValues, advise, make_position
+
+# The advisor reads engine states: it imports JAX, which a solve alone never needs.
+__getattr__ = lazy_exports(
+    __name__,
+    dict.fromkeys(("ActionValues", "advise", "make_position"), "yahtzee_jax.solver.advise"),
 )
 
 __all__ = [

@@ -29,7 +29,7 @@ from yahtzee_jax.solver.beat import TargetTables, host_tables, turn_end_chances
 from yahtzee_jax.solver.position import card_context, turn_values
 from yahtzee_jax.solver.value_table import SolveResult, solve
 from yahtzee_jax.solver.widget import keep_action_values, turn_keep_values
-from yahtzee_jax.solver.widget_tables import base_points, roll_index_of, score_all_rolls_of_cards
+from yahtzee_jax.solver.widget_tables import base_points, roll_index_of, score_all_rolls
 from yahtzee_jax.solver.win_policy import TIE
 
 
@@ -212,10 +212,7 @@ def advise(
         solution = solve(rules, cache_dir=cache_dir)
     filled = np.asarray(state.filled)
     scores = np.asarray(state.scores)
-    options = score_all_rolls_of_cards(
-        jnp.asarray(filled)[None], jnp.asarray(scores[rules.yahtzee_box])[None], rules
-    )
-    options = tuple(np.asarray(part[0]) for part in options)
+    options = score_all_rolls(filled, scores[rules.yahtzee_box], rules)
     last_turn = int(state.turns_left) == 1
     value_table = None if last_turn else solution.value_table
     values, last_keep, first_keep = turn_values(
@@ -262,10 +259,7 @@ def advise_beat(state: State, rules: str | Rules, beat: int, tables: TargetTable
     filled, scores = np.asarray(state.filled), np.asarray(state.scores)
     if int(state.turns_left) != int((~filled).sum()):
         raise UserError("--beat plays for the final score of a whole game, not a single turn")
-    options = score_all_rolls_of_cards(
-        jnp.asarray(filled)[None], jnp.asarray(scores[rules.yahtzee_box])[None], rules
-    )
-    options = tuple(np.asarray(part[0]) for part in options)
+    options = score_all_rolls(filled, scores[rules.yahtzee_box], rules)
     score_so_far = int(total_score(state, rules))
     context = card_context(filled, scores, np, rules)
     need = beat + 1 - score_so_far

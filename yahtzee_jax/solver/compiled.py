@@ -16,96 +16,42 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
-from yahtzee_jax.parallel import host_threads, is_one_thread_per_program, ordered_map
+from yahtzee_jax.host import is_one_thread_per_program, settle_one_thread_per_program
+from yahtzee_jax.parallel import host_threads, ordered_map
 from yahtzee_jax.solver.final_rolls import (
+    REMOVE_PADDED,
     BoxFutures,
     FinalRollPlan,
+    PlanRows,
     box_futures,
     final_roll_plan,
     five_of_a_kind_values,
+    plan_rows,
 )
 from yahtzee_jax.solver.programs import load_or_compile
-from yahtzee_jax.solver.states import SOLVE_CHUNK, filled_count, table_shape
+from yahtzee_jax.solver.states import SOLVE_CHUNK, chunk_expectations, filled_count, table_shape
 from yahtzee_jax.solver.widget import _ADD_BY_FACE
 from yahtzee_jax.solver.widget_tables import (
     KEEP_OFFSETS,
-    REMOVE_DIE,
     ROLL_PROBABILITIES,
-    WIDGET_ORDER,
     WIDGET_POSITION,
     solver_score_tables,
 )
 
-# Index tables of full length, so that each keep size is one fused pass: a keep with fewer
-# distinct faces than a column repeats its last sub-keep there (harmless under a maximum),
-# where the NumPy loop takes the maximum over a prefix of the rows.
-_REMOVE_PADDED = tuple(
-    WIDGET_POSITION[size - 1][REMOVE_DIE[size][WIDGET_ORDER[size]]].T
-    for size in range(1, NUM_DICE + 1)
-)
-
-
-def _padded(lists: list[list[int]]) -> np.ndarray:
-    """Lists of row indices as [longest, lists]: a shorter list repeats its last entry (harmless
-    under a maximum)."""
-    longest = max(len(entries) for entries in lists)
-    return np.array([[row[min(k, len(row) - 1)] for row in lists] for k in range(longest)])
-
-
-class _Terms(NamedTuple):
-    """`FinalRollPlan` as the row lists the program takes maxima over (see `_final_values`)."""
-
-    zero_rows: np.ndarray  # [k, groups]: each group's zero options, rows of `_final_values`' zeros
-    face_rows: np.ndarray  # [5, 252]: each roll's present faces, rows of [face x count]
-    lower_rows: np.ndarray  # [k, 252]: the lower boxes each roll scores in (the Yahtzee box aside)
-    lower_points: np.ndarray  # [k, 252]: its points there
-    five_of_roll: np.ndarray  # [252]: which five-of-a-kind a roll is (0 for the others)
-    is_five: np.ndarray  # bool[252]
-
-
-def _terms(plan: FinalRollPlan) -> _Terms:
-    """The row lists of `plan`; a roll scoring in no lower box takes the Yahtzee box's scratch,
-    a zero option it has anyway."""
-    rules = plan.rules
-    num_upper, num_lower = rules.num_upper, rules.num_boxes - rules.num_upper
-    scratch = rules.yahtzee_box - num_upper
-    zero_rows = [
-        [face for face in range(num_upper) if absent >> face & 1]
-        + [num_upper + box for box in np.flatnonzero(plan.zero_boxes[pattern])]
-        or [num_upper + num_lower]  # none: the -inf row
-        for absent, pattern in zip(plan.absent_of_group, plan.pattern_of_group, strict=True)
-    ]
-    lower = [
-        [box - num_upper for box in range(num_upper, rules.num_boxes) if points[box]]
-        for points in np.where(np.arange(rules.num_boxes) == rules.yahtzee_box, 0, plan.points)
-    ]
-    lower = [boxes or [scratch] for boxes in lower]
-    lower_rows = _padded(lower)
-    face_rows = [plan.face_columns[0]]
-    for rows in plan.face_columns[1:]:  # a roll with fewer distinct faces repeats its last
-        face_rows.append(np.concatenate([rows, face_rows[-1][len(rows) :]]))
-    five_of_roll = np.zeros(len(plan.points), np.int64)
-    five_of_roll[plan.yahtzee_positions] = np.arange(len(plan.yahtzee_positions))
-    return _Terms(
-        zero_rows=_padded(zero_rows),
-        face_rows=np.stack(face_rows),
-        lower_rows=lower_rows,
-        lower_points=np.take_along_axis(plan.points[:, num_upper:].T, lower_rows, axis=0),
-        five_of_roll=five_of_roll,
-        is_five=np.isin(np.arange(len(plan.points)), plan.yahtzee_positions),
-    )
-
 
 def _final_values(
-    futures: BoxFutures, yahtzee_options: tuple[jax.Array, ...], plan: FinalRollPlan, terms: _Terms
+    futures: BoxFutures,
+    yahtzee_options: tuple[jax.Array, ...],
+    plan: FinalRollPlan,
+    terms: PlanRows,
 ) -> jax.Array:
     """`solver_final_roll_values` after its `box_futures`: [252, n] in `WIDGET_ORDER[5]`.
 
@@ -156,7 +102,7 @@ def _best_keep(layers: list[jax.Array]) -> jax.Array:
     for size in range(1, NUM_DICE + 1):
         here = layers[size]
         smaller = best[KEEP_OFFSETS[size - 1] : KEEP_OFFSETS[size]]
-        for rows in _REMOVE_PADDED[size - 1]:
+        for rows in REMOVE_PADDED[size - 1]:
             here = jnp.maximum(here, smaller[rows])
         if size < NUM_DICE:
             best = jax.lax.dynamic_update_slice(best, here, (int(KEEP_OFFSETS[size]), 0))
@@ -188,7 +134,7 @@ def _compiled(rules: Rules, options: bool = True, expectation: bool = False) -> 
     state] first-roll values, or with `expectation` their mean over the first roll, [chunk,
     state] (the accelerators' program: see `ACCELERATOR_RUN_CHUNKS`)."""
     plan = final_roll_plan(solver_score_tables(rules)[0], rules)
-    terms = _terms(plan)
+    terms = plan_rows(plan)
 
     def rolls_after_keeps(
         chunk: tuple[jax.Array, ...],
@@ -231,7 +177,7 @@ def _compiled(rules: Rules, options: bool = True, expectation: bool = False) -> 
 # Yatzy solve with 1 / 2 / 4 / 8 took 3.16 / 3.03 / 2.95 / 3.35 CPU-s (medians of 4 alternated,
 # a 2-core AMD EPYC shared with 8 runnable processes); every size gives the same values.
 RUN_CHUNKS = 4
-# Where each program runs on its caller's thread alone (`parallel.one_thread_per_program`, what
+# Where each program runs on its caller's thread alone (`host.one_thread_per_program`, what
 # `yahtzee-jax solve` asks for), two host threads each run their own: there a run of 512
 # states was the fastest (a warm Yatzy solve 1.21-1.31 s against 1.59-1.78 with 1,024; medians
 # of 5, alternated, idle 2-core AMD EPYC, 2026-11-28).
@@ -275,6 +221,7 @@ class CompiledSolve:
         threads: int | None = None,
     ) -> None:
         self.rules = rules
+        settle_one_thread_per_program()  # a solve's wish, before XLA's CPU client starts
         if accelerator is None:
             accelerator = jax.default_backend() != "cpu"
         self._expectation = accelerator
@@ -325,10 +272,11 @@ class CompiledSolve:
         Two threads took a warm Yatzy solve from 1.96 to 1.50 s (medians of 5 alternated, an idle
         2-core AMD EPYC, 2026-11-28): XLA splits a run's passes between the cores only in part,
         and the Python around a run (its indices, the dot) overlaps another run's program. With
-        one thread per program (`parallel.one_thread_per_program`) nothing is split and each
+        one thread per program (`host.one_thread_per_program`) nothing is split and each
         host thread keeps its core: 1.21-1.31 s.
         """
-        self.start_layer(value_table, filled)
+        with jax.enable_x64(True):  # the layer's next values go to the device as float64
+            self.start_layer(value_table, filled)
         size = self._run_chunks * SOLVE_CHUNK
         # The layer's states padded to whole runs with its last one (valued, then left out): a
         # run's arguments are slices, so the Python around a run (which holds the GIL while the
@@ -383,22 +331,6 @@ class CompiledSolve:
         if self._expectation:  # [chunk, state]: each chunk's values, the padding left out
             return np.concatenate([block[:n] for block, n in zip(output, lengths, strict=True)])
         return chunk_expectations(output, lengths)  # [chunk, roll, state]
-
-
-def chunk_expectations(blocks: np.ndarray, lengths: Iterable[int]) -> np.ndarray:
-    """The expectation over the first roll of each chunk's first `lengths[block]` states (of
-    blocks [chunk, 252, >= SOLVE_CHUNK]), a chunk's dot alone, as the NumPy loop takes it: BLAS
-    rounds a column by how many columns there are (2,048 of them, for one, give other values).
-    A whole chunk is dotted in place (the same dot, strided or not); a short one is copied, as
-    NumPy dots a lone strided column in another order."""
-    return np.concatenate(
-        [
-            ROLL_PROBABILITIES
-            @ (block[:, :n] if n == SOLVE_CHUNK else np.ascontiguousarray(block[:, :n]))
-            for block, n in zip(blocks, lengths, strict=True)
-            if n
-        ]
-    )
 
 
 def _load_or_compile(

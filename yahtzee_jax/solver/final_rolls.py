@@ -21,6 +21,7 @@ import numpy as np
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.solver.states import upper_cap
 from yahtzee_jax.solver.widget_tables import (
+    REMOVE_DIE,
     ROLL_COUNTS,
     WIDGET_ORDER,
     WIDGET_POSITION,
@@ -314,3 +315,63 @@ def solver_final_roll_values(
 def _maximum(best: Array, value: Array, xp: ModuleType) -> Array:
     """Elementwise maximum, into `best` in NumPy (the solver's hot loop owns it), new in JAX."""
     return np.maximum(best, value, out=best) if xp is np else xp.maximum(best, value)
+
+
+# Index tables of full length, so that each keep size is one fused pass: a keep with fewer
+# distinct faces than a column repeats its last sub-keep there (harmless under a maximum),
+# where the NumPy loop takes the maximum over a prefix of the rows.
+REMOVE_PADDED = tuple(
+    WIDGET_POSITION[size - 1][REMOVE_DIE[size][WIDGET_ORDER[size]]].T
+    for size in range(1, NUM_DICE + 1)
+)
+
+
+def padded_rows(lists: list[list[int]]) -> np.ndarray:
+    """Lists of row indices as [longest, lists]: a shorter list repeats its last entry (harmless
+    under a maximum)."""
+    longest = max(len(entries) for entries in lists)
+    return np.array([[row[min(k, len(row) - 1)] for row in lists] for k in range(longest)])
+
+
+class PlanRows(NamedTuple):
+    """`FinalRollPlan` as the row lists the program takes maxima over (see `_final_values`)."""
+
+    zero_rows: np.ndarray  # [k, groups]: each group's zero options, rows of `_final_values`' zeros
+    face_rows: np.ndarray  # [5, 252]: each roll's present faces, rows of [face x count]
+    lower_rows: np.ndarray  # [k, 252]: the lower boxes each roll scores in (the Yahtzee box aside)
+    lower_points: np.ndarray  # [k, 252]: its points there
+    five_of_roll: np.ndarray  # [252]: which five-of-a-kind a roll is (0 for the others)
+    is_five: np.ndarray  # bool[252]
+
+
+def plan_rows(plan: FinalRollPlan) -> PlanRows:
+    """The row lists of `plan`; a roll scoring in no lower box takes the Yahtzee box's scratch,
+    a zero option it has anyway."""
+    rules = plan.rules
+    num_upper, num_lower = rules.num_upper, rules.num_boxes - rules.num_upper
+    scratch = rules.yahtzee_box - num_upper
+    zero_rows = [
+        [face for face in range(num_upper) if absent >> face & 1]
+        + [num_upper + box for box in np.flatnonzero(plan.zero_boxes[pattern])]
+        or [num_upper + num_lower]  # none: the -inf row
+        for absent, pattern in zip(plan.absent_of_group, plan.pattern_of_group, strict=True)
+    ]
+    lower = [
+        [box - num_upper for box in range(num_upper, rules.num_boxes) if points[box]]
+        for points in np.where(np.arange(rules.num_boxes) == rules.yahtzee_box, 0, plan.points)
+    ]
+    lower = [boxes or [scratch] for boxes in lower]
+    lower_rows = padded_rows(lower)
+    face_rows = [plan.face_columns[0]]
+    for rows in plan.face_columns[1:]:  # a roll with fewer distinct faces repeats its last
+        face_rows.append(np.concatenate([rows, face_rows[-1][len(rows) :]]))
+    five_of_roll = np.zeros(len(plan.points), np.int64)
+    five_of_roll[plan.yahtzee_positions] = np.arange(len(plan.yahtzee_positions))
+    return PlanRows(
+        zero_rows=padded_rows(zero_rows),
+        face_rows=np.stack(face_rows),
+        lower_rows=lower_rows,
+        lower_points=np.take_along_axis(plan.points[:, num_upper:].T, lower_rows, axis=0),
+        five_of_roll=five_of_roll,
+        is_five=np.isin(np.arange(len(plan.points)), plan.yahtzee_positions),
+    )

@@ -7,10 +7,11 @@ computes the program's numbers bit for bit (the same sums in the same order, no 
 multiply-adds, maxima exact in any order), and the expectation over the first roll stays
 NumPy's dot of each chunk, as in the NumPy loop: every engine fills the same table.
 
-The system's C compiler builds it at the first solve (half a second) with `-march=native`, into
-the folder of the solver's programs, named by a digest of its source, the compiler, the flags
-and this CPU. Where that fails (no compiler), `load_kernel` raises `NativeError` in one line and
-`value_table.solve_value_table` runs the XLA program instead.
+The system's C compiler builds it with `-march=native`, named by a digest of its sources, the
+compiler, the flags and this CPU: `make setup` into the environment (`install_kernel`), else the
+first solve into the folder of the solver's caches. Where that fails (no compiler),
+`load_kernel` raises `NativeError` in one line and `value_table.solve_value_table` runs the XLA
+program instead. The same library plays whole games (`native_play.c`, `solver.native_play`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import itertools
 import pathlib
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -30,10 +32,15 @@ import numpy as np
 
 from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
-from yahtzee_jax.solver.compiled import _REMOVE_PADDED, _terms, chunk_expectations
-from yahtzee_jax.solver.final_rolls import final_roll_plan
-from yahtzee_jax.solver.programs import host_description
-from yahtzee_jax.solver.states import SOLVE_CHUNK, num_upper_totals, table_shape, upper_cap
+from yahtzee_jax.host import host_description
+from yahtzee_jax.solver.final_rolls import REMOVE_PADDED, final_roll_plan, plan_rows
+from yahtzee_jax.solver.states import (
+    SOLVE_CHUNK,
+    chunk_expectations,
+    num_upper_totals,
+    table_shape,
+    upper_cap,
+)
 from yahtzee_jax.solver.widget import _ADD_BY_FACE
 from yahtzee_jax.solver.widget_tables import (
     KEEP_OFFSETS,
@@ -45,7 +52,9 @@ from yahtzee_jax.solver.widget_tables import (
     solver_score_tables,
 )
 
-SOURCE = pathlib.Path(__file__).with_name("native_kernel.c")
+# The play (`native_play.c`) includes the solver's kernel (`native_kernel.c`): one library.
+SOURCE = pathlib.Path(__file__).with_name("native_play.c")
+SOURCES = (pathlib.Path(__file__).with_name("native_kernel.c"), SOURCE)
 # No fused multiply-adds (`-ffp-contract=off`): they would round a product and a sum once
 # where NumPy and XLA round twice. No fast-math: it would reorder the sums.
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-std=gnu11", "-fPIC", "-shared")
@@ -95,14 +104,34 @@ class _Plan(ctypes.Structure):
     _fields_ = [(name, _I32) for name in _PLAN_NUMBERS] + [(name, _POINTER) for name in _PLAN_LISTS]
 
 
+# Where `make setup` builds the kernel (`install_kernel`), in the environment the package is
+# installed in: a solve with a new, empty cache folder then compiles nothing (a whole Yatzy solve
+# about 1 s, where building the kernel first adds about as much again).
+INSTALLED_KERNELS = pathlib.Path(sys.prefix, "share", "yahtzee_jax")
+
+
 class NativeError(RuntimeError):
     """The kernel could not be built or loaded here (no compiler, a failed build)."""
 
 
 @functools.cache
 def load_kernel(cache_dir: str | None, compiler: str = "cc") -> ctypes.CDLL:
-    """The kernel built by `compiler` for this CPU: loaded from `cache_dir`, or built into it
-    first (None: built for this process alone). Raises `NativeError`, its reason in one line."""
+    """The kernel built by `compiler` for this CPU: loaded from `cache_dir` (or from
+    `INSTALLED_KERNELS`, where `make setup` built it), or built into `cache_dir` first (None:
+    built for this process alone). Raises `NativeError`, its reason in one line."""
+    path, name = kernel_name(compiler)
+    in_cache = cache_dir is not None and (pathlib.Path(cache_dir) / name).exists()
+    if cache_dir is not None and not in_cache and (INSTALLED_KERNELS / name).exists():
+        cache_dir = str(INSTALLED_KERNELS)  # built for this CPU: no compiler run today
+    if cache_dir is None:  # the file can go once it is loaded
+        with tempfile.TemporaryDirectory() as folder:
+            return _loaded(path, compiler, pathlib.Path(folder) / name)
+    return _loaded(path, compiler, pathlib.Path(cache_dir) / name)
+
+
+def kernel_name(compiler: str) -> tuple[str, str]:
+    """The compiler's path and the kernel's file name: a digest of its source, the compiler's
+    path and version, the flags and this CPU."""
     path = shutil.which(compiler)
     if path is None:
         raise NativeError(f"no C compiler {compiler!r} on the PATH")
@@ -112,12 +141,8 @@ def load_kernel(cache_dir: str | None, compiler: str = "cc") -> ctypes.CDLL:
         ).stdout
     except (OSError, subprocess.SubprocessError) as error:
         raise NativeError(f"{compiler} --version failed: {error}") from None
-    what = (SOURCE.read_bytes(), path, version, FLAGS, host_description())
-    name = f"native-kernel-{hashlib.sha256(repr(what).encode()).hexdigest()[:32]}.so"
-    if cache_dir is None:  # the file can go once it is loaded
-        with tempfile.TemporaryDirectory() as folder:
-            return _loaded(path, compiler, pathlib.Path(folder) / name)
-    return _loaded(path, compiler, pathlib.Path(cache_dir) / name)
+    what = (*(source.read_bytes() for source in SOURCES), path, version, FLAGS, host_description())
+    return path, f"native-kernel-{hashlib.sha256(repr(what).encode()).hexdigest()[:32]}.so"
 
 
 def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
@@ -133,7 +158,7 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
             raise NativeError(f"cannot load the solver kernel: {error}") from None
 
     kernel = cached(library, _opened, build, "solver kernel")
-    kernel.solve_run.restype = kernel.target_run.restype = ctypes.c_int
+    kernel.solve_run.restype = kernel.target_run.restype = kernel.play_run.restype = ctypes.c_int
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
     kernel.target_run.argtypes = (
         [ctypes.POINTER(_Plan), ctypes.c_int64, ctypes.c_int64, _POINTER, _POINTER, _I32, _I32]
@@ -173,9 +198,9 @@ class NativeSolve:
     ) -> None:
         self.rules, self.threads, self._kernel = rules, threads, kernel
         plan = final_roll_plan(solver_score_tables(rules)[0], rules)
-        terms = _terms(plan)
+        terms = plan_rows(plan)
         self._arrays: list[np.ndarray] = []  # what the plan's pointers point into
-        self._plan = _Plan(
+        self.plan = _Plan(
             rules.num_upper,
             rules.num_boxes,
             rules.yahtzee_box,
@@ -199,7 +224,7 @@ class NativeSolve:
             zip(expected, kinds, strict=True)
         ):
             raise ValueError("score_tables: not the five-of-a-kinds' (points, legal, bonus)")
-        self._options = [np.ascontiguousarray(part) for part in score_tables]
+        self.options = [np.ascontiguousarray(part) for part in score_tables]
         self._buffers = threading.local()  # a run's output, one per thread, reused
 
     def _pointer(self, values: np.ndarray | list[int]) -> int:
@@ -234,13 +259,13 @@ class NativeSolve:
                 output = self._buffers.output = np.empty(shape)
             pointers = [column[start:].ctypes.data for column in padded]
             status = self._kernel.solve_run(
-                ctypes.byref(self._plan),
+                ctypes.byref(self.plan),
                 size,
                 SOLVE_CHUNK,
                 OUTPUT_STRIDE,
                 *pointers,
                 table.ctypes.data,
-                *(part.ctypes.data for part in self._options),
+                *(part.ctypes.data for part in self.options),
                 output.ctypes.data,
             )
             if status:
@@ -268,7 +293,7 @@ class NativeSolve:
 
 
 def _compressed(*padded: np.ndarray) -> list[np.ndarray]:
-    """Padded lists [longest, lists] (`compiled._terms`: a short list repeats an entry) as
+    """Padded lists [longest, lists] (`final_rolls.plan_rows`: a short list repeats an entry) as
     compressed rows without the repeats: (starts [lists + 1], then each array's entries)."""
     lists = [
         list(dict.fromkeys(zip(*(part[:, i] for part in padded), strict=True)))
@@ -285,10 +310,10 @@ def _compressed(*padded: np.ndarray) -> list[np.ndarray]:
 
 
 def _remove_lists() -> np.ndarray:
-    """`compiled._REMOVE_PADDED` of every size side by side, [5, keeps of sizes 1..5]: each
+    """`final_rolls.REMOVE_PADDED` of every size side by side, [5, keeps of sizes 1..5]: each
     keep's one-die-smaller keeps (a short list repeats its last)."""
     return np.concatenate(
-        [np.pad(rows, ((0, NUM_DICE - len(rows)), (0, 0)), mode="edge") for rows in _REMOVE_PADDED],
+        [np.pad(rows, ((0, NUM_DICE - len(rows)), (0, 0)), mode="edge") for rows in REMOVE_PADDED],
         axis=1,
     )
 
@@ -365,3 +390,14 @@ def target_turn_start(
     if status:
         raise ValueError(f"the solver kernel refused the target run (status {status})")
     return out[: len(state)]
+
+
+def install_kernel() -> None:
+    """Build the kernel for this CPU into `INSTALLED_KERNELS` (what `make setup` runs), or say
+    in one line why not (the first solve then builds it, or runs the XLA program)."""
+    try:
+        INSTALLED_KERNELS.mkdir(parents=True, exist_ok=True)
+        load_kernel(str(INSTALLED_KERNELS))
+        print(f"solver kernel built: {INSTALLED_KERNELS / kernel_name('cc')[1]}")
+    except (NativeError, OSError) as error:
+        print(f"solver kernel not built here ({error}); a solve builds it or runs XLA")

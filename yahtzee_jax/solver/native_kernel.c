@@ -184,10 +184,9 @@ static void average_keeps(const plan_t *p, tile_t *keeps) {
     }
 }
 
-/* `_keep_layers` then `_best_keep`: each roll's best keep (in the buffer's last 252 rows). */
-static void reroll(const plan_t *p, tile_t *keeps) {
-    average_keeps(p, keeps);
-    /* Each keep the best of itself and its one-die-smaller keeps' bests, a size at a time. */
+/* `_best_keep`: each keep the best of itself and its one-die-smaller keeps' bests, a size at
+ * a time (the rolls' best keeps in the buffer's last 252 rows). */
+static void best_keeps(const plan_t *p, tile_t *keeps) {
     const int32_t *offsets = p->keep_offsets, *starts = p->remove_starts, *remove = p->remove_rows;
     for (int size = 1; size <= NUM_DICE; size++) {
         tile_t *here = keeps + offsets[size];
@@ -200,6 +199,12 @@ static void reroll(const plan_t *p, tile_t *keeps) {
         }
         starts += count;
     }
+}
+
+/* `_keep_layers` then `_best_keep`: each roll's best keep (in the buffer's last 252 rows). */
+static void reroll(const plan_t *p, tile_t *keeps) {
+    average_keeps(p, keeps);
+    best_keeps(p, keeps);
 }
 
 /* `widget.best_keep_choice` after `keep_values` of both: the keeps of highest value, the first

@@ -21,7 +21,6 @@ import hashlib
 import os
 import pathlib
 import pickle
-import platform
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -31,11 +30,14 @@ import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 from yahtzee_jax.files import sources_digest, write_whole
+from yahtzee_jax.host import host_description
 
 
 def source_digest() -> str:
     """A digest of the sources of every module the solver's programs are built from."""
-    return sources_digest("game/*.py", "solver/*.py", "parallel.py", "errors.py", "files.py")
+    return sources_digest(
+        "game/*.py", "solver/*.py", "parallel.py", "host.py", "lazy.py", "errors.py", "files.py"
+    )
 
 
 def load_or_compile(
@@ -146,12 +148,3 @@ def build_identity() -> tuple[str, ...]:
         backend.platform_version,
         host_description(),
     )
-
-
-def host_description() -> str:
-    """What XLA compiled for: the CPU's model and features (Linux), else its architecture."""
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo") as cpuinfo:
-            lines = [line for line in cpuinfo if line.startswith(("model name", "flags"))]
-        return "".join(sorted(set(lines)))
-    return f"{platform.machine()} {platform.processor()}"

@@ -10,11 +10,12 @@ flag 1 where no Yahtzee bonus is paid) are not solved (`solved_states`) but fill
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 
 import numpy as np
 
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
-from yahtzee_jax.solver.widget_tables import NUM_FLAGS, num_masks
+from yahtzee_jax.solver.widget_tables import NUM_FLAGS, ROLL_PROBABILITIES, num_masks
 
 # States per solver task: a chunk's [462, n] float64 widget arrays stay in the cache. A one-process
 # solve with 128 / 256 / 512 / 1,024 took 3.2 / 2.9 / 3.3 / 4.3 s and 10.6 / 10.9 / 12.9 / 17.1 MiB
@@ -173,3 +174,19 @@ def fill_copies(value_table: np.ndarray, rules: Rules, masks: np.ndarray | None 
         rows = np.nonzero(copies)[0]
         table[copies] = table[rows, representative[copies]]
         value_table[block] = table
+
+
+def chunk_expectations(blocks: np.ndarray, lengths: Iterable[int]) -> np.ndarray:
+    """The expectation over the first roll of each chunk's first `lengths[block]` states (of
+    blocks [chunk, 252, >= SOLVE_CHUNK]), a chunk's dot alone, as the NumPy loop takes it: BLAS
+    rounds a column by how many columns there are (2,048 of them, for one, give other values).
+    A whole chunk is dotted in place (the same dot, strided or not); a short one is copied, as
+    NumPy dots a lone strided column in another order."""
+    return np.concatenate(
+        [
+            ROLL_PROBABILITIES
+            @ (block[:, :n] if n == SOLVE_CHUNK else np.ascontiguousarray(block[:, :n]))
+            for block, n in zip(blocks, lengths, strict=True)
+            if n
+        ]
+    )

@@ -29,16 +29,14 @@ import time
 import warnings
 import zipfile
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jax
 import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import cached, default_cache_dir, written_checked
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
-from yahtzee_jax.parallel import usable_cpus
-from yahtzee_jax.solver.compiled import CompiledSolve
+from yahtzee_jax.host import jax_computes_on_cpu, usable_cpus
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
     FinalRollPlan,
     category_values,
@@ -65,6 +63,9 @@ from yahtzee_jax.solver.states import (  # noqa: F401 (re-exported: the solver's
 )
 from yahtzee_jax.solver.widget import turn_start_value
 from yahtzee_jax.solver.widget_tables import num_masks, solver_score_tables
+
+if TYPE_CHECKING:
+    from yahtzee_jax.solver.compiled import CompiledSolve
 
 CACHE_FORMAT = 2  # bump when the stored table changes meaning or layout
 
@@ -168,7 +169,9 @@ def _one_process_engine(
     rules: Rules, options: tuple, engine: str, cache_dir: str | os.PathLike | None
 ) -> NativeSolve | CompiledSolve:
     """What values a one-process solve's states: `solve_value_table`'s `engine`."""
-    if engine == "native" or (engine == "auto" and jax.default_backend() == "cpu"):
+    # The kernel's solve never imports JAX (`host.jax_computes_on_cpu` asks it only where an
+    # accelerator may be present): the import alone is half a second of a whole Yatzy solve.
+    if engine == "native" or (engine == "auto" and jax_computes_on_cpu()):
         try:
             kernel = load_kernel(None if cache_dir is None else str(cache_dir))
             return NativeSolve(rules, options, kernel, usable_cpus())
@@ -176,6 +179,10 @@ def _one_process_engine(
             if engine == "native":
                 raise UserError(f"the native solver engine: {error}") from None
             warnings.warn(f"{error}; solving with the XLA program", RuntimeWarning, stacklevel=4)
+    import jax
+
+    from yahtzee_jax.solver.compiled import CompiledSolve
+
     with jax.enable_x64(True):  # the program is float64
         return CompiledSolve(rules, options, cache_dir)
 
@@ -189,7 +196,7 @@ def _solve_layers(
     engine: str,
 ) -> np.ndarray:
     global _SOLVE_CONTEXT
-    base, *options = solver_score_tables(rules, cache_dir)
+    base, *options = solver_score_tables(rules)
     shape = table_shape(rules)
     shared = mmap.mmap(-1, int(np.prod(shape)) * np.dtype(np.float64).itemsize)
     value_table = np.frombuffer(shared, np.float64).reshape(shape)
@@ -210,8 +217,7 @@ def _solve_layers(
         for filled in layers:
             if program is not None:
                 layer_masks, states = layer_states(rules, filled)
-                with jax.enable_x64(True):
-                    program.solve_layer(value_table, filled, states)
+                program.solve_layer(value_table, filled, states)
             else:
                 layer_masks, chunks = layer_chunks(rules, filled)
                 if pool is None:

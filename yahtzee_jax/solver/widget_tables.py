@@ -12,12 +12,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-import os
 from types import ModuleType
 from typing import Any
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.game.rules import (
@@ -27,10 +24,12 @@ from yahtzee_jax.game.rules import (
     Box,
     Joker,
     Rules,
-    face_counts,
+    array_module,
+    base_scores,
     score_options,
 )
-from yahtzee_jax.solver.programs import load_or_compile
+
+Array = Any  # numpy.ndarray or jax.Array
 
 NUM_FLAGS = 2  # Yahtzee box holds 50 (1) or not (0)
 
@@ -166,27 +165,24 @@ def filled_to_mask(filled: np.ndarray) -> np.ndarray:
     return np.sum(filled << np.arange(filled.shape[-1]), axis=-1)
 
 
-def score_all_rolls(
-    filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`score_options` of all 252 rolls against one card: ([252, boxes], [252, boxes], [252])."""
-    per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
-    return per_roll(face_counts(jnp.asarray(ROLLS)), filled, yahtzee_box, rules)
+def score_all_rolls(filled: Array, yahtzee_box: Array, rules: Rules) -> tuple[Array, Array, Array]:
+    """`score_options` of all 252 rolls against cards (NumPy or JAX; leading axes are cards):
+    ([..., 252, boxes], [..., 252, boxes], [..., 252])."""
+    return _score_rolls(ROLL_COUNTS, filled, yahtzee_box, rules)
 
 
-# `score_all_rolls` for a batch of cards, compiled: ([B, 252, boxes], [B, 252, boxes], [B, 252]).
-score_all_rolls_of_cards = jax.jit(
-    jax.vmap(score_all_rolls, in_axes=(0, 0, None)), static_argnums=2
-)
+def _score_rolls(
+    counts: np.ndarray, filled: Array, yahtzee_box: Array, rules: Rules
+) -> tuple[Array, Array, Array]:
+    """`score_options` of the rolls `counts` [rolls, 6] against cards [..., boxes]:
+    ([..., rolls, boxes] x 2, [..., rolls])."""
+    yahtzee_box = array_module(filled, yahtzee_box).asarray(yahtzee_box)[..., None]
+    return score_options(counts, filled[..., None, :], yahtzee_box, rules)
+
 
 # The six five-of-a-kinds (faces 1..6 in order): the only rolls whose options depend on the card
 # beyond its open boxes (the Joker rules and the +100 bonus).
 YAHTZEE_ROLLS = np.flatnonzero(ROLL_COUNTS.max(axis=1) == NUM_DICE)
-
-
-def _base_points(rules: Rules) -> jax.Array:
-    """Points of every roll in every box without any Joker: an empty card's options."""
-    return score_all_rolls(jnp.zeros(rules.num_boxes, bool), jnp.int32(0), rules)[0]
 
 
 def base_points(rules: Rules) -> np.ndarray:
@@ -197,55 +193,36 @@ def base_points(rules: Rules) -> np.ndarray:
 @functools.cache
 def _base_points_of_boxes(boxes: tuple[Box, ...]) -> np.ndarray:
     rules = Rules("base points", yahtzee_bonus=False, joker=Joker.NONE, boxes=boxes)
-    with jax.ensure_compile_time_eval():  # a constant even when first asked inside a trace
-        return np.asarray(jax.jit(_base_points, static_argnums=0)(rules), np.int64)
+    return base_scores(ROLL_COUNTS, rules).astype(np.int64)
 
 
 def score_yahtzee_rolls(
-    filled: jax.Array, yahtzee_box: jax.Array, rules: Rules
-) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """`score_options` of the six five-of-a-kinds against one card: ([6, boxes] x 2, [6])."""
-    per_roll = jax.vmap(score_options, in_axes=(0, None, None, None))
-    return per_roll(jnp.asarray(ROLL_COUNTS[YAHTZEE_ROLLS]), filled, yahtzee_box, rules)
+    filled: Array, yahtzee_box: Array, rules: Rules
+) -> tuple[Array, Array, Array]:
+    """`score_options` of the six five-of-a-kinds against cards: ([..., 6, boxes] x 2, [..., 6])."""
+    return _score_rolls(ROLL_COUNTS[YAHTZEE_ROLLS], filled, yahtzee_box, rules)
 
 
-@functools.partial(jax.jit, static_argnums=2)
-def _solver_tables(filled: jax.Array, yahtzee_box: jax.Array, rules: Rules) -> tuple:
-    five_of_a_kinds = jax.vmap(score_yahtzee_rolls, in_axes=(0, 0, None))
-    return _base_points(rules), *five_of_a_kinds(filled, yahtzee_box, rules)
-
-
-def solver_score_tables(
-    rules: Rules, cache_dir: str | os.PathLike | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """What the solver scores with, in one XLA program: `base_points()` and the options of the
+def solver_score_tables(rules: Rules) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What the solver scores with, in NumPy: `base_points()` and the options of the
     five-of-a-kinds against every card (2.6 MB for Yahtzee; all 252 rolls' would be 110 MB).
 
     Returns (base points int64[252, boxes], points int8[masks, 2, 6, boxes], legal bool[masks,
     2, 6, boxes], bonus bool[masks, 2, 6]), the last three indexed by [filled mask, flag,
     five-of-a-kind]; flag 1 means the Yahtzee box holds 50. Kept for the last 4 rule sets asked
-    for; `cache_dir` keeps the compiled program between processes (`programs.load_or_compile`).
+    for.
     """
     if rules in _SCORE_TABLES:
         return _SCORE_TABLES[rules]
     masks = num_masks(rules)
-    filled = jnp.asarray(np.repeat(mask_to_filled(np.arange(masks), rules), NUM_FLAGS, axis=0))
-    yahtzee_box = jnp.asarray(np.tile(np.array([0, rules.yahtzee_score], np.int32), masks))
-    program = load_or_compile(
-        lambda: _solver_tables.lower(filled, yahtzee_box, rules),
-        "score-tables",
-        rules,
-        (filled, yahtzee_box),
-        None,
-        cache_dir,
-    )
-    base, points, legal, bonus = program(filled, yahtzee_box)
-    shape = (masks, NUM_FLAGS, len(YAHTZEE_ROLLS))
+    filled = mask_to_filled(np.arange(masks), rules)[:, None, :]  # [masks, 1 (flag), boxes]
+    yahtzee_box = np.array([0, rules.yahtzee_score], np.int32)  # [2]: the flag's points
+    points, legal, bonus = score_yahtzee_rolls(filled, yahtzee_box, rules)
     tables = (
-        np.asarray(base, np.int64),
-        np.asarray(points, np.int8).reshape(*shape, rules.num_boxes),
-        np.asarray(legal).reshape(*shape, rules.num_boxes),
-        np.asarray(bonus).reshape(shape),
+        base_points(rules),
+        points.astype(np.int8),
+        np.ascontiguousarray(legal),
+        np.ascontiguousarray(bonus),
     )
     if len(_SCORE_TABLES) == 4:
         del _SCORE_TABLES[next(iter(_SCORE_TABLES))]  # the oldest
@@ -253,8 +230,7 @@ def solver_score_tables(
     return tables
 
 
-# `solver_score_tables` of the last rule sets asked for (the same tables however compiled, so
-# `cache_dir` is not part of the key).
+# `solver_score_tables` of the last rule sets asked for.
 _SCORE_TABLES: dict[Rules, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
 
 

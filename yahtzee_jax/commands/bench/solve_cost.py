@@ -30,7 +30,7 @@ from yahtzee_jax.files import check_writable, write_json
 # Each child prints one JSON line of numbers. Memory is the process's peak RSS (VmHWM; getrusage's
 # ru_maxrss would start from this parent's, Linux keeps it across fork and exec) at three points:
 # once imported (ours: with the JAX runtime started, as every command of this package does),
-# once the score tables are built (ours: XLA compiles `score_options`; none for theirs), and at
+# once the score tables are built (ours: NumPy scores every card; none for theirs), and at
 # the end. The induction's own memory is how far it raises the peak above the RSS it starts
 # from: the peak is reset to the current RSS just before it (`/proc/self/clear_refs`), or else
 # an XLA compile that freed memory would hide the induction's first megabytes under its peak.
@@ -79,7 +79,7 @@ sampler = threading.Thread(target=sample_workers, daemon=True)
 _OURS = """
 import json, sys, time
 import jax
-from yahtzee_jax.parallel import one_thread_per_program
+from yahtzee_jax.host import one_thread_per_program
 one_thread_per_program()  # as `yahtzee-jax solve` runs: one thread per program
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.value_table import solve
@@ -92,7 +92,7 @@ from pathlib import Path
 # Our programs (XLA's, the C kernel), compiled by an earlier solve into the folder.
 program_cached = any(Path(sys.argv[2]).glob("*.xla")) or any(Path(sys.argv[2]).glob("*.so"))
 start, cpu_start = time.perf_counter(), cpu_seconds()
-solver_score_tables(get_rules(sys.argv[1]), sys.argv[2])  # the solve's own first step, timed
+solver_score_tables(get_rules(sys.argv[1]))  # the solve's own first step, timed
 tables = rss()
 induction_from = reset_peak()
 result = solve(sys.argv[1], cache_dir=sys.argv[2], force=True, workers=int(sys.argv[3]),
@@ -276,7 +276,7 @@ def run(args: argparse.Namespace) -> int:
     print(
         "CPU s: user + system, its workers' included; "
         "MiB of peak RSS: started = imported (ours: JAX runtime started), tables = + building "
-        "the score tables (ours: XLA compiling the JAX scoring), DP = + the induction and its "
+        "the score tables (ours: NumPy scoring every card), DP = + the induction and its "
         "value table; workers = the private memory of the worker processes (ours: forked, "
         "their peaks summed; its threads are in its RSS); file: the table written (ours: "
         "float64; its: f32)"
