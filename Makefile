@@ -37,10 +37,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
 	$(BIN)/python -m compileall -q -j 0 -x '/tests/' $(VENV)/lib > /dev/null
-	$(BIN)/python -c 'from yahtzee_jax.solver.native import install_kernel; install_kernel()'
 	touch $(STAMP)
 
-setup: $(STAMP)
+# The kernel is named by its sources: built again whenever they change (a pull, an edit).
+KERNEL_STAMP := $(VENV)/.kernel
+$(KERNEL_STAMP): $(STAMP) yahtzee_jax/solver/native_kernel.c yahtzee_jax/solver/native_play.c
+	$(BIN)/python -c 'from yahtzee_jax.solver.native import install_kernel; install_kernel()'
+	touch $(KERNEL_STAMP)
+
+setup: $(STAMP) $(KERNEL_STAMP)
 
 # What each default preset costs, said before training starts (the figures' artifacts: cpu-ppo
 # results/cpu-ppo-b256-seed2 (7.0 min, AMD) and -seed{2,3}-intel (8.1-8.4 min); gpu-ppo

@@ -171,13 +171,26 @@ def test_the_kernel_is_kept_and_a_damaged_one_built_again(tmp_path, monkeypatch,
 
 
 def test_a_kernel_built_at_setup_serves_an_empty_cache(tmp_path, monkeypatch, capsys):
-    """`make setup`'s `install_kernel` builds the kernel into the environment's folder; a solve
+    """`make setup`'s `install_kernel` builds the kernel into the environment's folder (and
+    removes the kernels of earlier sources there); a solve
     with a new, empty cache folder then loads it from there and compiles nothing (it writes no
     kernel into the cache). Where it cannot be built, setup says why in one line and goes on."""
     monkeypatch.setattr(native, "INSTALLED_KERNELS", tmp_path / "share" / "yahtzee_jax")
     native.load_kernel.cache_clear()
+    native.INSTALLED_KERNELS.mkdir(parents=True)
+    for name in (
+        "native-kernel-0ld.so",
+        "native-kernel-0ld.so.crc32",
+        ".native-kernel-0ld.so.lock",
+    ):
+        (native.INSTALLED_KERNELS / name).write_text("built from earlier sources")
     native.install_kernel()
-    (library,) = native.INSTALLED_KERNELS.glob("native-kernel-*.so")
+    (library,) = native.INSTALLED_KERNELS.glob("native-kernel-*.so")  # the earlier one gone
+    assert sorted(path.name for path in native.INSTALLED_KERNELS.iterdir()) == [
+        f".{library.name}.lock",
+        library.name,
+        f"{library.name}.crc32",
+    ]
     assert capsys.readouterr().out == f"solver kernel built: {library}\n"
     native.load_kernel.cache_clear()  # as a new process would
     with monkeypatch.context() as patch:

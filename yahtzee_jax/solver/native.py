@@ -398,6 +398,10 @@ def install_kernel() -> None:
     try:
         INSTALLED_KERNELS.mkdir(parents=True, exist_ok=True)
         load_kernel(str(INSTALLED_KERNELS))
-        print(f"solver kernel built: {INSTALLED_KERNELS / kernel_name('cc')[1]}")
+        name = kernel_name("cc")[1]
+        for old in INSTALLED_KERNELS.glob("*native-kernel-*"):  # earlier sources' kernels
+            if not old.name.lstrip(".").startswith(name):
+                old.unlink(missing_ok=True)
+        print(f"solver kernel built: {INSTALLED_KERNELS / name}")
     except (NativeError, OSError) as error:
         print(f"solver kernel not built here ({error}); a solve builds it or runs XLA")
