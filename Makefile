@@ -41,7 +41,7 @@ $(STAMP): pyproject.toml
 
 # The kernel is named by its sources: built again whenever they change (a pull, an edit).
 KERNEL_STAMP := $(VENV)/.kernel
-$(KERNEL_STAMP): $(STAMP) yahtzee_jax/solver/native_kernel.c yahtzee_jax/solver/native_play.c
+$(KERNEL_STAMP): $(STAMP) $(wildcard yahtzee_jax/solver/native_*.c)
 	$(BIN)/python -c 'from yahtzee_jax.solver.native import install_kernel; install_kernel()'
 	touch $(KERNEL_STAMP)
 

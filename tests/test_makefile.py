@@ -5,8 +5,10 @@ could too; the real detection asks the venv's JAX, which a test cannot change.""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,24 @@ def test_make_help_names_both_defaults_and_the_paper(tmp_path):
     )
     assert "default: cpu-ppo on a CPU" in done.stdout and "gpu-ppo where" in done.stdout
     assert "make train PRESET=paper-a2c" in done.stdout
+
+
+def test_make_setup_builds_the_kernel_and_again_when_its_sources_change(tmp_path):
+    """A new venv's setup builds the solver's C kernel into it (`install_kernel`); once built,
+    setup does nothing, until a kernel source is newer than the build."""
+    kernel_source = tmp_path / "yahtzee_jax" / "solver" / "native_kernel.c"
+    kernel_source.parent.mkdir(parents=True)
+    kernel_source.write_text("")
+    (tmp_path / "pyproject.toml").write_text("")
+
+    def setup() -> str:
+        command = ["make", "-n", "-f", str(MAKEFILE), "setup", "VENV=venv"]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True).stdout
+
+    assert "install_kernel()" in setup() and "pip install" in setup()
+    (tmp_path / "venv").mkdir()
+    for stamp in (".installed", ".kernel"):
+        (tmp_path / "venv" / stamp).write_text("")
+    assert "install_kernel()" not in setup()
+    os.utime(kernel_source, (time.time() + 60, time.time() + 60))  # edited after the build
+    assert "install_kernel()" in setup() and "pip install" not in setup()
