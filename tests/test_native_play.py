@@ -123,6 +123,25 @@ def test_the_command_plays_natively_and_refuses_what_it_cannot(cache, tmp_path, 
         assert message in error and error.count("\n") == 1
 
 
+def test_without_a_c_compiler_the_native_engine_says_so_in_one_line(cache, tmp_path, capsys):
+    """Where the kernel cannot be built (no compiler), `--engine native` stops with one line
+    naming the reason, and no traceback."""
+    from yahtzee_jax.solver import native, native_play
+
+    def no_compiler(*_):
+        raise native.NativeError("no C compiler 'cc' on the PATH")
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native_play, "load_kernel", no_compiler)
+        argv = ["evaluate", "optimal", "--engine", "native", "--games", "10", "--rules", "yacht"]
+        assert main([*argv, "--cache-dir", cache, "--out", str(tmp_path / "r")]) == 2
+    error = capsys.readouterr().err
+    assert error == (
+        "yahtzee-jax evaluate: error: --engine native needs the solver's C kernel: no C "
+        "compiler 'cc' on the PATH\n"
+    )
+
+
 def test_the_native_command_never_imports_jax(cache, tmp_path):
     """A whole `evaluate optimal --engine native` in a fresh process: JAX is never imported
     (its import is most of what a process would wait for)."""

@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.game_records import GameRecords
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
 from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked
@@ -276,10 +277,14 @@ def evaluate_native(
     """`evaluate` of the optimal agent's policy played on the solver's C kernel, without JAX
     (`solver.native_play`: its own dice, so other games than the JAX agent's of the same seed;
     its `seconds` include loading the value table). The summary says `"engine": "native"`."""
+    from yahtzee_jax.solver.native import NativeError
     from yahtzee_jax.solver.native_play import play_optimal
 
     started = time.perf_counter()
-    played = play_optimal(rules, num_games, seed, cache_dir)
+    try:
+        played = play_optimal(rules, num_games, seed, cache_dir)
+    except NativeError as error:  # no C compiler here, or a failed build
+        raise UserError(f"--engine native needs the solver's C kernel: {error}") from None
     elapsed = time.perf_counter() - started
     records = GameRecords("optimal", rules.name, seed, *played[:6])
     return report(records, None, elapsed, out_dir, json_path, plots, {"engine": "native"})
