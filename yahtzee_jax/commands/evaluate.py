@@ -211,6 +211,7 @@ def _run_native(args: argparse.Namespace) -> int:
         json_path=args.json_path,
         cache_dir=args.cache_dir,
         plots=not args.no_plots,
+        progress=not args.no_progress,
     )
     _print_summary(summary, rules, out_dir)
     return 0

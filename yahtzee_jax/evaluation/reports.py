@@ -273,6 +273,7 @@ def evaluate_native(
     json_path: str | os.PathLike | None = None,
     cache_dir: str | os.PathLike | None = None,
     plots: bool = True,
+    progress: bool = False,
 ) -> dict:
     """`evaluate` of the optimal agent's policy played on the solver's C kernel, without JAX
     (`solver.native_play`: its own dice, so other games than the JAX agent's of the same seed;
@@ -282,7 +283,7 @@ def evaluate_native(
 
     started = time.perf_counter()
     try:
-        played = play_optimal(rules, num_games, seed, cache_dir)
+        played = play_optimal(rules, num_games, seed, cache_dir, progress=progress)
     except NativeError as error:  # no C compiler here, or a failed build
         raise UserError(f"--engine native needs the solver's C kernel: {error}") from None
     elapsed = time.perf_counter() - started

@@ -317,9 +317,11 @@ def _maximum(best: Array, value: Array, xp: ModuleType) -> Array:
     return np.maximum(best, value, out=best) if xp is np else xp.maximum(best, value)
 
 
-# Index tables of full length, so that each keep size is one fused pass: a keep with fewer
-# distinct faces than a column repeats its last sub-keep there (harmless under a maximum),
-# where the NumPy loop takes the maximum over a prefix of the rows.
+# The compiled solvers' index tables (the XLA program, `solver.compiled`, and the C kernel,
+# `solver.native`), NumPy, so that the kernel's process never imports JAX. Of full length, so
+# that each keep size is one fused pass: a keep with fewer distinct faces than a column repeats
+# its last sub-keep there (harmless under a maximum), where the NumPy loop takes the maximum over
+# a prefix of the rows.
 REMOVE_PADDED = tuple(
     WIDGET_POSITION[size - 1][REMOVE_DIE[size][WIDGET_ORDER[size]]].T
     for size in range(1, NUM_DICE + 1)
@@ -334,9 +336,10 @@ def padded_rows(lists: list[list[int]]) -> np.ndarray:
 
 
 class PlanRows(NamedTuple):
-    """`FinalRollPlan` as the row lists the program takes maxima over (see `_final_values`)."""
+    """`FinalRollPlan` as the row lists the compiled solvers take maxima over (see
+    `compiled._final_values`)."""
 
-    zero_rows: np.ndarray  # [k, groups]: each group's zero options, rows of `_final_values`' zeros
+    zero_rows: np.ndarray  # [k, groups]: each group's zero options, rows of the zeros' table
     face_rows: np.ndarray  # [5, 252]: each roll's present faces, rows of [face x count]
     lower_rows: np.ndarray  # [k, 252]: the lower boxes each roll scores in (the Yahtzee box aside)
     lower_points: np.ndarray  # [k, 252]: its points there

@@ -120,10 +120,11 @@ def play_optimal(
     cache_dir: str | os.PathLike | None = None,
     threads: int | None = None,
     trace: bool = False,
+    progress: bool = False,
 ) -> PlayedGames:
     """`num_games` whole games of optimal play under `rules` (the value table solved first if
     it is not cached), on `threads` host threads (default: one per usable CPU); with `trace`,
-    every roll's dice and keep action too."""
+    every roll's dice and keep action too; with `progress`, a bar of the turns played."""
     value_table = np.ascontiguousarray(solve(rules, cache_dir=cache_dir).value_table)
     cache = str(cache_dir) if cache_dir is not None else str(default_cache_dir())
     kernel = load_kernel(cache)
@@ -159,8 +160,13 @@ def play_optimal(
     traced = [None if part is None else _address(part) for part in (dice, keeps)]
     games = _Games(_address(game), _address(turns_played), *traced, turns)
     threads = threads or usable_cpus()
+    turns_to_play = range(turns)
+    if progress:
+        from tqdm import tqdm
+
+        turns_to_play = tqdm(turns_to_play, desc=f"{num_games} games", unit="turn")
     with ThreadPoolExecutor(max(1, threads - 1)) as pool:
-        for turn in range(turns):
+        for turn in turns_to_play:
             groups = _turn_groups(game, value_table.shape[1], -(-num_games // (16 * threads)))
             _play_turn(kernel, solver.plan, groups, turn, (tables, games), pool, threads)
     boxes, points = (turns_played[..., part].astype(np.int32) for part in (0, 1))
