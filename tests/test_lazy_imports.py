@@ -1,0 +1,45 @@
+"""The packages' lazy exports (`yahtzee_jax.lazy`): importing the rules, the solver's value
+table, the agents' names or the evaluation's records imports no JAX; the lazily exported
+names are the modules' own objects, also after their submodule was imported (the advisor's
+`advise` is the function, not the module of the same name)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+SCRIPT = """
+import sys
+import yahtzee_jax.game.rules, yahtzee_jax.solver.value_table, yahtzee_jax.solver.native_play
+import yahtzee_jax.evaluation.game_records, yahtzee_jax.evaluation.reports
+from yahtzee_jax.agents import AGENT_NAMES
+print("light", "jax" in sys.modules, "flax" in sys.modules)
+import yahtzee_jax.solver.advise
+from yahtzee_jax.solver import advise, ActionValues
+from yahtzee_jax.game import step, State
+from yahtzee_jax.game.engine import step as engine_step
+from yahtzee_jax.agents import Agent
+from yahtzee_jax.agents.agent import Agent as agent_class
+print("names", callable(advise) and advise.__module__ == "yahtzee_jax.solver.advise",
+      step is engine_step, Agent is agent_class, ActionValues.__name__)
+import yahtzee_jax.game
+try:
+    yahtzee_jax.game.no_such_name
+except AttributeError as error:
+    print("missing", error)
+"""
+
+
+def test_light_modules_import_no_jax_and_lazy_names_are_the_modules_own():
+    """In a fresh process: the rules, the value table, the native play, the records, the
+    reports and the agents' names load without JAX or flax; then each lazy name is its module's
+    object, and an unknown name is an AttributeError naming the package."""
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.splitlines() == [
+        "light False False",
+        "names True True True ActionValues",
+        "missing module 'yahtzee_jax.game' has no attribute 'no_such_name'",
+    ]
