@@ -1,8 +1,9 @@
 """The solver's XLA programs kept on disk: compiled by one solve, loaded by the later ones.
 
-A Yatzy solve compiles two programs: the score tables' (`widget_tables.solver_score_tables`, 0.3
-CPU-s) and the chunk program (`compiled.CompiledSolve`, 0.5 CPU-s); loading one takes 0.02 (2-core
-AMD EPYC, 2026-11-27). JAX's own persistent compilation cache would do the same, but it is set for
+A Yatzy solve by XLA compiles the chunk program (`compiled.CompiledSolve`, 0.5 CPU-s); loading
+it takes 0.02 (2-core AMD EPYC, 2026-11-27). (The score tables, once a second program, are
+NumPy's since the twenty-second session; the C kernel's solve imports no JAX at all.)
+JAX's own persistent compilation cache would do the same, but it is set for
 the whole process (every program of the package, from its first use on): this one is the
 solver's alone, in the folder of its table cache. In a process that has JAX's cache on, the
 programs are left to it (`jaxs_cache_is_on`).

@@ -151,7 +151,8 @@ def solve_value_table(
     "native", the C kernel of `solver.native`, one host thread a core; "xla", the XLA program of
     `solver.compiled`; "auto", the kernel where JAX computes on the CPU and a C compiler builds
     it, the XLA program otherwise (on an accelerator, or with a warning). Both are kept in
-    `cache_dir` with the score tables' program (`solver.programs`; None: built in every solve).
+    `cache_dir` (`solver.programs`, `solver.native`; None: built in every solve), the kernel
+    also in the environment where `make setup` built it; the score tables are NumPy's.
     More `workers` are forked processes sharing the table, each running the NumPy loop (forked
     workers cannot run XLA); processes, not threads, for its many small calls contend for the
     GIL. Every engine gives the same values to the last bit. The one process is the faster: on
