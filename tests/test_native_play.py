@@ -111,14 +111,13 @@ def test_the_command_plays_natively_and_refuses_what_it_cannot(cache, tmp_path, 
     assert summary["engine"] == "native" and summary["games"] == 2000
     assert sorted(path.name for path in out.iterdir()) == ["report.md", "summary.json"]
     assert "2000 games in" in capsys.readouterr().out
-    for extra, message in [
-        (["--agent-is", "greedy1"], "plays the optimal agent only, not 'greedy1'"),
-        (["--task", "single-turn"], "plays whole games"),
-        (["--batch-size", "64"], "plays whole games"),
+    for agent_and_options, message in [
+        (["greedy1"], "plays the optimal agent only, not 'greedy1'"),
+        (["optimal", "--task", "single-turn"], "plays whole games"),
+        (["optimal", "--batch-size", "64"], "plays whole games"),
     ]:
-        args = ["evaluate", "greedy1" if extra[0] == "--agent-is" else "optimal"]
-        args += ["--engine", "native", "--cache-dir", cache, "--out", str(tmp_path / "x")]
-        assert main(args + ([] if extra[0] == "--agent-is" else extra)) == 2
+        args = ["evaluate", *agent_and_options, "--engine", "native", "--cache-dir", cache]
+        assert main([*args, "--out", str(tmp_path / "x")]) == 2
         error = capsys.readouterr().err
         assert message in error and error.count("\n") == 1
 

@@ -287,7 +287,9 @@ def evaluate_native(
     except NativeError as error:  # no C compiler here, or a failed build
         raise UserError(f"--engine native needs the solver's C kernel: {error}") from None
     elapsed = time.perf_counter() - started
-    records = GameRecords("optimal", rules.name, seed, *played[:6])
+    per_game = {name: array for name, array in played._asdict().items()
+                if name in GameRecords.__dataclass_fields__}  # fmt: skip
+    records = GameRecords("optimal", rules.name, seed, **per_game)
     return report(records, None, elapsed, out_dir, json_path, plots, {"engine": "native"})
 
 

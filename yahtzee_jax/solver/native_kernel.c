@@ -234,16 +234,20 @@ static void reroll_choosing(const plan_t *p, tile_t *value, tile_t *chance) {
 /* The first rolls' values of `n` states (a multiple of TILE), in `ROLLS` order: out is
  * [n / chunk, 252, stride], a chunk's states the first `chunk` of a row (a stride of a whole
  * number of tiles more than the chunk spreads a tile's 252 rows over the cache's sets). */
+/* Whether a run of `n` states and this plan fit the kernel's arrays (whole tiles, the card's
+ * boxes and rows, six upper boxes, a group per roll at most). */
+static int run_fits(const plan_t *p, int64_t n) {
+    return n % TILE == 0 && p->num_boxes <= MAX_BOXES && p->num_boxes + 1 <= MAX_ROWS &&
+           p->num_upper == NUM_FACES && p->groups <= NUM_ROLLS;
+}
+
 int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const int32_t *mask,
               const int32_t *upper, const int32_t *flag, const double *values,
               const int8_t *yz_points, const uint8_t *yz_legal,
               const uint8_t *yz_bonus, double *out) {
-    if (n % TILE || chunk % TILE || stride < chunk || stride % TILE || p->num_boxes > MAX_BOXES ||
-        p->num_boxes + 1 > MAX_ROWS || p->num_upper != NUM_FACES)
-        return 1;
+    if (!run_fits(p, n) || chunk % TILE || stride < chunk || stride % TILE) return 1;
     tile_t by_count[NUM_FACES * (NUM_DICE + 1)], zeros[MAX_ROWS], five[NUM_FACES];
     tile_t groups[NUM_ROLLS], keeps[NUM_KEEPS];
-    if (p->groups > NUM_ROLLS) return 1;
     tile_t *rolls = keeps + p->keep_offsets[NUM_DICE];
     for (int64_t start = 0; start < n; start += TILE) {
         futures(p, mask + start, upper + start, flag + start, values, yz_points,

@@ -81,6 +81,29 @@ static int best_action(const tile_t *keeps, const int32_t *rows, int w) {
     return best;
 }
 
+/* What scoring roll `r` in `box` does to a card of upper total u and flag f: the points written,
+ * the reward (the upper bonus included where the box brings the total to it) and the next upper
+ * total and flag. `options` is the card's row of the five-of-a-kinds' tables, `face` the roll's
+ * five-of-a-kind face (-1 for the other rolls, which score their base points). */
+typedef struct {
+    int64_t points, reward, upper, flag;
+} move_t;
+
+static move_t box_move(const plan_t *p, const play_tables_t *t, int64_t options, int face, int r,
+                       int64_t u, int64_t f, int box) {
+    const int nb = p->num_boxes, cap = p->cap;
+    const int64_t points =
+        face < 0 ? t->base_points[(int64_t)r * nb + box] : t->yz_points[options * nb + box];
+    move_t move = {points, points, u, f};
+    if (box < p->num_upper) {
+        move.upper = u + points < cap ? u + points : cap;
+        move.reward += p->upper_bonus_points * (u < cap && move.upper >= cap);
+    } else if (box == p->yahtzee_box) {
+        move.flag = points == p->yahtzee_score;
+    }
+    return move;
+}
+
 /* Score roll `r` in its best box (the first of equal values) and move game g's card on. A roll
  * that is not five of a kind reads its boxes' values from the widget's own (lane w of
  * `by_count`, reward and future of each upper box by the count of its face, and `zeros`, the
@@ -89,7 +112,7 @@ static int best_action(const tile_t *keeps, const int32_t *rows, int w) {
 static void score_best_box(const plan_t *p, const play_tables_t *t, games_t *g, int64_t game,
                            int r, int32_t turn, const tile_t *by_count, const tile_t *zeros,
                            int w) {
-    const int nu = p->num_upper, nb = p->num_boxes, yz = p->yahtzee_box, cap = p->cap;
+    const int nu = p->num_upper, nb = p->num_boxes;
     game_t *card = &g->game[game];
     const int64_t m = card->mask, u = card->upper, f = card->flag;
     const int face = t->five_face[r];
@@ -106,35 +129,20 @@ static void score_best_box(const plan_t *p, const play_tables_t *t, games_t *g, 
                              : (double)t->base_points[(int64_t)r * nb + box] + zeros[box][w];
         } else {
             if (!t->yz_legal[options * nb + box]) continue;
-            const int64_t points = t->yz_points[options * nb + box];
-            int64_t reward = points, next_upper = u, next_flag = f;
-            if (box < nu) {
-                next_upper = u + points < cap ? u + points : cap;
-                reward += p->upper_bonus_points * (u < cap && next_upper >= cap);
-            } else if (box == yz) {
-                next_flag = points == p->yahtzee_score;
-            }
-            const int64_t next = ((m | 1 << box) * p->num_totals + next_upper) * 2 + next_flag;
-            value = (double)(reward + bonus) + t->values[next];
+            const move_t move = box_move(p, t, options, face, r, u, f, box);
+            const int64_t next = ((m | 1 << box) * p->num_totals + move.upper) * 2 + move.flag;
+            value = (double)(move.reward + bonus) + t->values[next];
         }
         if (value > best_value) best = box, best_value = value;
     }
-    const int64_t points = face < 0 ? t->base_points[(int64_t)r * nb + best]
-                                    : t->yz_points[options * nb + best];
-    int64_t reward = points;
-    if (best < nu) {
-        const int64_t next_upper = u + points < cap ? u + points : cap;
-        reward += p->upper_bonus_points * (u < cap && next_upper >= cap);
-        card->upper = (int32_t)next_upper;
-        card->upper_bonus |= reward > points;
-    } else if (best == yz) {
-        card->flag = points == p->yahtzee_score;
-    }
+    const move_t move = box_move(p, t, options, face, r, u, f, best);
     card->mask = (int32_t)(m | 1 << best);
-    card->total += (int32_t)(reward + bonus);
+    card->upper = (int32_t)move.upper, card->flag = (int32_t)move.flag;
+    card->upper_bonus |= move.reward > move.points;
+    card->total += (int32_t)(move.reward + bonus);
     card->yahtzee_bonuses += bonus > 0;
     int16_t *played = g->turns_played + (game * g->turns + turn) * 2;
-    played[0] = (int16_t)best, played[1] = (int16_t)points;
+    played[0] = (int16_t)best, played[1] = (int16_t)move.points;
 }
 
 /* Turn `turn` of the games of `n` distinct states (a multiple of TILE): state s's games are
@@ -142,9 +150,7 @@ static void score_best_box(const plan_t *p, const play_tables_t *t, games_t *g, 
 int play_run(const plan_t *p, int64_t n, const int32_t *mask, const int32_t *upper,
              const int32_t *flag, const int64_t *starts, const int64_t *games, int32_t turn,
              const play_tables_t *t, games_t *g) {
-    if (n % TILE || p->num_boxes > MAX_BOXES || p->num_boxes + 1 > MAX_ROWS ||
-        p->num_upper != NUM_FACES || p->groups > NUM_ROLLS || turn < 0 || turn >= g->turns)
-        return 1;
+    if (!run_fits(p, n) || turn < 0 || turn >= g->turns) return 1;
     tile_t by_count[NUM_FACES * (NUM_DICE + 1)], zeros[MAX_ROWS], five[NUM_FACES];
     tile_t groups[NUM_ROLLS], keeps[NUM_KEEPS], last[NUM_KEEPS];
     tile_t *rolls = keeps + p->keep_offsets[NUM_DICE];
