@@ -192,6 +192,17 @@ def lock_path(path: pathlib.Path) -> pathlib.Path:
     return path.with_name(f".{path.name}.lock")
 
 
+def remove_stale(path: pathlib.Path, pattern: str) -> None:
+    """Remove the cache files beside `path` matching the glob `pattern` other than `path` (the
+    same table of other code, which nothing reads again), each with its checksum and its lock
+    file (one would be left for every code change otherwise)."""
+    for old in path.parent.glob(pattern):
+        if old != path:
+            for file in (old, checksum_path(old), lock_path(old)):
+                with contextlib.suppress(OSError):
+                    file.unlink()
+
+
 @contextlib.contextmanager
 def cache_lock(path: pathlib.Path) -> Iterator[None]:
     """Hold an exclusive `flock` on `.NAME.lock` beside `path` (waiting for another holder, and

@@ -26,7 +26,6 @@ the box (`table_actions`), so that `play_games`, which shows it each roll as the
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -48,7 +47,7 @@ from yahtzee_jax.agents.widget_agents import (
     make_optimal_agent,
     score_actions,
 )
-from yahtzee_jax.files import cached, checksum_path, lock_path, sources_digest, written_checked
+from yahtzee_jax.files import cached, remove_stale, sources_digest, written_checked
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.parallel import host_threads, ordered_map
@@ -222,11 +221,7 @@ def _store_keeps(path: pathlib.Path, keeps: np.ndarray, stale: str) -> None:
             np.save(file, keeps)
     except OSError:
         return
-    for old in path.parent.glob(stale):
-        if old != path:  # its lock file too: one is left for every code change otherwise
-            for file in (old, checksum_path(old), lock_path(old)):
-                with contextlib.suppress(OSError):
-                    file.unlink()
+    remove_stale(path, stale)
 
 
 def _card_rows(table: DecisionTable, cards: State, rules: Rules) -> jax.Array:

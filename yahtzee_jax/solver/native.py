@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from yahtzee_jax.files import cached, written_checked
+from yahtzee_jax.files import cached, remove_stale, written_checked
 from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Rules
 from yahtzee_jax.host import host_description
 from yahtzee_jax.solver.final_rolls import REMOVE_PADDED, final_roll_plan, plan_rows
@@ -398,10 +398,8 @@ def install_kernel() -> None:
     try:
         INSTALLED_KERNELS.mkdir(parents=True, exist_ok=True)
         load_kernel(str(INSTALLED_KERNELS))
-        name = kernel_name("cc")[1]
-        for old in INSTALLED_KERNELS.glob("*native-kernel-*"):  # earlier sources' kernels
-            if not old.name.lstrip(".").startswith(name):
-                old.unlink(missing_ok=True)
-        print(f"solver kernel built: {INSTALLED_KERNELS / name}")
+        library = INSTALLED_KERNELS / kernel_name("cc")[1]
+        remove_stale(library, "native-kernel-*.so")  # earlier sources' kernels
+        print(f"solver kernel built: {library}")
     except (NativeError, OSError) as error:
         print(f"solver kernel not built here ({error}); a solve builds it or runs XLA")
