@@ -29,7 +29,7 @@ from yahtzee_jax.agents import builtin_agent
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.files import write_json
-from yahtzee_jax.game.rules import UPPER_BOXES, Box, Joker, Kind, Rules
+from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling
 from yahtzee_jax.solver.match_exact import match_figures
 from yahtzee_jax.solver.target_table import target_tables
@@ -56,6 +56,20 @@ def small_game(boxes: int) -> Rules:
 
 
 GAMES = {f"g{boxes}": boxes for boxes in (7, 8, 9, 10, 11)}
+# Whole 13-box games, too large for the exact solve (`--no-exact`): where the small games' share
+# of the gap stops carrying over, official rules with their bonuses taken away one by one.
+WHOLE_GAMES = {
+    "g13": Rules("g13", yahtzee_bonus=False, joker=Joker.NONE, upper_bonus_points=0),
+    "plain": RULE_VARIANTS["plain"],
+    "official": RULE_VARIANTS["official"],
+}
+
+
+def game_rules(game: str) -> Rules:
+    """The rules of a game named on the command line."""
+    return WHOLE_GAMES[game] if game in WHOLE_GAMES else small_game(GAMES[game])
+
+
 PLAYERS = {  # name in the results: (match player, its options: `agents.resolve.BUILTINS`)
     "target-seeker": ("target-seeker", {"hindsight_weight": 1.0}),
     "target-seeker-w0": ("target-seeker", {"hindsight_weight": 0.0}),
@@ -136,8 +150,8 @@ def merge(out: Path, game: str, key: str, value: Any) -> None:
     run may be writing other parts)."""
     results = json.loads(out.read_text()) if out.exists() else {"games": {}}
     entry = results["games"].setdefault(game, {"simulated": {}})
-    if key == "exact":
-        entry.update(value)
+    if key in ("exact", "ceiling"):
+        entry.update(value if key == "exact" else {"ceiling": value})
     else:
         entry.setdefault("simulated", {})[key] = value
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +202,9 @@ def table(results: dict[str, Any]) -> str:
 def main() -> None:
     """Compute the named games' parts and merge them into the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", nargs="+", choices=GAMES, default=["g7", "g8", "g9", "g10"])
+    parser.add_argument(
+        "--games", nargs="+", choices=[*GAMES, *WHOLE_GAMES], default=["g7", "g8", "g9", "g10"]
+    )
     parser.add_argument("--players", nargs="*", choices=PLAYERS, default=list(PLAYERS))
     parser.add_argument("--no-exact", action="store_true", help="only the simulated players")
     parser.add_argument("--no-draws", action="store_true", help="the exact wins alone (half)")
@@ -204,9 +220,11 @@ def main() -> None:
     record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
     for game in args.games:
-        rules = small_game(GAMES[game])
+        rules = game_rules(game)
         if not args.no_exact:
             merge(out, game, "exact", exact_entry(rules, not args.no_draws) | {"machine": record})
+        elif game in WHOLE_GAMES:  # no exact solve: the ceiling beside the players
+            merge(out, game, "ceiling", ceiling_of(rules))
         for player in args.players:
             result = simulated_entry(rules, player, args.matches, args.seed)
             merge(out, game, player, result | {"machine": record})

@@ -31,7 +31,7 @@ from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.engine import State, legal_action_mask
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, OFFICIAL, Category
 from yahtzee_jax.runner.configs import resolve
-from yahtzee_jax.solver import endgame, moments, value_table
+from yahtzee_jax.solver import endgame, moments, target_table, value_table
 from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.value_table import solve_value_table
 
@@ -175,6 +175,8 @@ LOADERS = (
     (moments, "score_moments"),
     (endgame, "endgame_distributions"),
     (endgame, "solve_endgame"),
+    (target_table, "target_tables"),
+    (target_table, "load_targets"),
 )
 
 

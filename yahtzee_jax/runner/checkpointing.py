@@ -345,7 +345,12 @@ def load_agent_and_step(path: str, overrides: tuple[str, ...] = ()) -> tuple[Age
     """`load_agent`, and the update its checkpoint was saved at; `overrides` (`--set
     algo.match_...=VALUE`, `algo.lookahead=2`) change how it plays, not what it learned."""
     from yahtzee_jax.algorithms import get_algorithm
+    from yahtzee_jax.algorithms.target_rows_fit import is_fit_folder, load_learned_seeker
 
+    if is_fit_folder(path):  # a learned seeker's network (experiments/learned_seeker.py fit)
+        if overrides:
+            raise UserError(f"--set: {path} is a learned seeker's fit; it has no play settings")
+        return load_learned_seeker(path)
     state, config, step = load_checkpoint(path)
     for text in overrides:
         if not text.strip().startswith(PLAY_SETTINGS):

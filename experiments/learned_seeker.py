@@ -1,0 +1,126 @@
+"""The learned target-seeker (issue 63): fit its network to the target tables, then play matches.
+
+Usage:
+  python experiments/learned_seeker.py fit --out DIR [--rules official] [--epochs 8]
+      [--hidden-size 512] [--layers 3] [--lr 1e-3] [--batch-size 1024] [--seed 0]
+      [--turn-balance 0] [--logit-scale 1]
+  yahtzee-jax match DIR --games 100000 --seed 14    (and `tournament`, `play --against DIR`)
+
+`fit` reads both target tables of the rules (the teacher: solved into the cache when missing),
+fits `algorithms.target_rows_fit.RowsFit` and writes DIR/params.msgpack (the network, not
+committed: megabytes), DIR/summary.json (the hyperparameters, each epoch's training loss and
+held-out errors, the machine) and DIR/curve.png. The commands that take a trained run take
+DIR and play the network by the target-seeker's rule, reading no solver table
+(`tests/test_learned_seeker.py` builds it with every table loader raising).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from yahtzee_jax.algorithms.target_rows_fit import (
+    RowsFit,
+    fit_rows,
+    inputs_of,
+    row_owners,
+    save_fit,
+    teacher_rows,
+)
+from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.solver.target_layout import target_layout
+from yahtzee_jax.solver.target_table import target_tables
+
+# The fit's options on the command line (`RowsFit`'s fields but the held-out share).
+HYPERPARAMETERS = ("hidden_size", "layers", "lr", "batch_size", "epochs", "seed")
+HYPERPARAMETERS += ("turn_balance", "logit_scale")
+
+
+def fit_command(args: argparse.Namespace) -> None:
+    """Fit the network and write its parameters, curve and summary."""
+    rules = get_rules(args.rules)
+    fit = RowsFit(**{name: getattr(args, name) for name in HYPERPARAMETERS})
+    record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+    started = time.perf_counter()
+    layout = target_layout(rules)
+    states = row_owners(layout)
+    rows = teacher_rows(
+        target_tables(rules, policy="target").flat,
+        target_tables(rules, policy="expected").flat,
+        layout,
+        states,
+    )
+    inputs = inputs_of(states, rules)
+    print(
+        f"{len(states):,} rows of {rules.name} read in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+
+    def report(entry: dict) -> None:
+        print(
+            f"epoch {entry['epoch']}: loss {entry['train_loss']:.3e}, held-out rms T "
+            f"{entry['target_rms']:.2e} (max {entry['target_max']:.3f}), E "
+            f"{entry['expected_rms']:.2e} (max {entry['expected_max']:.3f}), worst turn "
+            f"{entry['target_worst_turn_rms']:.2e} / {entry['expected_worst_turn_rms']:.2e}, "
+            f"{entry['seconds']:.0f} s",
+            flush=True,
+        )
+
+    turns = np.bitwise_count(states[:, 0].astype(np.uint64)).astype(np.int64)
+    params, curve = fit_rows(fit, inputs, rows, turns, report)
+    out = Path(args.out)
+    save_fit(
+        out,
+        fit,
+        params,
+        {
+            "rules": rules.name,
+            "states": len(states),
+            "features": int(inputs[0].shape[1]),
+            "teacher": "the solver's target and expected target tables (solver.target_table)",
+            "curve": curve,
+            "wall_s": time.perf_counter() - started,
+            "machine": record,
+        },
+    )
+    plot_curve(curve, out / "curve.png")
+
+
+def plot_curve(curve: list[dict], path: Path) -> None:
+    """Held-out root-mean-square errors of both rows by epoch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    epochs = [entry["epoch"] for entry in curve]
+    for head in ("target", "expected"):
+        axis.plot(epochs, [entry[f"{head}_rms"] for entry in curve], marker="o", label=head)
+    axis.set(xlabel="epoch", ylabel="held-out rms error of a row entry", yscale="log")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+
+
+def main() -> None:
+    """Run `fit`."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    fit = sub.add_parser("fit", help="fit the network to the target tables")
+    fit.add_argument("--out", required=True)
+    fit.add_argument("--rules", default="official")
+    defaults = RowsFit()
+    for name in HYPERPARAMETERS:
+        flag = "--" + name.replace("_", "-")
+        fit.add_argument(flag, type=type(getattr(defaults, name)), default=getattr(defaults, name))
+    fit_command(parser.parse_args())
+
+
+if __name__ == "__main__":
+    main()
