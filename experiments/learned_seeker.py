@@ -62,12 +62,13 @@ def fit_command(args: argparse.Namespace) -> None:
     )
 
     def report(entry: dict) -> None:
+        left = entry["seconds"] / entry["epoch"] * (fit.epochs - entry["epoch"])
         print(
             f"epoch {entry['epoch']}: loss {entry['train_loss']:.3e}, held-out rms T "
             f"{entry['target_rms']:.2e} (max {entry['target_max']:.3f}), E "
             f"{entry['expected_rms']:.2e} (max {entry['expected_max']:.3f}), worst turn "
             f"{entry['target_worst_turn_rms']:.2e} / {entry['expected_worst_turn_rms']:.2e}, "
-            f"{entry['seconds']:.0f} s",
+            f"{entry['seconds']:.0f} s, about {left:.0f} s left",
             flush=True,
         )
 
