@@ -197,3 +197,11 @@ def test_match_command_plays_a_fit_folder(cache, tmp_path, monkeypatch):
     assert result["wins"] + result["draws"] + result["losses"] == 8
     assert result["run"] == str(folder) and result["update"] == FIT.epochs
     assert main([*argv, "--set", "algo.match_open=2"]) == 2
+
+
+def test_the_rows_cover_every_target_the_seeker_sums():
+    """The seeker sums my rows over d < WINDOW: the network's rows are that long, so no target
+    it reads is left at 0 by their end."""
+    from yahtzee_jax.solver.seeker_policy import WINDOW
+
+    assert ROW_BINS >= WINDOW
