@@ -21,8 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 from yahtzee_jax.algorithms.target_rows_fit import (
     RowsFit,
     fit_rows,
@@ -33,6 +31,7 @@ from yahtzee_jax.algorithms.target_rows_fit import (
 )
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.target_layout import target_layout
 from yahtzee_jax.solver.target_table import target_tables
 
@@ -72,7 +71,7 @@ def fit_command(args: argparse.Namespace) -> None:
             flush=True,
         )
 
-    turns = np.bitwise_count(states[:, 0].astype(np.uint64)).astype(np.int64)
+    turns = filled_count(rules)[states[:, 0]]
     params, curve = fit_rows(fit, inputs, rows, turns, report)
     out = Path(args.out)
     save_fit(

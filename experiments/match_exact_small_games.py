@@ -150,8 +150,10 @@ def merge(out: Path, game: str, key: str, value: Any) -> None:
     run may be writing other parts)."""
     results = json.loads(out.read_text()) if out.exists() else {"games": {}}
     entry = results["games"].setdefault(game, {"simulated": {}})
-    if key in ("exact", "ceiling"):
-        entry.update(value if key == "exact" else {"ceiling": value})
+    if key == "exact":
+        entry.update(value)
+    elif key == "ceiling":
+        entry["ceiling"] = value
     else:
         entry.setdefault("simulated", {})[key] = value
     out.parent.mkdir(parents=True, exist_ok=True)

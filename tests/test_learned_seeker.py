@@ -34,6 +34,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.matches import match_totals
 from yahtzee_jax.game.engine import legal_action_mask
 from yahtzee_jax.networks.target_rows import ROW_BINS, survival
+from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.target_layout import state_chances, target_layout
 from yahtzee_jax.solver.target_table import target_tables
 
@@ -54,7 +55,7 @@ def teacher(cache: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def fitted(cache: str) -> tuple:
     """The network fit to the seven-box game's rows: (params, curve)."""
     states, rows, _ = teacher(cache)
-    turns = np.bitwise_count(states[:, 0].astype(np.uint64)).astype(np.int64)
+    turns = filled_count(RULES)[states[:, 0]]
     return fit_rows(FIT, inputs_of(states, RULES), rows, turns)
 
 

@@ -219,7 +219,8 @@ def _batches(
 
 def learned_tables(params: Any, fit: RowsFit, rules: Rules) -> tuple[np.ndarray, ...]:
     """The network's T and E rows of every state in the target tables' layout (float32 flat
-    tables) and its value table (the mean of E's row: the points it expects to come)."""
+    tables) and its value table (the mean of E's row: the points it expects to come; 0 at an
+    unreachable state, as `seeker_tables` reads the solver's NaN there)."""
     layout = target_layout(rules)
     owners = row_owners(layout)
     net = fit.network()
@@ -233,11 +234,7 @@ def learned_tables(params: Any, fit: RowsFit, rules: Rules) -> tuple[np.ndarray,
         inside = d < np.minimum(length, ROW_BINS)[:, None]
         where = (start[:, None] + d)[inside]
         target[where], expected[where] = rows[:, 0][inside], rows[:, 1][inside]
-    states = np.argwhere(layout.rows >= 0)
-    means = expected_means(expected, layout)
-    value = np.full(layout.rows.shape, np.nan)
-    value[tuple(states.T)] = means[tuple(states.T)]
-    return target, expected, value
+    return target, expected, expected_means(expected, layout)
 
 
 def expected_means(expected: np.ndarray, layout: TargetLayout) -> np.ndarray:
