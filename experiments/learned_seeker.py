@@ -3,7 +3,7 @@
 Usage:
   python experiments/learned_seeker.py fit --out DIR [--rules official] [--epochs 8]
       [--hidden-size 512] [--layers 3] [--lr 1e-3] [--batch-size 1024] [--seed 0]
-      [--turn-balance 0] [--logit-scale 1]
+      [--turn-balance 0] [--logit-scale 1] [--resume]
   yahtzee-jax match DIR --games 100000 --seed 14    (and `tournament`, `play --against DIR`)
 
 `fit` reads both target tables of the rules (the teacher: solved into the cache when missing),
@@ -12,6 +12,11 @@ committed: megabytes), DIR/summary.json (the hyperparameters, each epoch's train
 held-out errors, the machine) and DIR/curve.png. The commands that take a trained run take
 DIR and play the network by the target-seeker's rule, reading no solver table
 (`tests/test_learned_seeker.py` builds it with every table loader raising).
+
+Each finished epoch is written to DIR/fit-progress.msgpack (parameters, optimizer state, curve),
+so an interrupted fit loses at most the epoch it was in: the same command with `--resume`
+continues it and ends with the parameters of the fit run whole. The file goes once the fit is
+written.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from yahtzee_jax.algorithms.target_rows_fit import (
     teacher_rows,
 )
 from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.target_layout import target_layout
@@ -38,12 +44,15 @@ from yahtzee_jax.solver.target_table import target_tables
 # The fit's options on the command line (`RowsFit`'s fields but the held-out share).
 HYPERPARAMETERS = ("hidden_size", "layers", "lr", "batch_size", "epochs", "seed")
 HYPERPARAMETERS += ("turn_balance", "logit_scale")
+PROGRESS = "fit-progress.msgpack"  # each finished epoch's state, until the fit is written
 
 
 def fit_command(args: argparse.Namespace) -> None:
     """Fit the network and write its parameters, curve and summary."""
     rules = get_rules(args.rules)
     fit = RowsFit(**{name: getattr(args, name) for name in HYPERPARAMETERS})
+    out = Path(args.out)
+    progress = check_progress(out, args.resume)
     record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     started = time.perf_counter()
     layout = target_layout(rules)
@@ -72,8 +81,7 @@ def fit_command(args: argparse.Namespace) -> None:
         )
 
     turns = filled_count(rules)[states[:, 0]]
-    params, curve = fit_rows(fit, inputs, rows, turns, report)
-    out = Path(args.out)
+    params, curve = fit_rows(fit, inputs, rows, turns, report, progress)
     save_fit(
         out,
         fit,
@@ -89,6 +97,19 @@ def fit_command(args: argparse.Namespace) -> None:
         },
     )
     plot_curve(curve, out / "curve.png")
+    progress.unlink()
+
+
+def check_progress(out: Path, resume: bool) -> Path:
+    """The progress file of a fit in `out`; one line when `--resume` finds none to continue
+    or a fit without it would overwrite one."""
+    progress = out / PROGRESS
+    if resume and not progress.exists():
+        raise UserError(f"{out} holds no unfinished fit to resume (no {PROGRESS})")
+    if not resume and progress.exists():
+        raise UserError(f"{out} holds an unfinished fit: pass --resume to continue it")
+    out.mkdir(parents=True, exist_ok=True)
+    return progress
 
 
 def plot_curve(curve: list[dict], path: Path) -> None:
@@ -115,11 +136,15 @@ def main() -> None:
     fit = sub.add_parser("fit", help="fit the network to the target tables")
     fit.add_argument("--out", required=True)
     fit.add_argument("--rules", default="official")
+    fit.add_argument("--resume", action="store_true", help="continue the unfinished fit in --out")
     defaults = RowsFit()
     for name in HYPERPARAMETERS:
         flag = "--" + name.replace("_", "-")
         fit.add_argument(flag, type=type(getattr(defaults, name)), default=getattr(defaults, name))
-    fit_command(parser.parse_args())
+    try:
+        fit_command(parser.parse_args())
+    except UserError as error:
+        sys.exit(f"error: {error}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ of a kind: 128 cards, rows of at most 156 points) keeps the fits to seconds."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -14,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from positions import card, seven_box_rules
+from scripts import load_experiment_script
 from test_td_planner import forbid_solver_tables
 
 from yahtzee_jax.agents import builtin_agent
@@ -40,6 +43,9 @@ from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("learned-seeker-test")
 FIT = RowsFit(hidden_size=128, layers=2, lr=3e-3, batch_size=16, epochs=150, holdout=0.1)
+# A three-epoch fit to interrupt and resume; its settings are all the script's flags can say
+RESUMABLE = RowsFit(hidden_size=64, layers=2, lr=3e-3, batch_size=16, epochs=3)
+RESUMABLE_FLAGS = ["--hidden-size", "64", "--layers", "2", "--lr", "0.003", "--batch-size", "16"]
 
 
 @functools.cache
@@ -57,6 +63,26 @@ def fitted(cache: str) -> tuple:
     states, rows, _ = teacher(cache)
     turns = filled_count(RULES)[states[:, 0]]
     return fit_rows(FIT, inputs_of(states, RULES), rows, turns)
+
+
+@functools.cache
+def fitted_whole(cache: str) -> tuple:
+    """(inputs, rows, turns, and RESUMABLE's fit run whole: params, curve)."""
+    states, rows, _ = teacher(cache)
+    inputs, turns = inputs_of(states, RULES), filled_count(RULES)[states[:, 0]]
+    return inputs, rows, turns, fit_rows(RESUMABLE, inputs, rows, turns)
+
+
+def stopped_after_one_epoch(cache: str, progress) -> None:
+    """Run RESUMABLE's fit with `progress` and stop it after its first epoch, as Ctrl-C would."""
+
+    def stop(entry: dict) -> None:
+        if entry["epoch"] == 1:
+            raise KeyboardInterrupt
+
+    inputs, rows, turns, _ = fitted_whole(cache)
+    with pytest.raises(KeyboardInterrupt):
+        fit_rows(RESUMABLE, inputs, rows, turns, stop, progress)
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +232,52 @@ def test_the_rows_cover_every_target_the_seeker_sums():
     from yahtzee_jax.solver.seeker_policy import WINDOW
 
     assert ROW_BINS >= WINDOW
+
+
+def test_an_interrupted_fit_resumed_ends_as_the_fit_run_whole(cache, tmp_path):
+    """A fit stopped after its first epoch and run again with its progress file goes on at the
+    second epoch and ends with the parameters and losses of the fit run whole, to the bit; a
+    progress file begun with other settings, or damaged, is refused in one line."""
+    inputs, rows, turns, (whole, whole_curve) = fitted_whole(cache)
+    progress = tmp_path / "progress.msgpack"
+    stopped_after_one_epoch(cache, progress)
+    seen = []
+    resumed, curve = fit_rows(RESUMABLE, inputs, rows, turns, seen.append, progress)
+    assert [entry["epoch"] for entry in seen] == [2, 3]
+    jax.tree.map(np.testing.assert_array_equal, resumed, whole)
+    assert [e["train_loss"] for e in curve] == [e["train_loss"] for e in whole_curve]
+    other = dataclasses.replace(RESUMABLE, lr=1e-3)
+    with pytest.raises(UserError, match=r"begun with other settings \(lr\)"):
+        fit_rows(other, inputs, rows, turns, progress=progress)
+    progress.write_bytes(b"\x93")
+    with pytest.raises(UserError, match="is not an unfinished fit's progress"):
+        fit_rows(RESUMABLE, inputs, rows, turns, progress=progress)
+
+
+def test_the_fit_script_resumes_an_unfinished_fit_and_refuses_in_one_line(
+    cache, tmp_path, monkeypatch
+):
+    """`learned_seeker.py fit --resume` with nothing to resume, or a fit without `--resume` over
+    an unfinished one, stops in one line before any table is read; with `--resume` it finishes
+    the stopped fit, writes the fit the whole run would have and removes its progress file."""
+    script = load_experiment_script("learned_seeker")
+    out = tmp_path / "fit"
+    argv = ["learned_seeker.py", "fit", "--out", str(out), *RESUMABLE_FLAGS, "--epochs", "3"]
+    monkeypatch.setattr(script, "target_tables", None)  # no table may be read before the checks
+    monkeypatch.setattr(sys, "argv", [*argv, "--resume"])
+    with pytest.raises(SystemExit, match="holds no unfinished fit to resume"):
+        script.main()
+    out.mkdir()
+    stopped_after_one_epoch(cache, out / script.PROGRESS)
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit, match="holds an unfinished fit: pass --resume"):
+        script.main()
+    monkeypatch.setattr(script, "target_tables", target_tables)
+    monkeypatch.setattr(script, "get_rules", lambda name: RULES)
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
+    monkeypatch.setattr(sys, "argv", [*argv, "--resume"])
+    script.main()
+    assert not (out / script.PROGRESS).exists()
+    fit, params, summary = load_fit(out)
+    assert fit == RESUMABLE and [entry["epoch"] for entry in summary["curve"]] == [1, 2, 3]
+    jax.tree.map(np.testing.assert_array_equal, params, fitted_whole(cache)[3][0])

@@ -158,10 +158,16 @@ def fit_rows(
     rows: np.ndarray,
     turns: np.ndarray,
     report: Callable[[dict[str, Any]], None] = lambda entry: None,
+    progress: pathlib.Path | None = None,
 ) -> tuple[Any, list[dict[str, Any]]]:
     """Fit the network to rows [N, 2, ROW_BINS] of `inputs` (features [N, F], lengths [N]),
     the states' boxes filled `turns` [N]: (params, the curve: each epoch's training loss and
-    held-out errors, passed to `report` as they come)."""
+    held-out errors, passed to `report` as they come).
+
+    With `progress`, each finished epoch's parameters, optimizer state and curve are written
+    there whole, and a fit that finds the file continues after its last epoch: every epoch
+    draws its batches from its own seed, so an interrupted fit resumed ends with the
+    parameters of the fit run whole."""
     x, lengths = inputs
     key = jax.random.key(fit.seed)
     order = np.random.default_rng(fit.seed).permutation(len(x))
@@ -172,6 +178,9 @@ def fit_rows(
     steps = fit.epochs * (len(train) // fit.batch_size)
     optimizer = optax.adam(optax.cosine_decay_schedule(fit.lr, steps, alpha=0.02))
     opt_state = optimizer.init(params)
+    curve: list[dict[str, Any]] = []
+    if progress is not None and progress.exists():
+        params, opt_state, curve = read_progress(progress, fit, (params, opt_state))
 
     @jax.jit
     def step(params: Any, opt_state: Any, xb: jax.Array, nb: jax.Array, rb: jax.Array) -> tuple:
@@ -179,8 +188,9 @@ def fit_rows(
         updates, opt_state = optimizer.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    curve, started = [], time.perf_counter()
-    for epoch in range(fit.epochs):
+    # seconds count on from the epochs fit before a resume
+    started = time.perf_counter() - (curve[-1]["seconds"] if curve else 0.0)
+    for epoch in range(len(curve), fit.epochs):
         losses = []
         rng = np.random.default_rng(fit.seed + epoch)
         for batch in _batches(train, fit.batch_size, rng, turns, fit.turn_balance):
@@ -193,8 +203,36 @@ def fit_rows(
             **row_errors(params, net, (x[held], lengths[held]), rows[held], turns[held]),
         }
         curve.append(entry)
+        if progress is not None:
+            write_progress(progress, fit, (params, opt_state), curve)
         report(entry)
     return params, curve
+
+
+def write_progress(path: pathlib.Path, fit: RowsFit, state: tuple, curve: list[dict]) -> None:
+    """Write a fit's (params, optimizer state) after an epoch and its curve so far, whole."""
+    record = {"fit": dataclasses.asdict(fit), "curve": curve}
+    payload = {"record": json.dumps(record), "state": flax.serialization.to_state_dict(state)}
+    write_whole(path, flax.serialization.msgpack_serialize(payload))
+
+
+def read_progress(path: pathlib.Path, fit: RowsFit, template: tuple) -> tuple[Any, Any, list]:
+    """(params, optimizer state, curve) of an unfinished fit, refused in one line when it was
+    begun with other hyperparameters or is not a fit's progress."""
+    try:
+        payload = flax.serialization.msgpack_restore(path.read_bytes())
+        record = json.loads(payload["record"])
+        begun = RowsFit(**record["fit"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise UserError(f"{path} is not an unfinished fit's progress: {error}") from None
+    if begun != fit:
+        changed = sorted(k for k, v in dataclasses.asdict(fit).items() if record["fit"][k] != v)
+        raise UserError(
+            f"{path} holds a fit begun with other settings ({', '.join(changed)}): "
+            "resume it with the same options or choose another --out"
+        )
+    params, opt_state = flax.serialization.from_state_dict(template, payload["state"])
+    return params, opt_state, record["curve"]
 
 
 def _batches(
