@@ -240,6 +240,11 @@ def test_an_agent_is_a_pytree_of_its_params_and_jits_once_per_kind():
         (["algo.clip_epsilon=0.2"], "unknown config key algo.clip_epsilon"),
         (["algo.shaping_weight=1"], "needs algo.upper_regression_weight > 0"),
         (["algo.upper_regression_weight=1"], "needs network.upper_head=true"),
+        (
+            ["network.value_head=action"],
+            "network.value_head=action needs a learner that reads action values (ppo); a2c",
+        ),
+        (["network.value_head=q"], "network.value_head='q' is not one of: state, action"),
         (["optim.lr=.inf"], "optim.lr=inf must be a finite number"),
         (["algo.gamma=nan"], "algo.gamma=nan must be a finite number"),
         (["env.id=YahtzeeTwoTurns-v0"], "env.id='YahtzeeTwoTurns-v0' is not one of: Yahtzee-v0"),

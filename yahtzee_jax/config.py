@@ -122,6 +122,10 @@ class NetworkConfig:
     dropout: float = 0.1  # p_d
     roll_head: str = "categorical"  # "categorical" over the 32 keep patterns, or 5 "bernoulli"
     upper_head: bool = False  # predicts the final upper total (for reward shaping)
+    # "state": one value V(s); "action": one value per engine action, Q(s, a) (45 in Yahtzee),
+    # V(s) being the policy's mean of them: a learner reading it (PPO) takes each decision's
+    # advantage as Q(s, a) - V(s), which no dice rolled after the decision moves
+    value_head: str = "state"
     # The hidden blocks' arithmetic: "bfloat16" halves their memory traffic on a GPU's tensor
     # cores; the parameters, the optimizer and the heads' outputs stay float32.
     compute_dtype: str = "float32"
@@ -133,6 +137,7 @@ class NetworkConfig:
         check_choice("network.activation", self.activation, ("swish", "relu"))
         require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
         check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
+        check_choice("network.value_head", self.value_head, ("state", "action"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,6 +158,8 @@ class AlgoConfig:
     # True: the periodic evaluations on a match environment are matches against the training
     # opponent (the optimal agent for `self`), with the win rate beside the mean score (td-win)
     evaluates_matches: ClassVar[bool] = False
+    # True: the loss reads the action-value head (network.value_head=action), not one V(s)
+    reads_action_values: ClassVar[bool] = False
 
     def check(self, config: Config) -> None:
         """Checks that involve other sections (called once the whole config is built)."""
@@ -331,6 +338,11 @@ class Config:
 
     def __post_init__(self) -> None:
         self.algo.check(self)
+        require(
+            self.network.value_head == "state" or self.algo.reads_action_values,
+            f"network.value_head={self.network.value_head} needs a learner that reads action "
+            f"values (ppo); {self.algo.name} reads one value per state",
+        )
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
         """Plain nested dict (YAML/JSON friendly)."""

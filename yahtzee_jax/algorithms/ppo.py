@@ -25,7 +25,7 @@ optimizer step and the learning rate (`common`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -45,6 +45,7 @@ from yahtzee_jax.algorithms.training_rollout import (
     collect_batch,
     evaluate_heads,
     taken_log_probs,
+    taken_values,
 )
 from yahtzee_jax.config import Config, dynamic, require
 
@@ -58,6 +59,7 @@ class PPOConfig(actor_critic.ActorCriticConfig):
     """PPO: Table 7's PPO column and Table 8 (lambda 0.3 as Table 3's row says)."""
 
     name: str = "ppo"
+    reads_action_values: ClassVar[bool] = True  # network.value_head=action: A = Q - V
     gae_lambda: float = dynamic(0.3)
     value_coef: float = dynamic(0.01)
     entropy_roll_start: float = dynamic(0.02)
@@ -121,7 +123,10 @@ def ppo_loss(
     log_ratio = taken - batch.log_prob  # the behaviour policy's, from the rollout
     ratio = jnp.exp(log_ratio)
     policy_loss = clipped_surrogate(ratio, advantage, algo.clip_epsilon)
-    value_loss = algo.value_coef * jnp.mean(jnp.square(outputs.value - target))
+    state_value, action_value = taken_values(outputs.value, batch.action)
+    value_loss = algo.value_coef * jnp.mean(jnp.square(state_value - target))
+    if action_value is not None:  # the action-value head: V(s_t) + D(s_t, a_t) learns G_t too
+        value_loss += algo.value_coef * jnp.mean(jnp.square(action_value - target))
     entropies = actor_critic.head_entropies(outputs)
     auxiliary, aux_metrics = actor_critic.auxiliary_terms(
         context, step, entropies, outputs.upper, batch
@@ -155,12 +160,16 @@ def gae(
 ) -> tuple[jax.Array, jax.Array, Metrics]:
     """(targets G_t, advantages A_t, their statistics) of a batch, computed once per update:
     G_t the lambda-returns of the training rewards bootstrapped from the rollout's values,
-    A_t = G_t - V(s_t) (GAE(lambda)), normalised over the whole batch when
-    `algo.normalize_advantage`; the statistics are of A_t before that."""
+    A_t = G_t - V(s_t) (GAE(lambda)), or with the action-value head A_t = Q(s_t, a_t) - V(s_t)
+    (the dice rolled after the decision are in G_t, not in Q), normalised over the whole batch
+    when `algo.normalize_advantage`; the statistics are of A_t before that."""
     algo = context.config.algo
     rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, step)
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
-    advantage = target - trajectory.value
+    if trajectory.action_value is None:
+        advantage = target - trajectory.value
+    else:
+        advantage = trajectory.action_value - trajectory.value
     stats = {
         "advantage/mean": jnp.mean(advantage),
         "advantage/std": jnp.std(advantage),

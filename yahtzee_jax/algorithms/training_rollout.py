@@ -47,6 +47,10 @@ class Trajectory(NamedTuple):
     log_prob: jax.Array  # float32[T, B], log pi(a_t | s_t) of the acting policy
     dropout_seed: jax.Array  # uint32[T, B], the seed of each decision's dropout masks
     upper_total: jax.Array  # int32[T, B], the upper boxes' total after the decision
+    # float32[T, B], with the action-value head (else None) V(s_t) + D(s_t, a_t) less the
+    # acting policy's mean of D(s_t, .): an estimate of Q(s_t, a_t) whose advantage over
+    # `value` has the policy's mean 0
+    action_value: jax.Array | None = None
 
 
 class HeadOutputs(NamedTuple):
@@ -107,7 +111,19 @@ def sampling_policy(
         noise = jax.vmap(lambda key: jax.random.gumbel(key, (actions,)))(action_keys)
         noise = noise[:, offset : offset + log_probs.shape[-1]]
         choice = jnp.argmax(log_probs + noise, axis=-1)
+        action_value = None
+        if output.value is not None and output.value.ndim == 2:  # V and one D per action
+            state_value = output.value[:, 0]
+            offsets = output.value[:, 1 + offset : 1 + offset + log_probs.shape[-1]]
+            taken = jnp.take_along_axis(offsets, choice[:, None], axis=-1)[:, 0]
+            # Q(s, a_t) - V(s) = D(s, a_t) less the acting policy's mean of D (illegal boxes
+            # have probability 0), so the advantage has the policy's mean 0
+            mean_offset = jnp.sum(jnp.exp(log_probs) * offsets, axis=-1)
+            action_value = state_value + taken - mean_offset
+            output = output._replace(value=state_value)
         extras = policy_extras(x, legal, output, log_probs, choice, dropout_seeds)
+        if action_value is not None:
+            extras["action_value"] = action_value
         return (choice + offset).astype(jnp.int32), extras
 
     return policy
@@ -156,6 +172,7 @@ def trajectory_recorder(env: Environment) -> Any:
             log_prob=extras["log_prob"],
             dropout_seed=extras["dropout_seed"],
             upper_total=upper_total(env.card(next_observation), env.rules),
+            action_value=extras.get("action_value"),
         )
 
     return record
@@ -264,3 +281,14 @@ def taken_log_probs(outputs: HeadOutputs, action: jax.Array) -> jax.Array:
     box = action[SCORE_ROWS] - NUM_KEEP_ACTIONS
     score = jnp.take_along_axis(outputs.score_log_probs, box[..., None], axis=-1)
     return time_layout(jnp.concatenate([keep[..., 0], score[..., 0][:, None]], axis=1))
+
+
+def taken_values(value: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Array | None]:
+    """The value head's predictions for each decision [T, B]: (V(s_t), None), or with the
+    action-value head (value [T, B, 1 + 45]) (V(s_t), V(s_t) + D(s_t, a_t)) with no gradient
+    to V through the second, so V learns the state's value and D the action's offset."""
+    if value.ndim == action.ndim:
+        return value, None
+    state_value = value[..., 0]
+    offset = jnp.take_along_axis(value[..., 1:], action[..., None], axis=-1)[..., 0]
+    return state_value, jax.lax.stop_gradient(state_value) + offset

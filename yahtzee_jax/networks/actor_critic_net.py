@@ -7,7 +7,10 @@ Block = Dense -> activation -> LayerNorm -> Dropout (the order of the paper's co
   turned into the exact log-probabilities of the 32 patterns so both share one code path;
 - score head: one logit per box of the rules (13 in Yahtzee); used or Joker-forbidden boxes are
   masked to -inf before the softmax;
-- value head: block without dropout -> Dense(1) -> ELU (values are never far below 0);
+- value head: block without dropout -> Dense(1) -> ELU (values are never far below 0); with
+  `value_head="action"` also D(s, a), one offset per engine action (keeps, then boxes) from a
+  second linear output of the same block, initialised near 0: value[..., 0] is V(s),
+  value[..., 1 + a] is D(s, a), and Q(s, a) = V(s) + D(s, a);
 - optional upper head: block -> Dense(1), the predicted normalised final upper total.
 
 `policy_log_probs` merges both heads into one categorical over the engine's actions (45 in
@@ -37,7 +40,8 @@ _small_init = nn.initializers.variance_scaling(0.01, "fan_in", "truncated_normal
 
 class NetworkOutput(NamedTuple):
     """Raw head outputs for a batch: roll_log_probs[..., 32] (normalised), score_logits[..., boxes],
-    value[...], upper[...] (zeros without the upper head)."""
+    value[...] (value[..., 1 + 32 + boxes], V then each action's D, with the action-value
+    head), upper[...] (zeros without the upper head)."""
 
     roll_log_probs: jax.Array
     score_logits: jax.Array
@@ -95,6 +99,7 @@ HEADS = ("roll", "score", "value", "upper")
 # ints over the leading axes, e.g. the keep rows of a [turns, 3, B, F] batch are (:, 0:2).
 HeadRows = dict[str, tuple]
 VALUE_OUTPUT = "Dense_2"  # the value head's output layer (`YahtzeeNet` names its submodules)
+ACTION_VALUES = "ActionValues"  # the action-value head's offsets D(s, a) from V(s)
 
 
 def value_head_modules(config: NetworkConfig) -> tuple[str, str]:
@@ -175,7 +180,15 @@ class YahtzeeNet(nn.Module):
             )
         if "value" in heads:
             value_hidden = self._block(trunk + 2, dropout=False)(head_input("value")[0], None)
-            value = nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(out(value_hidden)))[..., 0]
+            value = nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(out(value_hidden)))
+            if self.config.value_head == "action":
+                # [V(s), D(s, a) for every action]: Q(s, a) = V(s) + D(s, a), D starting near
+                # 0, so an action seldom taken (its D seldom trained) is valued as its state
+                width = NUM_KEEP_ACTIONS + self.num_boxes
+                offsets = nn.Dense(width, kernel_init=_small_init, name=ACTION_VALUES)
+                value = jnp.concatenate([value, offsets(out(value_hidden))], axis=-1)
+            else:
+                value = value[..., 0]
         if "upper" in heads:
             upper_input, upper_seed = head_input("upper")
             if self.config.upper_head:
