@@ -57,7 +57,8 @@ def test_the_rollout_records_the_state_value_and_the_centred_action_value():
 def test_ppo_advantage_is_the_action_value_less_the_state_value_by_hand():
     """Three decisions, rewards 0, 0, 10, V = 1, 2, 3 and Q(s, a_t) = 1.5, 1, 9 (gamma 0.5,
     lambda 0.5, no normalisation): the advantages are Q - V = 0.5, -1, 6, where the returns
-    would give 0.3125, 1.25, 7; the targets stay the lambda-returns of V, 1.3125, 3.25, 10."""
+    would give 0.3125, 1.25, 7, and a share of 0.25 from Q (G - V) - (G - Q) / 4; the targets
+    stay the lambda-returns of V, 1.3125, 3.25, 10."""
     context = action_head_context(
         "algo.gamma=0.5", "algo.gae_lambda=0.5", "algo.normalize_advantage=false"
     )
@@ -84,6 +85,15 @@ def test_ppo_advantage_is_the_action_value_less_the_state_value_by_hand():
     without = trajectory._replace(action_value=None)
     advantage_of_returns = ppo.gae(context, without, jnp.int32(0))[1][:, 0]
     np.testing.assert_allclose(advantage_of_returns, [0.3125, 1.25, 7.0])
+    # a quarter from Q: (G - V) - (G - Q) / 4 = 0.3125 + 0.046875, 1.25 - 0.5625, 7 - 0.25
+    quarter = action_head_context(
+        "algo.gamma=0.5",
+        "algo.gae_lambda=0.5",
+        "algo.normalize_advantage=false",
+        "algo.action_value_share=0.25",
+    )
+    mixed = ppo.gae(quarter, trajectory, jnp.int32(0))[1][:, 0]
+    np.testing.assert_allclose(mixed, [0.359375, 0.6875, 6.75], rtol=1e-6)
 
 
 def test_the_value_loss_reads_the_state_value_and_the_taken_actions_offset():

@@ -69,6 +69,10 @@ class PPOConfig(actor_critic.ActorCriticConfig):
     entropy_hold: float = dynamic(0.1)
     entropy_anneal: float = dynamic(0.8)
     clip_epsilon: float = dynamic(0.2)  # epsilon of the clipped surrogate
+    # With the action-value head (network.value_head=action): A = (G - V) - share (G - Q), the
+    # share of the advantage taken from the learned Q rather than the lambda-return G (1: Q - V
+    # alone, no dice rolled after the decision in it; unbiased at any share where Q is right)
+    action_value_share: float = dynamic(1.0)
     epochs: int = 3  # passes over each batch
     games_per_minibatch: int = 4  # whole games per minibatch (must divide train.games_per_update)
 
@@ -76,6 +80,10 @@ class PPOConfig(actor_critic.ActorCriticConfig):
         super().__post_init__()
         require(self.clip_epsilon > 0, f"algo.clip_epsilon={self.clip_epsilon} must be > 0")
         require(self.epochs >= 1, f"algo.epochs={self.epochs} must be >= 1")
+        require(
+            0.0 <= self.action_value_share <= 1.0,
+            f"algo.action_value_share={self.action_value_share} must be in [0, 1]",
+        )
         require(
             self.games_per_minibatch >= 1,
             f"algo.games_per_minibatch={self.games_per_minibatch} must be >= 1",
@@ -160,16 +168,15 @@ def gae(
 ) -> tuple[jax.Array, jax.Array, Metrics]:
     """(targets G_t, advantages A_t, their statistics) of a batch, computed once per update:
     G_t the lambda-returns of the training rewards bootstrapped from the rollout's values,
-    A_t = G_t - V(s_t) (GAE(lambda)), or with the action-value head A_t = Q(s_t, a_t) - V(s_t)
-    (the dice rolled after the decision are in G_t, not in Q), normalised over the whole batch
-    when `algo.normalize_advantage`; the statistics are of A_t before that."""
+    A_t = G_t - V(s_t) (GAE(lambda)), with the action-value head less `action_value_share` of
+    G_t - Q(s_t, a_t) (the dice rolled after the decision are in G_t, not in Q), normalised over
+    the whole batch when `algo.normalize_advantage`; the statistics are of A_t before that."""
     algo = context.config.algo
     rewards = actor_critic.training_rewards(context, trajectory, algo.gamma, step)
     target = lambda_returns(rewards, trajectory.value, algo.gamma, algo.gae_lambda)
-    if trajectory.action_value is None:
-        advantage = target - trajectory.value
-    else:
-        advantage = trajectory.action_value - trajectory.value
+    advantage = target - trajectory.value
+    if trajectory.action_value is not None:
+        advantage -= algo.action_value_share * (target - trajectory.action_value)
     stats = {
         "advantage/mean": jnp.mean(advantage),
         "advantage/std": jnp.std(advantage),
