@@ -55,6 +55,17 @@ def test_bench_train_rows_per_preset_and_batch(tmp_path) -> None:
     _check_bench_rows(rows, [("quick", 4, "a2c"), ("quick", 8, "a2c"), ("paper-ppo-50k", 4, "ppo")])
 
 
+# Slow, as the rows above: make test runs PPO with the action-value head in
+# tests/test_action_values.py
+@pytest.mark.slow
+def test_bench_train_times_ppo_with_the_action_value_head(tmp_path) -> None:
+    """PPO with network.value_head=action: its row, the bare baseline taken on the same network
+    with one value a state (A2C's loss reads no action values)."""
+    argv = [*BENCH_TRAIN, "--preset", "paper-ppo-50k", "--batches", "4"]
+    rows = run_bench([*argv, "--set", "network.value_head=action"], tmp_path / "q.json")
+    _check_bench_rows(rows, [("paper-ppo-50k", 4, "ppo")])
+
+
 # Slow: bfloat16's four programs (chunk, bare forward+backward, env, rollout) compile for 11 s;
 # make test keeps the dtype list's refusal (below), the bfloat16 network's parity with float32
 # (tests/test_networks.py) and bench train's float32 row (above).

@@ -289,6 +289,7 @@ def taken_values(value: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Ar
     to V through the second, so V learns the state's value and D the action's offset."""
     if value.ndim == action.ndim:
         return value, None
-    state_value = value[..., 0]
-    offset = jnp.take_along_axis(value[..., 1:], action[..., None], axis=-1)[..., 0]
+    state_value, offsets = value[..., 0], value[..., 1:]
+    # a one-hot product, not a gather: the gather's gradient is a scatter, slow on a CPU
+    offset = jnp.sum(offsets * jax.nn.one_hot(action, offsets.shape[-1]), axis=-1)
     return state_value, jax.lax.stop_gradient(state_value) + offset

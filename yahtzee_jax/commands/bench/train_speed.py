@@ -12,6 +12,7 @@ pipeline / bare says how close the whole pipeline gets to the network's own cost
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from typing import Any
 
@@ -158,7 +159,10 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     pipeline = row["ms_per_update"] / 1000
     transitions = transitions_per_update(config)
     updates = row["updates_per_call"]
-    context = make_context(config)
+    # The baseline is A2C's loss, which reads one value a state: the action-value head's twin
+    # is the state-value head (the same network but 45 outputs of its value head's last layer)
+    network_config = dataclasses.replace(config.network, value_head="state")
+    context = make_context(dataclasses.replace(config, network=network_config))
     state = init_train_state(context)
 
     trajectory, _ = jax.jit(lambda params, key: sample_batch(context, params, key))(
