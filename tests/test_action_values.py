@@ -56,11 +56,14 @@ def test_the_rollout_records_the_state_value_and_the_centred_action_value():
 
 def test_ppo_advantage_is_the_action_value_less_the_state_value_by_hand():
     """Three decisions, rewards 0, 0, 10, V = 1, 2, 3 and Q(s, a_t) = 1.5, 1, 9 (gamma 0.5,
-    lambda 0.5, no normalisation): the advantages are Q - V = 0.5, -1, 6, where the returns
-    would give 0.3125, 1.25, 7, and a share of 0.25 from Q (G - V) - (G - Q) / 4; the targets
-    stay the lambda-returns of V, 1.3125, 3.25, 10."""
+    lambda 0.5, no normalisation): all from Q, the advantages are Q - V = 0.5, -1, 6, where
+    the returns would give 0.3125, 1.25, 7, and a share of 0.25 from Q (G - V) - (G - Q) / 4;
+    the targets stay the lambda-returns of V, 1.3125, 3.25, 10."""
     context = action_head_context(
-        "algo.gamma=0.5", "algo.gae_lambda=0.5", "algo.normalize_advantage=false"
+        "algo.gamma=0.5",
+        "algo.gae_lambda=0.5",
+        "algo.normalize_advantage=false",
+        "algo.action_value_share=1.0",
     )
     column = lambda values: jnp.array(values, jnp.float32)[:, None]  # noqa: E731
     zeros = jnp.zeros((3, 1), jnp.int32)

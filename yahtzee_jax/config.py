@@ -122,9 +122,9 @@ class NetworkConfig:
     dropout: float = 0.1  # p_d
     roll_head: str = "categorical"  # "categorical" over the 32 keep patterns, or 5 "bernoulli"
     upper_head: bool = False  # predicts the final upper total (for reward shaping)
-    # "state": one value V(s); "action": one value per engine action, Q(s, a) (45 in Yahtzee),
-    # V(s) being the policy's mean of them: a learner reading it (PPO) takes each decision's
-    # advantage as Q(s, a) - V(s), which no dice rolled after the decision moves
+    # "state": one value V(s); "action": V(s) and an offset D(s, a) per engine action (45 in
+    # Yahtzee), Q = V + D: a learner reading it (PPO, `algo.action_value_share`) takes part of
+    # each decision's advantage from Q, which no die rolled after the decision moves
     value_head: str = "state"
     # The hidden blocks' arithmetic: "bfloat16" halves their memory traffic on a GPU's tensor
     # cores; the parameters, the optimizer and the heads' outputs stay float32.
