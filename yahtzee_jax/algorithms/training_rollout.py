@@ -290,6 +290,6 @@ def taken_values(value: jax.Array, action: jax.Array) -> tuple[jax.Array, jax.Ar
     if value.ndim == action.ndim:
         return value, None
     state_value, offsets = value[..., 0], value[..., 1:]
-    # a one-hot product, not a gather: the gather's gradient is a scatter, slow on a CPU
+    # a one-hot product rather than a gather, whose gradient would be a scatter
     offset = jnp.sum(offsets * jax.nn.one_hot(action, offsets.shape[-1]), axis=-1)
     return state_value, jax.lax.stop_gradient(state_value) + offset
