@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import sys
 
+import flax.serialization
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -205,7 +207,6 @@ def test_match_command_plays_a_fit_folder(cache, tmp_path, monkeypatch):
     """`yahtzee-jax match FOLDER` plays a folder `save_fit` wrote as the learned seeker (its
     rules found by name: here the test's seven-box game, handed to the lookup) and records it;
     `--set` on it is refused in one line."""
-    import json
 
     from yahtzee_jax.algorithms import target_rows_fit
     from yahtzee_jax.commands.cli import main
@@ -247,6 +248,14 @@ def test_an_interrupted_fit_resumed_ends_as_the_fit_run_whole(cache, tmp_path):
     jax.tree.map(np.testing.assert_array_equal, resumed, whole)
     assert [e["train_loss"] for e in curve] == [e["train_loss"] for e in whole_curve]
     other = dataclasses.replace(RESUMABLE, lr=1e-3)
+    with pytest.raises(UserError, match=r"begun with other settings \(lr\)"):
+        fit_rows(other, inputs, rows, turns, progress=progress)
+    # a file written before a field was added: the missing field takes its default
+    payload = flax.serialization.msgpack_restore(progress.read_bytes())
+    record = json.loads(payload["record"])
+    del record["fit"]["logit_scale"]
+    payload["record"] = json.dumps(record)
+    progress.write_bytes(flax.serialization.msgpack_serialize(payload))
     with pytest.raises(UserError, match=r"begun with other settings \(lr\)"):
         fit_rows(other, inputs, rows, turns, progress=progress)
     progress.write_bytes(b"\x93")

@@ -226,7 +226,8 @@ def read_progress(path: pathlib.Path, fit: RowsFit, template: tuple) -> tuple[An
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UserError(f"{path} is not an unfinished fit's progress: {error}") from None
     if begun != fit:
-        changed = sorted(k for k, v in dataclasses.asdict(fit).items() if record["fit"][k] != v)
+        begun_fields = dataclasses.asdict(begun)  # a field the file lacks takes its default
+        changed = sorted(k for k, v in dataclasses.asdict(fit).items() if begun_fields[k] != v)
         raise UserError(
             f"{path} holds a fit begun with other settings ({', '.join(changed)}): "
             "resume it with the same options or choose another --out"
