@@ -2,10 +2,10 @@
 
 Usage: python experiments/check_doc_claims.py [--spec SPEC.yaml] [--verbose]
 
-The pages: README.md, docs/*.md, each topic README (docs/**/README.md) and every page of the
-topic folders in `WHOLE_TOPICS` (docs/two_player/). A page is cut into
-units: a table row, a list item or a paragraph. A unit that cites an artifact (a backticked path
-or a link to a file or folder under results/ or docs/ that is not a page: `.json`, `.jsonl`,
+The pages: README.md, docs/*.md, each topic README (docs/**/README.md) and the pages of
+`MORE_PAGES` (every page of docs/two_player/, docs/learners/imitation_ceiling.md). A page is cut
+into units: a table row, a list item or a paragraph. A unit that cites an artifact (a backticked
+path or a link to a file or folder under results/ or docs/ that is not a page: `.json`, `.jsonl`,
 `.yaml`, `.txt`, `.log`, a run's folder; a run folder's README.md stands for its folder) is a claim
 beside an artifact, and three checks apply:
 
@@ -97,17 +97,17 @@ class Report:
     problems: list[str] = field(default_factory=list)
 
 
-# Topic folders whose every page is checked, not only their README (the rest: give each
-# number an artifact or an allow-list line before adding a folder here)
-WHOLE_TOPICS = ("two_player",)
+# Pages under the topic folders checked beside their READMEs (the rest: give each number an
+# artifact or an allow-list line before adding a page here)
+MORE_PAGES = ("docs/two_player/*.md", "docs/learners/imitation_ceiling.md")
 
 
 def pages() -> list[Path]:
-    """README.md, docs/*.md, the topic READMEs under docs/ and every page of `WHOLE_TOPICS`."""
+    """README.md, docs/*.md, the topic READMEs under docs/ and the pages of `MORE_PAGES`."""
     docs = ROOT / "docs"
     found = [ROOT / "README.md", *sorted(docs.glob("*.md")), *sorted(docs.glob("*/**/README.md"))]
-    for topic in WHOLE_TOPICS:
-        found += [page for page in sorted((docs / topic).glob("*.md")) if page not in found]
+    for pattern in MORE_PAGES:
+        found += [page for page in sorted(ROOT.glob(pattern)) if page not in found]
     return found
 
 
