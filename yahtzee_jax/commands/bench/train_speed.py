@@ -160,7 +160,7 @@ def measure(config, repeats: int, breakdown: bool = False) -> dict:
     transitions = transitions_per_update(config)
     updates = row["updates_per_call"]
     # The baseline is A2C's loss, which reads one value a state: the action-value head's twin
-    # is the state-value head (the same network but 45 outputs of its value head's last layer)
+    # is the state-value head (the same network less the offsets D(s, a): one Dense layer)
     network_config = dataclasses.replace(config.network, value_head="state")
     context = make_context(dataclasses.replace(config, network=network_config))
     state = init_train_state(context)
