@@ -121,6 +121,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--endgame-open": NUMBERS,
         "--before-endgame": ["normal", "solitaire", "nope", ""],
         "--hindsight-weight": ["0", "1", "0.5", "1.5", "-0.1", "nan", "x"],
+        "--hindsight-schedule": PATHS,
         "--set": [
             "algo.match_early=normal",
             "algo.match_early=nope",
@@ -287,6 +288,7 @@ REFUSED: dict[str, dict[str, set[str]]] = {
         "--rules": NOT_RULES,
         "--before-endgame": {"nope", ""},
         "--hindsight-weight": {"1.5", "-0.1", "nan", "x"},
+        "--hindsight-schedule": MISSING,
         "--out": UNWRITABLE,
     },
     "tournament": {

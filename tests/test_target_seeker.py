@@ -26,6 +26,7 @@ from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, get_rules
 from yahtzee_jax.solver.seeker_policy import (
     best_rival_distribution,
     check_weight,
+    hindsight_share,
     seeker_tables,
     target_seeker_policy,
     win_chances,
@@ -85,9 +86,7 @@ def test_last_turn_chances_are_the_rivals_exact_distribution(opponents):
     for weight in (0.0, 1.0):
         rival = best_rival_distribution(tables(weight), others, RULES)
         states = tuple(jnp.asarray(part) for part in zip(*full, strict=True))
-        got = win_chances(
-            tables(weight), states, jnp.asarray(totals), rival, jnp.bool_(False), weight != 1
-        )
+        got = win_chances(tables(weight), states, jnp.asarray(totals), rival, weight, weight != 1)
         np.testing.assert_allclose(got, expected, atol=2e-6)
 
 
@@ -108,11 +107,13 @@ def test_hindsight_is_exact_when_the_opponent_has_finished():
         totals = np.arange(start, start + 60)
         need = np.clip(rival_score + 1 - totals, 0, 41)
         states = tuple(jnp.asarray([part] * len(totals)) for part in card_state(after))
+        own = state_of(card_without("small_straight", "large_straight"))
         for weight in (0.0, 1.0):
             rival = best_rival_distribution(tables(weight), others, RULES)
-            exact = jnp.bool_(True)
+            share = hindsight_share(tables(weight), own, others, RULES)
+            assert float(share) == 1.0  # the opponent done: T, whatever the weight
             got = win_chances(
-                tables(weight), states, jnp.asarray(totals), rival, exact, weight != 1
+                tables(weight), states, jnp.asarray(totals), rival, share, weight != 1
             )
             np.testing.assert_allclose(got, best[need], atol=2e-6)
 
@@ -154,7 +155,7 @@ def test_keep_is_the_enumerated_best_for_the_win(box, dice, roll_index):
     by_keep = best_keeps_for_the_win(tuple(sorted(dice)), 2 - roll_index, box, start, mass)
     own = stacked(state_of(mine, dice, roll_index))
     others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(rival)))
-    policy = target_seeker_policy(RULES, 1.0)
+    policy = target_seeker_policy(RULES, mixed=False)
     action = int(policy(tables(1.0), own, others, jnp.zeros((1, 2)))[0])
     assert action < NUM_KEEP_ACTIONS
     held = tuple(sorted(d for i, d in enumerate(sorted(dice)) if action >> i & 1))
@@ -180,18 +181,23 @@ def test_score_decision_takes_the_box_that_wins():
     own = stacked(state_of(mine, (4, 4, 4, 4, 6), 2))
     others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(rival)))
     for weight in (0.0, 1.0):
-        policy = target_seeker_policy(RULES, weight)
+        policy = target_seeker_policy(RULES, mixed=weight != 1)
         action = int(policy(tables(weight), own, others, jnp.zeros((1, 2)))[0])
         assert RULES.box_names[action - NUM_KEEP_ACTIONS] == max(exact, key=exact.get)
     assert abs(exact["fours"] - exact["chance"]) > 0.01
 
 
 def test_weight_outside_zero_one_is_refused_in_one_line():
-    """A hindsight weight of 1.5 or -0.1 is a one-line error; 0 and 1 pass."""
-    for weight in (1.5, -0.1):
+    """A hindsight weight of 1.5, -0.1 or NaN, or a schedule of another shape, is a one-line
+    error; 0 and 1 become a weight for every turn and seat, a schedule is kept as it is."""
+    for weight in (1.5, -0.1, float("nan"), np.full((RULES.num_boxes, 2), 1.01)):
         with pytest.raises(UserError, match="weight"):
-            check_weight(weight)
-    assert check_weight(0) == 0.0 and check_weight(1) == 1.0
+            check_weight(weight, RULES)
+    with pytest.raises(UserError, match=r"shape \[13, 2\]; got shape \[12, 2\]"):
+        check_weight(np.ones((12, 2)), RULES)
+    assert np.all(check_weight(0, RULES) == 0.0) and np.all(check_weight(1, RULES) == 1.0)
+    schedule = np.linspace(0, 1, 2 * RULES.num_boxes).reshape(-1, 2)
+    np.testing.assert_array_equal(check_weight(schedule, RULES), schedule.astype(np.float32))
 
 
 def test_the_keeps_grid_equals_each_turn_ends_window():
@@ -208,10 +214,11 @@ def test_the_keeps_grid_equals_each_turn_ends_window():
     for weight, exact in ((1.0, False), (0.0, False), (0.0, True)):
         rival = best_rival_distribution(tables(weight), others, RULES)
         states = tuple(jnp.asarray(part) for part in after)
-        grid = turn_end_grid(tables(weight), states, jnp.int32(total), rival, exact, weight != 1)
+        share = 1.0 if exact else weight
+        grid = turn_end_grid(tables(weight), states, jnp.int32(total), rival, share, weight != 1)
         for reward in (0, 5, 17, 30, 135, REWARD_BINS - 1):
             totals = jnp.full(len(after[0]), total + reward)
-            one = win_chances(tables(weight), states, totals, rival, jnp.bool_(exact), weight != 1)
+            one = win_chances(tables(weight), states, totals, rival, share, weight != 1)
             np.testing.assert_allclose(grid[:, reward], one, atol=2e-6)
 
 
@@ -226,7 +233,9 @@ def test_match_command_plays_the_target_seeker_and_records_its_run(tmp_path, mon
     from yahtzee_jax.solver import seeker_policy
 
     monkeypatch.setattr(
-        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: tables(weight)
+        seeker_policy,
+        "target_seeker_tables",
+        lambda rules, cache, weight: tables(float(weight[0, 0])),
     )
     out = tmp_path / "seeker.json"
     argv = ["match", "target-seeker", "--rules", "plain", "--games", "6", "--seed", "5"]

@@ -30,7 +30,7 @@ def test_every_row_window_reads_its_own_row_in_a_small_game(tmp_path):
     tables = seeker_tables(RULES, best.flat, follow.flat, value, 1.0)
     masks = np.arange((1 << RULES.num_boxes) - 1)  # every card but the full one
     states = (jnp.asarray(masks), jnp.zeros(len(masks), int), jnp.zeros(len(masks), int))
-    got = np.asarray(my_rows(tables, states, jnp.asarray(True), False))
+    got = np.asarray(my_rows(tables, states, 1.0, False))
     for mask, row in zip(masks, got, strict=True):
         want = best.chances((int(mask), 0, 0))[1:]
         np.testing.assert_allclose(row[: len(want)], want, atol=1e-6)  # float32 tables

@@ -50,13 +50,21 @@ def _optimal_table(rules: Rules, cache_dir: str | os.PathLike | None) -> Agent:
 
 
 def _target_seeker(
-    rules: Rules, cache_dir: str | os.PathLike | None, hindsight_weight: float
+    rules: Rules,
+    cache_dir: str | os.PathLike | None,
+    hindsight_weight: float,
+    hindsight_schedule: str | None,
 ) -> Agent:
     from yahtzee_jax.agents.target_seeker import target_seeker_agent
+    from yahtzee_jax.solver.seeker_policy import schedule_from_file
 
     if not 0.0 <= hindsight_weight <= 1.0:  # NaN too
         raise UserError(f"--hindsight-weight={hindsight_weight}; choose 0 to 1")
-    return target_seeker_agent(rules, cache_dir, hindsight_weight)
+    if hindsight_schedule is None:
+        return target_seeker_agent(rules, cache_dir, hindsight_weight)
+    if hindsight_weight != 1.0:
+        raise UserError("--hindsight-weight or --hindsight-schedule, not both")
+    return target_seeker_agent(rules, cache_dir, schedule_from_file(hindsight_schedule, rules))
 
 
 def _win_seeker(
@@ -93,10 +101,11 @@ BUILTINS: dict[str, BuiltinAgent] = {
     "random": BuiltinAgent(_random, opponent=True),
     # The solver's stronger match player: every turn's end for its exact chance to win, from
     # both target tables (`agents.target_seeker`); its hindsight weight 1 was kept by the
-    # ablation on seed 10 (docs/two_player/target_seeker.md), 0 is the exact valuation.
+    # ablation on seed 10 (docs/two_player/target_seeker.md), 0 is the exact valuation; a
+    # schedule gives a weight to each turn and seat (a JSON file's "weights").
     "target-seeker": BuiltinAgent(
         _target_seeker,
-        {"hindsight_weight": 1.0},
+        {"hindsight_weight": 1.0, "hindsight_schedule": None},
         match_player=True,
         for_points=False,
         loading="Loading the target-seeker's two target tables (3.4 GB; the first time they are "

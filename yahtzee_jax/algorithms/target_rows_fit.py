@@ -328,5 +328,5 @@ def learned_seeker_agent(params: Any, fit: RowsFit, rules: Rules) -> Agent:
     no solver table."""
     target, expected, value = learned_tables(params, fit, rules)
     tables = seeker_tables(rules, target, expected, value, 1.0)
-    policy = SeekerPolicy(target_seeker_policy(rules, 1.0), rules)
+    policy = SeekerPolicy(target_seeker_policy(rules, mixed=False), rules)
     return Agent("learned-seeker", policy, tables, rules, reads_others=True)

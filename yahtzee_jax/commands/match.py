@@ -64,6 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="target-seeker: its rows' mix of the target table (1, hindsight, the default) and "
         "the expected-score table (0, exact for optimal play after the turn)",
     )
+    parser.add_argument(
+        "--hindsight-schedule",
+        metavar="FILE",
+        help="target-seeker: a hindsight weight for each turn and seat, a JSON file's "
+        '"weights" [13][2] (experiments/seeker_calibration.py fits one)',
+    )
     parser.add_argument("--out", help="write the result as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     parser.add_argument(

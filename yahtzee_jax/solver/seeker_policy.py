@@ -14,7 +14,10 @@ R_s'(d) a chance of scoring at least d more points from s'. Two rows are exact p
   after this turn: W is what that play wins, a lower bound of this player's (it improves on it);
 - `weight=1`, R = T (the "target" table): my best chance of at least d if I were told Y, the
   oracle's (`solver.ceiling`): an upper bound, played by re-planning every turn (hindsight).
-A weight between mixes the rows (R = a T + (1 - a) E). When every opponent has at most one turn
+A weight between mixes the rows (R = a T + (1 - a) E), one weight for every turn or a schedule:
+a weight for each of my turns (the boxes I have filled) and seat (whether another card has more
+boxes filled, i.e. played this round before me), such as one fit to what the turn ends of played
+matches won (`experiments/seeker_calibration.py`). When every opponent has at most one turn
 left, it will have finished before my next decision, so Y is known there and hindsight is exact:
 those turns read T whatever the weight (a second seat's last two turns, a first seat's last).
 Within a turn the keeps maximise W's expectation over the rolls (the solver's widget, as the
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -57,9 +61,9 @@ WINDOW = 640
 class TargetSeekerTables(NamedTuple):
     """What the target-seeker plays by, as device arrays (float32 chances)."""
 
-    reach: jax.Array  # [size]: my rows R (T, E or a mix), laid out by `target_layout`
-    best: jax.Array  # [size]: T, read in the turns where hindsight is exact
-    follow: jax.Array  # [size]: E, the opponents' points to come
+    weights: jax.Array  # [boxes, 2]: T's share of my rows by my filled boxes and seat (1: after)
+    best: jax.Array  # [size]: T, laid out by `target_layout`; read where hindsight is exact
+    follow: jax.Array  # [size]: E, the opponents' points to come (and my rows' other part)
     rows: jax.Array  # int32[masks, totals, 2]: where a state's row starts (-1: unreachable)
     lengths: jax.Array  # int32[masks, totals, 2]: its length (most points to come + 1)
     value: jax.Array  # float32[masks, totals, 2]: V, the tie-break by points
@@ -73,15 +77,50 @@ def score_bins(rules: Rules) -> tuple[int, int]:
     return longest, longest + WINDOW + REWARD_BINS
 
 
-def check_weight(weight: float) -> float:
-    """The hindsight weight, in [0, 1] (one line otherwise)."""
-    if not 0.0 <= weight <= 1.0:
-        raise UserError(f"the target-seeker's hindsight weight must lie in [0, 1], got {weight}")
-    return float(weight)
+def check_weight(weight: Any, rules: Rules) -> np.ndarray:
+    """The hindsight weights float32[boxes, 2] (my filled boxes, seat) of one weight for every
+    turn or of a schedule of that shape, each in [0, 1] (one line otherwise)."""
+    table = np.asarray(weight, np.float64)
+    shape = (rules.num_boxes, 2)
+    if table.ndim == 0:
+        table = np.full(shape, table)
+    if table.shape != shape:
+        raise UserError(
+            f"a hindsight schedule has a weight for each of {rules.num_boxes} turns and 2 "
+            f"seats, shape {list(shape)}; got shape {list(table.shape)}"
+        )
+    outside = table[~((table >= 0.0) & (table <= 1.0))]  # NaN too
+    if outside.size:
+        raise UserError(
+            f"the target-seeker's hindsight weights must lie in [0, 1], got {outside[0]}"
+        )
+    return table.astype(np.float32)
+
+
+def schedule_from_file(path: str | os.PathLike, rules: Rules) -> np.ndarray:
+    """The hindsight schedule [boxes, 2] of a JSON file's "weights" (such as the calibration's,
+    `experiments/seeker_calibration.py`), checked (one line when unreadable or wrong)."""
+    import json
+
+    try:
+        weights = json.loads(Path(path).read_text())["weights"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        detail = f"no {error}" if isinstance(error, KeyError) else type(error).__name__
+        raise UserError(f"--hindsight-schedule {path}: not a schedule's JSON ({detail})") from None
+    try:
+        table = np.asarray(weights, np.float64)
+    except (TypeError, ValueError):  # ragged lists, text
+        raise UserError(f"--hindsight-schedule {path}: its weights are not a table") from None
+    return check_weight(table, rules)
+
+
+def is_mixed(weight: Any) -> bool:
+    """Whether my rows read E as well as T (some weight below 1): a static choice."""
+    return bool(np.any(np.asarray(weight) != 1.0))
 
 
 def target_seeker_tables(
-    rules: Rules, cache_dir: str | os.PathLike | None, weight: float
+    rules: Rules, cache_dir: str | os.PathLike | None, weight: Any
 ) -> TargetSeekerTables:
     """Both target tables of `rules` on the device (loaded from the cache, or solved: minutes)."""
     best = target_tables(rules, cache_dir, policy="target").flat
@@ -91,19 +130,15 @@ def target_seeker_tables(
 
 
 def seeker_tables(
-    rules: Rules, best: np.ndarray, follow: np.ndarray, value: np.ndarray, weight: float
+    rules: Rules, best: np.ndarray, follow: np.ndarray, value: np.ndarray, weight: Any
 ) -> TargetSeekerTables:
-    """`TargetSeekerTables` from the flat target (`best`) and expected (`follow`) tables and the
-    value table (NaN, an unsolved state, read as 0)."""
-    best32, follow32 = padded(best, rules), padded(follow, rules)
-    reach = {1.0: best32, 0.0: follow32}.get(check_weight(weight))
-    if reach is None:
-        reach = weight * best32 + (1.0 - weight) * follow32
+    """`TargetSeekerTables` from the flat target (`best`) and expected (`follow`) tables, the
+    value table (NaN, an unsolved state, read as 0) and the hindsight weight or schedule."""
     layout = target_layout(rules)
     return TargetSeekerTables(
-        reach=reach,
-        best=best32,
-        follow=follow32,
+        weights=jnp.asarray(check_weight(weight, rules)),
+        best=padded(best, rules),
+        follow=padded(follow, rules),
         rows=jnp.asarray(layout.rows, jnp.int32),
         lengths=jnp.asarray(layout.lengths, jnp.int32),
         value=jnp.asarray(np.nan_to_num(value), jnp.float32),
@@ -152,17 +187,17 @@ def _window(table: jax.Array, start: jax.Array) -> jax.Array:
 def my_rows(
     tables: TargetSeekerTables,
     states: tuple[jax.Array, jax.Array, jax.Array],
-    exact: jax.Array,
+    share: jax.Array | float,
     mixed: bool,
 ) -> jax.Array:
-    """R_s'(d), d = 1 .. WINDOW - 1, of next states [n] (mask, upper, flag), [n, d]: T where
-    `exact` (the rivals done by then) or my rows are T already, else the mixed rows (`mixed`,
+    """R_s'(d), d = 1 .. WINDOW - 1, of next states [n] (mask, upper, flag), [n, d]: T's
+    `share` of T + (1 - share) E, or T alone where no weight is below 1 (`mixed` False,
     static); 0 past a row's end."""
     rows, lengths = jnp.maximum(tables.rows[states], 0), tables.lengths[states]
     chances = jax.vmap(_window, in_axes=(None, 0))(tables.best, rows + 1)
     if mixed:
-        mine = jax.vmap(_window, in_axes=(None, 0))(tables.reach, rows + 1)
-        chances = jnp.where(exact, chances, mine)
+        expected = jax.vmap(_window, in_axes=(None, 0))(tables.follow, rows + 1)
+        chances = share * chances + (1.0 - share) * expected
     return jnp.where(jnp.arange(1, WINDOW) < lengths[:, None], chances, 0.0)
 
 
@@ -171,14 +206,14 @@ def win_chances(
     states: tuple[jax.Array, jax.Array, jax.Array],
     totals: jax.Array,
     rival: tuple[jax.Array, jax.Array],
-    exact: jax.Array,
+    share: jax.Array | float,
     mixed: bool,
 ) -> jax.Array:
     """W(s', X') of turn ends [n]: next states (mask, upper, flag) and my totals there, against
     the best rival's final-score distribution (`my_rows` says which rows are read)."""
     pmf, cdf = rival
     bins = cdf.shape[-1]
-    chances = my_rows(tables, states, exact, mixed)
+    chances = my_rows(tables, states, share, mixed)
     # I win when Y = X' - 1 + d and I score at least d more (d >= 1), or when Y < X' already.
     rivals = jax.vmap(_window, in_axes=(None, 0))(pmf, jnp.clip(totals, 0, bins - WINDOW))
     below = jnp.where(totals >= 1, cdf[jnp.clip(totals - 1, 0, bins - 1)], 0.0)
@@ -190,14 +225,14 @@ def turn_end_grid(
     states: tuple[jax.Array, jax.Array, jax.Array],
     total: jax.Array,
     rival: tuple[jax.Array, jax.Array],
-    exact: jax.Array,
+    share: jax.Array | float,
     mixed: bool,
 ) -> jax.Array:
     """W(s', total + r) of next states [S] and every reward r = 0 .. REWARD_BINS - 1, [S, r]:
     `win_chances` on a grid, as one product of my rows [S, d] with the rival's Hankel matrix
     P(Y = total + r - 1 + d) [r, d] (a matrix product, where a window a turn end is a gather)."""
     pmf, cdf = rival
-    chances = my_rows(tables, states, exact, mixed)
+    chances = my_rows(tables, states, share, mixed)
     # Row r of the Hankel matrix is the rival's P(Y = total + r + i), i = 0 .. WINDOW - 2: one
     # slice tiled and cut at a stride of span + 1 (a copy, not a gather).
     span = REWARD_BINS + WINDOW - 1
@@ -213,7 +248,7 @@ def keep_action(
     tables: TargetSeekerTables,
     own: State,
     rival: tuple[jax.Array, jax.Array],
-    exact: jax.Array,
+    share: jax.Array | float,
     mixed: bool,
     rules: Rules,
 ) -> jax.Array:
@@ -225,7 +260,7 @@ def keep_action(
         points, legal, bonus, mask, upper, flag, value_pair, jnp, rules
     )
     after = distinct_next_states(mask, upper, flag, jnp, rules)
-    grid = turn_end_grid(tables, after, total_score(own, rules), rival, exact, mixed)
+    grid = turn_end_grid(tables, after, total_score(own, rules), rival, share, mixed)
     next_state = jnp.asarray(next_state_of_roll(rules))
     chances = grid[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
     return best_keep(jnp.where(legal, chances, -jnp.inf), reward + future, own)
@@ -235,7 +270,7 @@ def score_action(
     tables: TargetSeekerTables,
     own: State,
     rival: tuple[jax.Array, jax.Array],
-    exact: jax.Array,
+    share: jax.Array | float,
     mixed: bool,
     rules: Rules,
 ) -> jax.Array:
@@ -246,33 +281,70 @@ def score_action(
     reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
     reward = reward + rules.yahtzee_bonus_points * bonus
     states = (mask | (1 << boxes), next_upper, next_flag)
-    chances = win_chances(tables, states, total_score(own, rules) + reward, rival, exact, mixed)
+    totals = total_score(own, rules) + reward
+    chances = win_chances(tables, states, totals, rival, share, mixed)
     worth = reward + tables.value[states]
     chosen = best_by_chance_then_points(jnp.where(legal, chances, -jnp.inf), worth)
     return (NUM_KEEP_ACTIONS + chosen).astype(jnp.int32)
 
 
+def chosen_turn_end(
+    tables: TargetSeekerTables, own: State, others: State, action: jax.Array, rules: Rules
+) -> tuple[jax.Array, jax.Array]:
+    """(W by T, W by E) of the turn end one card's score decision chose (`action`, a box's):
+    hindsight's and the exact lower bound's chance to win from there (what the calibration
+    compares with the matches' results); NaN for a keep."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, _, bonus = current_score_options(own, rules)
+    box = jnp.clip(action - NUM_KEEP_ACTIONS, 0, rules.num_boxes - 1)
+    reward, next_upper, next_flag = score_transition(box, points[box], upper, flag, jnp, rules)
+    reward = reward + rules.yahtzee_bonus_points * bonus
+    states = tuple(jnp.atleast_1d(part) for part in (mask | (1 << box), next_upper, next_flag))
+    total = jnp.atleast_1d(total_score(own, rules) + reward)
+    rival = best_rival_distribution(tables, others, rules)
+    by_target, by_expected = (
+        win_chances(tables, states, total, rival, share, mixed=True)[0] for share in (1.0, 0.0)
+    )
+    keep = action < NUM_KEEP_ACTIONS
+    return jnp.where(keep, jnp.nan, by_target), jnp.where(keep, jnp.nan, by_expected)
+
+
 def make_target_seeker(
-    rules: str | Rules, cache_dir: str | os.PathLike | None, weight: float
+    rules: str | Rules, cache_dir: str | os.PathLike | None, weight: Any
 ) -> tuple[Any, TargetSeekerTables]:
     """A match policy (tables, own cards [B], the other cards [B, K], keys) -> actions [B],
     each turn for the highest W against the best of the K others (see the module's
-    docstring), and its tables (its parameters: arguments of the compiled program)."""
+    docstring), and its tables (its parameters: arguments of the compiled program); `weight`
+    one hindsight weight or a schedule [boxes, 2] (`check_weight`)."""
     rules = get_rules(rules)
-    weight = check_weight(weight)
-    return target_seeker_policy(rules, weight), target_seeker_tables(rules, cache_dir, weight)
+    weight = check_weight(weight, rules)
+    return (
+        target_seeker_policy(rules, is_mixed(weight)),
+        target_seeker_tables(rules, cache_dir, weight),
+    )
 
 
-def target_seeker_policy(rules: Rules, weight: float) -> Any:
-    """The target-seeker's policy for tables of this hindsight weight (`make_target_seeker`)."""
-    mixed = check_weight(weight) != 1.0
+def hindsight_share(
+    tables: TargetSeekerTables, own: State, others: State, rules: Rules
+) -> jax.Array:
+    """T's share of my rows at one card's decision: 1 where every other card has at most one
+    turn left (it will have finished by my next decision, so hindsight is exact), else the
+    weight of my turn (my filled boxes) and seat (whether another card has played this round)."""
+    filled, theirs = jnp.sum(own.filled), jnp.sum(others.filled, axis=-1)
+    exact = jnp.all(theirs >= rules.num_boxes - 1)
+    after = jnp.any(theirs > filled).astype(jnp.int32)
+    return jnp.where(exact, 1.0, tables.weights[jnp.minimum(filled, rules.num_boxes - 1), after])
+
+
+def target_seeker_policy(rules: Rules, mixed: bool) -> Any:
+    """The target-seeker's policy (`make_target_seeker`); `mixed` (static): some hindsight
+    weight of its tables is below 1, so its rows read E as well as T."""
 
     def one(tables: TargetSeekerTables, own: State, others: State, scoring: bool) -> jax.Array:
         rival = best_rival_distribution(tables, others, rules)
-        # Each other card with at most one turn left will have finished by my next decision.
-        exact = jnp.all(jnp.sum(others.filled, axis=-1) >= rules.num_boxes - 1)
+        share = hindsight_share(tables, own, others, rules)
         act = score_action if scoring else keep_action
-        return act(tables, own, rival, exact, mixed, rules)
+        return act(tables, own, rival, share, mixed, rules)
 
     def policy(tables: TargetSeekerTables, own: State, others: State, keys: jax.Array) -> jax.Array:
         # Lockstep matches take one kind of decision at a time: one branch runs.
