@@ -3,7 +3,8 @@
 Usage: python experiments/check_doc_claims.py [--spec SPEC.yaml] [--verbose]
 
 The pages: README.md, docs/*.md, each topic README (docs/**/README.md) and the pages of
-`MORE_PAGES` (every page of docs/two_player/, docs/learners/imitation_ceiling.md). A page is cut
+`MORE_PAGES` (every page of docs/two_player/, docs/learners/imitation_ceiling.md,
+docs/learners/large_batch.md, docs/speed/solver.md). A page is cut
 into units: a table row, a list item or a paragraph. A unit that cites an artifact (a backticked
 path or a link to a file or folder under results/ or docs/ that is not a page: `.json`, `.jsonl`,
 `.yaml`, `.txt`, `.log`, a run's folder; a run folder's README.md stands for its folder) is a claim
@@ -99,7 +100,12 @@ class Report:
 
 # Pages under the topic folders checked beside their READMEs (the rest: give each number an
 # artifact or an allow-list line before adding a page here)
-MORE_PAGES = ("docs/two_player/*.md", "docs/learners/imitation_ceiling.md")
+MORE_PAGES = (
+    "docs/two_player/*.md",
+    "docs/learners/imitation_ceiling.md",
+    "docs/learners/large_batch.md",
+    "docs/speed/solver.md",
+)
 
 
 def pages() -> list[Path]:
