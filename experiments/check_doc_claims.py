@@ -1,6 +1,6 @@
 """Check the prose of the README and docs against the artifacts it cites, and its commands.
 
-Usage: python experiments/check_doc_claims.py [--spec SPEC.yaml] [--verbose]
+Usage: python experiments/check_doc_claims.py [--spec SPEC.yaml]
 
 The pages: README.md, docs/*.md, each topic README (docs/**/README.md) and the pages of
 `MORE_PAGES` (every page of docs/two_player/, docs/learners/imitation_ceiling.md,
