@@ -99,29 +99,25 @@ def test_a_schedule_file_is_read_and_a_bad_one_refused_in_one_line(tmp_path):
         assert "\n" not in str(error.value)
 
 
-def test_match_plays_a_schedule_and_refuses_it_beside_a_weight(tmp_path, monkeypatch, capsys):
-    """`match target-seeker --hindsight-schedule FILE` plays with the file's weights (the tables
-    built from them) and records the file; given with a weight other than 1 it is refused in
-    one line, as is the schedule given to another player."""
+def test_a_schedule_reaches_the_tables_and_is_refused_beside_a_weight(
+    tmp_path, monkeypatch, capsys
+):
+    """The target-seeker built with `hindsight_schedule=FILE` (as `match --hindsight-schedule`
+    builds it) plays by the file's weights; `match` refuses it beside a weight other than 1,
+    and given to another player, in one line before any table is read."""
+    from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.commands.cli import main
     from yahtzee_jax.solver import seeker_policy
 
-    built = []
-
-    def fake(rules, cache, weight):
-        built.append(np.asarray(weight))
-        return schedule_tables(weight)
-
-    monkeypatch.setattr(seeker_policy, "target_seeker_tables", fake)
-    schedule = np.full((13, 2), 0.25)
+    monkeypatch.setattr(
+        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: schedule_tables(weight)
+    )
+    schedule = np.linspace(0.2, 0.9, 26).reshape(13, 2)
     path = tmp_path / "schedule.json"
     path.write_text(json.dumps({"weights": schedule.tolist()}))
-    out = tmp_path / "result.json"
+    agent = builtin_agent("target-seeker", "plain", hindsight_schedule=str(path))
+    np.testing.assert_allclose(agent.params.weights, schedule, atol=1e-7)
     argv = ["match", "target-seeker", "--rules", "plain", "--games", "4", "--no-progress"]
-    assert main([*argv, "--hindsight-schedule", str(path), "--out", str(out)]) == 0
-    np.testing.assert_array_equal(built[-1], schedule)
-    result = json.loads(out.read_text())
-    assert result["hindsight_schedule"] == str(path) and result["games"] == 4
     assert main([*argv, "--hindsight-schedule", str(path), "--hindsight-weight", "0.5"]) == 2
     assert "not both" in capsys.readouterr().err
     assert main(["match", "win-seeker", "--hindsight-schedule", str(path)]) == 2
@@ -154,20 +150,23 @@ def test_calibration_recovers_the_weight_that_made_the_results():
         assert 0.02 < row["a_stderr"] < 0.2
 
 
-def test_calibration_script_plays_values_and_writes_its_picture(tmp_path, monkeypatch):
+def test_calibration_script_plays_a_schedule_values_and_writes_its_picture(tmp_path, monkeypatch):
     """The script on plain rules (its tables those of the last two layers, so its play is no
-    guide) plays 4 matches, values 13 score decisions a match, writes a weight for each turn
-    and seat, and the picture."""
+    guide) plays 4 matches by a schedule (the mixed rows' path), values 13 score decisions a
+    match, writes a weight for each turn and seat, its command and the picture."""
     from yahtzee_jax.solver import seeker_policy
 
     monkeypatch.setattr(
-        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: tables(1.0)
+        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: schedule_tables(weight)
     )
+    path = tmp_path / "schedule.json"
+    path.write_text(json.dumps({"weights": np.full((13, 2), 0.5).tolist()}))
     calibration = load_experiment_script("seeker_calibration")
     argv = ["--rules", "plain", "--games", "4", "--batch-size", "4", "--out", str(tmp_path)]
-    assert calibration.main(argv) == 0
+    assert calibration.main([*argv, "--hindsight-schedule", str(path)]) == 0
     result = json.loads((tmp_path / "calibration.json").read_text())
     assert result["games"] == 4 and np.asarray(result["weights"]).shape == (13, 2)
     assert sum(row["matches"] for row in result["turns"]) == 4 * 13
+    assert result["hindsight_schedule"] == str(path)
     assert result["machine"]["command"].startswith("python experiments/seeker_calibration.py")
     assert (tmp_path / "calibration.png").read_bytes().startswith(b"\x89PNG")
