@@ -64,8 +64,9 @@ def engine_outcomes(own, leaf) -> tuple:
         return total_score(after, OFFICIAL), leaf(None, *context)
 
     rolls, boxes = jnp.meshgrid(jnp.arange(len(ROLLS)), jnp.arange(OFFICIAL.num_boxes))
+    # one compiled program (op by op it compiled each of its hundreds of operations)
     totals, leaves = jax.device_get(
-        jax.vmap(outcome)(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
+        jax.jit(jax.vmap(outcome))(jnp.asarray(ROLLS)[rolls.ravel()], boxes.ravel())
     )
     return rolls.ravel(), boxes.ravel(), totals, leaves
 
@@ -73,10 +74,11 @@ def engine_outcomes(own, leaf) -> tuple:
 def check_roll_in_hand(in_hand, leaf, own, others, chances: np.ndarray) -> None:
     """The score decision's chances (`in_hand`) for four rolls in hand equal the rows of the
     turn-end chances `chances` [252, boxes] at those rolls."""
+    shortcut_of = jax.jit(lambda hand, others: in_hand(leaf, None, hand, others, OFFICIAL))
     for dice in [(1, 1, 1, 1, 1), (2, 3, 4, 5, 6), (3, 3, 5, 5, 5), (1, 2, 2, 4, 6)]:
         hand = own.replace(dice=jnp.int32(dice), roll_index=jnp.int32(2))
         roll = [tuple(r) for r in ROLLS.tolist()].index(dice)
-        shortcut = np.asarray(in_hand(leaf, None, hand, others, OFFICIAL))
+        shortcut = np.asarray(shortcut_of(hand, others))
         np.testing.assert_allclose(shortcut, chances[roll], atol=1e-6)
 
 
@@ -90,7 +92,11 @@ def test_turn_end_chances_equal_a_sum_over_the_engines_outcomes():
         card((1, 1, 1, 1, 1), {Category.TWOS: 8, Category.CHANCE: 22}),
         card((1, 1, 1, 1, 1), {Category.FIVES: 20, Category.LARGE_STRAIGHT: 40}),
     )
-    chances = np.asarray(turn_end_chances(spread_leaf, None, own, others, OFFICIAL))
+    chances = np.asarray(
+        jax.jit(lambda own, others: turn_end_chances(spread_leaf, None, own, others, OFFICIAL))(
+            own, others
+        )
+    )
 
     rolls, boxes, totals, mine = engine_outcomes(own, spread_leaf)
     theirs = [
@@ -134,7 +140,11 @@ def test_normal_chances_equal_a_product_of_normals_over_the_engines_outcomes():
         card((1, 1, 1, 1, 1), {Category.FIVES: 20}),
     )
     leaves = (spread_leaf, linear_value)
-    chances = np.asarray(normal_turn_end_chances(leaves, None, own, others, OFFICIAL))
+    chances = np.asarray(
+        jax.jit(lambda own, others: normal_turn_end_chances(leaves, None, own, others, OFFICIAL))(
+            own, others
+        )
+    )
     variance = np.var([0.0, 5.0, 17.0])  # every position's spread: only its base moves
     assert variance == pytest.approx(1374 / 27)  # ((22/3)^2 + (7/3)^2 + (29/3)^2) / 3
 
@@ -221,11 +231,14 @@ def test_behind_it_scratches_the_yahtzee_box_that_points_would_keep():
     own = card((4, 4, 4, 1, 2), {**written, Category.CHANCE: 20}, roll_index=2)
     opponent = card(scores={box: 0 for box in Category} | {Category.CHANCE: 33})
     assert int(total_score(opponent, OFFICIAL)) - int(total_score(own, OFFICIAL)) == 13
-    action = box_action(
-        two_box_leaf, None, own, jax.tree.map(lambda x: x[None], opponent), OFFICIAL
+    # each compiled whole (op by op they compiled each of their operations)
+    action = jax.jit(lambda own, others: box_action(two_box_leaf, None, own, others, OFFICIAL))(
+        own, jax.tree.map(lambda x: x[None], opponent)
     )
     assert int(action) == NUM_KEEP_ACTIONS + Category.YAHTZEE
-    solitaire = plan_scores(mean_leaf, None, jax.tree.map(lambda x: x[None], own), OFFICIAL)
+    solitaire = jax.jit(lambda cards: plan_scores(mean_leaf, None, cards, OFFICIAL))(
+        jax.tree.map(lambda x: x[None], own)
+    )
     assert int(solitaire[0]) == NUM_KEEP_ACTIONS + Category.FOURS
 
 
