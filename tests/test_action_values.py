@@ -114,7 +114,9 @@ def test_the_value_loss_reads_the_state_value_and_the_taken_actions_offset():
     context = action_head_context("optim.lr=1e-2", "algo.value_coef=1.0")
     state = init_train_state(context)
     rollout_key = jax.random.split(state.key)[1]  # the key the update plays its games with
-    taken = np.unique(np.asarray(sample_batch(context, state.params, rollout_key)[0].action))
+    # compiled as the rollout test compiles it (the same program: the cache holds it)
+    batch = jax.jit(lambda params, key: sample_batch(context, params, key)[0])
+    taken = np.unique(np.asarray(batch(state.params, rollout_key).action))
     new_state, metrics = jax.jit(lambda s: ppo.update(context, s))(state)
     assert np.isfinite(float(metrics["loss/value"]))
     old, new = (s.params["ActionValues"]["kernel"] for s in (state, new_state))
