@@ -35,5 +35,7 @@ def test_a_tiny_ppo_run_trains_on_the_gymnax_env():
     assert metrics["illegal_actions"].sum() == 0
     assert np.isfinite(metrics["value_loss"]).all() and (metrics["entropy"] > 0).all()
     assert (metrics["mean_return"] > 5).all() and (metrics["mean_return"] < 400).all()
-    scores = example.evaluate(out["runner_state"][0].params, config, 8, jax.random.key(1))
+    # compiled whole: op by op, its vmapped reset compiled each of its operations alone
+    evaluate = jax.jit(lambda params, key: example.evaluate(params, config, 8, key))
+    scores = evaluate(out["runner_state"][0].params, jax.random.key(1))
     assert scores.shape == (8,) and (np.asarray(scores) > 0).all()
