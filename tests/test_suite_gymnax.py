@@ -88,7 +88,8 @@ def test_a_match_rewards_the_result_of_the_totals_once():
     base = YahtzeeGymnax("YahtzeeMatch-v0", opponent="random")
     params = base.default_params
     games = 64
-    _, state = jax.vmap(base.reset_env, in_axes=(0, None))(
+    # compiled whole: op by op, the vmapped reset compiled each of its operations alone
+    _, state = jax.jit(jax.vmap(base.reset_env, in_axes=(0, None)))(
         jax.random.split(jax.random.key(0), games), params
     )
 
