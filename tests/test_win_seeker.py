@@ -173,6 +173,16 @@ UPPER_63 = {box: 3 * (box + 1) for box in range(6)}  # three of each face: the b
 LOWER_ZEROS = {box: 0 for box in range(6, Category.CHANCE)}
 
 
+@pytest.fixture(scope="module")
+def players(cache):
+    """(the win-seeker exact over its last box, the optimal agent's actions) for this module's
+    batches of one card, each compiled once: called op by op, every test traced both again and
+    loaded their programs from the cache (2-5 s a test)."""
+    optimal = builtin_agent("optimal", RULES)
+    optimal_actions = jax.jit(lambda own: optimal.policy(optimal.params, own, None, None))
+    return jax.jit(make_win_seeker(RULES, cache, endgame_open=1)), optimal_actions
+
+
 def _last_turn(dice, roll_index: int, behind: int):
     """My last turn with only Chance open, and an opponent who finished `behind` points ahead
     (the same card with `behind` in Chance), each batched as one game."""
@@ -186,7 +196,7 @@ def _last_turn(dice, roll_index: int, behind: int):
     ("dice", "roll_index", "behind"),
     [((4, 5, 5, 5, 6), 1, 26), ((2, 3, 4, 5, 6), 0, 21), ((4, 4, 4, 5, 5), 1, 24)],
 )
-def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_index, behind):
+def test_last_turn_keep_is_the_enumerated_best_chance_to_win(players, dice, roll_index, behind):
     """Against a finished opponent, my last turn's P(win) is exact, so the keep chosen must win
     as often as the best keep of a plain enumeration; the expected-score optimum's keep does
     worse in each of these positions (e.g. 4,5,5,5,6 needing 27: it keeps all and loses for sure,
@@ -200,24 +210,22 @@ def test_last_turn_keep_is_the_enumerated_best_chance_to_win(cache, dice, roll_i
         kept = tuple(sorted(die for i, die in enumerate(dice) if action >> i & 1))
         return win_keep(kept, rerolls)
 
-    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    seeker, optimal = players
     action = int(seeker(mine, theirs, None)[0][0])
     assert action < NUM_KEEP_ACTIONS
     assert keep_chance(action) == pytest.approx(best)
-    optimal = builtin_agent("optimal", RULES)
-    assert keep_chance(int(optimal.policy(optimal.params, mine, None, None)[0])) < best - 0.01
+    assert keep_chance(int(optimal(mine)[0])) < best - 0.01
 
 
 @pytest.mark.parametrize("behind", [0, 31])
-def test_a_decided_last_turn_is_played_for_points(cache, behind):
+def test_a_decided_last_turn_is_played_for_points(players, behind):
     """Only Chance open and 1,2,3,4,6 at the first keep: an opponent who finished level (0)
     loses whatever I roll, one 31 ahead wins whatever I roll (Chance scores at most 30), so
     every keep has the same chance and the win-seeker keeps what the optimal agent keeps (the
     points, as the tie-break), not the first of 32 equal keeps."""
     mine, theirs = _last_turn((1, 2, 3, 4, 6), 0, behind)
-    seeker = make_win_seeker(RULES, cache, endgame_open=1)
-    optimal = builtin_agent("optimal", RULES)
-    expected = int(optimal.policy(optimal.params, mine, None, None)[0])
+    seeker, optimal = players
+    expected = int(optimal(mine)[0])
     assert expected != 0  # not the keep an argmax over equal values takes
     assert int(seeker(mine, theirs, None)[0][0]) == expected
 
@@ -348,11 +356,11 @@ def test_win_seeker_refuses_two_opponents_in_one_line(cache):
         agent.policy(None, own, two, jax.random.split(jax.random.key(0), 1))
 
 
-def test_opponents_next_dice_are_not_looked_at(cache):
+def test_opponents_next_dice_are_not_looked_at(players):
     """The opponent is read at its turn start: its dice do not change my action."""
     mine, theirs = _last_turn((2, 3, 4, 5, 6), 0, 21)
     theirs = theirs.replace(filled=theirs.filled.at[0, Category.CHANCE].set(False))
-    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    seeker, _ = players
     actions = {
         int(seeker(mine, theirs.replace(dice=jnp.int32([dice])), None)[0][0])
         for dice in ((1, 1, 1, 1, 1), (6, 6, 6, 6, 6), (1, 2, 3, 4, 5))
@@ -415,7 +423,7 @@ def test_endgame_distribution_of_chance_is_five_dice_convolved(cache):
 @pytest.mark.parametrize(
     ("dice", "roll_index", "lead"), [((4, 5, 5, 5, 6), 1, 0), ((1, 1, 5, 6, 6), 0, -6)]
 )
-def test_first_players_last_turn_is_exact_against_the_open_chance(cache, dice, roll_index, lead):
+def test_first_players_last_turn_is_exact_against_the_open_chance(players, dice, roll_index, lead):
     """I play my last turn first; the opponent still has its Chance to play, `lead` points behind
     me before it. My chance to win is exact (its Chance distribution is in the endgame table),
     so the keep chosen wins as often as the best keep of a plain enumeration."""
@@ -439,7 +447,7 @@ def test_first_players_last_turn_is_exact_against_the_open_chance(cache, dice, r
     _, win_keep = chance_turn(chance_to_win)
     rerolls = 2 - roll_index
     best = max(win_keep(keep, rerolls) for keep in _sub_keeps(dice))
-    seeker = make_win_seeker(RULES, cache, endgame_open=1)
+    seeker, _ = players
     action = int(seeker(mine, theirs, None)[0][0])
     kept = tuple(sorted(die for i, die in enumerate(dice) if action >> i & 1))
     assert win_keep(kept, rerolls) == pytest.approx(best, abs=1e-6)
