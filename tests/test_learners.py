@@ -158,13 +158,15 @@ def test_rollout_is_reproduced_by_the_loss_forward_pass():
     )
     decisions = context.rules.decisions_per_game
     assert trajectory.action.shape == (decisions, config.train.games_per_update)
-    log_probs, output = evaluate_trajectory(context.network, state.params, trajectory)
+    # compiled whole: op by op, the forward pass compiled each of its operations at each shape
+    evaluate = jax.jit(lambda params, games: evaluate_trajectory(context.network, params, games))
+    log_probs, output = evaluate(state.params, trajectory)
     taken = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
     np.testing.assert_allclose(output.value, trajectory.value, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(taken, trajectory.log_prob, rtol=1e-5, atol=1e-5)
     games = jnp.array([5, 1, 30])
     subset = jax.tree.map(lambda a: a[:, games], trajectory)
-    sub_log_probs, _ = evaluate_trajectory(context.network, state.params, subset)
+    sub_log_probs, _ = evaluate(state.params, subset)
     np.testing.assert_allclose(sub_log_probs, log_probs[:, games], rtol=1e-5, atol=1e-5)
 
 
