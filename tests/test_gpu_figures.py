@@ -3,10 +3,13 @@ step it runs on a GPU runs here, and each artifact has the fields the closing no
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,16 +26,48 @@ def _load_script():
     return module
 
 
-def test_tiny_gpu_figures_write_every_artifact(tmp_path) -> None:
+def _in_this_process(gpu_figures, monkeypatch) -> list[list[str]]:
+    """Have the script run its `yahtzee-jax` commands in this process (the CLI's `main` on the
+    same arguments, its output's last lines kept as `run_command` keeps them), except the
+    solve, which stays a real subprocess through `run_command`: a fresh process costs each
+    command about 3 s of imports and JAX's start, and repeats the eager work a process before
+    it did (the train step 10.7 s as a subprocess, 5.3 in this process). Returns the list the
+    commands run in this process go to."""
+    from yahtzee_jax.commands.cli import main
+
+    subprocess_run, in_process = gpu_figures.run_command, []
+
+    def run_command(argv: list[str], timeout_s: float | None = None) -> tuple[int, float, str]:
+        if argv[3:5] == ["bench", "solve"]:
+            return subprocess_run(argv, timeout_s)
+        assert argv[:3] == gpu_figures.yahtzee_jax_command() and timeout_s is None
+        in_process.append(argv[3:])
+        start, output = time.perf_counter(), io.StringIO()
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            status = main(argv[3:])
+        return status, time.perf_counter() - start, "\n".join(output.getvalue().splitlines()[-5:])
+
+    monkeypatch.setattr(gpu_figures, "run_command", run_command)
+    return in_process
+
+
+def test_tiny_gpu_figures_write_every_artifact(tmp_path, monkeypatch) -> None:
     """--tiny runs the scaling study's one cpu-scale run on one tiny seed, trains
     the GPU preset once, solves Yacht and runs its throughput grid with the breakdown: the
     manifest lists the four with exit 0 beside the machine; the study's report has its run's
     seed with its curve; the train artifact has its final evaluation and the threshold
     crossings (none at 64 games), the bench rows split the update into its parts, the solve's
     row is one process's and reports Yacht's published optimum (a wrong table, or another rule
-    set's, would not)."""
+    set's, would not). The solve runs as the script runs every step, a `yahtzee-jax`
+    subprocess; the other three run their same command lines in this process."""
     gpu_figures = _load_script()
+    in_process = _in_this_process(gpu_figures, monkeypatch)
     assert gpu_figures.main([str(tmp_path), "--tiny"]) == 0
+    assert [argv[:2] for argv in in_process] == [
+        ["experiment", "scaling-gpu"],
+        ["train", "--preset"],
+        ["bench", "train"],
+    ]
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert [(step["step"], step["status"]) for step in manifest["steps"]] == [
         ("scaling study", 0),
