@@ -162,14 +162,17 @@ def test_play_by_turn_records_what_the_plain_loop_records():
         return jax.vmap(jax.random.categorical)(keys, logits).astype(jnp.int32), None
 
     keys = episode_keys(jax.random.PRNGKey(3), 0, 5)
-    plain = play(random_legal, keys, rules, record=record_transition)
-    by_turn = play(
-        lambda s, k, roll_index: random_legal(s, k),
-        keys,
-        rules,
-        record=record_transition,
-        by_turn=True,
-    )
+    # each loop compiled whole (op by op, every decision's operations were dispatched alone)
+    plain = jax.jit(lambda keys: play(random_legal, keys, rules, record=record_transition))(keys)
+    by_turn = jax.jit(
+        lambda keys: play(
+            lambda s, k, roll_index: random_legal(s, k),
+            keys,
+            rules,
+            record=record_transition,
+            by_turn=True,
+        )
+    )(keys)
     for a, e in zip(jax.tree.leaves(by_turn), jax.tree.leaves(plain), strict=True):
         np.testing.assert_array_equal(a, e)
     assert bool(jnp.all(by_turn[1].state.roll_index == jnp.arange(39)[:, None] % 3))
