@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import jax
 import jax.numpy as jnp
 import pytest
 
@@ -13,6 +14,10 @@ from yahtzee_jax.agents.widget_agents import make_greedy_agent
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.evaluation.single_turn import evaluate_single_turn, turn_optimum
 from yahtzee_jax.game import OFFICIAL, Category, State
+
+# compiled once for the module's positions (called op by op, each call dispatched every
+# operation of the turn's expectimax alone)
+optimum = jax.jit(turn_optimum, static_argnums=1)
 
 
 def only_open(category: Category, dice: list[int]) -> State:
@@ -24,16 +29,16 @@ def only_open(category: Category, dice: list[int]) -> State:
 def test_yahtzee_on_an_empty_card_is_worth_fifty():
     """Five sixes dealt on an empty card: keep them and score the Yahtzee box, 50 points."""
     state = State.empty(OFFICIAL, dice=jnp.int32([6] * 5), turns_left=jnp.int32(1))
-    assert float(turn_optimum(state, OFFICIAL)) == pytest.approx(50.0)
+    assert float(optimum(state, OFFICIAL)) == pytest.approx(50.0)
 
 
 def test_chance_alone_with_two_rerolls_by_hand():
     """Only Chance open and five ones dealt: every die is re-rolled; after the first re-roll a
     4, 5 or 6 is kept (worth 5 on average) and anything else re-rolled once more (worth 3.5),
     so each die is worth 0.5 * 5 + 0.5 * 3.5 = 4.25 and the turn 21.25. Five sixes: keep, 30."""
-    ones = turn_optimum(only_open(Category.CHANCE, [1] * 5), OFFICIAL)
+    ones = optimum(only_open(Category.CHANCE, [1] * 5), OFFICIAL)
     assert float(ones) == pytest.approx(5 * (0.5 * 5 + 0.5 * 3.5), rel=1e-6)
-    sixes = turn_optimum(only_open(Category.CHANCE, [6] * 5), OFFICIAL)
+    sixes = optimum(only_open(Category.CHANCE, [6] * 5), OFFICIAL)
     assert float(sixes) == pytest.approx(30.0)
 
 
