@@ -73,7 +73,9 @@ def test_training_rewards_add_the_scaled_bonus_at_the_crossing(rules: str, bonus
     )
     context = curriculum_context(rules, *curriculum)
     state = init_train_state(context)
-    trajectory = sample_batch(context, state.params, jax.random.PRNGKey(3), True)[0]
+    # the rollout compiled whole (op by op, each of its operations was compiled alone)
+    rollout = jax.jit(lambda params, key: sample_batch(context, params, key, True)[0])
+    trajectory = rollout(state.params, jax.random.PRNGKey(3))
     # give every game the bonus at its 10th decision, whatever its dice did
     totals = jnp.where(jnp.arange(trajectory.reward.shape[0])[:, None] >= 9, 63, 5)
     trajectory = trajectory._replace(upper_total=jnp.broadcast_to(totals, trajectory.reward.shape))
