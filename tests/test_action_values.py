@@ -102,7 +102,8 @@ def test_ppo_advantage_is_the_action_value_less_the_state_value_by_hand():
 def test_the_value_loss_reads_the_state_value_and_the_taken_actions_offset():
     """`taken_values` gives (V(s_t), V(s_t) + D(s_t, a_t)) from [V, D...] and (V, None) from one
     value per state; a PPO update moves the columns of D of the actions its games took and no
-    other (Adam moves no weight whose gradient is 0)."""
+    other (Adam moves no weight whose gradient is 0). Two games a batch, so that some keeps go
+    untaken and "no other" can fail (every game writes all 13 boxes)."""
     values = jnp.arange(2 * 3 * 46, dtype=jnp.float32).reshape(2, 3, 46)
     action = jnp.array([[0, 44, 7], [31, 32, 1]])
     state_value, action_value = taken_values(values, action)
@@ -111,12 +112,13 @@ def test_the_value_loss_reads_the_state_value_and_the_taken_actions_offset():
     np.testing.assert_array_equal(action_value, 2 * state_value + 1 + action)
     assert taken_values(state_value, action) == (state_value, None)
 
-    context = action_head_context("optim.lr=1e-2", "algo.value_coef=1.0")
+    two_games = ("train.games_per_update=2", "optim.lr=1e-2", "algo.value_coef=1.0")
+    context = action_head_context(*two_games)
     state = init_train_state(context)
     rollout_key = jax.random.split(state.key)[1]  # the key the update plays its games with
-    # compiled as the rollout test compiles it (the same program: the cache holds it)
     batch = jax.jit(lambda params, key: sample_batch(context, params, key)[0])
     taken = np.unique(np.asarray(batch(state.params, rollout_key).action))
+    assert 13 < len(taken) < 45  # every box, and not every keep
     new_state, metrics = jax.jit(lambda s: ppo.update(context, s))(state)
     assert np.isfinite(float(metrics["loss/value"]))
     old, new = (s.params["ActionValues"]["kernel"] for s in (state, new_state))
