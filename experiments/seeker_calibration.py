@@ -57,16 +57,18 @@ def played_turn_ends(
     seats = (Seat(optimal.name, optimal.policy, optimal.params),) * (players - 1)
     env = Match(rules, FeatureConfig(), seats, players=players, reward="score")
 
-    def record(observation: Any, action: jax.Array, following: Any, extras: Any) -> Any:
-        own, others = observation.card, observation.others
-        values = jax.vmap(chosen_turn_end, in_axes=(None, 0, 0, 0, None))(
-            agent.params, own, others, action, rules
-        )
-        filled = jnp.sum(own.filled, axis=-1)
-        after = jnp.any(jnp.sum(others.filled, axis=-1) > filled[:, None], axis=-1)
-        return (*values, filled, after)
-
     def play(keys: jax.Array, params: Any) -> tuple[jax.Array, ...]:
+        # The tables are the program's argument, read by the recorder too: folded in as
+        # constants they would take minutes to compile.
+        def record(observation: Any, action: jax.Array, following: Any, extras: Any) -> Any:
+            own, others = observation.card, observation.others
+            values = jax.vmap(chosen_turn_end, in_axes=(None, 0, 0, 0, None))(
+                params, own, others, action, rules
+            )
+            filled = jnp.sum(own.filled, axis=-1)
+            after = jnp.any(jnp.sum(others.filled, axis=-1) > filled[:, None], axis=-1)
+            return (*values, filled, after)
+
         final, (by_target, by_expected, filled, after), _ = rollout(
             env, agent_policy(agent.policy, params), keys, record=record
         )
