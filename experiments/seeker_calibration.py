@@ -44,7 +44,7 @@ from yahtzee_jax.evaluation.matches import game_keys
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.solver.seeker_policy import chosen_turn_end
+from yahtzee_jax.solver.seeker_policy import chosen_turn_end, turn_and_seat
 
 
 def played_turn_ends(
@@ -65,9 +65,7 @@ def played_turn_ends(
             values = jax.vmap(chosen_turn_end, in_axes=(None, 0, 0, 0, None))(
                 params, own, others, action, rules
             )
-            filled = jnp.sum(own.filled, axis=-1)
-            after = jnp.any(jnp.sum(others.filled, axis=-1) > filled[:, None], axis=-1)
-            return (*values, filled, after)
+            return (*values, *jax.vmap(turn_and_seat)(own, others))
 
         final, (by_target, by_expected, filled, after), _ = rollout(
             env, agent_policy(agent.policy, params), keys, record=record

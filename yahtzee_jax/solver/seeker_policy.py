@@ -266,6 +266,20 @@ def keep_action(
     return best_keep(jnp.where(legal, chances, -jnp.inf), reward + future, own)
 
 
+def box_turn_ends(
+    own: State, rules: Rules
+) -> tuple[tuple[jax.Array, jax.Array, jax.Array], jax.Array, jax.Array, jax.Array]:
+    """Writing one card's roll in each box: the next states (mask, upper, flag) [boxes], my
+    totals there, the rewards (the Yahtzee bonus included) and which boxes are legal."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = current_score_options(own, rules)
+    boxes = jnp.arange(rules.num_boxes)
+    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
+    reward = reward + rules.yahtzee_bonus_points * bonus
+    states = (mask | (1 << boxes), next_upper, next_flag)
+    return states, total_score(own, rules) + reward, reward, legal
+
+
 def score_action(
     tables: TargetSeekerTables,
     own: State,
@@ -275,13 +289,7 @@ def score_action(
     rules: Rules,
 ) -> jax.Array:
     """The box of one card's final roll with the highest W (near ties: the most points)."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, legal, bonus = current_score_options(own, rules)
-    boxes = jnp.arange(rules.num_boxes)
-    reward, next_upper, next_flag = score_transition(boxes, points, upper, flag, jnp, rules)
-    reward = reward + rules.yahtzee_bonus_points * bonus
-    states = (mask | (1 << boxes), next_upper, next_flag)
-    totals = total_score(own, rules) + reward
+    states, totals, reward, legal = box_turn_ends(own, rules)
     chances = win_chances(tables, states, totals, rival, share, mixed)
     worth = reward + tables.value[states]
     chosen = best_by_chance_then_points(jnp.where(legal, chances, -jnp.inf), worth)
@@ -294,16 +302,13 @@ def chosen_turn_end(
     """(W by T, W by E) of the turn end one card's score decision chose (`action`, a box's):
     hindsight's and the exact lower bound's chance to win from there (what the calibration
     compares with the matches' results); NaN for a keep."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, _, bonus = current_score_options(own, rules)
+    states, totals, _, _ = box_turn_ends(own, rules)
     box = jnp.clip(action - NUM_KEEP_ACTIONS, 0, rules.num_boxes - 1)
-    reward, next_upper, next_flag = score_transition(box, points[box], upper, flag, jnp, rules)
-    reward = reward + rules.yahtzee_bonus_points * bonus
-    states = tuple(jnp.atleast_1d(part) for part in (mask | (1 << box), next_upper, next_flag))
-    total = jnp.atleast_1d(total_score(own, rules) + reward)
+    chosen = tuple(part[box][None] for part in states)
     rival = best_rival_distribution(tables, others, rules)
     by_target, by_expected = (
-        win_chances(tables, states, total, rival, share, mixed=True)[0] for share in (1.0, 0.0)
+        win_chances(tables, chosen, totals[box][None], rival, share, mixed=True)[0]
+        for share in (1.0, 0.0)
     )
     keep = action < NUM_KEEP_ACTIONS
     return jnp.where(keep, jnp.nan, by_target), jnp.where(keep, jnp.nan, by_expected)
@@ -324,15 +329,21 @@ def make_target_seeker(
     )
 
 
+def turn_and_seat(own: State, others: State) -> tuple[jax.Array, jax.Array]:
+    """One card's turn (its filled boxes) and seat: 1 where another card has more boxes filled
+    (it played this round before me), else 0; the schedule's row and column."""
+    filled = jnp.sum(own.filled)
+    return filled, jnp.any(jnp.sum(others.filled, axis=-1) > filled).astype(jnp.int32)
+
+
 def hindsight_share(
     tables: TargetSeekerTables, own: State, others: State, rules: Rules
 ) -> jax.Array:
     """T's share of my rows at one card's decision: 1 where every other card has at most one
     turn left (it will have finished by my next decision, so hindsight is exact), else the
-    weight of my turn (my filled boxes) and seat (whether another card has played this round)."""
-    filled, theirs = jnp.sum(own.filled), jnp.sum(others.filled, axis=-1)
-    exact = jnp.all(theirs >= rules.num_boxes - 1)
-    after = jnp.any(theirs > filled).astype(jnp.int32)
+    weight of my turn and seat (`turn_and_seat`)."""
+    filled, after = turn_and_seat(own, others)
+    exact = jnp.all(jnp.sum(others.filled, axis=-1) >= rules.num_boxes - 1)
     return jnp.where(exact, 1.0, tables.weights[jnp.minimum(filled, rules.num_boxes - 1), after])
 
 
