@@ -38,6 +38,7 @@ import dataclasses
 import os
 import resource
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -79,6 +80,12 @@ class Rows:
         """The row of the pair (movers[i], others[k])."""
         start = int(self.offsets[k, i])
         return self.flat[start : start + int(self.lengths[k, i])]
+
+
+# A valuation of my turns' ends: given a turn's other cards and my cards after my move (masks,
+# ascending) and `most`, values laid out as the rows I read after the move (or None: play that
+# turn for the win).
+Valuation = Callable[[np.ndarray, np.ndarray, np.ndarray], Rows | None]
 
 
 @dataclasses.dataclass
@@ -246,21 +253,23 @@ def _layout(rules: Rules, after: np.ndarray, rows: Rows, k: int) -> TargetLayout
     )
 
 
-def _chosen_draws(
+def _carried_chances(
     states: tuple[np.ndarray, np.ndarray, np.ndarray],
     targets: np.ndarray,
     wanted: np.ndarray,
-    readers: dict[str, tuple[np.ndarray, TargetLayout]],
+    choose: tuple[np.ndarray, TargetLayout],
+    carry: tuple[np.ndarray, TargetLayout],
     rules: Rules,
     kernel: Any,
 ) -> np.ndarray:
-    """The draw rows' chances of my turn's `wanted` columns, carried through the play that
-    maximises my chance to win at each column (the first best box, the keeps of highest
-    chance): each move's chance to win is its value in `native.target_turn_start`."""
+    """The `carry` rows' chances of my turn's `wanted` columns, carried through the play that
+    maximises the `choose` rows' value at each column (the first best box, the keeps of highest
+    expected value): each move's `choose` value is its value in `native.target_turn_start`.
+    My chance to win chooses the draws' play; a valuation chooses both (`solve_match`)."""
     after, allowed, _, shifts = stacked_moves(states, rules)
     state, offset = np.nonzero(wanted)
     need = targets[offset]
-    (win_flat, win_layout), (draw_flat, draw_layout) = readers["win"], readers["draw"]
+    (choose_flat, choose_layout), (carry_flat, carry_layout) = choose, carry
     sources = roll_sources(rules)
     out = np.empty(len(state))
     for first in range(0, len(state), PIECE_COLUMNS):
@@ -268,18 +277,20 @@ def _chosen_draws(
         column_state, j = state[part], need[part]
         moves = tuple(column[:, column_state] for column in after)
         shift = shifts[:, column_state]
-        chance = _read_rows(win_flat, win_layout.rows[moves], win_layout.lengths[moves], j - shift)
-        worth = np.where(allowed[:, column_state], chance, -np.inf)
-        rows, lengths = draw_layout.rows[moves], draw_layout.lengths[moves]
+        value = _read_rows(
+            choose_flat, choose_layout.rows[moves], choose_layout.lengths[moves], j - shift
+        )
+        worth = np.where(allowed[:, column_state], value, -np.inf)
+        rows, lengths = carry_layout.rows[moves], carry_layout.lengths[moves]
         if kernel is not None:
             columns = (np.arange(len(j)), j)
             out[part] = native.target_turn_start(
-                (rows, lengths, shift), sources, draw_flat, columns, kernel, worth
+                (rows, lengths, shift), sources, carry_flat, columns, kernel, worth
             )
             continue
         options = worth[sources]  # [252, boxes, columns]: NumPy, the kernel's choices
         pick = np.argmax(options, axis=1)[:, None]  # the first best box
-        carried = _read_rows(draw_flat, rows, lengths, j - shift)[sources]
+        carried = _read_rows(carry_flat, rows, lengths, j - shift)[sources]
         final = np.take_along_axis(carried, pick, axis=1)[:, 0]
         best = np.take_along_axis(options, pick, axis=1)[:, 0]
         out[part] = turn_start_chances(final[..., None], best)[:, 0]
@@ -295,13 +306,18 @@ def _solve_turn(
     kernel: Any,
     value_table: np.ndarray | None,
     draws: bool,
+    choice: Rows | None = None,
 ) -> TurnRows:
     """The rows of one turn (`cards`: the mover's, the other's, the mover's after its move),
     the other card held fixed in each pass over the mover's cards. `value_table` None: the
-    mover is me, playing for the win. `draws`: the draw rows too."""
+    mover is me, playing for the win, or, given `choice` (values over the pairs (other card,
+    my card after the move), laid out as the rows I read after it), playing by those values
+    with my chances carried through. `draws`: the draw rows too."""
     movers, others, after = cards
     names = ("win", "draw") if draws else ("win",)
     reading = {name: _next_reader(mover, others, after, later, name) for name in names}
+    if choice is not None:
+        reading["choice"] = choice
     lengths = 1 + most[others][:, None] + most[movers][None, :]
     tables = {"win": Rows.empty(lengths)}
     if draws:
@@ -318,8 +334,14 @@ def _solve_turn(
             for name, rows in tables.items():
                 targets = np.arange(int(rows.lengths[k, part].max()))
                 wanted = targets < rows.lengths[k, part][:, None]
-                if name == "draw" and value_table is None:
-                    chances = _chosen_draws(states, targets, wanted, readers, rules, kernel)
+                if choice is not None:
+                    chances = _carried_chances(
+                        states, targets, wanted, readers["choice"], readers[name], rules, kernel
+                    )
+                elif name == "draw" and value_table is None:
+                    chances = _carried_chances(
+                        states, targets, wanted, readers["win"], readers["draw"], rules, kernel
+                    )
                 else:
                     flat, layout = readers[name]
                     chances = piece_chances(
@@ -338,11 +360,15 @@ def solve_match(
     cache_dir: str | os.PathLike | None = None,
     kernel: Any = "load",
     draws: bool = True,
+    valuation: Valuation | None = None,
 ) -> MatchSolution:
     """The joint solve from the position `start` (my card, its card; masks), `first` to move.
 
     My turns play `policy`: "win" maximises my chance to win (each margin on its own), "expected"
-    is the optimal agent's play (then the solve is that agent's exact match figures). The
+    is the optimal agent's play (then the solve is that agent's exact match figures). Given a
+    `valuation` (with policy "win"), my turns choose by its values of each turn's end instead,
+    where it gives them, and the rows are that player's exact chances
+    (`solver.match_valuation`). The
     opponent always plays the optimal agent's (expected-score) policy, from the value table of
     `rules` (solved into `cache_dir` if missing). `keep_turns` keeps every turn's rows (for
     `MatchSolution.outcome`), else only the first turn's. `kernel` "load" uses the solver's C
@@ -352,6 +378,8 @@ def solve_match(
     check_rules(rules)
     if policy not in POLICIES:
         raise UserError(f"unknown match policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+    if valuation is not None and policy != "win":
+        raise UserError("a valuation plays my turns: it needs policy 'win', not 'expected'")
     if kernel == "load":
         try:
             kernel = native.load_kernel(None if cache_dir is None else str(cache_dir))
@@ -372,7 +400,10 @@ def solve_match(
         after = _layer(rules, (mine, its)[mover] + 1, start[mover])
         values = value_table if mover == OPPONENT or policy == "expected" else None
         cards = (movers, others, after)
-        later = _solve_turn(rules, mover, cards, later, most, kernel, values, draws)
+        choice = None
+        if mover == ME and valuation is not None:
+            choice = valuation(others, after, most)
+        later = _solve_turn(rules, mover, cards, later, most, kernel, values, draws, choice)
         columns += sum(len(rows.flat) for rows in (later.win, later.draw) if rows is not None)
         if keep_turns:
             kept.insert(0, later)
@@ -396,12 +427,15 @@ def match_figures(
     cache_dir: str | os.PathLike | None = None,
     policy: str = "win",
     draws: bool = True,
+    valuation: Valuation | None = None,
 ) -> dict[str, Any]:
     """My exact chances to win and draw (None without `draws`) from the empty cards, in each
     seat and on average (seats alternated), with each solve's time and memory."""
     seats = {}
     for name, first in (("first", ME), ("second", OPPONENT)):
-        solution = solve_match(rules, first, policy=policy, cache_dir=cache_dir, draws=draws)
+        solution = solve_match(
+            rules, first, policy=policy, cache_dir=cache_dir, draws=draws, valuation=valuation
+        )
         seats[name] = {
             "win": solution.win_chance(),
             "draw": solution.draw_chance() if draws else None,

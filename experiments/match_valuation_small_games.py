@@ -1,0 +1,155 @@
+"""Exact win rates of the target-seeker's valuations on small games, and where they lose (issue 63).
+
+Usage: python experiments/match_valuation_small_games.py [--games g7 g8 g9 g10]
+           [--weights 1 0 0.5] [--from-turns] [--out results/match-exact/valuations.json] [--table]
+
+For each small game (`match_exact_small_games.small_game`: no bonuses, a card is its filled
+boxes) and each hindsight weight w it solves the match with my turns played by the
+target-seeker's valuation (`solver.match_valuation`) and the opponent by expected score: the
+valuation's exact chance to win in each seat and on average (seats alternated), beside the
+exact best play and the oracle's ceiling (from `--exact` results of `match_exact_small_games.py`,
+or solved here when missing) and its share of the oracle's gap. `--from-turns` also solves, for
+each turn t, the player who plays the valuation (w = 1) before its turn t and at best from it:
+the best play's chance less the valuation's is what it loses in all its turns, and the rise
+from one t to the next is what its turn t loses. Each part is merged into `--out` when done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from match_exact_small_games import GAMES, ceiling_of, gap_fraction, small_game
+
+from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.files import write_json
+from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
+from yahtzee_jax.solver.match_valuation import seeker_valuation
+
+EXACT_RESULTS = Path("results/match-exact/results.json")
+
+
+def seats_win(rules: Rules, weight: float | None, exact_from_turn: int | None) -> dict[str, Any]:
+    """My exact chance to win in each seat and on average: by the valuation of `weight` before
+    my turn `exact_from_turn` (None: all turns), at best from it; `weight` None: the best play."""
+    seats = {}
+    for name, first in (("first", ME), ("second", OPPONENT)):
+        valuation = None
+        if weight is not None:
+            valuation = seeker_valuation(rules, weight, exact_from_turn=exact_from_turn)
+        solution = solve_match(rules, first, draws=False, valuation=valuation)
+        seats[name] = {
+            "win": solution.win_chance(),
+            "seconds": solution.seconds,
+            "cpu_seconds": solution.cpu_seconds,
+            "peak_rss_bytes": solution.peak_rss_bytes,
+        }
+    return {"seats": seats, "win": (seats["first"]["win"] + seats["second"]["win"]) / 2}
+
+
+def best_and_ceiling(game: str, rules: Rules) -> dict[str, Any]:
+    """The exact best play's chances (from the exact results file, else solved) and the ceiling."""
+    known = json.loads(EXACT_RESULTS.read_text())["games"].get(game, {})
+    if "exact" in known:
+        exact = known["exact"]
+        best = {"seats": {k: {"win": v["win"]} for k, v in exact["seats"].items()}}
+        best |= {"win": exact["win"], "source": str(EXACT_RESULTS)}
+    else:
+        best = seats_win(rules, None, None)
+    return {"best": best, "ceiling": ceiling_of(rules)}
+
+
+def merge(out: Path, game: str, key: str, value: Any) -> None:
+    """Write one part into the results file, the rest as the file now has it."""
+    results = json.loads(out.read_text()) if out.exists() else {"games": {}}
+    results["games"].setdefault(game, {})[key] = value
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, results)
+
+
+def _share(entry: dict[str, Any], win: float) -> str:
+    return f"{100 * gap_fraction(win, entry['reference']['ceiling']):.1f} %"
+
+
+def table(results: dict[str, Any]) -> str:
+    """The valuations' exact win rates beside the best play, as markdown."""
+    lines = [
+        "| game | valuation | first / second / **avg** | share of the oracle's gap | "
+        "under the best play (points) | CPU s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for game, entry in results["games"].items():
+        best = entry["reference"]["best"]
+        rows = [("best play (exact)", best)]
+        rows += [
+            (f"hindsight weight {key.split('-')[1]}", part)
+            for key, part in entry.items()
+            if key.startswith("weight-")
+        ]
+        for name, part in rows:
+            seats = part["seats"]
+            cpu = sum(seat.get("cpu_seconds", 0.0) for seat in seats.values())
+            lines.append(
+                f"| {game} | {name} | {100 * seats['first']['win']:.2f} / "
+                f"{100 * seats['second']['win']:.2f} / **{100 * part['win']:.3f} %** | "
+                f"{_share(entry, part['win'])} | {100 * (best['win'] - part['win']):.3f} | "
+                f"{cpu:.0f} |"
+            )
+    lines += [
+        "",
+        "| game | valuation before turn t, best play from it: t = | win (avg) |",
+        "|---|---|---|",
+    ]
+    for game, entry in results["games"].items():
+        for key, part in entry.items():
+            if key.startswith("from-turn-"):
+                lines.append(f"| {game} | {key.split('-')[2]} | {100 * part['win']:.3f} % |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Solve the named games' valuations and merge them into the results file."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", nargs="+", choices=list(GAMES), default=["g7", "g8", "g9"])
+    parser.add_argument("--weights", nargs="*", type=float, default=[1.0, 0.0, 0.5])
+    parser.add_argument("--from-turns", action="store_true", help="the valuation before turn t")
+    parser.add_argument("--out", default="results/match-exact/valuations.json")
+    parser.add_argument("--table", action="store_true", help="print the results as markdown")
+    args = parser.parse_args()
+    out = Path(args.out)
+    if args.table:
+        print(table(json.loads(out.read_text())))
+        return
+    record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+    record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
+    for game in args.games:
+        rules = small_game(GAMES[game])
+        started = time.perf_counter()
+        merge(out, game, "reference", best_and_ceiling(game, rules))
+        for weight in args.weights:
+            part = seats_win(rules, weight, None) | {"weight": weight, "machine": record}
+            merge(out, game, f"weight-{weight:g}", part)
+            print(
+                f"{game} weight {weight:g}: {100 * part['win']:.3f} % "
+                f"({time.perf_counter() - started:.0f} s)",
+                flush=True,
+            )
+        if args.from_turns:
+            for turn in range(1, rules.num_boxes):
+                part = seats_win(rules, 1.0, turn) | {"from_turn": turn, "machine": record}
+                merge(out, game, f"from-turn-{turn}", part)
+                print(
+                    f"{game} hindsight before turn {turn}, best from it: "
+                    f"{100 * part['win']:.3f} % ({time.perf_counter() - started:.0f} s)",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
