@@ -17,6 +17,7 @@ from one t to the next is what its turn t loses. Each part is merged into `--out
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -32,7 +33,8 @@ from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
 from yahtzee_jax.solver.match_valuation import seeker_valuation
 
-EXACT_RESULTS = Path("results/match-exact/results.json")
+ROOT = Path(__file__).resolve().parent.parent
+EXACT_RESULTS = Path("results/match-exact/results.json")  # under ROOT
 
 
 def seats_win(rules: Rules, weight: float | None, exact_from_turn: int | None) -> dict[str, Any]:
@@ -55,7 +57,7 @@ def seats_win(rules: Rules, weight: float | None, exact_from_turn: int | None) -
 
 def best_and_ceiling(game: str, rules: Rules) -> dict[str, Any]:
     """The exact best play's chances (from the exact results file, else solved) and the ceiling."""
-    known = json.loads(EXACT_RESULTS.read_text())["games"].get(game, {})
+    known = json.loads((ROOT / EXACT_RESULTS).read_text())["games"].get(game, {})
     if "exact" in known:
         exact = known["exact"]
         best = {"seats": {k: {"win": v["win"]} for k, v in exact["seats"].items()}}
@@ -68,52 +70,80 @@ def best_and_ceiling(game: str, rules: Rules) -> dict[str, Any]:
 def merge(out: Path, game: str, key: str, value: Any) -> None:
     """Write one part into the results file, the rest as the file now has it."""
     results = json.loads(out.read_text()) if out.exists() else {"games": {}}
-    results["games"].setdefault(game, {})[key] = value
+    entry = results["games"].setdefault(game, {})
+    entry[key] = value
+    entry["summary"] = summary(entry)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, results)
 
 
-def _share(entry: dict[str, Any], win: float) -> str:
-    return f"{100 * gap_fraction(win, entry['reference']['ceiling']):.1f} %"
+def summary(entry: dict[str, Any]) -> dict[str, Any]:
+    """A game's derived figures, kept in the file beside the solves: each valuation's share of
+    the oracle's gap and points under the best play, and what its turns lose one by one (the
+    best play's chance played from turn t less from turn t + 1, in points)."""
+    best, ceiling = entry["reference"]["best"]["win"], entry["reference"]["ceiling"]
+    weights = {
+        key.split("-", 1)[1]: {
+            "win": part["win"],
+            "gap_fraction": gap_fraction(part["win"], ceiling),
+            "points_under_best": 100 * (best - part["win"]),
+        }
+        for key, part in entry.items()
+        if key.startswith("weight-")
+    }
+    out: dict[str, Any] = {"best_gap_fraction": gap_fraction(best, ceiling), "weights": weights}
+    turns = sorted(int(key.rsplit("-", 1)[1]) for key in entry if key.startswith("from-turn-"))
+    if turns and "weight-1" in entry:
+        played = (
+            [best] + [entry[f"from-turn-{t}"]["win"] for t in turns] + [entry["weight-1"]["win"]]
+        )
+        out["turn_losses_points"] = [100 * (a - b) for a, b in itertools.pairwise(played)]
+    return out
 
 
 def table(results: dict[str, Any]) -> str:
-    """The valuations' exact win rates beside the best play, as markdown."""
+    """The valuations' exact win rates beside the best play, and what each turn loses, as
+    markdown (from each game's `summary`)."""
     lines = [
         "| game | valuation | first / second / **avg** | share of the oracle's gap | "
         "under the best play (points) | CPU s |",
         "|---|---|---|---|---|---|",
     ]
     for game, entry in results["games"].items():
-        best = entry["reference"]["best"]
-        rows = [("best play (exact)", best)]
+        best, figures = entry["reference"]["best"], entry["summary"]
+        rows = [("best play (exact)", best, figures["best_gap_fraction"], 0.0)]
         rows += [
-            (f"hindsight weight {key.split('-')[1]}", part)
-            for key, part in entry.items()
-            if key.startswith("weight-")
+            (
+                f"hindsight weight {w}",
+                entry[f"weight-{w}"],
+                f["gap_fraction"],
+                f["points_under_best"],
+            )
+            for w, f in figures["weights"].items()
         ]
-        for name, part in rows:
+        for name, part, share, under in rows:
             seats = part["seats"]
             cpu = sum(seat.get("cpu_seconds", 0.0) for seat in seats.values())
             lines.append(
                 f"| {game} | {name} | {100 * seats['first']['win']:.2f} / "
                 f"{100 * seats['second']['win']:.2f} / **{100 * part['win']:.3f} %** | "
-                f"{_share(entry, part['win'])} | {100 * (best['win'] - part['win']):.3f} | "
-                f"{cpu:.0f} |"
+                f"{100 * share:.1f} % | {under:.3f} | {cpu:.0f} |"
             )
+    most = max(len(e["summary"].get("turn_losses_points", [])) for e in results["games"].values())
     lines += [
         "",
-        "| game | valuation before turn t, best play from it: t = | win (avg) |",
-        "|---|---|---|",
+        "| game | " + " | ".join(f"turn {t}" for t in range(most)) + " |",
+        "|---" * (most + 1) + "|",
     ]
     for game, entry in results["games"].items():
-        for key, part in entry.items():
-            if key.startswith("from-turn-"):
-                lines.append(f"| {game} | {key.split('-')[2]} | {100 * part['win']:.3f} % |")
+        losses = entry["summary"].get("turn_losses_points")
+        if losses:
+            cells = [f"{loss:.3f}" for loss in losses] + [""] * (most - len(losses))
+            lines.append(f"| {game} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Solve the named games' valuations and merge them into the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", choices=list(GAMES), default=["g7", "g8", "g9"])
@@ -121,12 +151,17 @@ def main() -> None:
     parser.add_argument("--from-turns", action="store_true", help="the valuation before turn t")
     parser.add_argument("--out", default="results/match-exact/valuations.json")
     parser.add_argument("--table", action="store_true", help="print the results as markdown")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     out = Path(args.out)
-    if args.table:
-        print(table(json.loads(out.read_text())))
+    if args.table:  # the summaries again (written by each merge), then the tables
+        results = json.loads(out.read_text())
+        for entry in results["games"].values():
+            entry["summary"] = summary(entry)
+        write_json(out, results)
+        print(table(results))
         return
-    record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+    words = sys.argv if argv is None else [__file__, *argv]
+    record = run_record([]) | {"command": " ".join(["python", *words])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
     for game in args.games:
         rules = small_game(GAMES[game])

@@ -1,0 +1,63 @@
+"""experiments/match_valuation_small_games.py: each solve merged into the results file with its
+game's summary (shares, points under the best play, what each turn loses), and the tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scripts import EXPERIMENTS, load_experiment_script
+
+CEILING = {"win_rate": 0.54, "optimal_win_rate": 0.49}
+
+
+@pytest.fixture
+def script(monkeypatch):
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    return load_experiment_script("match_valuation_small_games")
+
+
+def test_each_turns_loss_is_the_drop_from_one_turn_to_the_next(script):
+    """Best play 52 %, the valuation before turn 1 / 2 then best 51.9 / 51.7 %, throughout
+    51.6 %: its turns lose 0.1, 0.2 and 0.1 points; its share of the 5-point gap is 52 %."""
+    seats = {"first": {"win": 0.0}, "second": {"win": 0.0}}
+    entry = {
+        "reference": {"best": {"win": 0.52, "seats": seats}, "ceiling": CEILING},
+        "from-turn-1": {"win": 0.519},
+        "from-turn-2": {"win": 0.517},
+        "weight-1": {"win": 0.516, "seats": seats},
+    }
+    figures = script.summary(entry)
+    assert figures["turn_losses_points"] == pytest.approx([0.1, 0.2, 0.1])
+    assert figures["weights"]["1"]["gap_fraction"] == pytest.approx(0.52)
+    assert figures["weights"]["1"]["points_under_best"] == pytest.approx(0.4)
+    assert figures["best_gap_fraction"] == pytest.approx(0.6)
+
+
+def test_main_merges_each_solve_and_prints_the_tables(script, tmp_path, monkeypatch, capsys):
+    """With the solves replaced by fixed chances (the solve itself: test_match_valuation.py),
+    g7's reference, two weights and its six from-turn players land in the file with its
+    summary, and --table prints one row per valuation and the losses by turn."""
+    chances = {None: 0.52, 1.0: 0.515, 0.5: 0.517}
+
+    def solved(rules, weight, exact_from_turn):
+        win = chances[weight] if exact_from_turn is None else 0.52 - 0.001 * exact_from_turn
+        seat = {"win": win, "seconds": 1.0, "cpu_seconds": 1.0, "peak_rss_bytes": 1}
+        return {"seats": {"first": seat, "second": seat}, "win": win}
+
+    monkeypatch.setattr(script, "seats_win", solved)
+    monkeypatch.setattr(script, "ceiling_of", lambda rules: CEILING)
+    exact = tmp_path / "results.json"  # no exact figures yet: the best play is solved too
+    exact.write_text('{"games": {}}')
+    monkeypatch.setattr(script, "EXACT_RESULTS", exact)
+    out = tmp_path / "valuations.json"
+    script.main(["--games", "g7", "--weights", "1", "0.5", "--from-turns", "--out", str(out)])
+    entry = json.loads(out.read_text())["games"]["g7"]
+    assert {"reference", "weight-1", "weight-0.5", "summary"} <= set(entry)
+    assert [f"from-turn-{t}" in entry for t in range(1, 7)] == [True] * 6
+    losses = entry["summary"]["turn_losses_points"]
+    assert losses[:6] == pytest.approx([0.1] * 6) and losses[6] == pytest.approx(-0.1)
+    capsys.readouterr()
+    script.main(["--table", "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "| g7 | hindsight weight 0.5 |" in printed and "| g7 | 0.100 |" in printed
