@@ -73,6 +73,7 @@ def game_rules(game: str) -> Rules:
 PLAYERS = {  # name in the results: (match player, its options: `agents.resolve.BUILTINS`)
     "target-seeker": ("target-seeker", {"hindsight_weight": 1.0}),
     "target-seeker-w0": ("target-seeker", {"hindsight_weight": 0.0}),
+    "target-seeker-w0.5": ("target-seeker", {"hindsight_weight": 0.5}),
     "win-seeker": ("win-seeker", {}),
     "optimal": ("optimal", {}),
 }

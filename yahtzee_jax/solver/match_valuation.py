@@ -23,15 +23,20 @@ best play after it).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules
+from yahtzee_jax.solver.ceiling import score_distribution
 from yahtzee_jax.solver.match_exact import Rows, Valuation, check_rules
 from yahtzee_jax.solver.target_table import target_tables
 
 
-def _card_rows(rules: Rules, policy: str, cache_dir: str | None) -> dict[int, np.ndarray]:
+def _card_rows(
+    rules: Rules, policy: str, cache_dir: str | os.PathLike | None
+) -> dict[int, np.ndarray]:
     """Every card's row of the `policy` target table (a card is its mask: no bonuses)."""
     table = target_tables(rules, cache_dir=cache_dir, policy=policy)
     return {mask: np.asarray(table.chances((mask, 0, 0))) for mask in range(1 << rules.num_boxes)}
@@ -52,7 +57,7 @@ def _weight_of(weights: np.ndarray, rules: Rules, its_card: int, my_card_after: 
 def seeker_valuation(
     rules: Rules,
     weight: float | np.ndarray = 1.0,
-    cache_dir: str | None = None,
+    cache_dir: str | os.PathLike | None = None,
     exact_from_turn: int | None = None,
 ) -> Valuation:
     """The target-seeker's valuation for `solve_match`: a hindsight `weight` (a number, or one
@@ -69,9 +74,7 @@ def seeker_valuation(
     weights = np.broadcast_to(weights, (rules.num_boxes, 2))
     target = _card_rows(rules, "target", cache_dir)
     expected = _card_rows(rules, "expected", cache_dir)  # the opponent's, and my lower bound
-    distributions = {
-        mask: np.append(row, 0.0)[:-1] - np.append(row, 0.0)[1:] for mask, row in expected.items()
-    }
+    distributions = {mask: score_distribution(row) for mask, row in expected.items()}
 
     def rows(others: np.ndarray, after: np.ndarray, most: np.ndarray) -> Rows | None:
         turn = bin(int(after[0])).count("1") - 1
@@ -79,9 +82,10 @@ def seeker_valuation(
             return None
         out = Rows.empty(1 + most[others][:, None] + most[after][None, :])
         for k, its_card in enumerate(others.tolist()):
-            # P_b(most(b) - u) over u, and the chance that u exceeds each j' < most(b)
+            # P_b(most(b) - u) over u, and the chance that u exceeds each j' < most(b), summed
+            # from the far end (1 - a running sum would leave rounding where it should be 0)
             reversed_chances = distributions[its_card][::-1]
-            beyond = 1.0 - np.cumsum(reversed_chances)[:-1]
+            beyond = np.cumsum(reversed_chances[::-1])[::-1][1:]
             for i, my_card in enumerate(after.tolist()):
                 w = _weight_of(weights, rules, its_card, my_card)
                 mine = (
