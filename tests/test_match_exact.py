@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 
 import numpy as np
 import pytest
 from positions import seven_box_rules
+from seven_box_enumeration import ROLLS, open_only
+from seven_box_enumeration import points as _points
+from seven_box_enumeration import shifted as _at
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Joker, Rules
@@ -28,26 +30,12 @@ FULL = (1 << RULES.num_boxes) - 1
 FIVES, SIXES, YAHTZEE = 4, 5, 6
 
 
-def open_only(*boxes: int) -> int:
-    """The card with only `boxes` open."""
-    return FULL & ~sum(1 << box for box in boxes)
-
-
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("match-exact-cache")
 
 
 # Plain-Python enumeration of one turn: dice as sorted tuples, every keep a sub-multiset.
-def _rolls(count: int) -> dict[tuple[int, ...], float]:
-    """Each sorted outcome of `count` dice and its probability, by enumerating 6^count."""
-    outcomes = Counter(tuple(sorted(dice)) for dice in itertools.product(range(1, 7), repeat=count))
-    return {dice: times / 6**count for dice, times in outcomes.items()}
-
-
-ROLLS = {count: _rolls(count) for count in range(6)}
-
-
 def _best_after_reroll(value: dict[tuple[int, ...], np.ndarray]) -> dict:
     """Each roll's value with one re-roll to come: the best keep, the rest re-rolled."""
     keep_value = {}
@@ -74,18 +62,7 @@ def _turn_start(final) -> np.ndarray:
     return sum(p * value[roll] for roll, p in ROLLS[5].items())
 
 
-def _points(roll: tuple[int, ...], box: int) -> int:
-    if box == YAHTZEE:
-        return 50 if len(set(roll)) == 1 else 0
-    return (box + 1) * roll.count(box + 1)
-
-
 MARGINS = np.arange(-200, 201)  # wide enough that the ends are sure losses and sure wins
-
-
-def _at(values: np.ndarray, shift: int) -> np.ndarray:
-    """`values` over MARGINS read at margin + shift (the ends held)."""
-    return values[np.clip(np.arange(len(MARGINS)) + shift, 0, len(MARGINS) - 1)]
 
 
 def test_an_end_game_equals_enumeration_over_dice_keeps_and_boxes(cache):

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 
 import numpy as np
 import pytest
 from positions import seven_box_rules
+from seven_box_enumeration import ROLLS, open_only
+from seven_box_enumeration import points as _points
+from seven_box_enumeration import shifted as _at
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
@@ -23,14 +25,9 @@ from yahtzee_jax.solver.match_valuation import seeker_valuation
 from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("match-valuation-test")
-FULL = (1 << RULES.num_boxes) - 1
+
 ONES, TWOS, FIVES, SIXES, YAHTZEE = 0, 1, 4, 5, 6
 MARGINS = np.arange(-250, 251)  # wide enough that the ends are sure losses and sure wins
-
-
-def open_only(*boxes: int) -> int:
-    """The card with only `boxes` open."""
-    return FULL & ~sum(1 << box for box in boxes)
 
 
 @pytest.fixture(scope="module")
@@ -38,13 +35,6 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("match-valuation-cache")
 
 
-def _rolls(count: int) -> dict[tuple[int, ...], float]:
-    """Each sorted outcome of `count` dice and its probability, by enumerating 6^count."""
-    outcomes = Counter(tuple(sorted(dice)) for dice in itertools.product(range(1, 7), repeat=count))
-    return {dice: times / 6**count for dice, times in outcomes.items()}
-
-
-ROLLS = {count: _rolls(count) for count in range(6)}
 KEEPS = {
     roll: sorted({keep for size in range(6) for keep in itertools.combinations(roll, size)})
     for roll in ROLLS[5]
@@ -73,17 +63,6 @@ def _played_turn(final) -> tuple[np.ndarray, np.ndarray]:
             before[roll] = (best, carried)
         chosen = before
     return tuple(sum(p * chosen[roll][part] for roll, p in ROLLS[5].items()) for part in (0, 1))
-
-
-def _points(roll: tuple[int, ...], box: int) -> int:
-    if box == YAHTZEE:
-        return 50 if len(set(roll)) == 1 else 0
-    return (box + 1) * roll.count(box + 1)
-
-
-def _at(values: np.ndarray, shift: int) -> np.ndarray:
-    """`values` over MARGINS read at margin + shift (the ends held)."""
-    return values[np.clip(np.arange(len(MARGINS)) + shift, 0, len(MARGINS) - 1)]
 
 
 def _best_of(boxes, after) -> callable:
