@@ -9,6 +9,7 @@ NumPy passes against each other.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -22,10 +23,14 @@ from seven_box_enumeration import shifted as _at
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling, score_distribution
-from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, card_id, solve_match
 from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("match-exact-test")
+# The same card with an upper bonus of 35 at 20 points: a card is then its mask and upper total.
+BONUS_RULES = dataclasses.replace(
+    RULES, name="match-exact-bonus-test", upper_bonus_threshold=20, upper_bonus_points=35
+)
 FULL = (1 << RULES.num_boxes) - 1
 FIVES, SIXES, YAHTZEE = 4, 5, 6
 
@@ -65,15 +70,27 @@ def _turn_start(final) -> np.ndarray:
 MARGINS = np.arange(-200, 201)  # wide enough that the ends are sure losses and sure wins
 
 
-def test_an_end_game_equals_enumeration_over_dice_keeps_and_boxes(cache):
+@pytest.mark.parametrize("bonus", [False, True])
+def test_an_end_game_equals_enumeration_over_dice_keeps_and_boxes(cache, bonus):
     """Me to move with fives and the five of a kind open, the opponent with sixes open, then my
     last box: my best chance to win at each margin is the enumeration's. The opponent keeps
     sixes (its only best play), so its points are 6 x Binomial(5, 1 - (5/6)^3); my last turn
-    maximises P(points > -margin), my first picks the box and keeps of the best chance."""
+    maximises P(points > -margin), my first picks the box and keeps of the best chance. With
+    the upper bonus (35 at 20), my upper total 10 and its 14: two fives earn me the 35, one six
+    earns it the 35."""
+    rules, (mine_upper, its_upper) = (BONUS_RULES, (10, 14)) if bonus else (RULES, (0, 0))
     p = 1 - (5 / 6) ** 3
-    sixes = {6 * k: math.comb(5, k) * p**k * (1 - p) ** (5 - k) for k in range(6)}
+    sixes = {
+        6 * k + 35 * (bonus and k >= 1): math.comb(5, k) * p**k * (1 - p) ** (5 - k)
+        for k in range(6)
+    }
+
+    def scored(roll: tuple[int, ...], box: int) -> int:
+        points = _points(roll, box)
+        return points + 35 * (bonus and box == FIVES and mine_upper + points >= 20)
+
     last = {
-        box: _turn_start(lambda roll, box=box: (MARGINS + _points(roll, box) > 0).astype(float))
+        box: _turn_start(lambda roll, box=box: (MARGINS + scored(roll, box) > 0).astype(float))
         for box in (FIVES, YAHTZEE)
     }
     before_its_turn = {
@@ -82,28 +99,36 @@ def test_an_end_game_equals_enumeration_over_dice_keeps_and_boxes(cache):
     }
     expected = _turn_start(
         lambda roll: np.maximum(
-            *(_at(before_its_turn[box], _points(roll, box)) for box in (FIVES, YAHTZEE))
+            *(_at(before_its_turn[box], scored(roll, box)) for box in (FIVES, YAHTZEE))
         )
     )
-    start = (open_only(FIVES, YAHTZEE), open_only(SIXES))
-    solution = solve_match(RULES, first=ME, start=start, cache_dir=cache)
-    margins = range(-80, 41)  # 75 points at most to come: -80 is lost, 31 (sixes: 30) won
+    start = (
+        card_id(rules, open_only(FIVES, YAHTZEE), mine_upper),
+        card_id(rules, open_only(SIXES), its_upper),
+    )
+    solution = solve_match(rules, first=ME, start=start, cache_dir=cache)
+    margins = range(-120, 71)  # at most 110 to come against 65: -120 is lost, 66 won
     got = np.array([solution.win_chance(margin) for margin in margins])
     np.testing.assert_allclose(got, expected[np.searchsorted(MARGINS, margins)], atol=1e-12)
     assert np.all(np.diff(got) >= 0) and got[0] == 0.0 and got[-1] == 1.0
 
 
-@pytest.mark.parametrize("kernel", ["load", None])
-def test_with_the_opponent_done_my_rows_are_the_target_tables(cache, kernel):
+@pytest.mark.parametrize(("kernel", "bonus"), [("load", False), (None, False), ("load", True)])
+def test_with_the_opponent_done_my_rows_are_the_target_tables(cache, kernel, bonus):
     """The opponent's card full, I play my three boxes alone for the needed margin: my rows
-    are T_s(need), the target table's row of my card, to the bit (kernel and NumPy passes)."""
-    mine = open_only(0, FIVES, YAHTZEE)
-    solution = solve_match(RULES, ME, (mine, FULL), keep_turns=True, cache_dir=cache, kernel=kernel)
-    table = target_tables(RULES, cache_dir=cache, policy="target")
-    for turn, card in ((0, mine), (1, mine | 1 << FIVES)):
+    are T_s(need), the target table's row of my card, to the bit (kernel and NumPy passes);
+    with the upper bonus, from upper total 12, for every upper total the fives can leave."""
+    rules, upper = (BONUS_RULES, 12) if bonus else (RULES, 0)
+    mine, full = open_only(0, FIVES, YAHTZEE), card_id(rules, FULL)
+    start = (card_id(rules, mine, upper), full)
+    solution = solve_match(rules, ME, start, keep_turns=True, cache_dir=cache, kernel=kernel)
+    table = target_tables(rules, cache_dir=cache, policy="target")
+    after = {min(20, upper + 5 * count) for count in range(6)} if bonus else {0}
+    cards = [(0, mine, upper)] + [(1, mine | 1 << FIVES, total) for total in sorted(after)]
+    for turn, card, total in cards:
         rows = solution.turns[turn]
-        k, i = rows.pair(card, FULL)
-        np.testing.assert_array_equal(rows.win.row(k, i), table.chances((card, 0, 0)))
+        k, i = rows.pair(card_id(rules, card, total), full)
+        np.testing.assert_array_equal(rows.win.row(k, i), table.chances((card, total, 0)))
     assert [t.mover for t in solution.turns] == [ME, ME, ME]
 
 
@@ -171,11 +196,11 @@ def test_kernel_and_numpy_passes_agree_on_wins_and_draws(cache):
             assert kernel.draw_chance(margin) == pytest.approx(numpy.draw_chance(margin), abs=1e-14)
 
 
-def test_rules_with_an_upper_bonus_are_refused(cache):
-    """A card that needs its upper total is not a mask alone, nor is a Joker game checked: one
+def test_rules_with_a_yahtzee_bonus_or_a_joker_are_refused(cache):
+    """A card that needs the Yahtzee flag is not carried, nor is a Joker game checked: one
     line, no solve; nor is a position with both cards full."""
-    with pytest.raises(UserError, match="upper_bonus_points=0"):
-        solve_match(Rules("b", yahtzee_bonus=False, joker=Joker.NONE), cache_dir=cache)
+    with pytest.raises(UserError, match="no Yahtzee bonus"):
+        solve_match(Rules("b", yahtzee_bonus=True, joker=Joker.NONE), cache_dir=cache)
     forced = Rules("j", False, Joker.FORCED, RULES.boxes, upper_bonus_points=0)
     with pytest.raises(UserError, match="no Joker"):
         solve_match(forced, cache_dir=cache)

@@ -9,6 +9,7 @@ next decision; every valuation at or under the best play; refusals.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -20,11 +21,14 @@ from seven_box_enumeration import points as _points
 from seven_box_enumeration import shifted as _at
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, card_id, solve_match
 from yahtzee_jax.solver.match_valuation import seeker_valuation
 from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("match-valuation-test")
+BONUS_RULES = dataclasses.replace(
+    RULES, name="match-valuation-bonus-test", upper_bonus_threshold=20, upper_bonus_points=35
+)
 
 ONES, TWOS, FIVES, SIXES, YAHTZEE = 0, 1, 4, 5, 6
 MARGINS = np.arange(-250, 251)  # wide enough that the ends are sure losses and sure wins
@@ -178,15 +182,26 @@ def test_an_end_game_played_by_hindsight_equals_enumeration(cache):
     assert np.max(best_chances - got) > 1e-4  # hindsight is not exact here
 
 
-@pytest.mark.parametrize(("first", "kernel"), [(ME, "load"), (OPPONENT, "load"), (ME, None)])
-def test_hindsight_is_the_best_play_where_the_opponent_finishes_first(cache, first, kernel):
+@pytest.mark.parametrize(
+    ("first", "kernel", "bonus"),
+    [(ME, "load", False), (OPPONENT, "load", False), (ME, None, False), (OPPONENT, "load", True)],
+)
+def test_hindsight_is_the_best_play_where_the_opponent_finishes_first(cache, first, kernel, bonus):
     """The opponent with one box open finishes before my next decision, so hindsight's values
     are my exact chances and its play is the best play, at every margin, whoever moves first
-    (the C kernel's passes, and the NumPy passes)."""
-    start = (open_only(ONES, FIVES, YAHTZEE), open_only(SIXES))
-    valuation = seeker_valuation(RULES, 1.0, cache)
-    seeker = solve_match(RULES, first, start, cache_dir=cache, valuation=valuation, kernel=kernel)
-    best = solve_match(RULES, first, start, cache_dir=cache, kernel=kernel)
+    (the C kernel's passes, and the NumPy passes); and with an upper bonus (35 at 20), my
+    upper total 9 and its 17, where a card is its boxes and upper total."""
+    rules = BONUS_RULES if bonus else RULES
+    uppers = (9, 17) if bonus else (0, 0)
+    start = tuple(
+        card_id(rules, card, upper)
+        for card, upper in zip(
+            (open_only(ONES, FIVES, YAHTZEE), open_only(SIXES)), uppers, strict=True
+        )
+    )
+    valuation = seeker_valuation(rules, 1.0, cache)
+    seeker = solve_match(rules, first, start, cache_dir=cache, valuation=valuation, kernel=kernel)
+    best = solve_match(rules, first, start, cache_dir=cache, kernel=kernel)
     for margin in range(-120, 41, 7):
         assert seeker.win_chance(margin) == pytest.approx(best.win_chance(margin), abs=1e-13)
 

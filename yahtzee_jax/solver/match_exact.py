@@ -5,7 +5,8 @@ process over (my card, its card, margin = my total - its total, who moves). Back
 over it gives the best chance to win of any real player; the oracle ceiling (`solver.ceiling`),
 told the opponent's final score, bounds it from above, the optimal agent's own win rate from
 below. The joint space is sum_k C(n, k)^2 card pairs times the margins, so it fits for games of
-few boxes without an upper bonus or Yahtzee bonus (a card is then its filled boxes alone).
+few boxes without a Yahtzee bonus: a card is its filled boxes and, where the game has an upper
+bonus, its capped upper total (`card_id`), many times the pairs.
 
 Every turn is a turn of the target tables (`solver.target_turn`, the C kernel or the NumPy
 widget, the same bits) on rows of chances. At a turn the mover, with the other player's card
@@ -44,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import Joker, Rules
+from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Joker, Rules
 from yahtzee_jax.solver import native
 from yahtzee_jax.solver.states import num_upper_totals
 from yahtzee_jax.solver.target_layout import TargetLayout, most_to_come
@@ -94,19 +95,19 @@ class TurnRows:
     (L = 1 + most(mover card) + most(other card) long) and the draw rows (L + 1 long)."""
 
     mover: int  # ME or OPPONENT
-    movers: np.ndarray  # the mover's cards (masks) at this turn, ascending
+    movers: np.ndarray  # the mover's cards (`card_id`s) at this turn, ascending
     others: np.ndarray  # the other player's cards, ascending
     win: Rows
     draw: Rows | None  # None: solved without the draws
 
-    def pair(self, mover_mask: int, other_mask: int) -> tuple[int, int]:
+    def pair(self, mover_card: int, other_card: int) -> tuple[int, int]:
         """(k, i): where the pair (mover card, other card) is among the turn's."""
-        i = int(np.searchsorted(self.movers, mover_mask))
-        k = int(np.searchsorted(self.others, other_mask))
-        if i == len(self.movers) or self.movers[i] != mover_mask:
-            raise UserError(f"card {mover_mask:#x} is not a mover's card of this turn")
-        if k == len(self.others) or self.others[k] != other_mask:
-            raise UserError(f"card {other_mask:#x} is not the other card of this turn")
+        i = int(np.searchsorted(self.movers, mover_card))
+        k = int(np.searchsorted(self.others, other_card))
+        if i == len(self.movers) or self.movers[i] != mover_card:
+            raise UserError(f"card {mover_card} is not a mover's card of this turn")
+        if k == len(self.others) or self.others[k] != other_card:
+            raise UserError(f"card {other_card} is not the other card of this turn")
         return k, i
 
 
@@ -118,28 +119,28 @@ class MatchSolution:
     policy: str
     start: tuple[int, int]  # (my card, its card) at the first turn
     turns: list[TurnRows]  # turn 0 first; only turn 0 unless the solve kept them all
-    most: np.ndarray  # int64[masks]: the points still reachable from each card
+    most: np.ndarray  # int64[card ids]: the points still reachable from each card
     seconds: float
     cpu_seconds: float  # this process's CPU time (the kernel runs on one thread)
     peak_rss_bytes: int  # the process's peak resident memory when the solve ended
     columns: int  # (pair, target) chances solved, win and draw rows
 
     def _read_at(
-        self, turn: int, my_mask: int, its_mask: int, margin: int
+        self, turn: int, my_card: int, its_card: int, margin: int
     ) -> tuple[TurnRows, tuple[int, int], int]:
         """The turn's rows, the pair's place among them and the j at which my chances at
         `margin` are read (the mover's row: mine, or the opponent's of the opposite difference)."""
         rows = self.turns[turn]
         if rows.mover == ME:
-            return rows, rows.pair(my_mask, its_mask), 1 - margin + int(self.most[its_mask])
-        return rows, rows.pair(its_mask, my_mask), margin + int(self.most[my_mask])
+            return rows, rows.pair(my_card, its_card), 1 - margin + int(self.most[its_card])
+        return rows, rows.pair(its_card, my_card), margin + int(self.most[my_card])
 
-    def outcome(self, turn: int, my_mask: int, its_mask: int, margin: int) -> tuple[float, float]:
+    def outcome(self, turn: int, my_card: int, its_card: int, margin: int) -> tuple[float, float]:
         """(my chance to win, the draw chance of that play) at a turn's start, my total minus
         its total being `margin`."""
         if self.turns[turn].draw is None:
             raise UserError("the match was solved without its draws (draws=False)")
-        rows, (k, i), j = self._read_at(turn, my_mask, its_mask, margin)
+        rows, (k, i), j = self._read_at(turn, my_card, its_card, margin)
         if rows.mover == ME:
             win, not_lose = _read(rows.win.row(k, i), j), _read(rows.draw.row(k, i), j)
         else:
@@ -173,13 +174,28 @@ def _read_rows(
 
 
 def check_rules(rules: Rules) -> None:
-    """One line unless a card of `rules` is its filled boxes alone (no upper or Yahtzee bonus;
-    no Joker, the rule the solve was checked on)."""
-    if num_upper_totals(rules) != 1 or rules.yahtzee_bonus or rules.joker is not Joker.NONE:
+    """One line unless a card of `rules` is its filled boxes and upper total alone (no Yahtzee
+    bonus, whose flag the solve does not carry; no Joker, the rule the solve was checked on)."""
+    if rules.yahtzee_bonus or rules.joker is not Joker.NONE:
         raise UserError(
-            f"rules {rules.name!r}: the exact match solve needs upper_bonus_points=0, no "
-            "Yahtzee bonus and no Joker (a card must be its filled boxes alone)"
+            f"rules {rules.name!r}: the exact match solve needs no Yahtzee bonus and no Joker "
+            "(a card must be its filled boxes and upper total alone)"
         )
+
+
+def card_id(rules: Rules, mask: int, upper: int = 0) -> int:
+    """A card as the solve names it: its mask and capped upper total, mask x totals + upper
+    (the mask itself in a game without an upper bonus)."""
+    return mask * num_upper_totals(rules) + upper
+
+
+def _upper_sums(mask: int, base_mask: int) -> set[int]:
+    """The upper points the upper boxes of `mask` filled since `base_mask` can have added."""
+    sums = {0}
+    for box in range(NUM_FACES):
+        if mask >> box & 1 and not base_mask >> box & 1:
+            sums = {total + (box + 1) * count for total in sums for count in range(NUM_DICE + 1)}
+    return sums
 
 
 def _supersets(masks: np.ndarray, base: int) -> np.ndarray:
@@ -188,16 +204,26 @@ def _supersets(masks: np.ndarray, base: int) -> np.ndarray:
 
 
 def _layer(rules: Rules, filled: int, base: int) -> np.ndarray:
-    """The cards with `filled` boxes filled that hold `base`, ascending."""
+    """The cards with `filled` boxes filled that can follow the card `base`, ascending."""
+    totals = num_upper_totals(rules)
+    base_mask, base_upper = divmod(base, totals)
     masks = np.arange(num_masks(rules))
     counts = np.array([bin(mask).count("1") for mask in masks])
-    return _supersets(masks[counts == filled], base)
+    masks = _supersets(masks[counts == filled], base_mask)
+    if totals == 1:
+        return masks
+    cards = [
+        card_id(rules, int(mask), upper)
+        for mask in masks
+        for upper in sorted({min(totals - 1, base_upper + s) for s in _upper_sums(mask, base_mask)})
+    ]
+    return np.array(cards, np.int64)
 
 
 def _schedule(rules: Rules, start: tuple[int, int], first: int) -> list[tuple[int, int, int]]:
     """Each turn's (mover, my boxes filled, its boxes filled) from the position to the end:
     the players alternate, but a player with a full card moves no more."""
-    mine, its = (bin(mask).count("1") for mask in start)
+    mine, its = (bin(card // num_upper_totals(rules)).count("1") for card in start)
     mover, turns = first, []
     full = rules.num_boxes
     while mine < full or its < full:
@@ -241,14 +267,14 @@ def _next_reader(
 
 def _layout(rules: Rules, after: np.ndarray, rows: Rows, k: int) -> TargetLayout:
     """Where the rows of the cards after a move lie (other card k), indexed as the target
-    tables' states are: a card is its mask, every flag shares the row."""
-    starts = np.full(num_masks(rules), -1, np.int64)
-    lengths = np.zeros(num_masks(rules), np.int64)
-    starts[after], lengths[after] = rows.offsets[k], rows.lengths[k]
-    shape = (num_masks(rules), 1, NUM_FLAGS)
+    tables' states are: a card is its mask and upper total, every flag shares the row."""
+    shape = (num_masks(rules), num_upper_totals(rules))
+    starts, lengths = np.full(shape, -1, np.int64), np.zeros(shape, np.int64)
+    where = np.divmod(after, shape[1])
+    starts[where], lengths[where] = rows.offsets[k], rows.lengths[k]
     return TargetLayout(
-        rows=np.broadcast_to(starts[:, None, None], shape),
-        lengths=np.broadcast_to(lengths[:, None, None], shape),
+        rows=np.broadcast_to(starts[:, :, None], (*shape, NUM_FLAGS)),
+        lengths=np.broadcast_to(lengths[:, :, None], (*shape, NUM_FLAGS)),
         size=len(rows.flat),
     )
 
@@ -323,6 +349,7 @@ def _solve_turn(
     if draws:
         tables["draw"] = Rows.empty(lengths + 1)
     zeros = np.zeros(len(movers), np.int64)
+    masks, uppers = np.divmod(movers.astype(np.int64), num_upper_totals(rules))
     step = len(movers) if kernel is not None else max(1, PIECE_COLUMNS // int(lengths.max() + 1))
     for k in range(len(others)):
         readers = {
@@ -330,7 +357,7 @@ def _solve_turn(
         }
         for first in range(0, len(movers), step):
             part = slice(first, first + step)
-            states = (movers[part].astype(np.int64), zeros[part], zeros[part])
+            states = (masks[part], uppers[part], zeros[part])
             for name, rows in tables.items():
                 targets = np.arange(int(rows.lengths[k, part].max()))
                 wanted = targets < rows.lengths[k, part][:, None]
@@ -362,7 +389,7 @@ def solve_match(
     draws: bool = True,
     valuation: Valuation | None = None,
 ) -> MatchSolution:
-    """The joint solve from the position `start` (my card, its card; masks), `first` to move.
+    """The joint solve from the position `start` (my card, its card; `card_id`s), `first` to move.
 
     My turns play `policy`: "win" maximises my chance to win (each margin on its own), "expected"
     is the optimal agent's play (then the solve is that agent's exact match figures). Given a
@@ -387,7 +414,7 @@ def solve_match(
             kernel = None
     started, cpu_started = time.perf_counter(), time.process_time()
     value_table = solve(rules, cache_dir=cache_dir).value_table
-    most = most_to_come(rules)[:, 0, 0]
+    most = most_to_come(rules)[:, :, 0].reshape(-1)  # by card id
     schedule = _schedule(rules, start, first)
     if not schedule:
         raise UserError("both cards of the position are full: there is no turn to play")

@@ -31,26 +31,35 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.ceiling import score_distribution
 from yahtzee_jax.solver.match_exact import Rows, Valuation, check_rules
+from yahtzee_jax.solver.states import num_upper_totals
 from yahtzee_jax.solver.target_table import target_tables
 
 
-def _card_rows(
-    rules: Rules, policy: str, cache_dir: str | os.PathLike | None
-) -> dict[int, np.ndarray]:
-    """Every card's row of the `policy` target table (a card is its mask: no bonuses)."""
-    table = target_tables(rules, cache_dir=cache_dir, policy=policy)
-    return {mask: np.asarray(table.chances((mask, 0, 0))) for mask in range(1 << rules.num_boxes)}
+class _CardRows(dict):
+    """A card's row of a target table, read when first asked for (`match_exact.card_id`)."""
+
+    def __init__(self, rules: Rules, policy: str, cache_dir: str | os.PathLike | None) -> None:
+        super().__init__()
+        self.table = target_tables(rules, cache_dir=cache_dir, policy=policy)
+        self.totals = num_upper_totals(rules)
+
+    def __missing__(self, card: int) -> np.ndarray:
+        mask, upper = divmod(card, self.totals)
+        row = self[card] = np.asarray(self.table.chances((mask, upper, 0)))
+        return row
 
 
-def _weight_of(weights: np.ndarray, rules: Rules, its_card: int, my_card_after: int) -> float:
+def _weight_of(
+    weights: np.ndarray, rules: Rules, its_card: int, my_card_after: int, totals: int
+) -> float:
     """The hindsight weight of my turn (my boxes filled before the move) and seat (1 where the
     opponent has filled more boxes: it moved first this round), 1 where the opponent has at
     most one box open (it finishes before my next decision: T is exact), as
     `seeker_policy.hindsight_share` reads it."""
-    its_filled = bin(its_card).count("1")
+    its_filled = bin(its_card // totals).count("1")
     if its_filled >= rules.num_boxes - 1:
         return 1.0
-    turn = bin(my_card_after).count("1") - 1
+    turn = bin(my_card_after // totals).count("1") - 1
     return float(weights[turn, int(its_filled > turn)])
 
 
@@ -72,22 +81,22 @@ def seeker_valuation(
     if np.any((weights < 0) | (weights > 1) | np.isnan(weights)):
         raise UserError(f"hindsight weights must lie in [0, 1]; got {weight}")
     weights = np.broadcast_to(weights, (rules.num_boxes, 2))
-    target = _card_rows(rules, "target", cache_dir)
-    expected = _card_rows(rules, "expected", cache_dir)  # the opponent's, and my lower bound
-    distributions = {mask: score_distribution(row) for mask, row in expected.items()}
+    target = _CardRows(rules, "target", cache_dir)
+    expected = _CardRows(rules, "expected", cache_dir)  # the opponent's, and my lower bound
+    totals = num_upper_totals(rules)
 
     def rows(others: np.ndarray, after: np.ndarray, most: np.ndarray) -> Rows | None:
-        turn = bin(int(after[0])).count("1") - 1
+        turn = bin(int(after[0]) // totals).count("1") - 1
         if exact_from_turn is not None and turn >= exact_from_turn:
             return None
         out = Rows.empty(1 + most[others][:, None] + most[after][None, :])
         for k, its_card in enumerate(others.tolist()):
             # P_b(most(b) - u) over u, and the chance that u exceeds each j' < most(b), summed
             # from the far end (1 - a running sum would leave rounding where it should be 0)
-            reversed_chances = distributions[its_card][::-1]
+            reversed_chances = score_distribution(expected[its_card])[::-1]
             beyond = np.cumsum(reversed_chances[::-1])[::-1][1:]
             for i, my_card in enumerate(after.tolist()):
-                w = _weight_of(weights, rules, its_card, my_card)
+                w = _weight_of(weights, rules, its_card, my_card, totals)
                 mine = (
                     target[my_card] if w == 1 else w * target[my_card] + (1 - w) * expected[my_card]
                 )
