@@ -1,8 +1,12 @@
 """The exact two-player optimum against the optimal-solitaire agent on small games (issue 63).
 
-Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10]
+Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10 (g7-bonus42 ...)]
            [--players target-seeker target-seeker-w0 win-seeker optimal] [--matches 20000]
            [--seed 31] [--no-exact] [--no-draws] [--out results/match-exact/results.json] [--table]
+           [--plan]
+
+`--plan` prints the size of each game's exact solve (its win columns a seat) and its CPU time
+at g10's pace, solving nothing. `gN-bonusT` is the small game with an upper bonus of 35 at T.
 
 For each small game (the six upper boxes, a few lower ones and the 50-point five of a kind; no
 upper bonus, no Yahtzee bonus, no Joker) it writes: the exact best chance to win of any player
@@ -18,8 +22,10 @@ runs of the exact solves and of the simulations may go side by side.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,7 +37,7 @@ from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling
-from yahtzee_jax.solver.match_exact import match_figures
+from yahtzee_jax.solver.match_exact import match_figures, win_columns
 from yahtzee_jax.solver.target_table import target_tables
 
 _FIVE = Box("yahtzee", Kind.OF_A_KIND, 5, 50)
@@ -66,8 +72,27 @@ WHOLE_GAMES = {
 
 
 def game_rules(game: str) -> Rules:
-    """The rules of a game named on the command line."""
-    return WHOLE_GAMES[game] if game in WHOLE_GAMES else small_game(GAMES[game])
+    """The rules of a game named on the command line: a whole game, or a small one (`g7` to
+    `g11`) with `-bonusT` for an upper bonus of 35 at T points (`g7-bonus42`)."""
+    if game in WHOLE_GAMES:
+        return WHOLE_GAMES[game]
+    found = re.fullmatch(r"(g\d+)(?:-bonus(\d+))?", game)
+    if found is None or found[1] not in GAMES:
+        names = ", ".join([*GAMES, *WHOLE_GAMES])
+        raise argparse.ArgumentTypeError(f"unknown game {game!r}: one of {names}, or gN-bonusT")
+    rules = small_game(GAMES[found[1]])
+    if found[2] is None:
+        return rules
+    threshold = int(found[2])
+    return dataclasses.replace(
+        rules, name=game, upper_bonus_threshold=threshold, upper_bonus_points=35
+    )
+
+
+def game_name(game: str) -> str:
+    """`game` if it names one (argparse's type: a bad name is refused in one line)."""
+    game_rules(game)
+    return game
 
 
 PLAYERS = {  # name in the results: (match player, its options: `agents.resolve.BUILTINS`)
@@ -205,9 +230,8 @@ def table(results: dict[str, Any]) -> str:
 def main() -> None:
     """Compute the named games' parts and merge them into the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--games", nargs="+", choices=[*GAMES, *WHOLE_GAMES], default=["g7", "g8", "g9", "g10"]
-    )
+    parser.add_argument("--games", nargs="+", type=game_name, default=["g7", "g8", "g9", "g10"])
+    parser.add_argument("--plan", action="store_true", help="each exact solve's size; no solve")
     parser.add_argument("--players", nargs="*", choices=PLAYERS, default=list(PLAYERS))
     parser.add_argument("--no-exact", action="store_true", help="only the simulated players")
     parser.add_argument("--no-draws", action="store_true", help="the exact wins alone (half)")
@@ -219,6 +243,13 @@ def main() -> None:
     out = Path(args.out)
     if args.table:
         print(table(json.loads(out.read_text())))
+        return
+    if args.plan:
+        for game in args.games:
+            columns = win_columns(game_rules(game))
+            print(
+                f"{game}: {columns:,} win columns a seat, about {3.3e-6 * columns / 60:.0f} CPU min"
+            )
         return
     record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")

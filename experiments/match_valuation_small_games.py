@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from match_exact_small_games import GAMES, ceiling_of, gap_fraction, small_game
+from match_exact_small_games import ceiling_of, game_name, game_rules, gap_fraction
 
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.files import write_json
@@ -37,33 +37,43 @@ ROOT = Path(__file__).resolve().parent.parent
 EXACT_RESULTS = Path("results/match-exact/results.json")  # under ROOT
 
 
-def seats_win(rules: Rules, weight: float | None, exact_from_turn: int | None) -> dict[str, Any]:
-    """My exact chance to win in each seat and on average: by the valuation of `weight` before
-    my turn `exact_from_turn` (None: all turns), at best from it; `weight` None: the best play."""
-    seats = {}
-    for name, first in (("first", ME), ("second", OPPONENT)):
+SEATS = {"first": ME, "second": OPPONENT}
+
+
+def seats_win(
+    rules: Rules, weight: float | None, exact_from_turn: int | None, seats: tuple[str, ...]
+) -> dict[str, Any]:
+    """My exact chance to win in `seats` and on average (seats alternated, when both): by the
+    valuation of `weight` before my turn `exact_from_turn` (None: all turns), at best from it;
+    `weight` None: the best play."""
+    out = {}
+    for name in seats:
+        first = SEATS[name]
         valuation = None
         if weight is not None:
             valuation = seeker_valuation(rules, weight, exact_from_turn=exact_from_turn)
         solution = solve_match(rules, first, draws=False, valuation=valuation)
-        seats[name] = {
+        out[name] = {
             "win": solution.win_chance(),
             "seconds": solution.seconds,
             "cpu_seconds": solution.cpu_seconds,
             "peak_rss_bytes": solution.peak_rss_bytes,
         }
-    return {"seats": seats, "win": (seats["first"]["win"] + seats["second"]["win"]) / 2}
+    return {"seats": out, "win": sum(seat["win"] for seat in out.values()) / len(out)}
 
 
-def best_and_ceiling(game: str, rules: Rules) -> dict[str, Any]:
-    """The exact best play's chances (from the exact results file, else solved) and the ceiling."""
+def best_and_ceiling(game: str, rules: Rules, seats: tuple[str, ...], best: bool) -> dict[str, Any]:
+    """The exact best play's chances (from the exact results file, else solved; not at all
+    unless `best`) and the ceiling."""
     known = json.loads((ROOT / EXACT_RESULTS).read_text())["games"].get(game, {})
-    if "exact" in known:
+    if not best:
+        return {"ceiling": ceiling_of(rules)}
+    if "exact" in known and len(seats) == 2:
         exact = known["exact"]
         best = {"seats": {k: {"win": v["win"]} for k, v in exact["seats"].items()}}
         best |= {"win": exact["win"], "source": str(EXACT_RESULTS)}
     else:
-        best = seats_win(rules, None, None)
+        best = seats_win(rules, None, None, seats)
     return {"best": best, "ceiling": ceiling_of(rules)}
 
 
@@ -81,6 +91,8 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
     """A game's derived figures, kept in the file beside the solves: each valuation's share of
     the oracle's gap and points under the best play, and what its turns lose one by one (the
     best play's chance played from turn t less from turn t + 1, in points)."""
+    if "best" not in entry["reference"]:  # solved apart (--no-best): merged in later
+        return {}
     best, ceiling = entry["reference"]["best"]["win"], entry["reference"]["ceiling"]
     weights = {
         key.split("-", 1)[1]: {
@@ -110,6 +122,8 @@ def table(results: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for game, entry in results["games"].items():
+        if not entry["summary"]:
+            continue
         best, figures = entry["reference"]["best"], entry["summary"]
         rows = [("best play (exact)", best, figures["best_gap_fraction"], 0.0)]
         rows += [
@@ -124,9 +138,12 @@ def table(results: dict[str, Any]) -> str:
         for name, part, share, under in rows:
             seats = part["seats"]
             cpu = sum(seat.get("cpu_seconds", 0.0) for seat in seats.values())
+            by_seat = " / ".join(
+                f"{100 * seats[seat]['win']:.2f}" if seat in seats else "not solved"
+                for seat in SEATS
+            )
             lines.append(
-                f"| {game} | {name} | {100 * seats['first']['win']:.2f} / "
-                f"{100 * seats['second']['win']:.2f} / **{100 * part['win']:.3f} %** | "
+                f"| {game} | {name} | {by_seat} / **{100 * part['win']:.3f} %** | "
                 f"{100 * share:.1f} % | {under:.3f} | {cpu:.0f} |"
             )
     most = max(len(e["summary"].get("turn_losses_points", [])) for e in results["games"].values())
@@ -146,7 +163,9 @@ def table(results: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> None:
     """Solve the named games' valuations and merge them into the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", nargs="+", choices=list(GAMES), default=["g7", "g8", "g9"])
+    parser.add_argument("--games", nargs="+", type=game_name, default=["g7", "g8", "g9"])
+    parser.add_argument("--seats", nargs="+", choices=list(SEATS), default=list(SEATS))
+    parser.add_argument("--no-best", action="store_true", help="leave the best play's solve out")
     parser.add_argument("--weights", nargs="*", type=float, default=[1.0, 0.0, 0.5])
     parser.add_argument("--from-turns", action="store_true", help="the valuation before turn t")
     parser.add_argument("--out", default="results/match-exact/valuations.json")
@@ -164,11 +183,11 @@ def main(argv: list[str] | None = None) -> None:
     record = run_record([]) | {"command": " ".join(["python", *words])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
     for game in args.games:
-        rules = small_game(GAMES[game])
+        rules, seats = game_rules(game), tuple(args.seats)
         started = time.perf_counter()
-        merge(out, game, "reference", best_and_ceiling(game, rules))
+        merge(out, game, "reference", best_and_ceiling(game, rules, seats, not args.no_best))
         for weight in args.weights:
-            part = seats_win(rules, weight, None) | {"weight": weight, "machine": record}
+            part = seats_win(rules, weight, None, seats) | {"weight": weight, "machine": record}
             merge(out, game, f"weight-{weight:g}", part)
             print(
                 f"{game} weight {weight:g}: {100 * part['win']:.3f} % "
@@ -177,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
             )
         if args.from_turns:
             for turn in range(1, rules.num_boxes):
-                part = seats_win(rules, 1.0, turn) | {"from_turn": turn, "machine": record}
+                part = seats_win(rules, 1.0, turn, seats) | {"from_turn": turn, "machine": record}
                 merge(out, game, f"from-turn-{turn}", part)
                 print(
                     f"{game} hindsight before turn {turn}, best from it: "

@@ -23,7 +23,7 @@ from seven_box_enumeration import shifted as _at
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling, score_distribution
-from yahtzee_jax.solver.match_exact import ME, OPPONENT, card_id, solve_match
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, card_id, solve_match, win_columns
 from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("match-exact-test")
@@ -194,6 +194,16 @@ def test_kernel_and_numpy_passes_agree_on_wins_and_draws(cache):
         for margin in (-12, 0, 5):
             assert kernel.win_chance(margin) == pytest.approx(numpy.win_chance(margin), abs=1e-14)
             assert kernel.draw_chance(margin) == pytest.approx(numpy.draw_chance(margin), abs=1e-14)
+
+
+def test_the_columns_counted_are_the_rows_solved(cache):
+    """Me with fives open (25 points at most) and the opponent with sixes (30), me first: my
+    turn's one pair has a row of 1 + 25 + 30, its turn's (my card full) 1 + 30 + 0: 87 columns,
+    counted without solving, and the solve's own count of its win rows."""
+    start = (open_only(FIVES), open_only(SIXES))
+    assert win_columns(RULES, ME, start) == 87
+    solution = solve_match(RULES, ME, start, cache_dir=cache, draws=False)
+    assert solution.columns == 87
 
 
 def test_rules_with_a_yahtzee_bonus_or_a_joker_are_refused(cache):

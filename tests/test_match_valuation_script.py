@@ -3,6 +3,7 @@ game's summary (shares, points under the best play, what each turn loses), and t
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
@@ -40,10 +41,10 @@ def test_main_merges_each_solve_and_prints_the_tables(script, tmp_path, monkeypa
     summary, and --table prints one row per valuation and the losses by turn."""
     chances = {None: 0.52, 1.0: 0.515, 0.5: 0.517}
 
-    def solved(rules, weight, exact_from_turn):
+    def solved(rules, weight, exact_from_turn, seats):
         win = chances[weight] if exact_from_turn is None else 0.52 - 0.001 * exact_from_turn
         seat = {"win": win, "seconds": 1.0, "cpu_seconds": 1.0, "peak_rss_bytes": 1}
-        return {"seats": {"first": seat, "second": seat}, "win": win}
+        return {"seats": dict.fromkeys(seats, seat), "win": win}
 
     monkeypatch.setattr(script, "seats_win", solved)
     monkeypatch.setattr(script, "ceiling_of", lambda rules: CEILING)
@@ -61,3 +62,15 @@ def test_main_merges_each_solve_and_prints_the_tables(script, tmp_path, monkeypa
     script.main(["--table", "--out", str(out)])
     printed = capsys.readouterr().out
     assert "| g7 | hindsight weight 0.5 |" in printed and "| g7 | 0.100 |" in printed
+
+
+def test_small_games_with_an_upper_bonus_are_named_on_the_command_line(monkeypatch):
+    """`g7-bonus42` is the seven-box game with 35 at 42 upper points; an unknown game is refused
+    in one line, naming the games there are."""
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    games = load_experiment_script("match_exact_small_games")
+    rules = games.game_rules("g7-bonus42")
+    assert (rules.num_boxes, rules.upper_bonus_threshold, rules.upper_bonus_points) == (7, 42, 35)
+    assert games.game_rules("g7").upper_bonus_points == 0
+    with pytest.raises(argparse.ArgumentTypeError, match=r"unknown game 'g12'.*gN-bonusT"):
+        games.game_rules("g12")
