@@ -216,6 +216,8 @@ def test_rules_with_a_yahtzee_bonus_or_a_joker_are_refused(cache):
         solve_match(forced, cache_dir=cache)
     with pytest.raises(UserError, match="no turn"):
         solve_match(RULES, start=(FULL, FULL), cache_dir=cache)
+    with pytest.raises(UserError, match="upper total 21"):  # the bonus game's totals: 0 .. 20
+        card_id(BONUS_RULES, 0, 21)
 
 
 @pytest.mark.slow

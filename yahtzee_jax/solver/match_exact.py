@@ -83,9 +83,9 @@ class Rows:
         return self.flat[start : start + int(self.lengths[k, i])]
 
 
-# A valuation of my turns' ends: given a turn's other cards and my cards after my move (masks,
-# ascending) and `most`, values laid out as the rows I read after the move (or None: play that
-# turn for the win).
+# A valuation of my turns' ends: given a turn's other cards and my cards after my move (card
+# ids, ascending) and `most` (by card id), values laid out as the rows I read after the move (or
+# None: play that turn for the win).
 Valuation = Callable[[np.ndarray, np.ndarray, np.ndarray], Rows | None]
 
 
@@ -186,7 +186,10 @@ def check_rules(rules: Rules) -> None:
 def card_id(rules: Rules, mask: int, upper: int = 0) -> int:
     """A card as the solve names it: its mask and capped upper total, mask x totals + upper
     (the mask itself in a game without an upper bonus)."""
-    return mask * num_upper_totals(rules) + upper
+    totals = num_upper_totals(rules)
+    if not (0 <= mask < num_masks(rules) and 0 <= upper < totals):
+        raise UserError(f"no card of {rules.name!r} has mask {mask} and upper total {upper}")
+    return mask * totals + upper
 
 
 def _upper_sums(mask: int, base_mask: int) -> set[int]:
