@@ -37,7 +37,8 @@ from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling
-from yahtzee_jax.solver.match_exact import match_figures, win_columns
+from yahtzee_jax.solver.match_cards import win_columns
+from yahtzee_jax.solver.match_exact import match_figures
 from yahtzee_jax.solver.target_table import target_tables
 
 _FIVE = Box("yahtzee", Kind.OF_A_KIND, 5, 50)

@@ -23,7 +23,8 @@ from seven_box_enumeration import shifted as _at
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Joker, Rules
 from yahtzee_jax.solver.ceiling import exact_ceiling, score_distribution
-from yahtzee_jax.solver.match_exact import ME, OPPONENT, card_id, solve_match, win_columns
+from yahtzee_jax.solver.match_cards import card_id, win_columns
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
 from yahtzee_jax.solver.target_table import target_tables
 
 RULES = seven_box_rules("match-exact-test")

@@ -21,7 +21,8 @@ from seven_box_enumeration import points as _points
 from seven_box_enumeration import shifted as _at
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.solver.match_exact import ME, OPPONENT, card_id, solve_match
+from yahtzee_jax.solver.match_cards import card_id
+from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
 from yahtzee_jax.solver.match_valuation import seeker_valuation
 from yahtzee_jax.solver.target_table import target_tables
 

@@ -6,7 +6,7 @@ over it gives the best chance to win of any real player; the oracle ceiling (`so
 told the opponent's final score, bounds it from above, the optimal agent's own win rate from
 below. The joint space is sum_k C(n, k)^2 card pairs times the margins, so it fits for games of
 few boxes without a Yahtzee bonus: a card is its filled boxes and, where the game has an upper
-bonus, its capped upper total (`card_id`), many times the pairs.
+bonus, its capped upper total (`match_cards.card_id`), many times the pairs.
 
 Every turn is a turn of the target tables (`solver.target_turn`, the C kernel or the NumPy
 widget, the same bits) on rows of chances. At a turn the mover, with the other player's card
@@ -45,8 +45,9 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.game.rules import NUM_DICE, NUM_FACES, Joker, Rules
+from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver import native
+from yahtzee_jax.solver.match_cards import ME, OPPONENT, check_rules, layer, schedule
 from yahtzee_jax.solver.states import num_upper_totals
 from yahtzee_jax.solver.target_layout import TargetLayout, most_to_come
 from yahtzee_jax.solver.target_turn import (
@@ -58,7 +59,6 @@ from yahtzee_jax.solver.target_turn import (
 from yahtzee_jax.solver.value_table import solve
 from yahtzee_jax.solver.widget_tables import NUM_FLAGS, num_masks
 
-ME, OPPONENT = 0, 1
 POLICIES = ("win", "expected")  # my turns: best chance to win, or the optimal agent's play
 PIECE_COLUMNS = 1 << 14  # (state, target) columns per NumPy pass: its arrays stay small
 
@@ -171,71 +171,6 @@ def _read_rows(
     below 0, 0 past the end."""
     index = np.clip(at, 0, np.maximum(lengths - 1, 0))
     return np.where(at < lengths, flat[np.maximum(rows, 0) + index], 0.0)
-
-
-def check_rules(rules: Rules) -> None:
-    """One line unless a card of `rules` is its filled boxes and upper total alone (no Yahtzee
-    bonus, whose flag the solve does not carry; no Joker, the rule the solve was checked on)."""
-    if rules.yahtzee_bonus or rules.joker is not Joker.NONE:
-        raise UserError(
-            f"rules {rules.name!r}: the exact match solve needs no Yahtzee bonus and no Joker "
-            "(a card must be its filled boxes and upper total alone)"
-        )
-
-
-def card_id(rules: Rules, mask: int, upper: int = 0) -> int:
-    """A card as the solve names it: its mask and capped upper total, mask x totals + upper
-    (the mask itself in a game without an upper bonus)."""
-    totals = num_upper_totals(rules)
-    if not (0 <= mask < num_masks(rules) and 0 <= upper < totals):
-        raise UserError(f"no card of {rules.name!r} has mask {mask} and upper total {upper}")
-    return mask * totals + upper
-
-
-def _upper_sums(mask: int, base_mask: int) -> set[int]:
-    """The upper points the upper boxes of `mask` filled since `base_mask` can have added."""
-    sums = {0}
-    for box in range(NUM_FACES):
-        if mask >> box & 1 and not base_mask >> box & 1:
-            sums = {total + (box + 1) * count for total in sums for count in range(NUM_DICE + 1)}
-    return sums
-
-
-def _supersets(masks: np.ndarray, base: int) -> np.ndarray:
-    """The masks that hold every box of `base`."""
-    return masks[(masks & base) == base]
-
-
-def _layer(rules: Rules, filled: int, base: int) -> np.ndarray:
-    """The cards with `filled` boxes filled that can follow the card `base`, ascending."""
-    totals = num_upper_totals(rules)
-    base_mask, base_upper = divmod(base, totals)
-    masks = np.arange(num_masks(rules))
-    counts = np.array([bin(mask).count("1") for mask in masks])
-    masks = _supersets(masks[counts == filled], base_mask)
-    if totals == 1:
-        return masks
-    cards = [
-        card_id(rules, int(mask), upper)
-        for mask in masks
-        for upper in sorted({min(totals - 1, base_upper + s) for s in _upper_sums(mask, base_mask)})
-    ]
-    return np.array(cards, np.int64)
-
-
-def _schedule(rules: Rules, start: tuple[int, int], first: int) -> list[tuple[int, int, int]]:
-    """Each turn's (mover, my boxes filled, its boxes filled) from the position to the end:
-    the players alternate, but a player with a full card moves no more."""
-    mine, its = (bin(card // num_upper_totals(rules)).count("1") for card in start)
-    mover, turns = first, []
-    full = rules.num_boxes
-    while mine < full or its < full:
-        if (mine, its)[mover] == full:
-            mover = 1 - mover
-        turns.append((mover, mine, its))
-        mine, its = (mine + 1, its) if mover == ME else (mine, its + 1)
-        mover = 1 - mover
-    return turns
 
 
 def _revcomp(rows: Rows) -> np.ndarray:
@@ -418,16 +353,16 @@ def solve_match(
     started, cpu_started = time.perf_counter(), time.process_time()
     value_table = solve(rules, cache_dir=cache_dir).value_table
     most = most_to_come(rules)[:, :, 0].reshape(-1)  # by card id
-    schedule = _schedule(rules, start, first)
-    if not schedule:
+    turns = schedule(rules, start, first)
+    if not turns:
         raise UserError("both cards of the position are full: there is no turn to play")
     later: TurnRows | None = None
     kept: list[TurnRows] = []
     columns = 0
-    for mover, mine, its in reversed(schedule):
-        my_cards, its_cards = _layer(rules, mine, start[0]), _layer(rules, its, start[1])
+    for mover, mine, its in reversed(turns):
+        my_cards, its_cards = layer(rules, mine, start[0]), layer(rules, its, start[1])
         movers, others = (my_cards, its_cards) if mover == ME else (its_cards, my_cards)
-        after = _layer(rules, (mine, its)[mover] + 1, start[mover])
+        after = layer(rules, (mine, its)[mover] + 1, start[mover])
         values = value_table if mover == OPPONENT or policy == "expected" else None
         cards = (movers, others, after)
         choice = None
@@ -450,21 +385,6 @@ def solve_match(
         peak_rss_bytes=int(peak),
         columns=columns,
     )
-
-
-def win_columns(rules: Rules, first: int = ME, start: tuple[int, int] = (0, 0)) -> int:
-    """The (pair, target) chances of a solve's win rows, counted without solving: what its time
-    and memory grow with (about 3 us a column on one core; the draws as many again)."""
-    check_rules(rules)
-    most = most_to_come(rules)[:, :, 0].reshape(-1)
-    total = 0
-    for mover, mine, its in _schedule(rules, start, first):
-        movers = _layer(rules, (mine, its)[mover], start[mover])
-        others = _layer(rules, (mine, its)[1 - mover], start[1 - mover])
-        # each pair's row is 1 + most(mover) + most(other) long
-        total += len(others) * (len(movers) + int(most[movers].sum()))
-        total += len(movers) * int(most[others].sum())
-    return total
 
 
 def match_figures(

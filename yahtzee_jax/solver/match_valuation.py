@@ -30,7 +30,8 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.ceiling import score_distribution
-from yahtzee_jax.solver.match_exact import Rows, Valuation, check_rules
+from yahtzee_jax.solver.match_cards import check_rules
+from yahtzee_jax.solver.match_exact import Rows, Valuation
 from yahtzee_jax.solver.states import num_upper_totals
 from yahtzee_jax.solver.target_table import target_tables
 
