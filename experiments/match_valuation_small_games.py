@@ -30,14 +30,14 @@ from match_exact_small_games import ceiling_of, game_name, game_rules, gap_fract
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.solver.match_exact import ME, OPPONENT, solve_match
+from yahtzee_jax.solver.match_exact import match_figures
 from yahtzee_jax.solver.match_valuation import seeker_valuation
 
 ROOT = Path(__file__).resolve().parent.parent
 EXACT_RESULTS = Path("results/match-exact/results.json")  # under ROOT
 
 
-SEATS = {"first": ME, "second": OPPONENT}
+SEATS = ("first", "second")
 
 
 def seats_win(
@@ -45,21 +45,11 @@ def seats_win(
 ) -> dict[str, Any]:
     """My exact chance to win in `seats` and on average (seats alternated, when both): by the
     valuation of `weight` before my turn `exact_from_turn` (None: all turns), at best from it;
-    `weight` None: the best play."""
-    out = {}
-    for name in seats:
-        first = SEATS[name]
-        valuation = None
-        if weight is not None:
-            valuation = seeker_valuation(rules, weight, exact_from_turn=exact_from_turn)
-        solution = solve_match(rules, first, draws=False, valuation=valuation)
-        out[name] = {
-            "win": solution.win_chance(),
-            "seconds": solution.seconds,
-            "cpu_seconds": solution.cpu_seconds,
-            "peak_rss_bytes": solution.peak_rss_bytes,
-        }
-    return {"seats": out, "win": sum(seat["win"] for seat in out.values()) / len(out)}
+    `weight` None: the best play (`match_exact.match_figures`, without the draws)."""
+    valuation = None
+    if weight is not None:
+        valuation = seeker_valuation(rules, weight, exact_from_turn=exact_from_turn)
+    return match_figures(rules, draws=False, valuation=valuation, seats=seats)
 
 
 def best_and_ceiling(game: str, rules: Rules, seats: tuple[str, ...], best: bool) -> dict[str, Any]:

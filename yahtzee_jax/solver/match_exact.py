@@ -299,13 +299,11 @@ def _solve_turn(
             for name, rows in tables.items():
                 targets = np.arange(int(rows.lengths[k, part].max()))
                 wanted = targets < rows.lengths[k, part][:, None]
-                if choice is not None:
+                # a valuation chooses every row's play; else my chance to win chooses the draws'
+                chooser = "choice" if choice is not None else "win"
+                if choice is not None or (name == "draw" and value_table is None):
                     chances = _carried_chances(
-                        states, targets, wanted, readers["choice"], readers[name], rules, kernel
-                    )
-                elif name == "draw" and value_table is None:
-                    chances = _carried_chances(
-                        states, targets, wanted, readers["win"], readers["draw"], rules, kernel
+                        states, targets, wanted, readers[chooser], readers[name], rules, kernel
                     )
                 else:
                     flat, layout = readers[name]
@@ -333,11 +331,11 @@ def solve_match(
     is the optimal agent's play (then the solve is that agent's exact match figures). Given a
     `valuation` (with policy "win"), my turns choose by its values of each turn's end instead,
     where it gives them, and the rows are that player's exact chances
-    (`solver.match_valuation`). The
-    opponent always plays the optimal agent's (expected-score) policy, from the value table of
-    `rules` (solved into `cache_dir` if missing). `keep_turns` keeps every turn's rows (for
-    `MatchSolution.outcome`), else only the first turn's. `kernel` "load" uses the solver's C
-    kernel where it builds (else the NumPy passes, the same choices), None the NumPy passes.
+    (`solver.match_valuation`). The opponent always plays the optimal agent's (expected-score)
+    policy, from the value table of `rules` (solved into `cache_dir` if missing). `keep_turns`
+    keeps every turn's rows (for `MatchSolution.outcome`), else only the first turn's. `kernel`
+    "load" uses the solver's C kernel where it builds (else the NumPy passes, the same choices),
+    None the NumPy passes.
     `draws` False leaves out the draw rows (half the work; `MatchSolution.outcome` then refuses).
     """
     check_rules(rules)
@@ -393,15 +391,18 @@ def match_figures(
     policy: str = "win",
     draws: bool = True,
     valuation: Valuation | None = None,
+    seats: tuple[str, ...] = ("first", "second"),
 ) -> dict[str, Any]:
-    """My exact chances to win and draw (None without `draws`) from the empty cards, in each
-    seat and on average (seats alternated), with each solve's time and memory."""
-    seats = {}
-    for name, first in (("first", ME), ("second", OPPONENT)):
+    """My exact chances to win and draw (None without `draws`) from the empty cards, in each of
+    `seats` ("first", "second") and on average (seats alternated), with each solve's time and
+    memory; my turns by `valuation` where given (`solve_match`)."""
+    solved = {}
+    for name in seats:
+        first = {"first": ME, "second": OPPONENT}[name]
         solution = solve_match(
             rules, first, policy=policy, cache_dir=cache_dir, draws=draws, valuation=valuation
         )
-        seats[name] = {
+        solved[name] = {
             "win": solution.win_chance(),
             "draw": solution.draw_chance() if draws else None,
             "seconds": solution.seconds,
@@ -411,7 +412,7 @@ def match_figures(
         }
     return {
         "policy": policy,
-        "seats": seats,
-        "win": (seats["first"]["win"] + seats["second"]["win"]) / 2,
-        "draw": (seats["first"]["draw"] + seats["second"]["draw"]) / 2 if draws else None,
+        "seats": solved,
+        "win": float(np.mean([seat["win"] for seat in solved.values()])),
+        "draw": float(np.mean([seat["draw"] for seat in solved.values()])) if draws else None,
     }
