@@ -10,13 +10,12 @@ NumPy passes against each other.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 
 import numpy as np
 import pytest
 from positions import seven_box_rules
-from seven_box_enumeration import ROLLS, open_only
+from seven_box_enumeration import open_only, played_turn
 from seven_box_enumeration import points as _points
 from seven_box_enumeration import shifted as _at
 
@@ -41,31 +40,9 @@ def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("match-exact-cache")
 
 
-# Plain-Python enumeration of one turn: dice as sorted tuples, every keep a sub-multiset.
-def _best_after_reroll(value: dict[tuple[int, ...], np.ndarray]) -> dict:
-    """Each roll's value with one re-roll to come: the best keep, the rest re-rolled."""
-    keep_value = {}
-    for roll in value:
-        for size in range(6):
-            for keep in itertools.combinations(roll, size):
-                if keep not in keep_value:
-                    keep_value[keep] = sum(
-                        p * value[tuple(sorted(keep + more))] for more, p in ROLLS[5 - size].items()
-                    )
-    return {
-        roll: np.max(
-            [keep_value[keep] for size in range(6) for keep in itertools.combinations(roll, size)],
-            axis=0,
-        )
-        for roll in value
-    }
-
-
 def _turn_start(final) -> np.ndarray:
     """A turn's value from its start, `final(roll)` the value of each final roll, keeps best."""
-    value = {roll: final(roll) for roll in ROLLS[5]}
-    value = _best_after_reroll(_best_after_reroll(value))
-    return sum(p * value[roll] for roll, p in ROLLS[5].items())
+    return played_turn(lambda roll: (final(roll),) * 2)[1]
 
 
 MARGINS = np.arange(-200, 201)  # wide enough that the ends are sure losses and sure wins

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 from positions import seven_box_rules
-from seven_box_enumeration import ROLLS, open_only
+from seven_box_enumeration import open_only, played_turn
 from seven_box_enumeration import points as _points
 from seven_box_enumeration import shifted as _at
 
@@ -38,36 +38,6 @@ MARGINS = np.arange(-250, 251)  # wide enough that the ends are sure losses and 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory):
     return tmp_path_factory.mktemp("match-valuation-cache")
-
-
-KEEPS = {
-    roll: sorted({keep for size in range(6) for keep in itertools.combinations(roll, size)})
-    for roll in ROLLS[5]
-}
-
-
-def _played_turn(final) -> tuple[np.ndarray, np.ndarray]:
-    """A turn from its start: `final(roll)` gives (the value chosen by, the value carried) of
-    each final roll; each keep is the first of the highest expected chosen value, per margin."""
-    chosen = {roll: final(roll) for roll in ROLLS[5]}
-    for _ in range(2):  # the two re-rolls, last first
-        by_keep = {}
-        for keep in {keep for roll in ROLLS[5] for keep in KEEPS[roll]}:
-            more = ROLLS[5 - len(keep)].items()
-            by_keep[keep] = tuple(
-                sum(p * chosen[tuple(sorted(keep + dice))][part] for dice, p in more)
-                for part in (0, 1)
-            )
-        before = {}
-        for roll in ROLLS[5]:
-            best, carried = by_keep[KEEPS[roll][0]]
-            for keep in KEEPS[roll][1:]:
-                value, carry = by_keep[keep]
-                better = value > best
-                best, carried = np.where(better, value, best), np.where(better, carry, carried)
-            before[roll] = (best, carried)
-        chosen = before
-    return tuple(sum(p * chosen[roll][part] for roll, p in ROLLS[5].items()) for part in (0, 1))
 
 
 def _best_of(boxes, after) -> callable:
@@ -126,7 +96,7 @@ def test_an_end_game_played_by_hindsight_equals_enumeration(cache):
     }  # the opponent's last box alone
     # My last box, then my middle turn (its last box to come), all at best.
     mine_last = {
-        box: _played_turn(lambda roll, box=box: ((MARGINS + _points(roll, box) > 0) * 1.0,) * 2)[1]
+        box: played_turn(lambda roll, box=box: ((MARGINS + _points(roll, box) > 0) * 1.0,) * 2)[1]
         for box in (ONES, FIVES, YAHTZEE)
     }
     its_last_box = {TWOS: 2, SIXES: 6}
@@ -136,7 +106,7 @@ def test_an_end_game_played_by_hindsight_equals_enumeration(cache):
         for its in (TWOS, SIXES)
     }
     middle = {  # (my two boxes left, its box left): my best middle turn
-        (pair, its): _played_turn(
+        (pair, its): played_turn(
             _best_of(pair, {box: after_middle[(({*pair} - {box}).pop(), its)] for box in pair})
         )[1]
         for pair in itertools.combinations((ONES, FIVES, YAHTZEE), 2)
@@ -150,7 +120,7 @@ def test_an_end_game_played_by_hindsight_equals_enumeration(cache):
             score, box, other = max(options, key=lambda option: option[0])  # first on a tie
             return score, _at(middle[(pair, other)], -_points(roll, box))
 
-        return _played_turn(final)[1]
+        return played_turn(final)[1]
 
     before_its = {
         pair: its_first(pair) for pair in itertools.combinations((ONES, FIVES, YAHTZEE), 2)
@@ -170,7 +140,7 @@ def test_an_end_game_played_by_hindsight_equals_enumeration(cache):
                 best, carried = np.where(better, value, best), np.where(better, carry, carried)
         return best, carried
 
-    expected = _played_turn(my_first)[1]
+    expected = played_turn(my_first)[1]
     start = (open_only(ONES, FIVES, YAHTZEE), its_card)
     valuation = seeker_valuation(RULES, 1.0, cache)
     solution = solve_match(RULES, ME, start, cache_dir=cache, valuation=valuation)
