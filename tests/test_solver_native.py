@@ -312,7 +312,7 @@ def _candidates_by_hand(flat, rows, lengths, shifts, state, target):
     return np.where(wanted < length, flat[np.maximum(entry, 0)], 0.0)
 
 
-@pytest.mark.parametrize("policy", ["target", "expected"])
+@pytest.mark.parametrize("policy", ["target", "expected", "chosen"])
 @pytest.mark.parametrize("columns", [1, 5, 8, 37, 300])
 def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns, policy):
     """Random candidates (some never taken, some rows read past their end or before their start)
@@ -320,7 +320,9 @@ def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns, policy):
     the NumPy passes' to the last bit. "target": each roll's best candidate, the widget
     (`widget.first_roll_values`) and `target_turn.mean_over_rolls`. "expected": each roll's
     candidate of highest value (few distinct values: many ties, the first one taken) and the
-    value-maximiser's keeps carrying the chances (`target_turn.turn_start_chances`)."""
+    value-maximiser's keeps carrying the chances (`target_turn.turn_start_chances`). "chosen":
+    the same, each candidate's value read from a second table of rows at the column's target
+    (quarters: ties again), -inf where not allowed: one table chooses, the other is carried."""
     from yahtzee_jax.solver.target_turn import mean_over_rolls, turn_start_chances
     from yahtzee_jax.solver.widget import first_roll_values
 
@@ -339,12 +341,23 @@ def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns, policy):
     values[generator.random((count, states)) < 0.2] = -np.inf
 
     chance = _candidates_by_hand(flat, rows, lengths, shifts, state, target)
+    choose = None
+    if policy == "chosen":
+        choose_flat = generator.integers(0, 4, size=300) / 4
+        choose_lengths = generator.integers(1, 60, size=(count, states))
+        choose_rows = generator.integers(0, len(choose_flat) - choose_lengths)
+        choose = (choose_rows, choose_lengths, choose_flat)
+        allowed = np.isfinite(values)
+        read = _candidates_by_hand(choose_flat, choose_rows, choose_lengths, shifts, state, target)
+        values = np.where(allowed, 0.0, -np.inf)
+        worth = np.where(allowed[:, state], read, -np.inf)[sources]  # [252, boxes, columns]
+    else:
+        worth = values[:, state][sources]
     if policy == "target":
         final = np.maximum(chance[sources].max(axis=1), 0.0)  # [252, columns]
         expected = mean_over_rolls(first_roll_values(final))
         given = None
     else:
-        worth = values[:, state][sources]  # [252, boxes, columns]
         first_best = worth.argmax(axis=1)  # the first of the highest
         final = np.take_along_axis(chance[sources], first_best[:, None], axis=1)[:, 0]
         final_values = np.take_along_axis(worth, first_best[:, None], axis=1)[:, 0]
@@ -352,7 +365,7 @@ def test_the_kernels_target_turn_is_numpys_bit_for_bit(kernel, columns, policy):
         expected = turn_start_chances(final[..., None], final_values)[:, 0]
         given = values
     ours = native.target_turn_start(
-        (rows, lengths, shifts), sources, flat, (state, target), kernel, given
+        (rows, lengths, shifts), sources, flat, (state, target), kernel, given, choose
     )
     np.testing.assert_array_equal(ours, expected)
 
@@ -386,6 +399,21 @@ def test_target_inputs_the_kernel_would_misread_are_refused(kernel):
     with pytest.raises(ValueError, match="status 2"):
         native.target_turn_start(
             (rows, lengths, shifts), sources, flat, (np.array([0, 3]), columns[1]), kernel
+        )
+    choose = (rows, lengths, flat)
+    with pytest.raises(ValueError, match="only with the candidates' values"):
+        native.target_turn_start(
+            (rows, lengths, shifts), sources, flat, columns, kernel, None, choose
+        )
+    with pytest.raises(ValueError, match="choose: a contiguous"):
+        native.target_turn_start(
+            (rows, lengths, shifts),
+            sources,
+            flat,
+            columns,
+            kernel,
+            shifts,
+            (rows + 100, *choose[1:]),
         )
     assert native.target_turn_start((rows, lengths, shifts), sources, flat, columns, kernel) == (
         pytest.approx([0.5, 0.0], abs=1e-14)

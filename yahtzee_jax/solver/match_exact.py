@@ -235,6 +235,13 @@ def _carried_chances(
     need = targets[offset]
     (choose_flat, choose_layout), (carry_flat, carry_layout) = choose, carry
     sources = roll_sources(rules)
+    if kernel is not None:  # the kernel reads both tables' rows at each column's target
+        candidates = (carry_layout.rows[after], carry_layout.lengths[after], shifts)
+        chooser = (choose_layout.rows[after], choose_layout.lengths[after], choose_flat)
+        allowed_value = np.where(allowed, 0.0, -np.inf)
+        return native.target_turn_start(
+            candidates, sources, carry_flat, (state, need), kernel, allowed_value, chooser
+        )
     out = np.empty(len(state))
     for first in range(0, len(state), PIECE_COLUMNS):
         part = slice(first, first + PIECE_COLUMNS)
@@ -246,12 +253,6 @@ def _carried_chances(
         )
         worth = np.where(allowed[:, column_state], value, -np.inf)
         rows, lengths = carry_layout.rows[moves], carry_layout.lengths[moves]
-        if kernel is not None:
-            columns = (np.arange(len(j)), j)
-            out[part] = native.target_turn_start(
-                (rows, lengths, shift), sources, carry_flat, columns, kernel, worth
-            )
-            continue
         options = worth[sources]  # [252, boxes, columns]: NumPy, the kernel's choices
         pick = np.argmax(options, axis=1)[:, None]  # the first best box
         carried = _read_rows(carry_flat, rows, lengths, j - shift)[sources]

@@ -162,7 +162,7 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
     kernel.target_run.argtypes = (
         [ctypes.POINTER(_Plan), ctypes.c_int64, ctypes.c_int64, _POINTER, _POINTER, _I32, _I32]
-        + [_POINTER] * 7
+        + [_POINTER] * 10
         + [ctypes.c_int64, _POINTER]
     )
     return kernel
@@ -343,6 +343,7 @@ def target_turn_start(
     columns: tuple[np.ndarray, np.ndarray],
     kernel: ctypes.CDLL,
     values: np.ndarray | None = None,
+    choose: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """The chances at the turn's start of `columns` (state of the n, target d), bit for bit
     `target_turn`'s `final_roll_chances` then `turn_start_chances`: each final roll's best
@@ -353,7 +354,10 @@ def target_turn_start(
     roll can take: its chance of d is the row's entry d - shift (its first below 0, 0 past its
     end; a shift past every target for a filled box or an illegal move). Given the candidates'
     expected `values` [candidates, n] (-inf where not allowed), the rolls and keeps are those of
-    highest value, the first on a tie, and carry their chances: the value-maximiser's."""
+    highest value, the first on a tie, and carry their chances: the value-maximiser's. Given
+    also `choose` (first entry in its flat, length [candidates, n]; its flat), a candidate's
+    value is `values` (0 where allowed) plus its `choose` row's entry at d - shift, read as the
+    chances are: the play that maximises one table's chances, carrying another's."""
     rows, lengths, shifts = (np.ascontiguousarray(part, np.int64) for part in candidates)
     count, n = rows.shape
     sources = np.ascontiguousarray(sources, np.int32)
@@ -367,6 +371,17 @@ def target_turn_start(
         raise ValueError("flat: a contiguous float64 table holding every candidate's row")
     if values is not None:
         values = np.ascontiguousarray(values, np.float64)
+    choose_rows = choose_lengths = choose_flat = None
+    if choose is not None:
+        if values is None:
+            raise ValueError("choose: given only with the candidates' values")
+        choose_rows, choose_lengths = (np.ascontiguousarray(p, np.int64) for p in choose[:2])
+        choose_flat = choose[2]
+        if {choose_rows.shape, choose_lengths.shape} != {rows.shape}:
+            raise ValueError("choose: [candidates, n] arrays expected")
+        holds = (choose_rows + choose_lengths).max() <= len(choose_flat)
+        if choose_flat.dtype != np.float64 or not choose_flat.flags.c_contiguous or not holds:
+            raise ValueError("choose: a contiguous float64 table holding every candidate's row")
     state, target = (np.ascontiguousarray(part, np.int64) for part in columns)
     out = np.empty(len(state) + (-len(state) % TILE))
     status = kernel.target_run(
@@ -383,6 +398,8 @@ def target_turn_start(
         shifts.ctypes.data,
         None if values is None else values.ctypes.data,
         flat.ctypes.data,
+        *(None if part is None else part.ctypes.data for part in (choose_rows, choose_lengths)),
+        None if choose_flat is None else choose_flat.ctypes.data,
         ROLL_PROBABILITIES.ctypes.data,
         len(out),
         out.ctypes.data,

@@ -262,6 +262,14 @@ int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const i
     return 0;
 }
 
+/* A row's entry at `wanted`, as `target_turn._shifted` reads it: its first entry below 0, 0 past
+ * its end (a start below 0, a row no state has, reads from the table's first entry). */
+static inline double row_entry(const double *flat, int64_t row, int64_t length, int64_t wanted) {
+    const int64_t last = length > 1 ? length - 1 : 0;
+    const int64_t index = wanted < 0 ? 0 : wanted > last ? last : wanted;
+    return wanted < length ? flat[(row > 0 ? row : 0) + index] : 0.0;
+}
+
 #define MAX_CANDIDATES 1024 /* (box, points) pairs and five-of-a-kind moves a piece's rolls read */
 
 /* The target tables' turn (`target_turn`'s `final_roll_chances`, the widget, `mean_over_rolls`):
@@ -274,13 +282,17 @@ int solve_run(const plan_t *p, int64_t n, int64_t chunk, int64_t stride, const i
  * every target). Arrays of candidates are [candidates, n]. Given the candidates' expected
  * values (value, -inf where not allowed), the roll takes instead the chance of its candidate of
  * highest value (the first on a tie) and the keeps of highest value carry their chances: the
- * value-maximising player's. The mean over the first rolls is summed a roll at a time in `ROLLS`
- * order, a column's bits the same wherever it falls. Reads only the plan's widget lists. */
+ * value-maximising player's. Given also `choose` rows (choose_row, choose_length [candidates, n]
+ * into choose_flat), a candidate's value is value + its `choose` row's entry at d - shift, read
+ * as the chances are (value 0 where allowed): a player choosing by one table of targets and
+ * carrying another's chances. The mean over the first rolls is summed a roll at a time in
+ * `ROLLS` order, a column's bits the same wherever it falls. Reads only the plan's widget lists. */
 int target_run(const plan_t *p, int64_t n, int64_t count, const int64_t *state,
                const int64_t *target, int32_t boxes, int32_t candidates, const int32_t *sources,
                const int64_t *row, const int64_t *length, const int64_t *shift,
-               const double *value, const double *flat, const double *probabilities, int64_t m,
-               double *out) {
+               const double *value, const double *flat, const int64_t *choose_row,
+               const int64_t *choose_length, const double *choose_flat,
+               const double *probabilities, int64_t m, double *out) {
     if (m % TILE || m < count || count < 1 || candidates > MAX_CANDIDATES || boxes > MAX_BOXES)
         return 1;
     for (int64_t c = 0; c < count; c++)
@@ -298,14 +310,18 @@ int target_run(const plan_t *p, int64_t n, int64_t count, const int64_t *state,
         }
         for (int k = 0; k < candidates; k++)
             for (int w = 0; w < TILE; w++) {
-                const int64_t i = k * n + at[w], wanted = d[w] - shift[i];
-                const int64_t last = length[i] > 1 ? length[i] - 1 : 0;
-                const int64_t index = wanted < 0 ? 0 : wanted > last ? last : wanted;
-                chance[k][w] = wanted < length[i] ? flat[(row[i] > 0 ? row[i] : 0) + index] : 0.0;
+                const int64_t i = k * n + at[w];
+                chance[k][w] = row_entry(flat, row[i], length[i], d[w] - shift[i]);
             }
         if (value) {
             for (int k = 0; k < candidates; k++)
-                for (int w = 0; w < TILE; w++) worth[k][w] = value[k * n + at[w]];
+                for (int w = 0; w < TILE; w++) {
+                    const int64_t i = k * n + at[w];
+                    worth[k][w] = value[i];
+                    if (choose_flat)
+                        worth[k][w] += row_entry(choose_flat, choose_row[i], choose_length[i],
+                                                 d[w] - shift[i]);
+                }
             for (int r = 0; r < NUM_ROLLS; r++) {
                 tile_t best = none - INFINITY, best_chance = none;
                 for (int b = 0; b < boxes; b++) {
