@@ -232,3 +232,37 @@ def test_without_the_draws_the_chances_to_win_are_the_same(cache):
             assert wins.win_chance(margin) == both.win_chance(margin)
         with pytest.raises(UserError, match="without its draws"):
             wins.draw_chance()
+
+
+@pytest.mark.parametrize("block", [1, 5, 1 << 22])
+def test_the_other_players_view_is_each_row_reversed_and_complemented(monkeypatch, block):
+    """`_revcomp` turns every row S of length L into Q[0] = 1, Q[j] = 1 - S[L - j] (the other
+    player's chance at j), as a plain loop over the rows says, whether the rows are taken a few
+    at a time or all at once, into a new table or over the old one."""
+    from yahtzee_jax.solver import match_exact
+
+    monkeypatch.setattr(match_exact, "REVCOMP_BLOCK", block)
+    generator = np.random.default_rng(block)
+    rows = match_exact.Rows.empty(generator.integers(1, 9, size=(3, 4)))
+    rows.flat[:] = generator.uniform(size=len(rows.flat))
+    expected = np.empty_like(rows.flat)
+    for start, length in zip(rows.offsets.ravel(), rows.lengths.ravel(), strict=True):
+        row = rows.flat[start : start + length]
+        expected[start : start + length] = [1.0] + [1.0 - row[length - j] for j in range(1, length)]
+    np.testing.assert_array_equal(match_exact._revcomp(rows, in_place=False), expected)
+    assert not np.array_equal(rows.flat, expected)  # the rows themselves untouched
+    assert match_exact._revcomp(rows, in_place=True) is rows.flat
+    np.testing.assert_array_equal(rows.flat, expected)
+
+
+def test_a_solve_is_the_same_whatever_the_other_players_view_is_made_over(cache, monkeypatch):
+    """A solve that keeps its turns makes the other player's view in new tables, one that does
+    not over the later turn's own rows, a few rows at a time: the same chances to the bit."""
+    from yahtzee_jax.solver import match_exact
+
+    kept = solve_match(RULES, OPPONENT, MIDGAME, cache_dir=cache, keep_turns=True)
+    monkeypatch.setattr(match_exact, "REVCOMP_BLOCK", 7)
+    consumed = solve_match(RULES, OPPONENT, MIDGAME, cache_dir=cache)
+    for margin in (-12, 0, 5):
+        assert consumed.win_chance(margin) == kept.win_chance(margin)
+        assert consumed.draw_chance(margin) == kept.draw_chance(margin)

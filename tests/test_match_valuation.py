@@ -74,7 +74,7 @@ def test_the_rows_are_the_plain_sum_over_the_opponents_scores(cache):
             for m in range(1 << 7)
         ]
     )
-    rows = seeker_valuation(RULES, 1.0, cache)(np.array([its]), np.array([mine]), most)
+    rows = seeker_valuation(RULES, 1.0, cache)(np.array([its]), np.array([mine]), most)(0)
     row = rows.row(0, 0)
     assert len(row) == 1 + most[its] + most[mine]
     plain = _hindsight(cache, its, mine)

@@ -36,6 +36,7 @@ through its play. Their difference is the draw chance of my best play.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import os
 import resource
 import time
@@ -61,6 +62,7 @@ from yahtzee_jax.solver.widget_tables import NUM_FLAGS, num_masks
 
 POLICIES = ("win", "expected")  # my turns: best chance to win, or the optimal agent's play
 PIECE_COLUMNS = 1 << 14  # (state, target) columns per NumPy pass: its arrays stay small
+REVCOMP_BLOCK = 1 << 22  # row entries per block of `_revcomp`: 32 MB temporaries
 
 
 @dataclasses.dataclass
@@ -84,9 +86,12 @@ class Rows:
 
 
 # A valuation of my turns' ends: given a turn's other cards and my cards after my move (card
-# ids, ascending) and `most` (by card id), values laid out as the rows I read after the move (or
-# None: play that turn for the win).
-Valuation = Callable[[np.ndarray, np.ndarray, np.ndarray], Rows | None]
+# ids, ascending) and `most` (by card id), a function of k giving the values over the pairs
+# (others[k], each card after), laid out as the rows I read after the move ([1, cards after]),
+# or None: play that turn for the win. One other card at a time, because a whole turn's values
+# would take as much memory as the turn's rows.
+ValuationRows = Callable[[int], Rows]
+Valuation = Callable[[np.ndarray, np.ndarray, np.ndarray], ValuationRows | None]
 
 
 @dataclasses.dataclass
@@ -173,22 +178,35 @@ def _read_rows(
     return np.where(at < lengths, flat[np.maximum(rows, 0) + index], 0.0)
 
 
-def _revcomp(rows: Rows) -> np.ndarray:
-    """Every row S as the other player sees it: Q[j] = 1 - S[L - j] (Q[0] = 1)."""
+def _revcomp(rows: Rows, in_place: bool) -> np.ndarray:
+    """Every row S as the other player sees it: Q[j] = 1 - S[L - j] (Q[0] = 1), `in_place` over
+    S (then lost) or into a new table; a block of rows at a time, so that no temporary is as
+    large as the table (the largest turns' rows take gigabytes)."""
     lengths, starts = rows.lengths.ravel(), rows.offsets.ravel()
-    position = np.arange(len(rows.flat)) - np.repeat(starts, lengths)
-    source = np.repeat(starts + lengths, lengths) - position
-    out = np.ones(len(rows.flat))
-    inside = position > 0
-    out[inside] = 1.0 - rows.flat[source[inside]]
+    out = rows.flat if in_place else np.empty_like(rows.flat)
+    ends = np.cumsum(lengths)
+    cuts = 1 + np.searchsorted(ends, np.arange(REVCOMP_BLOCK, ends[-1], REVCOMP_BLOCK))
+    for first, last in itertools.pairwise(np.unique([0, *cuts, len(lengths)])):
+        length, start = lengths[first:last], starts[first:last]
+        position = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+        inside = position > 0
+        source = np.repeat(start + length, length) - position
+        chances = np.where(inside, 1.0 - rows.flat[np.where(inside, source, 0)], 1.0)
+        out[np.repeat(start, length) + position] = chances  # read whole before written
     return out
 
 
 def _next_reader(
-    mover: int, others: np.ndarray, after: np.ndarray, later: TurnRows | None, table: str
+    mover: int,
+    others: np.ndarray,
+    after: np.ndarray,
+    later: TurnRows | None,
+    table: str,
+    consume: bool,
 ) -> Rows:
     """The `table` rows ("win" or "draw") a turn's mover reads after its move, over the pairs
-    (other card, its card after) as the mover sees them."""
+    (other card, its card after) as the mover sees them; `consume`: the later turn's rows are
+    not needed again, and the other player's view is made over them."""
     shape = (len(others), len(after))
     if later is None:  # both cards full: nothing to come
         # I win with a difference >= 1 - x, at j = 1 - x; the draw rows: I tie at j = 1 too,
@@ -200,7 +218,7 @@ def _next_reader(
         pick = np.ix_(np.searchsorted(later.others, others), np.searchsorted(later.movers, after))
         return Rows(rows.offsets[pick], rows.lengths[pick], rows.flat)
     pick = np.ix_(np.searchsorted(later.others, after), np.searchsorted(later.movers, others))
-    return Rows(rows.offsets[pick].T, rows.lengths[pick].T, _revcomp(rows))
+    return Rows(rows.offsets[pick].T, rows.lengths[pick].T, _revcomp(rows, consume))
 
 
 def _layout(rules: Rules, after: np.ndarray, rows: Rows, k: int) -> TargetLayout:
@@ -271,18 +289,17 @@ def _solve_turn(
     kernel: Any,
     value_table: np.ndarray | None,
     draws: bool,
-    choice: Rows | None = None,
+    choice: ValuationRows | None = None,
+    consume: bool = False,
 ) -> TurnRows:
     """The rows of one turn (`cards`: the mover's, the other's, the mover's after its move),
     the other card held fixed in each pass over the mover's cards. `value_table` None: the
-    mover is me, playing for the win, or, given `choice` (values over the pairs (other card,
-    my card after the move), laid out as the rows I read after it), playing by those values
-    with my chances carried through. `draws`: the draw rows too."""
+    mover is me, playing for the win, or, given `choice` (a valuation's values of the turn's
+    ends, an other card at a time), playing by those values with my chances carried through.
+    `draws`: the draw rows too. `consume`: `later`'s rows may be overwritten."""
     movers, others, after = cards
     names = ("win", "draw") if draws else ("win",)
-    reading = {name: _next_reader(mover, others, after, later, name) for name in names}
-    if choice is not None:
-        reading["choice"] = choice
+    reading = {name: _next_reader(mover, others, after, later, name, consume) for name in names}
     lengths = 1 + most[others][:, None] + most[movers][None, :]
     tables = {"win": Rows.empty(lengths)}
     if draws:
@@ -294,6 +311,9 @@ def _solve_turn(
         readers = {
             name: (rows.flat, _layout(rules, after, rows, k)) for name, rows in reading.items()
         }
+        if choice is not None:
+            values = choice(k)
+            readers["choice"] = (values.flat, _layout(rules, after, values, 0))
         for first in range(0, len(movers), step):
             part = slice(first, first + step)
             states = (masks[part], uppers[part], zeros[part])
@@ -367,7 +387,9 @@ def solve_match(
         choice = None
         if mover == ME and valuation is not None:
             choice = valuation(others, after, most)
-        later = _solve_turn(rules, mover, cards, later, most, kernel, values, draws, choice)
+        later = _solve_turn(
+            rules, mover, cards, later, most, kernel, values, draws, choice, not keep_turns
+        )
         columns += sum(len(rows.flat) for rows in (later.win, later.draw) if rows is not None)
         if keep_turns:
             kept.insert(0, later)

@@ -31,7 +31,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.ceiling import score_distribution
 from yahtzee_jax.solver.match_cards import check_rules
-from yahtzee_jax.solver.match_exact import Rows, Valuation
+from yahtzee_jax.solver.match_exact import Rows, Valuation, ValuationRows
 from yahtzee_jax.solver.states import num_upper_totals
 from yahtzee_jax.solver.target_table import target_tables
 
@@ -86,12 +86,14 @@ def seeker_valuation(
     expected = _CardRows(rules, "expected", cache_dir)  # the opponent's, and my lower bound
     totals = num_upper_totals(rules)
 
-    def rows(others: np.ndarray, after: np.ndarray, most: np.ndarray) -> Rows | None:
+    def turn_rows(others: np.ndarray, after: np.ndarray, most: np.ndarray) -> ValuationRows | None:
         turn = bin(int(after[0]) // totals).count("1") - 1
         if exact_from_turn is not None and turn >= exact_from_turn:
             return None
-        out = Rows.empty(1 + most[others][:, None] + most[after][None, :])
-        for k, its_card in enumerate(others.tolist()):
+
+        def other_card_rows(k: int) -> Rows:
+            its_card = int(others[k])
+            out = Rows.empty(1 + most[its_card] + most[after][None, :])
             # P_b(most(b) - u) over u, and the chance that u exceeds each j' < most(b), summed
             # from the far end (1 - a running sum would leave rounding where it should be 0)
             reversed_chances = score_distribution(expected[its_card])[::-1]
@@ -103,7 +105,9 @@ def seeker_valuation(
                 )
                 row = np.convolve(reversed_chances, mine)
                 row[: len(beyond)] += beyond
-                out.row(k, i)[:] = row
-        return out
+                out.row(0, i)[:] = row
+            return out
 
-    return rows
+        return other_card_rows
+
+    return turn_rows
