@@ -1,10 +1,12 @@
 """Exact win rates of the target-seeker's valuations on small games, and where they lose (issue 63).
 
-Usage: python experiments/match_valuation_small_games.py [--games g7 g8 g9 g10]
-           [--weights 1 0 0.5] [--from-turns] [--out results/match-exact/valuations.json] [--table]
+Usage: python experiments/match_valuation_small_games.py [--games g7 g8 g9 g10 g7-bonus42]
+           [--weights 1 0 0.5] [--from-turns] [--seats first second] [--no-best]
+           [--out results/match-exact/valuations.json] [--table]
 
-For each small game (`match_exact_small_games.small_game`: no bonuses, a card is its filled
-boxes) and each hindsight weight w it solves the match with my turns played by the
+For each small game (`match_exact_small_games.game_rules`: `gN` without bonuses, a card its
+filled boxes; `gN-bonusT` with an upper bonus of 35 at T, a card its boxes and capped upper
+total) and each hindsight weight w it solves the match with my turns played by the
 target-seeker's valuation (`solver.match_valuation`) and the opponent by expected score: the
 valuation's exact chance to win in each seat and on average (seats alternated), beside the
 exact best play and the oracle's ceiling (from `--exact` results of `match_exact_small_games.py`,
