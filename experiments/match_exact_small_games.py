@@ -6,7 +6,9 @@ Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10 (g7-b
            [--plan]
 
 `--plan` prints the size of each game's exact solve (its win columns a seat) and its CPU time
-at g10's pace, solving nothing. `gN-bonusT` is the small game with an upper bonus of 35 at T.
+at g11's pace, solving nothing but, for a game with an upper bonus, its solitaire value table:
+how often the optimal agent makes the bonus (100,000 games of seed 0). `gN-bonusT` is the
+small game with an upper bonus of 35 at T.
 
 For each small game (the six upper boxes, a few lower ones and the 50-point five of a kind; no
 upper bonus, no Yahtzee bonus, no Joker) it writes: the exact best chance to win of any player
@@ -39,6 +41,7 @@ from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind,
 from yahtzee_jax.solver.ceiling import exact_ceiling
 from yahtzee_jax.solver.match_cards import win_columns
 from yahtzee_jax.solver.match_exact import match_figures
+from yahtzee_jax.solver.native_play import play_optimal
 from yahtzee_jax.solver.target_table import target_tables
 
 _FIVE = Box("yahtzee", Kind.OF_A_KIND, 5, 50)
@@ -228,6 +231,24 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def plan_line(game: str, bonus_games: int = 100_000) -> str:
+    """The size of a game's exact solve (its win columns a seat, and CPU minutes at g11's pace)
+    and, with an upper bonus, how often the optimal agent makes it (`bonus_games` games of seed
+    0, the native engine): whether the bonus is a chase or a formality."""
+    rules = game_rules(game)
+    columns = win_columns(rules)
+    # 1.3 us a column: g11's 373 million in 481 CPU-s a seat (match_exact.md)
+    line = f"{game}: {columns:,} win columns a seat, about {1.3e-6 * columns / 60:.0f} CPU min"
+    if rules.upper_bonus_points:
+        played = play_optimal(rules, bonus_games, seed=0, threads=1)
+        line += (
+            f"; the optimal agent makes the bonus in {100 * played.upper_bonus.mean():.1f} % of "
+            f"{bonus_games:,} games (upper boxes {played.box_scores[:, :6].sum(1).mean():.1f} "
+            f"points, in all {played.total.mean():.1f})"
+        )
+    return line
+
+
 def main() -> None:
     """Compute the named games' parts and merge them into the results file."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -247,11 +268,7 @@ def main() -> None:
         return
     if args.plan:
         for game in args.games:
-            columns = win_columns(game_rules(game))
-            print(
-                # 1.3 us a column: g11's 373 million in 481 CPU-s a seat (match_exact.md)
-                f"{game}: {columns:,} win columns a seat, about {1.3e-6 * columns / 60:.0f} CPU min"
-            )
+            print(plan_line(game), flush=True)
         return
     record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")

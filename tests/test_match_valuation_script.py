@@ -9,6 +9,8 @@ import json
 import pytest
 from scripts import EXPERIMENTS, load_experiment_script
 
+from yahtzee_jax.errors import UserError
+
 CEILING = {"win_rate": 0.54, "optimal_win_rate": 0.49}
 
 
@@ -74,3 +76,17 @@ def test_small_games_with_an_upper_bonus_are_named_on_the_command_line(monkeypat
     assert games.game_rules("g7").upper_bonus_points == 0
     with pytest.raises(argparse.ArgumentTypeError, match=r"unknown game 'g12'.*gN-bonusT"):
         games.game_rules("g12")
+
+
+def test_the_plan_says_how_often_the_optimal_agent_makes_a_bonus(monkeypatch, tmp_path):
+    """`match_exact_small_games.py --plan`: a bonus at 1 point is made in every game (six upper
+    boxes all at 0 would be needed to miss it), one at 106 in none (the six hold 105 at most);
+    a game without a bonus says nothing of one, and a bonus at 0 is refused in one line."""
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", str(tmp_path))
+    small_games = load_experiment_script("match_exact_small_games")
+    assert "bonus" not in small_games.plan_line("g7", bonus_games=500)
+    assert "makes the bonus in 100.0 % of 500 games" in small_games.plan_line("g7-bonus1", 500)
+    assert "makes the bonus in 0.0 % of 500 games" in small_games.plan_line("g7-bonus106", 500)
+    with pytest.raises(UserError, match="threshold of 1 or more"):
+        small_games.game_rules("g7-bonus0")

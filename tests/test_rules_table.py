@@ -205,13 +205,18 @@ def test_the_solver_values_the_table_and_its_agents_play_it(tmp_path) -> None:
 
 
 def test_bad_tables_are_refused_with_a_clear_message() -> None:
-    """Upper boxes missing or out of order, no five-of-a-kind box, a straight off the dice."""
+    """Upper boxes missing or out of order, no five-of-a-kind box, a straight off the dice, an
+    upper bonus at 0 points (the card starts at its threshold: the engine would pay it always,
+    the solver, which pays it when a box brings the total there, never)."""
     lower = (Box("chance", Kind.CHANCE), Box("yacht", Kind.OF_A_KIND, 5, 50))
     for upper in (UPPER_BOXES[::-1], UPPER_BOXES[:5], (lower[0], *UPPER_BOXES)):
         with pytest.raises(UserError, match="six upper boxes come first"):
             Rules("bad", False, Joker.NONE, boxes=(*upper, *lower[-1:]))
     with pytest.raises(UserError, match="five-of-a-kind"):
         Rules("bad", False, Joker.NONE, boxes=(*UPPER_BOXES, lower[0]))
+    with pytest.raises(UserError, match="threshold of 1 or more"):
+        Rules("bad", False, Joker.NONE, upper_bonus_threshold=0)
+    Rules("no bonus", False, Joker.NONE, upper_bonus_threshold=0, upper_bonus_points=0)
     with pytest.raises(UserError, match="no possible straight"):
         run = Box("run", Kind.STRAIGHT, 5, 30, lowest=3)
         Rules("bad", False, Joker.NONE, boxes=(*UPPER_BOXES, run, *lower))

@@ -219,6 +219,10 @@ class Rules:
         first = [box.n if box.kind is Kind.UPPER else 0 for box in self.boxes[:NUM_FACES]]
         if upper != list(range(1, NUM_FACES + 1)) or first != upper:
             raise UserError(f"rules {self.name!r}: the six upper boxes come first, faces 1..6")
+        if self.upper_bonus_points and self.upper_bonus_threshold < 1:
+            # the solver pays the bonus when a box brings the upper total to the threshold;
+            # at 0 the card starts there, and the engine and the solver would disagree
+            raise UserError(f"rules {self.name!r}: an upper bonus needs a threshold of 1 or more")
         fives = [i for i, box in enumerate(self.boxes) if _is_five_alike(box)]
         if len(fives) != 1:
             raise UserError(f"rules {self.name!r}: need one five-of-a-kind box with fixed points")
