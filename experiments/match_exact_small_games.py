@@ -2,8 +2,8 @@
 
 Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10 (g7-bonus42 ...)]
            [--players target-seeker target-seeker-w0 win-seeker optimal] [--matches 20000]
-           [--seed 31] [--no-exact] [--no-draws] [--out results/match-exact/results.json] [--table]
-           [--plan]
+           [--seed 31] [--no-exact] [--no-draws] [--threads 2]
+           [--out results/match-exact/results.json] [--table] [--plan]
 
 `--plan` prints the size of each game's exact solve (its win columns a seat) and its CPU time
 at g11's pace, solving nothing but, for a game with an upper bonus, its solitaire value table:
@@ -137,13 +137,13 @@ def simulate(rules: Rules, player: str, matches: int, seed: int) -> dict[str, An
     }
 
 
-def exact_entry(rules: Rules, draws: bool = True) -> dict[str, Any]:
-    """The exact figures of one game: the best play (its draws if `draws`), the ceiling, the
-    optimal agent."""
+def exact_entry(rules: Rules, draws: bool = True, threads: int = 1) -> dict[str, Any]:
+    """The exact figures of one game: the best play (its draws if `draws`; on `threads` host
+    threads), the ceiling, the optimal agent."""
     started = time.perf_counter()
     ceiling = ceiling_of(rules)
     tables_s = time.perf_counter() - started
-    exact = match_figures(rules, draws=draws)
+    exact = match_figures(rules, draws=draws, threads=threads)
     print(
         f"{rules.name}: exact {100 * exact['win']:.3f} %, ceiling "
         f"{100 * ceiling['win_rate']:.3f} %, optimal {100 * ceiling['optimal_win_rate']:.3f} %",
@@ -257,11 +257,14 @@ def main() -> None:
     parser.add_argument("--players", nargs="*", choices=PLAYERS, default=list(PLAYERS))
     parser.add_argument("--no-exact", action="store_true", help="only the simulated players")
     parser.add_argument("--no-draws", action="store_true", help="the exact wins alone (half)")
+    parser.add_argument("--threads", type=int, default=1, help="host threads of each solve")
     parser.add_argument("--matches", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--out", default="results/match-exact/results.json")
     parser.add_argument("--table", action="store_true", help="print the results as markdown")
     args = parser.parse_args()
+    if args.threads < 1:
+        parser.error(f"--threads: 1 or more; got {args.threads}")
     out = Path(args.out)
     if args.table:
         print(table(json.loads(out.read_text())))
@@ -275,7 +278,12 @@ def main() -> None:
     for game in args.games:
         rules = game_rules(game)
         if not args.no_exact:
-            merge(out, game, "exact", exact_entry(rules, not args.no_draws) | {"machine": record})
+            merge(
+                out,
+                game,
+                "exact",
+                exact_entry(rules, not args.no_draws, args.threads) | {"machine": record},
+            )
         elif game in WHOLE_GAMES:  # no exact solve: the ceiling beside the players
             merge(out, game, "ceiling", ceiling_of(rules))
         for player in args.players:

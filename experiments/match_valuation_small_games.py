@@ -1,7 +1,7 @@
 """Exact win rates of the target-seeker's valuations on small games, and where they lose (issue 63).
 
 Usage: python experiments/match_valuation_small_games.py [--games g7 g8 g9 g10 g7-bonus42]
-           [--weights 1 0 0.5] [--from-turns] [--seats first second] [--no-best]
+           [--weights 1 0 0.5] [--from-turns] [--seats first second] [--no-best] [--threads 2]
            [--out results/match-exact/valuations.json] [--table]
 
 For each small game (`match_exact_small_games.game_rules`: `gN` without bonuses, a card its
@@ -43,7 +43,11 @@ SEATS = ("first", "second")
 
 
 def seats_win(
-    rules: Rules, weight: float | None, exact_from_turn: int | None, seats: tuple[str, ...]
+    rules: Rules,
+    weight: float | None,
+    exact_from_turn: int | None,
+    seats: tuple[str, ...],
+    threads: int = 1,
 ) -> dict[str, Any]:
     """My exact chance to win in `seats` and on average (seats alternated, when both): by the
     valuation of `weight` before my turn `exact_from_turn` (None: all turns), at best from it;
@@ -51,10 +55,12 @@ def seats_win(
     valuation = None
     if weight is not None:
         valuation = seeker_valuation(rules, weight, exact_from_turn=exact_from_turn)
-    return match_figures(rules, draws=False, valuation=valuation, seats=seats)
+    return match_figures(rules, draws=False, valuation=valuation, seats=seats, threads=threads)
 
 
-def best_and_ceiling(game: str, rules: Rules, seats: tuple[str, ...], best: bool) -> dict[str, Any]:
+def best_and_ceiling(
+    game: str, rules: Rules, seats: tuple[str, ...], best: bool, threads: int = 1
+) -> dict[str, Any]:
     """The exact best play's chances (from the exact results file, else solved; not at all
     unless `best`) and the ceiling."""
     known = json.loads((ROOT / EXACT_RESULTS).read_text())["games"].get(game, {})
@@ -65,7 +71,7 @@ def best_and_ceiling(game: str, rules: Rules, seats: tuple[str, ...], best: bool
         best = {"seats": {k: {"win": v["win"]} for k, v in exact["seats"].items()}}
         best |= {"win": exact["win"], "source": str(EXACT_RESULTS)}
     else:
-        best = seats_win(rules, None, None, seats)
+        best = seats_win(rules, None, None, seats, threads)
     return {"best": best, "ceiling": ceiling_of(rules)}
 
 
@@ -160,9 +166,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-best", action="store_true", help="leave the best play's solve out")
     parser.add_argument("--weights", nargs="*", type=float, default=[1.0, 0.0, 0.5])
     parser.add_argument("--from-turns", action="store_true", help="the valuation before turn t")
+    parser.add_argument("--threads", type=int, default=1, help="host threads of each solve")
     parser.add_argument("--out", default="results/match-exact/valuations.json")
     parser.add_argument("--table", action="store_true", help="print the results as markdown")
     args = parser.parse_args(argv)
+    if args.threads < 1:
+        parser.error(f"--threads: 1 or more; got {args.threads}")
     out = Path(args.out)
     if args.table:  # the summaries again (written by each merge), then the tables
         results = json.loads(out.read_text())
@@ -177,9 +186,11 @@ def main(argv: list[str] | None = None) -> None:
     for game in args.games:
         rules, seats = game_rules(game), tuple(args.seats)
         started = time.perf_counter()
-        merge(out, game, "reference", best_and_ceiling(game, rules, seats, not args.no_best))
+        best = best_and_ceiling(game, rules, seats, not args.no_best, args.threads)
+        merge(out, game, "reference", best)
         for weight in args.weights:
-            part = seats_win(rules, weight, None, seats) | {"weight": weight, "machine": record}
+            part = seats_win(rules, weight, None, seats, args.threads)
+            part |= {"weight": weight, "machine": record}
             merge(out, game, f"weight-{weight:g}", part)
             print(
                 f"{game} weight {weight:g}: {100 * part['win']:.3f} % "
@@ -188,7 +199,8 @@ def main(argv: list[str] | None = None) -> None:
             )
         if args.from_turns:
             for turn in range(1, rules.num_boxes):
-                part = seats_win(rules, 1.0, turn, seats) | {"from_turn": turn, "machine": record}
+                part = seats_win(rules, 1.0, turn, seats, args.threads)
+                part |= {"from_turn": turn, "machine": record}
                 merge(out, game, f"from-turn-{turn}", part)
                 print(
                     f"{game} hindsight before turn {turn}, best from it: "

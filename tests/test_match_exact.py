@@ -266,3 +266,21 @@ def test_a_solve_is_the_same_whatever_the_other_players_view_is_made_over(cache,
     for margin in (-12, 0, 5):
         assert consumed.win_chance(margin) == kept.win_chance(margin)
         assert consumed.draw_chance(margin) == kept.draw_chance(margin)
+
+
+def test_threads_give_the_same_bits_and_zero_threads_are_refused(cache):
+    """Two host threads solve a turn's other cards at once: the same chances to the bit as one,
+    for the best play with its draws and for a valuation's player; 0 threads: one line."""
+    from yahtzee_jax.solver.match_valuation import seeker_valuation
+
+    for valuation in (None, seeker_valuation(RULES, 0.5, cache)):
+        draws = valuation is None
+        one = solve_match(RULES, ME, MIDGAME, cache_dir=cache, valuation=valuation, draws=draws)
+        two = solve_match(
+            RULES, ME, MIDGAME, cache_dir=cache, valuation=valuation, draws=draws, threads=2
+        )
+        np.testing.assert_array_equal(two.turns[0].win.flat, one.turns[0].win.flat)
+        if draws:
+            np.testing.assert_array_equal(two.turns[0].draw.flat, one.turns[0].draw.flat)
+    with pytest.raises(UserError, match="threads: 1 or more"):
+        solve_match(RULES, ME, MIDGAME, cache_dir=cache, threads=0)

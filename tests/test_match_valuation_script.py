@@ -43,7 +43,8 @@ def test_main_merges_each_solve_and_prints_the_tables(script, tmp_path, monkeypa
     summary, and --table prints one row per valuation and the losses by turn."""
     chances = {None: 0.52, 1.0: 0.515, 0.5: 0.517}
 
-    def solved(rules, weight, exact_from_turn, seats):
+    def solved(rules, weight, exact_from_turn, seats, threads):
+        assert threads == 2  # --threads reaches every solve
         win = chances[weight] if exact_from_turn is None else 0.52 - 0.001 * exact_from_turn
         seat = {"win": win, "seconds": 1.0, "cpu_seconds": 1.0, "peak_rss_bytes": 1}
         return {"seats": dict.fromkeys(seats, seat), "win": win}
@@ -54,7 +55,8 @@ def test_main_merges_each_solve_and_prints_the_tables(script, tmp_path, monkeypa
     exact.write_text('{"games": {}}')
     monkeypatch.setattr(script, "EXACT_RESULTS", exact)
     out = tmp_path / "valuations.json"
-    script.main(["--games", "g7", "--weights", "1", "0.5", "--from-turns", "--out", str(out)])
+    command = ["--games", "g7", "--weights", "1", "0.5", "--from-turns", "--threads", "2"]
+    script.main([*command, "--out", str(out)])
     entry = json.loads(out.read_text())["games"]["g7"]
     assert {"reference", "weight-1", "weight-0.5", "summary"} <= set(entry)
     assert [f"from-turn-{t}" in entry for t in range(1, 7)] == [True] * 6

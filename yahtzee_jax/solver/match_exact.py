@@ -35,6 +35,7 @@ through its play. Their difference is the draw chance of my best play.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import itertools
 import os
@@ -291,12 +292,14 @@ def _solve_turn(
     draws: bool,
     choice: ValuationRows | None = None,
     consume: bool = False,
+    threads: int = 1,
 ) -> TurnRows:
     """The rows of one turn (`cards`: the mover's, the other's, the mover's after its move),
     the other card held fixed in each pass over the mover's cards. `value_table` None: the
     mover is me, playing for the win, or, given `choice` (a valuation's values of the turn's
     ends, an other card at a time), playing by those values with my chances carried through.
-    `draws`: the draw rows too. `consume`: `later`'s rows may be overwritten."""
+    `draws`: the draw rows too. `consume`: `later`'s rows may be overwritten. `threads`: other
+    cards solved at once (their rows are apart; the kernel lets go of the GIL)."""
     movers, others, after = cards
     names = ("win", "draw") if draws else ("win",)
     reading = {name: _next_reader(mover, others, after, later, name, consume) for name in names}
@@ -307,7 +310,8 @@ def _solve_turn(
     zeros = np.zeros(len(movers), np.int64)
     masks, uppers = np.divmod(movers.astype(np.int64), num_upper_totals(rules))
     step = len(movers) if kernel is not None else max(1, PIECE_COLUMNS // int(lengths.max() + 1))
-    for k in range(len(others)):
+
+    def solve_other_card(k: int) -> None:
         readers = {
             name: (rows.flat, _layout(rules, after, rows, k)) for name, rows in reading.items()
         }
@@ -332,6 +336,9 @@ def _solve_turn(
                         states, targets, wanted, flat, layout, rules, kernel, value_table
                     )
                 rows.flat[(rows.offsets[k, part][:, None] + targets)[wanted]] = chances
+
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        list(pool.map(solve_other_card, range(len(others))))  # list: raise what a card raised
     return TurnRows(mover, movers, others, tables["win"], tables.get("draw"))
 
 
@@ -345,6 +352,7 @@ def solve_match(
     kernel: Any = "load",
     draws: bool = True,
     valuation: Valuation | None = None,
+    threads: int = 1,
 ) -> MatchSolution:
     """The joint solve from the position `start` (my card, its card; `card_id`s), `first` to move.
 
@@ -358,10 +366,14 @@ def solve_match(
     "load" uses the solver's C kernel where it builds (else the NumPy passes, the same choices),
     None the NumPy passes.
     `draws` False leaves out the draw rows (half the work; `MatchSolution.outcome` then refuses).
+    `threads`: host threads, each solving a turn's rows for one of the other player's cards at a
+    time (the same bits for any number).
     """
     check_rules(rules)
     if policy not in POLICIES:
         raise UserError(f"unknown match policy {policy!r}; choose one of: {', '.join(POLICIES)}")
+    if threads < 1:
+        raise UserError(f"threads: 1 or more; got {threads}")
     if valuation is not None and policy != "win":
         raise UserError("a valuation plays my turns: it needs policy 'win', not 'expected'")
     if kernel == "load":
@@ -388,7 +400,7 @@ def solve_match(
         if mover == ME and valuation is not None:
             choice = valuation(others, after, most)
         later = _solve_turn(
-            rules, mover, cards, later, most, kernel, values, draws, choice, not keep_turns
+            rules, mover, cards, later, most, kernel, values, draws, choice, not keep_turns, threads
         )
         columns += sum(len(rows.flat) for rows in (later.win, later.draw) if rows is not None)
         if keep_turns:
@@ -415,15 +427,22 @@ def match_figures(
     draws: bool = True,
     valuation: Valuation | None = None,
     seats: tuple[str, ...] = ("first", "second"),
+    threads: int = 1,
 ) -> dict[str, Any]:
     """My exact chances to win and draw (None without `draws`) from the empty cards, in each of
     `seats` ("first", "second") and on average (seats alternated), with each solve's time and
-    memory; my turns by `valuation` where given (`solve_match`)."""
+    memory; my turns by `valuation` where given, on `threads` host threads (`solve_match`)."""
     solved = {}
     for name in seats:
         first = {"first": ME, "second": OPPONENT}[name]
         solution = solve_match(
-            rules, first, policy=policy, cache_dir=cache_dir, draws=draws, valuation=valuation
+            rules,
+            first,
+            policy=policy,
+            cache_dir=cache_dir,
+            draws=draws,
+            valuation=valuation,
+            threads=threads,
         )
         solved[name] = {
             "win": solution.win_chance(),
@@ -432,6 +451,7 @@ def match_figures(
             "cpu_seconds": solution.cpu_seconds,
             "columns": solution.columns,
             "peak_rss_bytes": solution.peak_rss_bytes,
+            "threads": threads,
         }
     return {
         "policy": policy,
