@@ -91,17 +91,27 @@ def summary(entry: dict[str, Any]) -> dict[str, Any]:
     best play's chance played from turn t less from turn t + 1, in points)."""
     if "best" not in entry["reference"]:  # solved apart (--no-best): merged in later
         return {}
-    best, ceiling = entry["reference"]["best"]["win"], entry["reference"]["ceiling"]
+    reference = entry["reference"]
+    best, ceiling = reference["best"]["win"], reference["ceiling"]
+    best_seats = set(reference["best"]["seats"])
+
+    def share(part: dict[str, Any]) -> float | None:
+        # the ceiling is the seats' average: a share only of both seats' average
+        return gap_fraction(part["win"], ceiling) if set(part["seats"]) == set(SEATS) else None
+
     weights = {
         key.split("-", 1)[1]: {
             "win": part["win"],
-            "gap_fraction": gap_fraction(part["win"], ceiling),
-            "points_under_best": 100 * (best - part["win"]),
+            "gap_fraction": share(part),
+            # against the best play in the same seats only
+            "points_under_best": 100 * (best - part["win"])
+            if set(part["seats"]) == best_seats
+            else None,
         }
         for key, part in entry.items()
         if key.startswith("weight-")
     }
-    out: dict[str, Any] = {"best_gap_fraction": gap_fraction(best, ceiling), "weights": weights}
+    out: dict[str, Any] = {"best_gap_fraction": share(reference["best"]), "weights": weights}
     turns = sorted(int(key.rsplit("-", 1)[1]) for key in entry if key.startswith("from-turn-"))
     if turns and "weight-1" in entry:
         played = (
@@ -140,10 +150,11 @@ def table(results: dict[str, Any]) -> str:
                 f"{100 * seats[seat]['win']:.2f}" if seat in seats else "not solved"
                 for seat in SEATS
             )
-            lines.append(
-                f"| {game} | {name} | {by_seat} / **{100 * part['win']:.3f} %** | "
-                f"{100 * share:.1f} % | {under:.3f} | {cpu:.0f} |"
-            )
+            mean = f"**{100 * part['win']:.3f} %**" if len(seats) == len(SEATS) else "one seat"
+            share_cell = "one seat" if share is None else f"{100 * share:.1f} %"
+            under_cell = "other seats" if under is None else f"{under:.3f}"
+            cells = [game, name, f"{by_seat} / {mean}", share_cell, under_cell, f"{cpu:.0f}"]
+            lines.append("| " + " | ".join(cells) + " |")
     most = max(len(e["summary"].get("turn_losses_points", [])) for e in results["games"].values())
     lines += [
         "",

@@ -92,3 +92,23 @@ def test_the_plan_says_how_often_the_optimal_agent_makes_a_bonus(monkeypatch, tm
     assert "makes the bonus in 0.0 % of 500 games" in small_games.plan_line("g7-bonus106", 500)
     with pytest.raises(UserError, match="threshold of 1 or more"):
         small_games.game_rules("g7-bonus0")
+
+
+def test_a_game_solved_in_one_seat_has_no_share_of_the_gap(script):
+    """The ceiling and the optimal agent's rate are both seats' averages: a game solved in its
+    first seat alone gets its points under the best play in that seat (52 - 51.8 = 0.2) and no
+    share of the gap, and the table says one seat instead of an average."""
+    first = {"first": {"win": 0.52, "cpu_seconds": 1.0}}
+    entry = {
+        "reference": {"best": {"win": 0.52, "seats": first}, "ceiling": CEILING},
+        "weight-1": {"win": 0.518, "seats": {"first": {"win": 0.518, "cpu_seconds": 1.0}}},
+    }
+    entry["summary"] = script.summary(entry)
+    assert entry["summary"]["best_gap_fraction"] is None
+    assert entry["summary"]["weights"]["1"]["gap_fraction"] is None
+    assert entry["summary"]["weights"]["1"]["points_under_best"] == pytest.approx(0.2)
+    printed = script.table({"games": {"g7-bonus58": entry}})
+    assert (
+        "| g7-bonus58 | hindsight weight 1 | 51.80 / not solved / one seat | one seat | 0.200 |"
+        in printed
+    )
