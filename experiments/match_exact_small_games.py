@@ -3,7 +3,7 @@
 Usage: python experiments/match_exact_small_games.py [--games g7 g8 g9 g10 (g7-bonus42 ...)]
            [--players target-seeker target-seeker-w0 win-seeker optimal] [--matches 20000]
            [--seed 31] [--no-exact] [--no-draws] [--threads 2]
-           [--out results/match-exact/results.json] [--table] [--plan]
+           [--out results/match-exact/results.json] [--table] [--plan [--plan-out FILE]]
 
 `--plan` prints the size of each game's exact solve (its win columns a seat) and its CPU time
 at g11's pace, solving nothing but, for a game with an upper bonus, its solitaire value table:
@@ -231,20 +231,39 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plan_line(game: str, bonus_games: int = 100_000) -> str:
+def plan_entry(game: str, bonus_games: int = 100_000) -> dict[str, Any]:
     """The size of a game's exact solve (its win columns a seat, and CPU minutes at g11's pace)
     and, with an upper bonus, how often the optimal agent makes it (`bonus_games` games of seed
     0, the native engine): whether the bonus is a chase or a formality."""
     rules = game_rules(game)
     columns = win_columns(rules)
     # 1.3 us a column: g11's 373 million in 481 CPU-s a seat (match_exact.md)
-    line = f"{game}: {columns:,} win columns a seat, about {1.3e-6 * columns / 60:.0f} CPU min"
+    entry: dict[str, Any] = {
+        "win_columns": columns,
+        "cpu_minutes_at_g11_pace": 1.3e-6 * columns / 60,
+    }
     if rules.upper_bonus_points:
         played = play_optimal(rules, bonus_games, seed=0, threads=1)
+        entry |= {
+            "bonus_games": bonus_games,
+            "bonus_rate": float(played.upper_bonus.mean()),
+            "upper_mean": float(played.box_scores[:, :6].sum(1).mean()),
+            "mean": float(played.total.mean()),
+        }
+    return entry
+
+
+def plan_line(game: str, entry: dict[str, Any]) -> str:
+    """`plan_entry`'s figures in one line."""
+    line = (
+        f"{game}: {entry['win_columns']:,} win columns a seat, "
+        f"about {entry['cpu_minutes_at_g11_pace']:.0f} CPU min"
+    )
+    if "bonus_rate" in entry:
         line += (
-            f"; the optimal agent makes the bonus in {100 * played.upper_bonus.mean():.1f} % of "
-            f"{bonus_games:,} games (upper boxes {played.box_scores[:, :6].sum(1).mean():.1f} "
-            f"points, in all {played.total.mean():.1f})"
+            f"; the optimal agent makes the bonus in {100 * entry['bonus_rate']:.1f} % of "
+            f"{entry['bonus_games']:,} games (upper boxes {entry['upper_mean']:.1f} points, "
+            f"in all {entry['mean']:.1f})"
         )
     return line
 
@@ -254,6 +273,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", nargs="+", type=game_name, default=["g7", "g8", "g9", "g10"])
     parser.add_argument("--plan", action="store_true", help="each exact solve's size; no solve")
+    parser.add_argument("--plan-out", help="--plan's figures also as JSON into this file")
     parser.add_argument("--players", nargs="*", choices=PLAYERS, default=list(PLAYERS))
     parser.add_argument("--no-exact", action="store_true", help="only the simulated players")
     parser.add_argument("--no-draws", action="store_true", help="the exact wins alone (half)")
@@ -270,8 +290,13 @@ def main() -> None:
         print(table(json.loads(out.read_text())))
         return
     if args.plan:
+        plans = {}
         for game in args.games:
-            print(plan_line(game), flush=True)
+            plans[game] = plan_entry(game)
+            print(plan_line(game, plans[game]), flush=True)
+        if args.plan_out:
+            record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+            write_json(Path(args.plan_out), {"machine": record, "games": plans})
         return
     record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")

@@ -87,9 +87,12 @@ def test_the_plan_says_how_often_the_optimal_agent_makes_a_bonus(monkeypatch, tm
     monkeypatch.syspath_prepend(str(EXPERIMENTS))
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", str(tmp_path))
     small_games = load_experiment_script("match_exact_small_games")
-    assert "bonus" not in small_games.plan_line("g7", bonus_games=500)
-    assert "makes the bonus in 100.0 % of 500 games" in small_games.plan_line("g7-bonus1", 500)
-    assert "makes the bonus in 0.0 % of 500 games" in small_games.plan_line("g7-bonus106", 500)
+    plain = small_games.plan_entry("g7", bonus_games=500)
+    assert "bonus" not in small_games.plan_line("g7", plain) and "bonus_rate" not in plain
+    always = small_games.plan_entry("g7-bonus1", 500)
+    assert always["bonus_rate"] == 1.0
+    assert "makes the bonus in 100.0 % of 500 games" in small_games.plan_line("g7-bonus1", always)
+    assert small_games.plan_entry("g7-bonus106", 500)["bonus_rate"] == 0.0
     with pytest.raises(UserError, match="threshold of 1 or more"):
         small_games.game_rules("g7-bonus0")
 
@@ -112,3 +115,17 @@ def test_a_game_solved_in_one_seat_has_no_share_of_the_gap(script):
         "| g7-bonus58 | hindsight weight 1 | 51.80 / not solved / one seat | one seat | 0.200 |"
         in printed
     )
+
+
+def test_the_plan_is_kept_as_json_with_its_machine(monkeypatch, tmp_path, capsys):
+    """`--plan --plan-out FILE` prints each game's line and writes the same figures, with the
+    command and machine, to FILE."""
+    monkeypatch.syspath_prepend(str(EXPERIMENTS))
+    small_games = load_experiment_script("match_exact_small_games")
+    out = tmp_path / "plan.json"
+    monkeypatch.setattr("sys.argv", ["x", "--plan", "--games", "g7", "--plan-out", str(out)])
+    small_games.main()
+    written = json.loads(out.read_text())
+    columns = written["games"]["g7"]["win_columns"]
+    assert f"g7: {columns:,} win columns a seat" in capsys.readouterr().out
+    assert "--plan-out" in written["machine"]["command"]

@@ -112,8 +112,6 @@ YAHTZEE_BOXES: tuple[Box, ...] = (
     Box("yahtzee", Kind.OF_A_KIND, 5, 50),
     Box("chance", Kind.CHANCE),
 )
-
-
 # Yacht as Chang's Figure 2 scores it, in his Figure 1 card order (his actions 32..43 follow it):
 # Four-of-a-Kind is the four matching dice, each straight one fixed run worth 30.
 YACHT_BOXES: tuple[Box, ...] = (
@@ -212,16 +210,13 @@ class Rules:
 
     def __post_init__(self) -> None:
         """Reject a table the engine cannot play (clear message instead of wrong numbers)."""
-        names = self.box_names
-        if len(set(names)) != len(names) or not names:
+        if len(set(self.box_names)) != len(self.box_names) or not self.box_names:
             raise UserError(f"rules {self.name!r}: box names must be unique and non-empty")
         upper = [box.n for box in self.boxes if box.kind is Kind.UPPER]
         first = [box.n if box.kind is Kind.UPPER else 0 for box in self.boxes[:NUM_FACES]]
         if upper != list(range(1, NUM_FACES + 1)) or first != upper:
             raise UserError(f"rules {self.name!r}: the six upper boxes come first, faces 1..6")
-        if self.upper_bonus_points and self.upper_bonus_threshold < 1:
-            # the solver pays the bonus when a box brings the upper total to the threshold;
-            # at 0 the card starts there, and the engine and the solver would disagree
+        if self.upper_bonus_points and self.upper_bonus_threshold < 1:  # a card starts there
             raise UserError(f"rules {self.name!r}: an upper bonus needs a threshold of 1 or more")
         fives = [i for i, box in enumerate(self.boxes) if _is_five_alike(box)]
         if len(fives) != 1:
