@@ -53,6 +53,7 @@ from yahtzee_jax.solver.match_cards import ME, OPPONENT, check_rules, layer, sch
 from yahtzee_jax.solver.states import num_upper_totals
 from yahtzee_jax.solver.target_layout import TargetLayout, most_to_come
 from yahtzee_jax.solver.target_turn import (
+    kernel_chances,
     piece_chances,
     roll_sources,
     stacked_moves,
@@ -249,18 +250,14 @@ def _carried_chances(
     maximises the `choose` rows' value at each column (the first best box, the keeps of highest
     expected value): each move's `choose` value is its value in `native.target_turn_start`.
     My chance to win chooses the draws' play; a valuation chooses both (`solve_match`)."""
-    after, allowed, _, shifts = stacked_moves(states, rules)
     state, offset = np.nonzero(wanted)
     need = targets[offset]
     (choose_flat, choose_layout), (carry_flat, carry_layout) = choose, carry
-    sources = roll_sources(rules)
     if kernel is not None:  # the kernel reads both tables' rows at each column's target
-        candidates = (carry_layout.rows[after], carry_layout.lengths[after], shifts)
-        chooser = (choose_layout.rows[after], choose_layout.lengths[after], choose_flat)
-        allowed_value = np.where(allowed, 0.0, -np.inf)
-        return native.target_turn_start(
-            candidates, sources, carry_flat, (state, need), kernel, allowed_value, chooser
-        )
+        columns = (state, need)
+        return kernel_chances(states, columns, *carry, rules, kernel, choose=choose)
+    after, allowed, _, shifts = stacked_moves(states, rules)
+    sources = roll_sources(rules)
     out = np.empty(len(state))
     for first in range(0, len(state), PIECE_COLUMNS):
         part = slice(first, first + PIECE_COLUMNS)

@@ -194,17 +194,24 @@ def kernel_chances(
     rules: Rules,
     kernel: ctypes.CDLL,
     value_table: np.ndarray | None = None,
+    choose: tuple[np.ndarray, TargetLayout] | None = None,
 ) -> np.ndarray:
     """The chances at the turn's start of `columns` (index into the n states, target d), by the
     C kernel (`native.target_turn_start`): `final_roll_chances` then `turn_start_chances`, the
-    same bits (with `value_table`, the value-maximiser's chances)."""
+    same bits (with `value_table`, the value-maximiser's chances; with `choose`, a table of
+    rows and where they lie, the chances of the play that maximises that table's chance of
+    each column's target)."""
     after, allowed, reward, shifts = stacked_moves(states, rules)
     candidates = (layout.rows[after], layout.lengths[after], shifts)
-    values = None
+    values, chooser = None, None
     if value_table is not None:
         values = _move_values(allowed, reward, after, value_table)
+    if choose is not None:
+        choose_flat, choose_layout = choose
+        values = np.where(allowed, 0.0, -np.inf)  # the kernel adds each row's chance to it
+        chooser = (choose_layout.rows[after], choose_layout.lengths[after], choose_flat)
     sources = roll_sources(rules)
-    return native.target_turn_start(candidates, sources, flat, columns, kernel, values)
+    return native.target_turn_start(candidates, sources, flat, columns, kernel, values, chooser)
 
 
 def piece_chances(
