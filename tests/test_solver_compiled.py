@@ -38,7 +38,7 @@ def test_compiled_chunk_equals_the_numpy_loop_bit_for_bit(variant):
             expected = []
             for chunk in run:
                 mask, upper, flag = chunk_indices(chunk)
-                numpy_options = value_table._yahtzee_options(options, mask, flag)
+                numpy_options = value_table.yahtzee_options_of(options, mask, flag)
                 final = solver_final_roll_values(mask, upper, flag, plan, numpy_options, future)
                 expected.append(turn_start_value(final))
             with jax.enable_x64(True):

@@ -34,7 +34,7 @@ def _numpy_loop_values(rules, table, chunk):
     """The NumPy loop's values of one chunk of states (`value_table._solve_chunk`, no write)."""
     base, *options = solver_score_tables(rules)
     mask, upper, flag = (part.astype(np.int64) for part in chunk)
-    yahtzee_options = value_table._yahtzee_options(options, mask, flag)
+    yahtzee_options = value_table.yahtzee_options_of(options, mask, flag)
     plan = final_roll_plan(base, rules)
     future = value_table._future_of(table)
     return turn_start_value(

@@ -19,11 +19,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import default_cache_dir
 from yahtzee_jax.game.rules import NUM_DICE, Rules
 from yahtzee_jax.host import usable_cpus
 from yahtzee_jax.solver.native import TILE, NativeError, NativeSolve, load_kernel
-from yahtzee_jax.solver.value_table import solve
+from yahtzee_jax.solver.value_table import solve, table_shape
 from yahtzee_jax.solver.widget_tables import (
     KEEP_OF_ACTION,
     KEEP_OFFSETS,
@@ -121,11 +122,18 @@ def play_optimal(
     threads: int | None = None,
     trace: bool = False,
     progress: bool = False,
+    value_table: np.ndarray | None = None,
 ) -> PlayedGames:
     """`num_games` whole games of optimal play under `rules` (the value table solved first if
     it is not cached), on `threads` host threads (default: one per usable CPU); with `trace`,
-    every roll's dice and keep action too; with `progress`, a bar of the turns played."""
-    value_table = np.ascontiguousarray(solve(rules, cache_dir=cache_dir).value_table)
+    every roll's dice and keep action too; with `progress`, a bar of the turns played. With
+    `value_table`, the same rule (a box's points plus the table's value after it, the keeps by
+    the widget on those) plays that table instead (`solver.discounted.policy_table`)."""
+    if value_table is None:
+        value_table = solve(rules, cache_dir=cache_dir).value_table
+    elif value_table.shape != table_shape(rules):
+        raise UserError(f"value_table has shape {value_table.shape}, not {table_shape(rules)}")
+    value_table = np.ascontiguousarray(value_table, np.float64)
     cache = str(cache_dir) if cache_dir is not None else str(default_cache_dir())
     kernel = load_kernel(cache)
     kernel.play_run.argtypes = [

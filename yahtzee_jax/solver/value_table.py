@@ -83,13 +83,13 @@ def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     assert _SOLVE_CONTEXT is not None
     value_table, plan, options = _SOLVE_CONTEXT
     mask, upper, flag = chunk_indices(chunk)
-    yahtzee_options = _yahtzee_options(options, mask, flag)
+    yahtzee_options = yahtzee_options_of(options, mask, flag)
     future = _future_of(value_table)
     final = solver_final_roll_values(mask, upper, flag, plan, yahtzee_options, future)
     value_table[mask, upper, flag] = turn_start_value(final)
 
 
-def _yahtzee_options(
+def yahtzee_options_of(
     options: list[np.ndarray], mask: np.ndarray, flag: np.ndarray
 ) -> tuple[np.ndarray, ...]:
     """The five-of-a-kinds' (points, legal, bonus) against each card, batch-last."""
