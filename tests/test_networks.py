@@ -159,3 +159,20 @@ def test_bfloat16_blocks_keep_float32_parameters_and_outputs(params) -> None:
     assert any(not np.array_equal(low, full) for full, low in zip(full_out, half_out, strict=True))
     with pytest.raises(Exception, match=r"network\.compute_dtype"):
         NetworkConfig(compute_dtype="float16")
+
+
+@pytest.mark.parametrize("value_head", ["state", "action"])
+def test_value_scale_multiplies_the_value_outputs_only(params, value_head):
+    """`network.value_scale` 100: the same weights give 100 times the values (V, and D with the
+    action-value head) and the same policy; a scale of 0 is refused in one line."""
+    config = dataclasses.replace(SMALL, value_head=value_head)
+    weights = init_params(config, FEATURES, jax.random.PRNGKey(3), OFFICIAL)
+    x = jax.random.normal(jax.random.PRNGKey(4), (5, feature_size(FEATURES, OFFICIAL)))
+    plain = YahtzeeNet(config, OFFICIAL.num_boxes).apply({"params": weights}, x)
+    scaled_config = dataclasses.replace(config, value_scale=100.0)
+    scaled = YahtzeeNet(scaled_config, OFFICIAL.num_boxes).apply({"params": weights}, x)
+    np.testing.assert_allclose(scaled.value, 100.0 * plain.value, rtol=1e-6)
+    np.testing.assert_array_equal(scaled.roll_log_probs, plain.roll_log_probs)
+    np.testing.assert_array_equal(scaled.score_logits, plain.score_logits)
+    with pytest.raises(Exception, match=r"^network.value_scale=0.0 must be > 0$"):
+        NetworkConfig(value_scale=0.0)

@@ -126,6 +126,10 @@ class NetworkConfig:
     # Yahtzee), Q = V + D: a learner reading it (PPO, `algo.action_value_share`) takes part of
     # each decision's advantage from Q, which no die rolled after the decision moves
     value_head: str = "state"
+    # Points per unit of the value head's outputs (V and D): with 100, the output layer works in
+    # hundreds of points, so Adam's steps of about lr move the values 100x faster (the gradients
+    # into the trunk grow by the same factor: divide algo.value_coef by it to keep them)
+    value_scale: float = 1.0
     # The hidden blocks' arithmetic: "bfloat16" halves their memory traffic on a GPU's tensor
     # cores; the parameters, the optimizer and the heads' outputs stay float32.
     compute_dtype: str = "float32"
@@ -138,6 +142,7 @@ class NetworkConfig:
         require(0.0 <= self.dropout < 1.0, f"network.dropout={self.dropout} must be in [0, 1)")
         check_choice("network.roll_head", self.roll_head, ("categorical", "bernoulli"))
         check_choice("network.value_head", self.value_head, ("state", "action"))
+        require(self.value_scale > 0, f"network.value_scale={self.value_scale} must be > 0")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -7,7 +7,8 @@ Block = Dense -> activation -> LayerNorm -> Dropout (the order of the paper's co
   turned into the exact log-probabilities of the 32 patterns so both share one code path;
 - score head: one logit per box of the rules (13 in Yahtzee); used or Joker-forbidden boxes are
   masked to -inf before the softmax;
-- value head: block without dropout -> Dense(1) -> ELU (values are never far below 0); with
+- value head: block without dropout -> Dense(1) -> ELU (values are never far below 0), times
+  `value_scale` points; with
   `value_head="action"` also D(s, a), one offset per engine action (keeps, then boxes) from a
   second linear output of the same block, initialised near 0: value[..., 0] is V(s),
   value[..., 1 + a] is D(s, a), and Q(s, a) = V(s) + D(s, a);
@@ -180,13 +181,14 @@ class YahtzeeNet(nn.Module):
             )
         if "value" in heads:
             value_hidden = self._block(trunk + 2, dropout=False)(head_input("value")[0], None)
-            value = nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(out(value_hidden)))
+            scale = self.config.value_scale  # points per unit of the outputs
+            value = scale * nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(out(value_hidden)))
             if self.config.value_head == "action":
                 # [V(s), D(s, a) for every action]: Q(s, a) = V(s) + D(s, a), D starting near
                 # 0, so an action seldom taken (its D seldom trained) is valued as its state
                 width = NUM_KEEP_ACTIONS + self.num_boxes
                 offsets = nn.Dense(width, kernel_init=_small_init, name=ACTION_VALUES)
-                value = jnp.concatenate([value, offsets(out(value_hidden))], axis=-1)
+                value = jnp.concatenate([value, scale * offsets(out(value_hidden))], axis=-1)
             else:
                 value = value[..., 0]
         if "upper" in heads:
