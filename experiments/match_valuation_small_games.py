@@ -2,7 +2,7 @@
 
 Usage: python experiments/match_valuation_small_games.py [--games g7 g8 g9 g10 g7-bonus42]
            [--weights 1 0 0.5] [--from-turns] [--seats first second] [--no-best] [--threads 2]
-           [--out results/match-exact/valuations.json] [--table]
+           [--out results/match-exact/valuations.json] [--table] [--merge FILE ...]
 
 For each small game (`match_exact_small_games.game_rules`: `gN` without bonuses, a card its
 filled boxes; `gN-bonusT` with an upper bonus of 35 at T, a card its boxes and capped upper
@@ -13,7 +13,9 @@ exact best play and the oracle's ceiling (from `--exact` results of `match_exact
 or solved here when missing) and its share of the oracle's gap. `--from-turns` also solves, for
 each turn t, the player who plays the valuation (w = 1) before its turn t and at best from it:
 the best play's chance less the valuation's is what it loses in all its turns, and the rise
-from one t to the next is what its turn t loses. Each part is merged into `--out` when done.
+from one t to the next is what its turn t loses. Each part is merged into `--out` when done;
+`--merge A B` merges files of one-seat solves run side by side (`--seats first --out A`,
+`--seats second --out B`) into `--out`, a part's win the seats' average.
 """
 
 from __future__ import annotations
@@ -81,6 +83,36 @@ def merge(out: Path, game: str, key: str, value: Any) -> None:
     entry = results["games"].setdefault(game, {})
     entry[key] = value
     entry["summary"] = summary(entry)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_json(out, results)
+
+
+def merge_seats(out: Path, sources: list[Path]) -> None:
+    """Merge the result files of solves run apart (`--seats first` in one, `second` in another)
+    into `out`: a part's seats join those already there (a seat solved again replaces its
+    figures), its win is both seats' average once both are in, and each seat merged in keeps
+    its run's machine record as `machine_<seat>_seat` beside the part's first `machine`."""
+    results = json.loads(out.read_text()) if out.exists() else {"games": {}}
+    for source in sources:
+        for game, incoming in json.loads(source.read_text())["games"].items():
+            entry = results["games"].setdefault(game, {})
+            for key, part in incoming.items():
+                if key == "summary":
+                    continue
+                if key == "reference":  # the one with the best play's chances wins
+                    if "best" in part or "reference" not in entry:
+                        entry[key] = part
+                    continue
+                if key not in entry:
+                    entry[key] = part
+                    continue
+                joined = entry[key]
+                joined["seats"] = {**joined["seats"], **part["seats"]}
+                for seat in part["seats"]:
+                    joined[f"machine_{seat}_seat"] = part["machine"]
+                wins = [seat["win"] for seat in joined["seats"].values()]
+                joined["win"] = sum(wins) / len(wins)
+            entry["summary"] = summary(entry)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, results)
 
@@ -180,10 +212,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="host threads of each solve")
     parser.add_argument("--out", default="results/match-exact/valuations.json")
     parser.add_argument("--table", action="store_true", help="print the results as markdown")
+    parser.add_argument(
+        "--merge", nargs="+", type=Path, help="merge these files' one-seat solves into --out"
+    )
     args = parser.parse_args(argv)
     if args.threads < 1:
         parser.error(f"--threads: 1 or more; got {args.threads}")
     out = Path(args.out)
+    if args.merge:
+        merge_seats(out, args.merge)
+        print(table(json.loads(out.read_text())))
+        return
     if args.table:  # the summaries again (written by each merge), then the tables
         results = json.loads(out.read_text())
         for entry in results["games"].values():

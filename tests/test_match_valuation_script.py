@@ -129,3 +129,38 @@ def test_the_plan_is_kept_as_json_with_its_machine(monkeypatch, tmp_path, capsys
     columns = written["games"]["g7"]["win_columns"]
     assert f"g7: {columns:,} win columns a seat" in capsys.readouterr().out
     assert "--plan-out" in written["machine"]["command"]
+
+
+def test_merge_joins_one_seat_solves_run_apart(script, tmp_path, capsys):
+    """`--merge A B`: g11's first seat (51.60 %, from A, solved without the best play) and its
+    second (52.28 %, from B) become one part of both seats winning their average 51.94 %, with
+    B's machine as `machine_second_seat` and the best play's reference kept; the summary then
+    has both seats' share of the gap. A seat merged again replaces its figures."""
+
+    def one_seat(seat: str, win: float, commit: str) -> dict:
+        part = {"win": win, "weight": 1.0, "machine": {"commit": commit}}
+        part["seats"] = {seat: {"win": win, "cpu_seconds": 1.0}}
+        return {"games": {"g11": {"reference": {"ceiling": CEILING}, "weight-1": part}}}
+
+    first, second, again = (tmp_path / name for name in ("a.json", "b.json", "c.json"))
+    first.write_text(json.dumps(one_seat("first", 0.516, "aaa")))
+    second.write_text(json.dumps(one_seat("second", 0.5228, "bbb")))
+    again.write_text(json.dumps(one_seat("second", 0.5230, "ccc")))
+    out = tmp_path / "valuations.json"
+    seats = {"first": {"win": 0.517}, "second": {"win": 0.5233}}
+    best = {"reference": {"best": {"win": 0.5201, "seats": seats}, "ceiling": CEILING}}
+    out.write_text(json.dumps({"games": {"g11": best}}))
+    script.main(["--merge", str(first), str(second), "--out", str(out)])
+    entry = json.loads(out.read_text())["games"]["g11"]
+    part = entry["weight-1"]
+    assert part["win"] == pytest.approx(0.5194)
+    assert set(part["seats"]) == {"first", "second"}
+    assert part["machine"]["commit"] == "aaa" and part["machine_second_seat"]["commit"] == "bbb"
+    assert entry["reference"]["best"]["win"] == 0.5201
+    # (51.94 - 49) / (54 - 49): the seats' average against the ceiling
+    assert entry["summary"]["weights"]["1"]["gap_fraction"] == pytest.approx(0.588)
+    assert "| g11 | hindsight weight 1 |" in capsys.readouterr().out
+    script.main(["--merge", str(again), "--out", str(out)])
+    part = json.loads(out.read_text())["games"]["g11"]["weight-1"]
+    assert part["win"] == pytest.approx((0.516 + 0.523) / 2)
+    assert part["machine_second_seat"]["commit"] == "ccc"
