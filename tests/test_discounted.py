@@ -150,4 +150,5 @@ def test_script_writes_each_gamma(tmp_path, monkeypatch):
     (row,) = results["rows"]
     assert row["gamma"] == 1.0 and row["games"] == 200
     assert row["discounted_value"] == pytest.approx(254.5877287345, abs=1e-9)
+    assert row["under_optimum"] == 0.0
     assert "cpu" in results["machine"] and "discounted_optimum.py" in results["machine"]["command"]
