@@ -32,14 +32,16 @@ def test_cpu_ppo_410k_is_cpu_ppo_shorter_with_a_higher_lr_and_a_stronger_curricu
 
 
 def test_cpu_ppo_3min_is_410k_in_80_percent_of_the_games_with_32_game_minibatches():
-    """327,680 of cpu-ppo-410k's 409,600 games and 32-game minibatches (eight optimizer steps an
-    epoch of a 256-game update, not two); the rest is cpu-ppo-410k's: an evaluation every 64 of
-    its 1,280 updates, chunks of 32."""
+    """327,680 of cpu-ppo-410k's 409,600 games, 32-game minibatches (eight optimizer steps an
+    epoch of a 256-game update, not two) and the discount from 0.99 to 1 over the last 30 % of
+    the updates; the rest is cpu-ppo-410k's: an evaluation every 64 of its 1,280 updates,
+    chunks of 32."""
     base, quick = resolve("cpu-ppo-410k"), resolve("cpu-ppo-3min")
+    algo = dataclasses.replace(
+        base.algo, games_per_minibatch=32, gamma_hold=0.7, gamma_anneal=0.3, gamma_end=1.0
+    )
     expected = dataclasses.replace(
-        base,
-        train=dataclasses.replace(base.train, total_games=327_680),
-        algo=dataclasses.replace(base.algo, games_per_minibatch=32),
+        base, train=dataclasses.replace(base.train, total_games=327_680), algo=algo
     )
     assert quick == expected
     assert quick.train.total_updates == 1_280 and quick.train.eval_interval == 64
@@ -47,6 +49,8 @@ def test_cpu_ppo_3min_is_410k_in_80_percent_of_the_games_with_32_game_minibatche
 
 
 MB64 = "algo.games_per_minibatch=64"  # cpu-ppo-3min as first committed (5a395bf)
+# cpu-ppo-3min before the discount's schedule (the twenty-eighth session): 0.99 throughout
+FIXED_GAMMA = ["algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
 
 
 @pytest.mark.parametrize(
@@ -55,16 +59,18 @@ MB64 = "algo.games_per_minibatch=64"  # cpu-ppo-3min as first committed (5a395bf
         ("cpu-ppo-410k", [], "pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0),
         ("cpu-ppo-410k", [], "cpu-ppo-410k-seed30", 30),
         ("cpu-ppo-410k", [], "cpu-ppo-410k-seed31", 31),
-        ("cpu-ppo-3min", [], "pilot21-seed0-mb32-328k-lr2.4e-3", 0),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed34", 34),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed35", 35),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed36", 36),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed37", 37),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed38", 38),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed39", 39),
-        ("cpu-ppo-3min", [MB64], "pilot21-seed0-mb64-328k-lr2.4e-3", 0),
-        ("cpu-ppo-3min", [MB64], "mb64-cpu-ppo-3min-seed32", 32),
-        ("cpu-ppo-3min", [MB64], "mb64-cpu-ppo-3min-seed33", 33),
+        ("cpu-ppo-3min", FIXED_GAMMA, "pilot21-seed0-mb32-328k-lr2.4e-3", 0),
+        ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed34", 34),
+        ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed35", 35),
+        ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed36", 36),
+        ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed37", 37),
+        ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed38", 38),
+        ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed39", 39),
+        ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "pilot21-seed0-mb64-328k-lr2.4e-3", 0),
+        ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "mb64-cpu-ppo-3min-seed32", 32),
+        ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "mb64-cpu-ppo-3min-seed33", 33),
+        ("cpu-ppo-3min", [], "pilot28-seed0-gamma-to-1-late", 0),
+        ("cpu-ppo-3min", FIXED_GAMMA, "pilot28-seed0-preset", 0),
     ],
 )
 def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
