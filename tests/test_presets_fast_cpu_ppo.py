@@ -70,6 +70,10 @@ FIXED_GAMMA = ["algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
         ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "mb64-cpu-ppo-3min-seed32", 32),
         ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "mb64-cpu-ppo-3min-seed33", 33),
         ("cpu-ppo-3min", [], "pilot28-seed0-gamma-to-1-late", 0),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed47", 47),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed48", 48),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed49", 49),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed50", 50),
         ("cpu-ppo-3min", FIXED_GAMMA, "pilot28-seed0-preset", 0),
     ],
 )
