@@ -84,3 +84,12 @@ def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
     reported figures are the preset's."""
     written = yaml.safe_load((RESULTS / run / "config.yaml").read_text())
     assert resolve(preset, None, [*more, f"train.seed={seed}"]) == from_dict(written)
+
+
+def test_ppo_250_is_cpu_ppo_four_times_longer_with_the_discount_to_1():
+    """3,276,800 games (four times cpu-ppo's), chunks of 32, and the discount from 0.99 to 1
+    between half and 80 % of the updates; the rest is cpu-ppo's."""
+    base, long = resolve("cpu-ppo"), resolve("ppo-250")
+    algo = dataclasses.replace(base.algo, gamma_hold=0.5, gamma_anneal=0.3, gamma_end=1.0)
+    train = dataclasses.replace(base.train, total_games=3_276_800, updates_per_chunk=32)
+    assert long == dataclasses.replace(base, train=train, algo=algo)
