@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
+from collections.abc import Callable
+
 import jax.numpy as jnp
 import numpy as np
 
@@ -67,3 +71,25 @@ def seven_box_rules(name: str) -> Rules:
 
     five = Box("yahtzee", Kind.OF_A_KIND, 5, 50)
     return Rules(name, False, Joker.NONE, (*UPPER_BOXES, five), upper_bonus_points=0)
+
+
+def enumerated_turn(score_now: Callable[[tuple[int, ...]], float], gamma: float = 1.0) -> float:
+    """A turn's value by plain enumeration of its rolls and keeps (sorted dice, every keep
+    mask): `score_now(dice)` values the final roll, and each keep decision is worth gamma times
+    its best keep's mean over the re-rolled dice (1: the undiscounted turn). The first roll is
+    no decision: the turn is the first keep's mean over it."""
+
+    @functools.cache
+    def roll_value(dice: tuple[int, ...], rerolls_left: int) -> float:
+        if rerolls_left == 0:
+            return score_now(dice)
+        keeps = {tuple(dice[i] for i in range(5) if mask >> i & 1) for mask in range(32)}
+        return gamma * max(keep_value(kept, rerolls_left) for kept in keeps)
+
+    @functools.cache
+    def keep_value(kept: tuple[int, ...], rerolls_left: int) -> float:
+        outcomes = itertools.product(range(1, 7), repeat=5 - len(kept))
+        values = [roll_value(tuple(sorted(kept + rolled)), rerolls_left - 1) for rolled in outcomes]
+        return sum(values) / len(values)
+
+    return keep_value((), 3)

@@ -5,13 +5,12 @@ discounted sum, and played by the native player."""
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import sys
 
 import numpy as np
 import pytest
-from positions import card_state, card_without, seven_box_rules
+from positions import card_state, card_without, enumerated_turn, seven_box_rules
 from scripts import EXPERIMENTS, load_experiment_script
 
 from yahtzee_jax.errors import UserError
@@ -49,22 +48,7 @@ def discounted_brute_force(card: dict[str, int], gamma: float) -> float:
                 )
             return best
 
-        @functools.cache
-        def roll_value(dice: tuple[int, ...], rerolls_left: int) -> float:
-            if rerolls_left == 0:
-                return score_now(dice)
-            keeps = {tuple(dice[i] for i in range(5) if mask >> i & 1) for mask in range(32)}
-            return gamma * max(keep_value(kept, rerolls_left) for kept in keeps)
-
-        @functools.cache
-        def keep_value(kept: tuple[int, ...], rerolls_left: int) -> float:
-            outcomes = itertools.product(range(1, 7), repeat=5 - len(kept))
-            values = [
-                roll_value(tuple(sorted(kept + rolled)), rerolls_left - 1) for rolled in outcomes
-            ]
-            return sum(values) / len(values)
-
-        return keep_value((), 3)  # the first roll is no decision: the first keep's expectation
+        return enumerated_turn(score_now, gamma)
 
     return turn_value(frozenset(card.items()))
 

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from positions import card_state, card_without
+from positions import card_state, card_without, enumerated_turn
 
 from yahtzee_jax.agents.widget_agents import make_optimal_agent
 from yahtzee_jax.commands.cli import main
@@ -147,22 +147,7 @@ def brute_force_value(card: dict[str, int], variant: str) -> float:
                 for box, (points, bonus) in options.items()
             )
 
-        @functools.cache
-        def roll_value(dice: tuple[int, ...], rerolls_left: int) -> float:
-            if rerolls_left == 0:
-                return score_now(dice)
-            keeps = {tuple(dice[i] for i in range(5) if mask >> i & 1) for mask in range(32)}
-            return max(keep_value(kept, rerolls_left) for kept in keeps)
-
-        @functools.cache
-        def keep_value(kept: tuple[int, ...], rerolls_left: int) -> float:
-            outcomes = itertools.product(range(1, 7), repeat=5 - len(kept))
-            values = [
-                roll_value(tuple(sorted(kept + rolled)), rerolls_left - 1) for rolled in outcomes
-            ]
-            return sum(values) / len(values)
-
-        return keep_value((), 3)  # the first roll is a re-roll of all five dice
+        return enumerated_turn(score_now)
 
     return game_value(frozenset(card.items()), 0)
 
