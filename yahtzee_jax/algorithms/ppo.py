@@ -206,7 +206,8 @@ def gae(
     G_t the lambda-returns of the training rewards bootstrapped from the rollout's values,
     A_t = G_t - V(s_t) (GAE(lambda)), with the action-value head less `action_value_share` of
     G_t - Q(s_t, a_t) (the dice rolled after the decision are in G_t, not in Q), normalised over
-    the whole batch when `algo.normalize_advantage`; the statistics are of A_t before that."""
+    the whole batch when `algo.normalize_advantage`; the statistics are of A_t before that (and
+    the update's gamma, `discount`)."""
     algo = context.config.algo
     gamma = discount(context, step)
     rewards = actor_critic.training_rewards(context, trajectory, gamma, step)
@@ -218,6 +219,7 @@ def gae(
         "advantage/mean": jnp.mean(advantage),
         "advantage/std": jnp.std(advantage),
         "value/explained_variance": explained_variance(trajectory.value, target),
+        "schedule/gamma": jnp.float32(gamma),
     }
     if algo.normalize_advantage:
         advantage = normalize(advantage)
@@ -292,7 +294,6 @@ def update(context: Context, state: TrainState) -> tuple[TrainState, Metrics]:
         **rollout_metrics,
         **advantage_stats,
         "schedule/learning_rate": learning_rate_at(context, state.step),
-        "schedule/gamma": jnp.float32(discount(context, state.step)),
     }
     new_state = state.replace(params=params, opt_state=opt_state, key=key, step=state.step + 1)
     return new_state, metrics
