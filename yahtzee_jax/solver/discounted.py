@@ -65,5 +65,5 @@ def solve_discounted(rules: Rules, gamma: float, down_to_filled: int = 0) -> np.
 
 def policy_table(rules: Rules, gamma: float) -> np.ndarray:
     """gamma V: the table whose optimal-agent rule (points plus the value after the box) plays
-    the discounted objective's best policy, contiguous for the native player."""
-    return np.ascontiguousarray(gamma * solve_discounted(rules, gamma))
+    the discounted objective's best policy."""
+    return gamma * solve_discounted(rules, gamma)
