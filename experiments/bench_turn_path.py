@@ -18,7 +18,6 @@ import argparse
 import dataclasses
 import json
 import os
-import sys
 import time
 from typing import Any
 
@@ -28,7 +27,7 @@ import numpy as np
 from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.agents.decision_table import make_decision_table_agent
 from yahtzee_jax.agents.widget_agents import WIDGET_CPU_BATCH_SIZE, make_optimal_agent
-from yahtzee_jax.commands.bench.machine import cpu_name, run_record
+from yahtzee_jax.commands.bench.machine import cpu_name, script_record
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.files import write_whole
 from yahtzee_jax.game.engine import State
@@ -91,7 +90,7 @@ def main() -> None:
         "note": args.note,
         "batch_size": WIDGET_CPU_BATCH_SIZE,
         "rules": "official",
-        "record": {**run_record([]), "command": " ".join(["python", *sys.argv])},
+        "record": script_record(),
         "rows": rows,
     }
     write_whole(args.json, json.dumps(out, indent=2) + "\n")

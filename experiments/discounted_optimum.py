@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.commands.bench.machine import script_record
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.discounted import policy_table
@@ -67,7 +66,7 @@ def main() -> None:
         parser.error(f"--games: 2 or more; got {args.games}")
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
-    results["machine"] = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+    results["machine"] = script_record()
     rows = {row["gamma"]: row for row in results.get("rows", [])}
     for gamma in args.gammas:
         row = entry(args.rules, gamma, args.games, args.seed) | {"rules": args.rules}

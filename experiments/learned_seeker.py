@@ -34,7 +34,7 @@ from yahtzee_jax.algorithms.target_rows_fit import (
     save_fit,
     teacher_rows,
 )
-from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.commands.bench.machine import script_record
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.states import filled_count
@@ -53,7 +53,7 @@ def fit_command(args: argparse.Namespace) -> None:
     fit = RowsFit(**{name: getattr(args, name) for name in HYPERPARAMETERS})
     out = Path(args.out)
     progress = check_progress(out, args.resume)
-    record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
+    record = script_record()
     started = time.perf_counter()
     layout = target_layout(rules)
     states = row_owners(layout)

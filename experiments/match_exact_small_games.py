@@ -28,13 +28,12 @@ import dataclasses
 import json
 import os
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from yahtzee_jax.agents import builtin_agent
-from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.commands.bench.machine import script_record
 from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import RULE_VARIANTS, UPPER_BOXES, Box, Joker, Kind, Rules
@@ -289,16 +288,15 @@ def main() -> None:
     if args.table:
         print(table(json.loads(out.read_text())))
         return
+    record = script_record()
     if args.plan:
         plans = {}
         for game in args.games:
             plans[game] = plan_entry(game)
             print(plan_line(game, plans[game]), flush=True)
         if args.plan_out:
-            record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
             write_json(Path(args.plan_out), {"machine": record, "games": plans})
         return
-    record = run_record([]) | {"command": " ".join(["python", *sys.argv])}
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
     for game in args.games:
         rules = game_rules(game)

@@ -24,14 +24,13 @@ import argparse
 import itertools
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from match_exact_small_games import ceiling_of, game_name, game_rules, gap_fraction
 
-from yahtzee_jax.commands.bench.machine import run_record
+from yahtzee_jax.commands.bench.machine import script_record
 from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.match_exact import match_figures
@@ -230,8 +229,7 @@ def main(argv: list[str] | None = None) -> None:
         write_json(out, results)
         print(table(results))
         return
-    words = sys.argv if argv is None else [__file__, *argv]
-    record = run_record([]) | {"command": " ".join(["python", *words])}
+    record = script_record(None if argv is None else [__file__, *argv])
     record["cache_dir"] = os.environ.get("YAHTZEE_JAX_CACHE")
     for game in args.games:
         rules, seats = game_rules(game), tuple(args.seats)

@@ -222,3 +222,15 @@ def test_machine_reads_the_cpu_model_and_its_vector_level(tmp_path, monkeypatch)
     assert machine.cpu_name() == machine.cpu_model()
     cpuinfo.unlink()
     assert machine.vector_level() == "" and machine.cpu_model()
+
+
+def test_a_scripts_record_names_its_python_command(monkeypatch):
+    """`script_record`: the run's record (commit, CPU, load) with the command as the shell ran
+    it, `python` and the script's words (sys.argv unless given)."""
+    from yahtzee_jax.commands.bench.machine import script_record
+
+    monkeypatch.setattr("sys.argv", ["experiments/x.py", "--games", "g7"])
+    record = script_record()
+    assert record["command"] == "python experiments/x.py --games g7"
+    assert {"commit", "cpu", "cpu_count", "load_average_at_start", "started"} <= set(record)
+    assert script_record(["y.py", "--b"])["command"] == "python y.py --b"

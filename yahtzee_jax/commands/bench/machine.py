@@ -7,6 +7,7 @@ import os
 import platform
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +71,9 @@ def run_record(argv: list[str]) -> dict[str, Any]:
         "load_average_at_start": list(os.getloadavg()),
         "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def script_record(words: list[str] | None = None) -> dict[str, Any]:
+    """`run_record` of a script run as `python SCRIPT ARGS` (`words`, default `sys.argv`)."""
+    words = sys.argv if words is None else words
+    return run_record([]) | {"command": " ".join(["python", *words])}
