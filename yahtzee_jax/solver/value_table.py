@@ -81,12 +81,25 @@ _SOLVE_LOCK = threading.Lock()
 def _solve_chunk(chunk: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
     """Value the turn-start states (mask, upper total, flag) of one chunk into the table."""
     assert _SOLVE_CONTEXT is not None
-    value_table, plan, options = _SOLVE_CONTEXT
+    value_chunk(*_SOLVE_CONTEXT, chunk)
+
+
+def value_chunk(
+    value_table: np.ndarray,
+    plan: FinalRollPlan,
+    options: list[np.ndarray],
+    chunk: tuple[np.ndarray, np.ndarray, np.ndarray],
+    discount: float = 1.0,
+) -> None:
+    """Value one chunk's turn-start states into `value_table` by the NumPy loop, the later
+    layers already in it; `discount` < 1 at each of a turn's three decisions (a box's future
+    once, the turn's two keeps before it: `solver.discounted`), 1 the game's own score."""
     mask, upper, flag = chunk_indices(chunk)
     yahtzee_options = yahtzee_options_of(options, mask, flag)
-    future = _future_of(value_table)
+    future = _future_of(value_table, discount)
     final = solver_final_roll_values(mask, upper, flag, plan, yahtzee_options, future)
-    value_table[mask, upper, flag] = turn_start_value(final)
+    values = turn_start_value(final)
+    value_table[mask, upper, flag] = values if discount == 1.0 else discount**2 * values
 
 
 def yahtzee_options_of(
@@ -97,11 +110,13 @@ def yahtzee_options_of(
     return points.transpose(1, 2, 0), legal.transpose(1, 2, 0), bonus.T
 
 
-def _future_of(value_table: np.ndarray) -> Any:
-    """The `future` of `solver_final_roll_values`: a state's value from the table."""
+def _future_of(value_table: np.ndarray, discount: float = 1.0) -> Any:
+    """The `future` of `solver_final_roll_values`: a state's value from the table (times
+    `discount` where it is not 1)."""
 
     def future(next_mask: np.ndarray, next_upper: np.ndarray, next_flag: np.ndarray) -> np.ndarray:
-        return value_table[next_mask, next_upper, next_flag]
+        values = value_table[next_mask, next_upper, next_flag]
+        return values if discount == 1.0 else discount * values
 
     return future
 
