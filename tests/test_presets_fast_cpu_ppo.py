@@ -48,17 +48,19 @@ def test_cpu_ppo_3min_is_410k_in_80_percent_of_the_games_with_32_game_minibatche
     assert quick.train.chunk_updates == 32 and quick.train.final_eval_games == 100_000
 
 
+# every run before the twenty-ninth session trained with the paper's dropout
+DROP = "network.dropout=0.1"
 MB64 = "algo.games_per_minibatch=64"  # cpu-ppo-3min as first committed (5a395bf)
 # cpu-ppo-3min before the discount's schedule (the twenty-eighth session): 0.99 throughout
-FIXED_GAMMA = ["algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
+FIXED_GAMMA = [DROP, "algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
 
 
 @pytest.mark.parametrize(
     ("preset", "more", "run", "seed"),
     [
-        ("cpu-ppo-410k", [], "pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0),
-        ("cpu-ppo-410k", [], "cpu-ppo-410k-seed30", 30),
-        ("cpu-ppo-410k", [], "cpu-ppo-410k-seed31", 31),
+        ("cpu-ppo-410k", [DROP], "pilot-seed0-w128-410k-lr2.4e-3-bonus8", 0),
+        ("cpu-ppo-410k", [DROP], "cpu-ppo-410k-seed30", 30),
+        ("cpu-ppo-410k", [DROP], "cpu-ppo-410k-seed31", 31),
         ("cpu-ppo-3min", FIXED_GAMMA, "pilot21-seed0-mb32-328k-lr2.4e-3", 0),
         ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed34", 34),
         ("cpu-ppo-3min", FIXED_GAMMA, "cpu-ppo-3min-seed35", 35),
@@ -69,12 +71,15 @@ FIXED_GAMMA = ["algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
         ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "pilot21-seed0-mb64-328k-lr2.4e-3", 0),
         ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "mb64-cpu-ppo-3min-seed32", 32),
         ("cpu-ppo-3min", [MB64, *FIXED_GAMMA], "mb64-cpu-ppo-3min-seed33", 33),
-        ("cpu-ppo-3min", [], "pilot28-seed0-gamma-to-1-late", 0),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed47", 47),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed48", 48),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed49", 49),
-        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed50", 50),
+        ("cpu-ppo-3min", [DROP], "pilot28-seed0-gamma-to-1-late", 0),
+        ("cpu-ppo-3min", [DROP], "cpu-ppo-3min-seed47", 47),
+        ("cpu-ppo-3min", [DROP], "cpu-ppo-3min-seed48", 48),
+        ("cpu-ppo-3min", [DROP], "cpu-ppo-3min-seed49", 49),
+        ("cpu-ppo-3min", [DROP], "cpu-ppo-3min-seed50", 50),
         ("cpu-ppo-3min", FIXED_GAMMA, "pilot28-seed0-preset", 0),
+        ("cpu-ppo-3min", [], "pilot29-seed0-dropout0", 0),
+        ("cpu-ppo-3min", [], "pilot29-seed1-dropout0", 1),
+        ("cpu-ppo-3min", [], "pilot29-seed2-dropout0", 2),
     ],
 )
 def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
@@ -87,9 +92,25 @@ def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
 
 
 def test_ppo_250_is_cpu_ppo_four_times_longer_with_the_discount_to_1():
-    """3,276,800 games (four times cpu-ppo's), chunks of 32, and the discount from 0.99 to 1
-    between half and 80 % of the updates; the rest is cpu-ppo's."""
+    """3,276,800 games (four times cpu-ppo's), chunks of 32, 32-game minibatches, and the
+    discount from 0.99 to 1 between half and 80 % of the updates; the rest is cpu-ppo's."""
     base, long = resolve("cpu-ppo"), resolve("ppo-250")
-    algo = dataclasses.replace(base.algo, gamma_hold=0.5, gamma_anneal=0.3, gamma_end=1.0)
+    algo = dataclasses.replace(
+        base.algo, games_per_minibatch=32, gamma_hold=0.5, gamma_anneal=0.3, gamma_end=1.0
+    )
     train = dataclasses.replace(base.train, total_games=3_276_800, updates_per_chunk=32)
     assert long == dataclasses.replace(base, train=train, algo=algo)
+
+
+@pytest.mark.parametrize(
+    ("run", "more", "seed"),
+    [
+        ("ppo-250-dropout-seed0/dropout0-mb32", [], 0),
+        ("ppo-250-dropout-seed0/dropout0", ["algo.games_per_minibatch=128"], 0),
+    ],
+)
+def test_the_committed_ppo_250_runs_are_the_presets_config(run, more, seed):
+    """The seed-0 pilots that chose ppo-250's dropout 0 and 32-game minibatches wrote, field for
+    field, the config ppo-250 (with `more`) resolves to at that seed."""
+    written = yaml.safe_load((RESULTS.parent / run / "config.yaml").read_text())
+    assert resolve("ppo-250", None, [*more, f"train.seed={seed}"]) == from_dict(written)
