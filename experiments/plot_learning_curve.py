@@ -1,12 +1,13 @@
 """Plot learning curves (periodic evaluation mean vs training games) of one or more runs.
 
 Usage: python experiments/plot_learning_curve.py RUN_DIR [RUN_DIR ...] [--out OUT.png]
-           [--reference LABEL=VALUE ...] [--title TITLE] [--x games|wall]
+           [--reference LABEL=VALUE ...] [--title TITLE] [--x games|wall] [--label NAME ...]
 
 One run: RUN_DIR/learning_curve.png (or --out) with a +-1 std band. Several runs: one line
 each in --out (default learning_curves.png), e.g. to compare the settings of an ablation;
 ``--reference "paper A2C 250K=230.38"`` draws a dashed horizontal line; ``--x wall`` puts
-wall time (minutes since each run started, as logged in evals.jsonl) on the x axis.
+wall time (minutes since each run started, as logged in evals.jsonl) on the x axis; ``--label``,
+once per run in order, names the lines (default: each run directory's name).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--reference", type=_reference, action="append", default=[])
     parser.add_argument("--title", default="Learning curves", help="plot title (several runs)")
     parser.add_argument("--x", choices=("games", "wall"), default="games", help="x axis")
+    parser.add_argument("--label", action="append", default=[], help="a line's name, per run")
     args = parser.parse_args(argv)
     return exit_status(lambda: print(_plot(args)))
 
@@ -44,10 +46,13 @@ def main(argv: list[str]) -> int:
 def _plot(args: argparse.Namespace) -> Path:
     if len(args.run_dirs) == 1 and not args.reference and args.x == "games":
         return plot_learning_curve(args.run_dirs[0], args.out)
+    labels = args.label or [run_dir.name for run_dir in args.run_dirs]
+    if len(labels) != len(args.run_dirs) or len(set(labels)) != len(labels):
+        raise UserError(f"--label: {len(labels)} distinct names for {len(args.run_dirs)} runs")
     curves = {}
-    for run_dir in args.run_dirs:
-        curves[run_dir.name] = read_evals(run_dir / EVALS_FILE)
-        if not curves[run_dir.name]:
+    for label, run_dir in zip(labels, args.run_dirs, strict=True):
+        curves[label] = read_evals(run_dir / EVALS_FILE)
+        if not curves[label]:
             raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
     out = args.out or Path("learning_curves.png")
     return plot_learning_curves(curves, out, args.title, dict(args.reference), args.x)

@@ -80,6 +80,10 @@ FIXED_GAMMA = [DROP, "algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
         ("cpu-ppo-3min", [], "pilot29-seed0-dropout0", 0),
         ("cpu-ppo-3min", [], "pilot29-seed1-dropout0", 1),
         ("cpu-ppo-3min", [], "pilot29-seed2-dropout0", 2),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed51", 51),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed52", 52),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed53", 53),
+        ("cpu-ppo-3min", [], "cpu-ppo-3min-seed54", 54),
     ],
 )
 def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
@@ -107,10 +111,21 @@ def test_ppo_250_is_cpu_ppo_four_times_longer_with_the_discount_to_1():
     [
         ("ppo-250-dropout-seed0/dropout0-mb32", [], 0),
         ("ppo-250-dropout-seed0/dropout0", ["algo.games_per_minibatch=128"], 0),
+        ("ppo-250-seed21", [], 21),
+        ("ppo-250-seed22", [], 22),
     ],
 )
 def test_the_committed_ppo_250_runs_are_the_presets_config(run, more, seed):
-    """The seed-0 pilots that chose ppo-250's dropout 0 and 32-game minibatches wrote, field for
-    field, the config ppo-250 (with `more`) resolves to at that seed."""
+    """The seed-0 pilots that chose ppo-250's dropout 0 and 32-game minibatches, and the runs on
+    the reporting seeds 21 and 22, wrote, field for field, the config ppo-250 (with `more`)
+    resolves to at that seed."""
     written = yaml.safe_load((RESULTS.parent / run / "config.yaml").read_text())
     assert resolve("ppo-250", None, [*more, f"train.seed={seed}"]) == from_dict(written)
+
+
+def test_the_committed_cpu_ppo_run_is_the_presets_config():
+    """The reporting run behind the README's 249.58 (`make train`'s preset, seed 55) wrote, field
+    for field, the config cpu-ppo resolves to at that seed: without dropout."""
+    written = yaml.safe_load((RESULTS.parent / "cpu-ppo-seed55" / "config.yaml").read_text())
+    assert resolve("cpu-ppo", None, ["train.seed=55"]) == from_dict(written)
+    assert written["network"]["dropout"] == 0.0

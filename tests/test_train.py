@@ -109,9 +109,10 @@ def test_learning_curves_against_wall_time():
         learning_curves_figure({"a": rows}, "t", x_axis="updates")
 
 
-def test_learning_curve_script_compares_runs(tmp_path, capsys):
-    """experiments/plot_learning_curve.py overlays several runs with a reference line, and
-    answers a run without evaluations or a malformed reference with exit status 2."""
+def test_learning_curve_script_compares_runs(tmp_path, capsys, monkeypatch):
+    """experiments/plot_learning_curve.py overlays several runs with a reference line, names
+    the lines by --label, and answers a run without evaluations, a malformed reference or a
+    wrong number of labels with exit status 2."""
     script = load_experiment_script("plot_learning_curve")
     for name, offset in (("run_a", 0.0), ("run_b", 5.0)):
         rows = [
@@ -138,6 +139,12 @@ def test_learning_curve_script_compares_runs(tmp_path, capsys):
     assert (tmp_path / "run_a" / "learning_curve.png").exists()
     (tmp_path / "empty").mkdir()
     assert script.main([str(tmp_path / "run_a"), str(tmp_path / "empty")]) == 2
+    drawn = {}
+    monkeypatch.setattr(script, "plot_learning_curves", lambda curves, *_: drawn.update(curves))
+    assert script.main([*argv, "--label", "with dropout", "--label", "without"]) == 0
+    assert list(drawn) == ["with dropout", "without"] and drawn["without"][0]["mean"] == 65.0
+    assert script.main([*argv, "--label", "only one"]) == 2  # one name for two runs
+    assert script.main([*argv, "--label", "same", "--label", "same"]) == 2
     assert "no evaluations" in capsys.readouterr().err
     with pytest.raises(SystemExit) as error:
         script.main([*argv, "--reference", "paper"])
