@@ -102,6 +102,7 @@ class Report:
 MORE_PAGES = (
     "docs/two_player/*.md",
     "docs/learners/*.md",
+    "docs/speed/results.md",
     "docs/speed/solver.md",
 )
 
