@@ -103,6 +103,7 @@ MORE_PAGES = (
     "docs/two_player/*.md",
     "docs/learners/*.md",
     "docs/speed/results.md",
+    "docs/td_planner/*.md",
     "docs/speed/solver.md",
 )
 
