@@ -89,6 +89,7 @@ FIXED_GAMMA = [DROP, "algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
         ("ppo-250", ["algo.games_per_minibatch=128"], "ppo-250-dropout-seed0/dropout0", 0),
         ("ppo-250", [], "ppo-250-seed21", 21),
         ("ppo-250", [], "ppo-250-seed22", 22),
+        ("ppo-253", [], "ppo-253-seed24", 24),
     ],
 )
 def test_the_committed_runs_are_the_presets_config(preset, more, run, seed):
@@ -109,6 +110,19 @@ def test_ppo_250_is_cpu_ppo_four_times_longer_with_the_discount_to_1():
     )
     train = dataclasses.replace(base.train, total_games=3_276_800, updates_per_chunk=32)
     assert long == dataclasses.replace(base, train=train, algo=algo)
+
+
+def test_ppo_253_is_ppo_250_at_width_256_for_5m_games():
+    """ppo-253 is ppo-250 (no dropout, 32-game minibatches, the discount to 1) at ppo-252's
+    width 256 and learning rate 4e-4, for 5,242,880 games (20,480 updates of 256)."""
+    base, wide = resolve("ppo-250"), resolve("ppo-253")
+    assert resolve("ppo-252").network.hidden_size == 256
+    assert resolve("ppo-252").optim.lr == 4e-4
+    network = dataclasses.replace(base.network, hidden_size=256)
+    optim = dataclasses.replace(base.optim, lr=4e-4)
+    train = dataclasses.replace(base.train, total_games=5_242_880)
+    assert wide == dataclasses.replace(base, network=network, optim=optim, train=train)
+    assert wide.train.total_games // wide.train.games_per_update == 20_480
 
 
 def test_the_committed_cpu_ppo_run_trained_without_dropout():
