@@ -58,6 +58,16 @@ def test_a_number_the_artifact_holds_passes_and_a_changed_one_fails() -> None:
     assert len(found) == 2 and "7 min 9 s" in found[0] and "246.47" in found[1]
 
 
+def test_a_time_in_hours_minutes_and_seconds_is_read_whole() -> None:
+    """ppo-253 seed 24's wall.txt holds 1:43:38.xx: "1 h 43 min 38 s" passes as one time (the
+    two-unit reading would take "1 h 43 min" and fail), "1 h 43 min 48 s" fails."""
+    run = "`results/ppo-253-seed24/`"
+    assert CLAIMS.claims("in 1 h 43 min 38 s") == [("1 h 43 min 38 s", 6218.0)]
+    assert unit_problems(f"It took 1 h 43 min 38 s, {run}.") == []
+    found = unit_problems(f"It took 1 h 43 min 48 s, {run}.")
+    assert len(found) == 1 and "1 h 43 min 48 s" in found[0]
+
+
 def test_seeds_dates_and_code_are_not_claims() -> None:
     """A seed number, a date, a clock time and a number inside code are not read as figures."""
     assert CLAIMS.claims("seed 29, 2026-11-28 09:01:48, `--games 777`, issue 65") == []
