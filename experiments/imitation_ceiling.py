@@ -51,6 +51,13 @@ RUNS = {
     # a second reporting seed of the preset itself (its own seed in place of SEED)
     "w128-seed2": ["train.seed=2"],
     "w256-seed2": ["network.hidden_size=256", "train.seed=2"],
+    # without dropout, as the model-free presets train since the twenty-ninth session
+    "w256-2x-dropout0": [
+        "network.hidden_size=256",
+        "train.total_games=819200",
+        "network.dropout=0",
+    ],
+    "w128-8x-dropout0": ["train.total_games=3276800", "network.dropout=0"],
 }
 MACHINE = "2-core AMD EPYC with AVX-512, shared"
 # Reinforcement at these shapes, (games, 100,000-game score) of the committed runs:
