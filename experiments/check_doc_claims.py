@@ -265,7 +265,7 @@ def agrees(value: float, text: str) -> bool:
 
 
 def claims(text: str) -> list[tuple[str, float | None]]:
-    """The numbers of a unit's prose: (as printed, seconds for a two-unit time else None)."""
+    """The numbers of a unit's prose: (as printed, seconds for a time in units else None)."""
     prose = re.sub(r"`[^`]*`|\]\([^)]*\)|<[^>]*>|\[[^\]]*\]\(|^\| \d+\. ", " ", text)
     found: list[tuple[str, float | None]] = []
     for hours, minutes, seconds in HOURS_MINUTES_SECONDS.findall(prose):

@@ -59,7 +59,7 @@ def test_a_number_the_artifact_holds_passes_and_a_changed_one_fails() -> None:
 
 
 def test_a_time_in_hours_minutes_and_seconds_is_read_whole() -> None:
-    """ppo-253 seed 24's wall.txt holds 1:43:38.xx: "1 h 43 min 38 s" passes as one time (the
+    """ppo-253 seed 24's wall.txt holds 1:43:38: "1 h 43 min 38 s" passes as one time (the
     two-unit reading would take "1 h 43 min" and fail), "1 h 43 min 48 s" fails."""
     run = "`results/ppo-253-seed24/`"
     assert CLAIMS.claims("in 1 h 43 min 38 s") == [("1 h 43 min 38 s", 6218.0)]
