@@ -52,9 +52,9 @@ SPEC = ROOT / "experiments" / "readme_figures.yaml"
 NUMBER = re.compile(
     r"(?<![\w.,/-])(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![0-9A-Za-wyz_]|[.,]\d)"
 )
-# A time written in two units: "8 min 24 s", "1 h 5 min"; or three: "1 h 43 min 38 s".
-COMPOUND = re.compile(r"\b(\d+) (h|min) (\d+(?:\.\d+)?) (min|s)\b")
-HOURS_MINUTES_SECONDS = re.compile(r"\b(\d+) h (\d+) min (\d+(?:\.\d+)?) s\b")
+# A time written in two or three units: "8 min 24 s", "1 h 5 min", "1 h 43 min 38 s".
+TIME_IN_UNITS = re.compile(r"\b\d+ (?:h|min)(?: \d+(?:\.\d+)? (?:min|s)){1,2}\b")
+UNIT_SECONDS = {"h": 3600, "min": 60, "s": 1}
 # Not claims: dates, clock times, and numbers that name a seed, an issue, a stop, a table...
 NOT_A_CLAIM = re.compile(
     r"\d{4}-\d{2}-\d{2}(?:[T ][\d:]+Z?)?|\b\d{1,2}:\d{2}(?::\d{2})?\b"
@@ -268,15 +268,10 @@ def claims(text: str) -> list[tuple[str, float | None]]:
     """The numbers of a unit's prose: (as printed, seconds for a time in units else None)."""
     prose = re.sub(r"`[^`]*`|\]\([^)]*\)|<[^>]*>|\[[^\]]*\]\(|^\| \d+\. ", " ", text)
     found: list[tuple[str, float | None]] = []
-    for hours, minutes, seconds in HOURS_MINUTES_SECONDS.findall(prose):
-        whole = int(hours) * 3600 + int(minutes) * 60 + float(seconds)
-        found.append((f"{hours} h {minutes} min {seconds} s", whole))
-    prose = HOURS_MINUTES_SECONDS.sub(" ", prose)
-    for first, unit_1, second, unit_2 in COMPOUND.findall(prose):
-        size = {"h": 3600, "min": 60, "s": 1}
-        seconds = int(first) * size[unit_1] + float(second) * size[unit_2]
-        found.append((f"{first} {unit_1} {second} {unit_2}", seconds))
-    prose = NOT_A_CLAIM.sub(" ", COMPOUND.sub(" ", prose))
+    for time in TIME_IN_UNITS.findall(prose):
+        parts = re.findall(r"(\S+) (h|min|s)", time)
+        found.append((time, sum(float(count) * UNIT_SECONDS[unit] for count, unit in parts)))
+    prose = NOT_A_CLAIM.sub(" ", TIME_IN_UNITS.sub(" ", prose))
     for match in NUMBER.finditer(prose):
         text, after = match.group(), prose[match.end() : match.end() + 4]
         small = "." not in text and "," not in text and int(text) <= 12
