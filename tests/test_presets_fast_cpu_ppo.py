@@ -118,9 +118,8 @@ def test_ppo_250_is_cpu_ppo_four_times_longer_with_the_discount_to_1():
 def test_ppo_253_is_ppo_250_at_width_256_for_5m_games():
     """ppo-253 is ppo-250 (no dropout, 32-game minibatches, the discount to 1) at ppo-252's
     width 256 and learning rate 4e-4, for 5,242,880 games (20,480 updates of 256)."""
-    base, wide = resolve("ppo-250"), resolve("ppo-253")
-    assert resolve("ppo-252").network.hidden_size == 256
-    assert resolve("ppo-252").optim.lr == 4e-4
+    base, wide, ppo_252 = resolve("ppo-250"), resolve("ppo-253"), resolve("ppo-252")
+    assert (ppo_252.network.hidden_size, ppo_252.optim.lr) == (256, 4e-4)
     network = dataclasses.replace(base.network, hidden_size=256)
     optim = dataclasses.replace(base.optim, lr=4e-4)
     train = dataclasses.replace(base.train, total_games=5_242_880)
