@@ -122,6 +122,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--before-endgame": ["normal", "solitaire", "nope", ""],
         "--hindsight-weight": ["0", "1", "0.5", "1.5", "-0.1", "nan", "x"],
         "--hindsight-schedule": PATHS,
+        "--joint-endgame": ["exact", "hindsight", "nope", ""],
         "--set": [
             "algo.match_early=normal",
             "algo.match_early=nope",
@@ -289,6 +290,7 @@ REFUSED: dict[str, dict[str, set[str]]] = {
         "--before-endgame": {"nope", ""},
         "--hindsight-weight": {"1.5", "-0.1", "nan", "x"},
         "--hindsight-schedule": MISSING,
+        "--joint-endgame": {"nope", ""},
         "--out": UNWRITABLE,
     },
     "tournament": {

@@ -165,7 +165,7 @@ def test_the_learned_seeker_plays_without_solver_tables_as_the_seeker_does(cache
     forbid_solver_tables(monkeypatch)
     agent = learned_seeker_agent(params, FIT, RULES)
     monkeypatch.undo()
-    seeker = target_seeker_agent(RULES, cache, 1.0)
+    seeker = target_seeker_agent(RULES, cache, 1.0, False)
     rival = (builtin_agent("optimal", RULES, cache_dir=cache),)
     wins = []
     for player in (agent, seeker):

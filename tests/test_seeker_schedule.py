@@ -110,7 +110,7 @@ def test_a_schedule_reaches_the_tables_and_is_refused_beside_a_weight(
     from yahtzee_jax.solver import seeker_policy
 
     monkeypatch.setattr(
-        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: schedule_tables(weight)
+        seeker_policy, "target_seeker_tables", lambda *built: schedule_tables(built[2])
     )
     schedule = np.linspace(0.2, 0.9, 26).reshape(13, 2)
     path = tmp_path / "schedule.json"
@@ -157,7 +157,7 @@ def test_calibration_script_plays_a_schedule_values_and_writes_its_picture(tmp_p
     from yahtzee_jax.solver import seeker_policy
 
     monkeypatch.setattr(
-        seeker_policy, "target_seeker_tables", lambda rules, cache, weight: schedule_tables(weight)
+        seeker_policy, "target_seeker_tables", lambda *built: schedule_tables(built[2])
     )
     path = tmp_path / "schedule.json"
     path.write_text(json.dumps({"weights": np.full((13, 2), 0.5).tolist()}))

@@ -224,29 +224,36 @@ def test_the_keeps_grid_equals_each_turn_ends_window():
 
 def test_match_command_plays_the_target_seeker_and_records_its_run(tmp_path, monkeypatch, capsys):
     """`match target-seeker` on plain rules (its tables those of the last two layers, the
-    rest 0, so the play is no guide) writes the counts that add up, the weight played and the
-    run's record: the command, the CPU and the load; a weight outside [0, 1] and a weight given
-    to another player are refused in one line before any table is read."""
+    rest 0, so the play is no guide) writes the counts that add up, the weight and joint
+    endgame played and the run's record: the command, the CPU and the load; a weight outside
+    [0, 1] and a weight or joint endgame given to another player are refused in one line before
+    any table is read."""
     import json
 
     from yahtzee_jax.commands.cli import main
     from yahtzee_jax.solver import seeker_policy
 
-    monkeypatch.setattr(
-        seeker_policy,
-        "target_seeker_tables",
-        lambda rules, cache, weight: tables(float(weight[0, 0])),
-    )
+    joints = []
+
+    def built(rules, cache, weight, joint):
+        joints.append(joint)
+        return tables(float(weight[0, 0]))
+
+    monkeypatch.setattr(seeker_policy, "target_seeker_tables", built)
     out = tmp_path / "seeker.json"
     argv = ["match", "target-seeker", "--rules", "plain", "--games", "6", "--seed", "5"]
     assert main([*argv, "--hindsight-weight", "0", "--no-progress", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["wins"] + result["draws"] + result["losses"] == 6
     assert result["hindsight_weight"] == 0.0 and result["run"] == "target-seeker"
+    assert result["joint_endgame"] == "exact" and joints == [True]
+    assert main([*argv, "--joint-endgame", "hindsight", "--no-progress", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["joint_endgame"] == "hindsight" and joints[-1] is False
     assert result["machine"]["command"].startswith("yahtzee-jax match target-seeker")
     assert result["machine"]["cpu_count"] >= 1 and len(result["machine"]["load_average_at_start"])
     for bad in (["--hindsight-weight", "1.5"], ["--hindsight-weight", "nan"]):
         assert main([*argv, *bad]) == 2
         assert "--hindsight-weight" in capsys.readouterr().err
-    assert main(["match", "win-seeker", "--hindsight-weight", "0.5"]) == 2
-    assert "target-seeker's" in capsys.readouterr().err
+    for given in (["--hindsight-weight", "0.5"], ["--joint-endgame", "hindsight"]):
+        assert main(["match", "win-seeker", *given]) == 2
+        assert "target-seeker's" in capsys.readouterr().err

@@ -54,17 +54,22 @@ def _target_seeker(
     cache_dir: str | os.PathLike | None,
     hindsight_weight: float,
     hindsight_schedule: str | None,
+    joint_endgame: str,
 ) -> Agent:
     from yahtzee_jax.agents.target_seeker import target_seeker_agent
     from yahtzee_jax.solver.seeker_policy import schedule_from_file
 
     if not 0.0 <= hindsight_weight <= 1.0:  # NaN too
         raise UserError(f"--hindsight-weight={hindsight_weight}; choose 0 to 1")
+    if joint_endgame not in JOINT_ENDGAME:
+        raise UserError(f"--joint-endgame={joint_endgame!r}; choose one of: {JOINT_ENDGAME}")
+    joint = joint_endgame == "exact"
     if hindsight_schedule is None:
-        return target_seeker_agent(rules, cache_dir, hindsight_weight)
+        return target_seeker_agent(rules, cache_dir, hindsight_weight, joint)
     if hindsight_weight != 1.0:
         raise UserError("--hindsight-weight or --hindsight-schedule, not both")
-    return target_seeker_agent(rules, cache_dir, schedule_from_file(hindsight_schedule, rules))
+    schedule = schedule_from_file(hindsight_schedule, rules)
+    return target_seeker_agent(rules, cache_dir, schedule, joint)
 
 
 def _win_seeker(
@@ -78,6 +83,9 @@ def _win_seeker(
     if endgame_open is not None and not 0 <= endgame_open <= 12:
         raise UserError(f"--endgame-open={endgame_open}; choose 0 to 12")
     return win_seeker_agent(rules, cache_dir, endgame_open, before_endgame)
+
+
+JOINT_ENDGAME = ("exact", "hindsight")  # the target-seeker's joint endgame: solved, or not
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,10 +110,12 @@ BUILTINS: dict[str, BuiltinAgent] = {
     # The solver's stronger match player: every turn's end for its exact chance to win, from
     # both target tables (`agents.target_seeker`); its hindsight weight 1 was kept by the
     # ablation on seed 10 (docs/two_player/target_seeker.md), 0 is the exact valuation; a
-    # schedule gives a weight to each turn and seat (a JSON file's "weights").
+    # schedule gives a weight to each turn and seat (a JSON file's "weights"); the first seat's
+    # second-to-last turn of a two-player match is solved exactly ("exact", `solver.joint_endgame`)
+    # or valued as the other turns ("hindsight").
     "target-seeker": BuiltinAgent(
         _target_seeker,
-        {"hindsight_weight": 1.0, "hindsight_schedule": None},
+        {"hindsight_weight": 1.0, "hindsight_schedule": None, "joint_endgame": "exact"},
         match_player=True,
         for_points=False,
         loading="Loading the target-seeker's two target tables (3.4 GB; the first time they are "

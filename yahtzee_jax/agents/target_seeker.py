@@ -15,11 +15,14 @@ from yahtzee_jax.game.rules import Rules
 from yahtzee_jax.solver.seeker_policy import make_target_seeker
 
 
-def target_seeker_agent(rules: Rules, cache_dir: str | os.PathLike | None, weight: Any) -> Agent:
+def target_seeker_agent(
+    rules: Rules, cache_dir: str | os.PathLike | None, weight: Any, joint: bool
+) -> Agent:
     """The target-seeker as an agent, its rows' mix of the target table (`weight` 1,
     hindsight) and the expected-score table (0), one weight or a schedule [boxes, 2] by turn
-    and seat; both tables loaded, or solved on first use."""
-    seek, tables = make_target_seeker(rules, cache_dir, weight)
+    and seat, the two-player joint endgame solved exactly where `joint`; its tables loaded,
+    or solved on first use."""
+    seek, tables = make_target_seeker(rules, cache_dir, weight, joint)
     return Agent("target-seeker", SeekerPolicy(seek, rules), tables, rules, reads_others=True)
 
 

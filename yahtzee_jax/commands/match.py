@@ -8,6 +8,7 @@ import argparse
 from yahtzee_jax.agents.agent import alone
 from yahtzee_jax.agents.resolve import (
     BUILTINS,
+    JOINT_ENDGAME,
     MATCH_PLAYERS,
     OPPONENTS,
     PLAYER_OPTIONS,
@@ -69,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="target-seeker: a hindsight weight for each turn and seat, a JSON file's "
         '"weights" [13][2] (experiments/seeker_calibration.py fits one)',
+    )
+    parser.add_argument(
+        "--joint-endgame",
+        choices=JOINT_ENDGAME,
+        help="target-seeker: the first seat's second-to-last turn of a two-player match solved "
+        "exactly against the opponent's turn between (exact, the default) or by hindsight",
     )
     parser.add_argument("--out", help="write the result as JSON here")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -20,6 +20,9 @@ boxes filled, i.e. played this round before me), such as one fit to what the tur
 matches won (`experiments/seeker_calibration.py`). When every opponent has at most one turn
 left, it will have finished before my next decision, so Y is known there and hindsight is exact:
 those turns read T whatever the weight (a second seat's last two turns, a first seat's last).
+With one opponent, the first seat's second-to-last turn (both cards two boxes open) is solved
+exactly against the opponent's turn between (`solver.joint_endgame`, where its tables are given):
+from there on every turn of a two-player match is exact.
 Within a turn the keeps maximise W's expectation over the rolls (the solver's widget, as the
 win-seeker's, `solver.win_policy`); near ties go to the play worth more points.
 
@@ -45,6 +48,14 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.engine import LAST_ROLL, State, current_score_options, total_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
 from yahtzee_jax.solver.final_rolls import score_transition
+from yahtzee_jax.solver.joint_endgame import (
+    JointEndgame,
+    in_joint_endgame,
+    joint_chances,
+    joint_endgame_tables,
+    joint_grid,
+    opponent_turn,
+)
 from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, next_state_of_roll
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.target_layout import target_layout
@@ -56,6 +67,9 @@ from yahtzee_jax.solver.win_policy import REWARD_BINS, best_by_chance_then_point
 # Targets d = 1 .. WINDOW - 1 of my rows are summed (official's T(512) E(512) at the start is
 # 3.9e-5, T(640) E(640) 2.6e-8: see the module's docstring).
 WINDOW = 640
+# Where a card is in the joint endgame and the opponent's turn to come (`opponent_turn`), or
+# None where the joint endgame is not played.
+Joint = tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]] | None
 
 
 class TargetSeekerTables(NamedTuple):
@@ -67,6 +81,7 @@ class TargetSeekerTables(NamedTuple):
     rows: jax.Array  # int32[masks, totals, 2]: where a state's row starts (-1: unreachable)
     lengths: jax.Array  # int32[masks, totals, 2]: its length (most points to come + 1)
     value: jax.Array  # float32[masks, totals, 2]: V, the tie-break by points
+    joint: JointEndgame | None  # the exact joint endgame (two players), or None: hindsight there
 
 
 @functools.lru_cache(maxsize=8)
@@ -120,20 +135,33 @@ def is_mixed(weight: Any) -> bool:
 
 
 def target_seeker_tables(
-    rules: Rules, cache_dir: str | os.PathLike | None, weight: Any
+    rules: Rules, cache_dir: str | os.PathLike | None, weight: Any, joint: bool
 ) -> TargetSeekerTables:
-    """Both target tables of `rules` on the device (loaded from the cache, or solved: minutes)."""
+    """Both target tables of `rules` on the device (loaded from the cache, or solved: minutes),
+    and with `joint` the joint endgame's (`solver.joint_endgame`, cached too)."""
     best = target_tables(rules, cache_dir, policy="target").flat
     follow = target_tables(rules, cache_dir, policy="expected").flat
     value = solve(rules, cache_dir=cache_dir).value_table
-    return seeker_tables(rules, best, follow, value, weight)
+    layout = target_layout(rules)
+    endgame = (
+        joint_endgame_tables(rules, cache_dir, follow, layout.rows, layout.lengths)
+        if joint
+        else None
+    )
+    return seeker_tables(rules, best, follow, value, weight, endgame)
 
 
 def seeker_tables(
-    rules: Rules, best: np.ndarray, follow: np.ndarray, value: np.ndarray, weight: Any
+    rules: Rules,
+    best: np.ndarray,
+    follow: np.ndarray,
+    value: np.ndarray,
+    weight: Any,
+    joint: JointEndgame | None = None,
 ) -> TargetSeekerTables:
     """`TargetSeekerTables` from the flat target (`best`) and expected (`follow`) tables, the
-    value table (NaN, an unsolved state, read as 0) and the hindsight weight or schedule."""
+    value table (NaN, an unsolved state, read as 0), the hindsight weight or schedule and the
+    joint endgame's tables (None: hindsight there too)."""
     layout = target_layout(rules)
     return TargetSeekerTables(
         weights=jnp.asarray(check_weight(weight, rules)),
@@ -142,6 +170,7 @@ def seeker_tables(
         rows=jnp.asarray(layout.rows, jnp.int32),
         lengths=jnp.asarray(layout.lengths, jnp.int32),
         value=jnp.asarray(np.nan_to_num(value), jnp.float32),
+        joint=joint,
     )
 
 
@@ -251,8 +280,10 @@ def keep_action(
     share: jax.Array | float,
     mixed: bool,
     rules: Rules,
+    joint: Joint = None,
 ) -> jax.Array:
-    """The keep of one card with the highest expected W at its turn's end."""
+    """The keep of one card with the highest expected W at its turn's end (exact where
+    `joint` says the card is in the joint endgame)."""
     mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
     points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
     value_pair = (tables.value, tables.value)
@@ -261,6 +292,9 @@ def keep_action(
     )
     after = distinct_next_states(mask, upper, flag, jnp, rules)
     grid = turn_end_grid(tables, after, total_score(own, rules), rival, share, mixed)
+    if joint is not None:
+        inside, turn = joint
+        grid = jnp.where(inside, joint_grid(tables.joint, grid, own, turn, rules), grid)
     next_state = jnp.asarray(next_state_of_roll(rules))
     chances = grid[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
     return best_keep(jnp.where(legal, chances, -jnp.inf), reward + future, own)
@@ -287,10 +321,16 @@ def score_action(
     share: jax.Array | float,
     mixed: bool,
     rules: Rules,
+    joint: Joint = None,
 ) -> jax.Array:
-    """The box of one card's final roll with the highest W (near ties: the most points)."""
+    """The box of one card's final roll with the highest W (near ties: the most points; exact
+    where `joint` says the card is in the joint endgame)."""
     states, totals, reward, legal = box_turn_ends(own, rules)
     chances = win_chances(tables, states, totals, rival, share, mixed)
+    if joint is not None:
+        inside, turn = joint
+        exact = joint_chances(tables.joint, tables.joint.classes[states], totals, turn)
+        chances = jnp.where(inside, exact, chances)
     worth = reward + tables.value[states]
     chosen = best_by_chance_then_points(jnp.where(legal, chances, -jnp.inf), worth)
     return (NUM_KEEP_ACTIONS + chosen).astype(jnp.int32)
@@ -315,17 +355,18 @@ def chosen_turn_end(
 
 
 def make_target_seeker(
-    rules: str | Rules, cache_dir: str | os.PathLike | None, weight: Any
+    rules: str | Rules, cache_dir: str | os.PathLike | None, weight: Any, joint: bool
 ) -> tuple[Any, TargetSeekerTables]:
     """A match policy (tables, own cards [B], the other cards [B, K], keys) -> actions [B],
     each turn for the highest W against the best of the K others (see the module's
     docstring), and its tables (its parameters: arguments of the compiled program); `weight`
-    one hindsight weight or a schedule [boxes, 2] (`check_weight`)."""
+    one hindsight weight or a schedule [boxes, 2] (`check_weight`), `joint` whether the
+    two-player joint endgame is solved exactly (`solver.joint_endgame`)."""
     rules = get_rules(rules)
     weight = check_weight(weight, rules)
     return (
         target_seeker_policy(rules, is_mixed(weight)),
-        target_seeker_tables(rules, cache_dir, weight),
+        target_seeker_tables(rules, cache_dir, weight, joint),
     )
 
 
@@ -351,18 +392,25 @@ def target_seeker_policy(rules: Rules, mixed: bool) -> Any:
     """The target-seeker's policy (`make_target_seeker`); `mixed` (static): some hindsight
     weight of its tables is below 1, so its rows read E as well as T."""
 
-    def one(tables: TargetSeekerTables, own: State, others: State, scoring: bool) -> jax.Array:
+    def one(
+        tables: TargetSeekerTables, own: State, others: State, scoring: bool, joint: bool
+    ) -> jax.Array:
         rival = best_rival_distribution(tables, others, rules)
         share = hindsight_share(tables, own, others, rules)
+        exact = None
+        if joint:
+            other = jax.tree.map(lambda part: part[0], others)
+            turn = opponent_turn(tables.value, tables.joint, other, rules)
+            exact = (in_joint_endgame(own, other, rules), turn)
         act = score_action if scoring else keep_action
-        return act(tables, own, rival, share, mixed, rules)
+        return act(tables, own, rival, share, mixed, rules, exact)
 
-    def policy(tables: TargetSeekerTables, own: State, others: State, keys: jax.Array) -> jax.Array:
+    def decide(tables: TargetSeekerTables, own: State, others: State, joint: bool) -> jax.Array:
         # Lockstep matches take one kind of decision at a time: one branch runs.
         scoring = own.roll_index == LAST_ROLL
         branches = [
             functools.partial(
-                jax.vmap(functools.partial(one, scoring=kind), in_axes=(None, 0, 0)),
+                jax.vmap(functools.partial(one, scoring=kind, joint=joint), in_axes=(None, 0, 0)),
                 tables,
                 own,
                 others,
@@ -376,6 +424,18 @@ def target_seeker_policy(rules: Rules, mixed: bool) -> Any:
         uniform = jnp.all(scoring == scoring[0])
         return jax.lax.cond(
             uniform, lambda: jax.lax.switch(scoring[0].astype(jnp.int32), branches), mixed_kinds
+        )
+
+    def policy(tables: TargetSeekerTables, own: State, others: State, keys: jax.Array) -> jax.Array:
+        if tables.joint is None or others.filled.shape[1] != 1:  # static: two players only
+            return decide(tables, own, others, joint=False)
+        first = jax.tree.map(lambda part: part[:, 0], others)
+        inside = jax.vmap(in_joint_endgame, in_axes=(0, 0, None))(own, first, rules)
+        # The joint endgame's work only at the decisions some card of the batch is in it.
+        return jax.lax.cond(
+            jnp.any(inside),
+            lambda: decide(tables, own, others, joint=True),
+            lambda: decide(tables, own, others, joint=False),
         )
 
     return policy

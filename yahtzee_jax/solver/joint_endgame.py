@@ -1,0 +1,274 @@
+"""The joint endgame of two cards, solved exactly: the first seat's second-to-last turn (issue 63).
+
+Against the optimal-solitaire agent the target-seeker's turn ends are exact wherever the
+opponent finishes before my next decision (`solver.seeker_policy`). One turn earlier they are
+not: with two boxes open on both cards (I play first), the opponent plays a turn between mine,
+and I play my last turn knowing its result, before its last. Hindsight values my turn's end as
+if I knew its final score; the exact value is
+
+    W(s', X') = sum_o P(o) L(s', o, X' - Y_o),
+
+o the opponent's turn: the roll it writes and the box, under its own play (the box and keeps of
+highest expected score, read from the same value table, first of the best as the optimal agent
+takes them), leading to its card with one box open and total Y_o; L my best chance to win from
+my last turn against its last:
+
+    L(s', t', m) = max over my last turn's play of P(m + my points > its points),
+
+its points distributed as the expected-score player's from t' (the "expected" target table). A
+last turn depends on the card only through the reward each final roll would bring to the box
+left (its points, upper bonus and Yahtzee bonus): the one-box-open states fall into a few dozen
+classes by that reward vector (86 in Yahtzee), and L is a table over (my class, its class,
+margin), margins -MARGINS .. MARGINS (below: 0, above: 1; a box brings at most REWARD_BINS - 1
+points). It is the solver's widget on every (class, margin) column at once, cached beside the
+value table. In play a turn end costs 252 products, one per roll the opponent can end on.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import zipfile
+import zlib
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import cached, written_checked
+from yahtzee_jax.game.engine import State, total_score
+from yahtzee_jax.game.rules import NUM_DICE, Rules
+from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, next_state_of_roll
+from yahtzee_jax.solver.position import card_context
+from yahtzee_jax.solver.states import full_mask, num_upper_totals, table_shape, upper_cap
+from yahtzee_jax.solver.value_table import cache_file
+from yahtzee_jax.solver.widget import best_keep_values, keep_values, turn_start_value
+from yahtzee_jax.solver.widget_tables import (
+    KEEP_OF_ACTION,
+    NUM_FLAGS,
+    ROLL_PROBABILITIES,
+    WIDGET_ORDER,
+    mask_to_filled,
+    score_all_rolls,
+)
+from yahtzee_jax.solver.win_policy import REWARD_BINS
+
+MARGINS = REWARD_BINS  # L is kept for margins -MARGINS .. MARGINS
+OPEN = 2  # boxes open on both cards where the joint endgame is solved
+
+
+class JointEndgame(NamedTuple):
+    """What the exact joint endgame plays by, as device arrays."""
+
+    classes: jax.Array  # int32[masks, totals, 2]: a one-box-open state's class, -1 elsewhere
+    last_turn: jax.Array  # float32[classes, classes, 2 MARGINS + 1]: L[mine, its, m + MARGINS]
+
+
+def last_turn_rewards(rules: Rules) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    """Every one-box-open state (mask, upper, flag) [n] and the reward int[n, 252] each final
+    roll brings in the box left (points, upper bonus, Yahtzee bonus)."""
+    states, rewards = [], []
+    cap, yahtzee = upper_cap(rules), rules.yahtzee_box
+    for box in range(rules.num_boxes):
+        mask = full_mask(rules) & ~(1 << box)
+        filled = mask_to_filled(np.array(mask), rules)
+        for flag in range(NUM_FLAGS):
+            if flag and box == yahtzee:
+                continue  # the Yahtzee box open holds nothing yet
+            points, legal, bonus = score_all_rolls(filled, flag * rules.yahtzee_score, rules)
+            # The box left takes every roll: a last turn has no other choice.
+            assert legal[:, box].all(), (rules.name, box)
+            for upper in range(num_upper_totals(rules)):
+                upper_box = box < rules.num_upper
+                reaches = upper_box & (upper < cap) & (upper + points[:, box] >= cap)
+                reward = points[:, box] + rules.upper_bonus_points * reaches
+                rewards.append(reward + rules.yahtzee_bonus_points * bonus)
+                states.append((mask, upper, flag))
+    return tuple(np.array(part) for part in zip(*states, strict=True)), np.array(rewards)
+
+
+def last_turn_classes(rules: Rules) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...]]:
+    """(class of each state int32[masks, totals, 2] (-1: not one box open), the classes'
+    reward vectors int[classes, 252], each class's states (mask, upper, flag) [n])."""
+    states, rewards = last_turn_rewards(rules)
+    vectors, inverse = np.unique(rewards, axis=0, return_inverse=True)
+    classes = np.full(table_shape(rules), -1, np.int32)
+    classes[states] = inverse.reshape(-1)
+    return classes, vectors, states
+
+
+def its_points(
+    follow: np.ndarray, rows: np.ndarray, lengths: np.ndarray, classes: np.ndarray, states: tuple
+) -> np.ndarray:
+    """P(the expected-score player's last turn brings p points), p < REWARD_BINS, of each
+    class [classes, REWARD_BINS], from the "expected" target table (flat, its layout's rows and
+    lengths) at a solved state of the class (a class's states share their play: their rewards
+    are the same)."""
+    count = int(classes.max()) + 1
+    mass = np.zeros((count, REWARD_BINS))
+    for state in zip(*states, strict=True):
+        klass, row, length = classes[state], rows[state], lengths[state]
+        if row < 0 or mass[klass].any():
+            continue  # unreachable, or the class has its distribution
+        at_least = np.append(follow[row : row + length], 0.0)  # P(F >= d), d = 0 .. length
+        mass[klass, :length] = at_least[:-1] - at_least[1:]
+    return mass
+
+
+def last_turn_chances(rewards: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """L[mine, its, m + MARGINS] (float32): my best chance that m plus my last turn's points beat
+    its last turn's (`points`, [classes, REWARD_BINS]), my rewards per final roll [classes, 252];
+    the widget on every (my class, margin) column, one of its classes at a time."""
+    count = len(rewards)
+    margins = np.arange(-MARGINS, MARGINS + 1)
+    below = np.cumsum(points, axis=1)  # P(its points <= k)
+    # Final rolls in the widget's order (`turn_start_value` reads them so).
+    needed = rewards.T[WIDGET_ORDER[NUM_DICE]][:, :, None] + margins - 1  # [252, mine, m]
+    out = np.empty((count, count, len(margins)), np.float32)
+    for its in range(count):
+        # I win when its points are at most m + mine - 1.
+        final = np.where(needed < 0, 0.0, below[its][np.clip(needed, 0, REWARD_BINS - 1)])
+        out[:, its] = turn_start_value(final.reshape(len(final), -1)).reshape(count, -1)
+    return out
+
+
+def solve_joint_endgame(
+    rules: Rules, follow: np.ndarray, rows: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(classes int32[masks, totals, 2], L float32[classes, classes, 2 MARGINS + 1]) of `rules`
+    from its "expected" target table (flat, with its layout's rows and lengths)."""
+    classes, rewards, states = last_turn_classes(rules)
+    points = its_points(follow, rows, lengths, classes, states)
+    return classes, last_turn_chances(rewards, points)
+
+
+def joint_endgame_tables(
+    rules: Rules,
+    cache_dir: str | os.PathLike | None,
+    follow: np.ndarray,
+    rows: np.ndarray,
+    lengths: np.ndarray,
+) -> JointEndgame:
+    """`solve_joint_endgame` on the device, cached beside the value table (`files.cached`:
+    checksummed, written whole; about 2 minutes the first time in Yahtzee on two cores)."""
+    path = cache_file(rules, cache_dir, table="joint-endgame")
+
+    def make() -> tuple[np.ndarray, np.ndarray]:
+        classes, chances = solve_joint_endgame(rules, follow, rows, lengths)
+        try:
+            with written_checked(path, ".tmp.npz") as partial:
+                np.savez_compressed(partial, classes=classes, chances=chances)
+        except OSError as error:
+            raise UserError(f"cannot write the joint endgame cache {path}: {error}") from error
+        return classes, chances
+
+    classes, chances = cached(path, functools.partial(load, rules=rules), make, "joint endgame")
+    return JointEndgame(jnp.asarray(classes), jnp.asarray(chances))
+
+
+def load(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarray] | None:
+    """The cached (classes, L), or None if missing or not this solver's output (shapes, class
+    range, chances in [0, 1])."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            classes, chances = data["classes"], data["chances"]
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+        return None
+    count = len(chances)
+    if (
+        classes.shape != table_shape(rules)
+        or chances.shape != (count, count, 2 * MARGINS + 1)
+        or classes.min() < -1
+        or classes.max() >= count
+        or not np.all((chances >= 0.0) & (chances <= 1.0))
+    ):
+        return None
+    return classes, chances
+
+
+# P(next roll | keep) [462, 252]: a keep's expectation of each roll's indicator.
+_KEEP_ROLLS = np.asarray(keep_values(np.eye(len(ROLL_PROBABILITIES))), np.float32)
+
+
+def _chosen_keeps(keep_value: jax.Array) -> jax.Array:
+    """The keep [252] each roll takes: the first of its 32 keep actions of highest value, as the
+    optimal agent takes them."""
+    by_action = keep_value[jnp.asarray(KEEP_OF_ACTION)]
+    action = jnp.argmax(by_action, axis=1)
+    return jnp.asarray(KEEP_OF_ACTION)[jnp.arange(len(action)), action]
+
+
+def opponent_choices(
+    value: jax.Array, other: State, rules: Rules
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """The optimal agent's play of one card's turn, for every roll [252]: its keep with two
+    re-rolls to come and with one, the box it writes a final roll in and the reward there."""
+    mask, upper, flag = card_context(other.filled, other.scores, jnp, rules)
+    points, legal, bonus = score_all_rolls(other.filled, other.scores[rules.yahtzee_box], rules)
+    reward, future, _ = box_outcomes(
+        points, legal, bonus, mask, upper, flag, (value, value), jnp, rules
+    )
+    worth = jnp.where(legal, reward + future, -jnp.inf)
+    box = jnp.argmax(worth, axis=1)  # the first best, as the optimal agent's
+    last = keep_values(worth.max(axis=1), jnp)
+    first = keep_values(best_keep_values(last, jnp), jnp)
+    written = jnp.take_along_axis(reward, box[:, None], axis=1)[:, 0]
+    return _chosen_keeps(first), _chosen_keeps(last), box, written
+
+
+def opponent_turn(
+    value: jax.Array, joint: JointEndgame, other: State, rules: Rules
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """The optimal agent's turn on one card: for each roll it can end on [252], its chance,
+    the class of the card it leaves and its total there."""
+    first, last, box, reward = opponent_choices(value, other, rules)
+    keep_rolls = jnp.asarray(_KEEP_ROLLS)
+    second_roll = jnp.asarray(ROLL_PROBABILITIES, jnp.float32) @ keep_rolls[first]
+    chance = second_roll @ keep_rolls[last]
+    after = distinct_next_states(*card_context(other.filled, other.scores, jnp, rules), jnp, rules)
+    state = jnp.asarray(next_state_of_roll(rules))[jnp.arange(len(box)), box]
+    klass = joint.classes[tuple(part[state] for part in after)]
+    return chance, klass, total_score(other, rules) + reward
+
+
+def joint_chances(
+    joint: JointEndgame,
+    mine: jax.Array,
+    totals: jax.Array,
+    turn: tuple[jax.Array, jax.Array, jax.Array],
+) -> jax.Array:
+    """W of my turn ends [n]: my classes and totals there, against the opponent's turn to come
+    (`opponent_turn`)."""
+    chance, its, its_totals = turn
+    margin = jnp.clip(totals[:, None] - its_totals[None, :], -MARGINS, MARGINS) + MARGINS
+    last = joint.last_turn[jnp.maximum(mine, 0)[:, None], jnp.maximum(its, 0)[None, :], margin]
+    return last @ chance
+
+
+def joint_grid(
+    joint: JointEndgame,
+    grid: jax.Array,
+    own: State,
+    turn: tuple[jax.Array, jax.Array, jax.Array],
+    rules: Rules,
+) -> jax.Array:
+    """The keeps' grid of turn ends [next states, rewards] (`seeker_policy.turn_end_grid`)
+    with the rows my card can reach replaced by their exact W: my next states with one box
+    open, at most `OPEN` x 6 of them (an upper box's 6 counts)."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    mine = joint.classes[distinct_next_states(mask, upper, flag, jnp, rules)]
+    reachable = jnp.nonzero(mine >= 0, size=OPEN * (NUM_DICE + 1), fill_value=len(mine))[0]
+    rewards = jnp.arange(grid.shape[1])
+    classes = jnp.repeat(mine.at[reachable].get(mode="fill", fill_value=0), len(rewards))
+    totals = jnp.tile(total_score(own, rules) + rewards, len(reachable))
+    exact = joint_chances(joint, classes, totals, turn).reshape(len(reachable), len(rewards))
+    return grid.at[reachable].set(exact, mode="drop")  # the fill rows fall outside: dropped
+
+
+def in_joint_endgame(own: State, other: State, rules: Rules) -> jax.Array:
+    """Whether a card's decision lies in the joint endgame: it and the other card (one
+    opponent) each have `OPEN` boxes open, so the other plays a turn between my last two."""
+    boxes = rules.num_boxes - OPEN
+    return (jnp.sum(own.filled) == boxes) & (jnp.sum(other.filled) == boxes)
