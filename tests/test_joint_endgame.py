@@ -264,28 +264,29 @@ def test_the_joint_endgame_changes_the_keep_at_a_hand_made_position():
     assert int(actions[0][0]) == int(actions[1][0])
 
 
-def test_the_keeps_grid_holds_the_exact_rows_of_the_reachable_states():
-    """`joint_grid` replaces exactly the rows of the next states my card can reach (fours'
-    six counts and chance) by `joint_chances` at every reward, and leaves the others."""
-    from yahtzee_jax.solver.joint_endgame import joint_grid
-    from yahtzee_jax.solver.moments import distinct_next_states
-    from yahtzee_jax.solver.win_policy import REWARD_BINS
+def test_the_keeps_read_the_exact_chance_of_each_roll_in_each_open_box():
+    """`joint_roll_chances` replaces the turn-end chances of my two open boxes (fours and
+    chance) by `joint_chances` of each roll written there, and leaves the other boxes'."""
+    from yahtzee_jax.solver.joint_endgame import joint_roll_chances
 
     mine = card_without("fours", "chance")
     own = state_of(mine)
     turn = opponent_turn(value_table(), joint(), state_of(ITS), RULES)
-    grid = jnp.full((44, REWARD_BINS), -7.0)
-    got = np.asarray(joint_grid(joint(), grid, own, turn, RULES))
-    after = distinct_next_states(*card_state(mine), np, RULES)
-    classes = np.asarray(joint().classes)[after]
-    reachable = np.flatnonzero(classes >= 0)
-    assert len(reachable) == 7  # fours: 0 to 5 of them; chance: one state
     total = reference.final_score(mine, 0)
-    for row in reachable:
-        totals = jnp.asarray(total + np.arange(REWARD_BINS))
-        klass = jnp.full(REWARD_BINS, classes[row])
-        np.testing.assert_allclose(got[row], joint_chances(joint(), klass, totals, turn), atol=1e-6)
-    assert np.all(np.delete(got, reachable, axis=0) == -7.0)
+    reward = np.zeros((len(ROLLS), RULES.num_boxes), np.int32)  # the boxes' points and bonus
+    for box, name in ((3, "fours"), (12, "chance")):
+        for roll, dice in enumerate(ROLLS):
+            points = reference.choices(list(dice), mine, "plain")[name][0]
+            reward[roll, box] = reference.final_score({**mine, name: points}, 0) - total
+    assert reward[:, 3].max() == 20 + 35  # five fours reach the upper bonus
+    before = jnp.full(reward.shape, -7.0)
+    got = np.asarray(joint_roll_chances(joint(), before, own, jnp.asarray(reward), turn, RULES))
+    for box, name in ((3, "fours"), (12, "chance")):
+        after = [card_state({**mine, name: int(r)}) for r in reward[:, box]]
+        klass = jnp.asarray([int(joint().classes[state]) for state in after])
+        exact = joint_chances(joint(), klass, jnp.asarray(total + reward[:, box]), turn)
+        np.testing.assert_allclose(got[:, box], exact, atol=1e-6)
+    assert np.all(np.delete(got, [3, 12], axis=1) == -7.0)
 
 
 def test_the_tables_are_cached_whole_and_made_again_when_damaged(tmp_path, capsys, monkeypatch):

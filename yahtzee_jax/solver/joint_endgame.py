@@ -247,24 +247,26 @@ def joint_chances(
     return last @ chance
 
 
-def joint_grid(
+def joint_roll_chances(
     joint: JointEndgame,
-    grid: jax.Array,
+    chances: jax.Array,
     own: State,
+    reward: jax.Array,
     turn: tuple[jax.Array, jax.Array, jax.Array],
     rules: Rules,
 ) -> jax.Array:
-    """The keeps' grid of turn ends [next states, rewards] (`seeker_policy.turn_end_grid`)
-    with the rows my card can reach replaced by their exact W: my next states with one box
-    open, at most `OPEN` x 6 of them (an upper box's 6 counts)."""
+    """The keeps' turn-end chances [252, boxes] (`seeker_policy.keep_action`) with those of my
+    `OPEN` open boxes replaced by their exact W: each roll written there for its `reward`
+    [252, boxes] (2 x 252 turn ends, each one product over the opponent's final rolls)."""
     mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    mine = joint.classes[distinct_next_states(mask, upper, flag, jnp, rules)]
-    reachable = jnp.nonzero(mine >= 0, size=OPEN * (NUM_DICE + 1), fill_value=len(mine))[0]
-    rewards = jnp.arange(grid.shape[1])
-    classes = jnp.repeat(mine.at[reachable].get(mode="fill", fill_value=0), len(rewards))
-    totals = jnp.tile(total_score(own, rules) + rewards, len(reachable))
-    exact = joint_chances(joint, classes, totals, turn).reshape(len(reachable), len(rewards))
-    return grid.at[reachable].set(exact, mode="drop")  # the fill rows fall outside: dropped
+    boxes = jnp.nonzero(~own.filled, size=OPEN)[0]
+    state = jnp.asarray(next_state_of_roll(rules))[:, boxes]  # [252, OPEN]
+    mine = joint.classes[
+        tuple(part[state] for part in distinct_next_states(mask, upper, flag, jnp, rules))
+    ]
+    totals = total_score(own, rules) + reward[:, boxes]
+    exact = joint_chances(joint, mine.reshape(-1), totals.reshape(-1), turn)
+    return chances.at[:, boxes].set(exact.reshape(state.shape))
 
 
 def in_joint_endgame(own: State, other: State, rules: Rules) -> jax.Array:

@@ -53,7 +53,7 @@ from yahtzee_jax.solver.joint_endgame import (
     in_joint_endgame,
     joint_chances,
     joint_endgame_tables,
-    joint_grid,
+    joint_roll_chances,
     opponent_turn,
 )
 from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, next_state_of_roll
@@ -292,11 +292,12 @@ def keep_action(
     )
     after = distinct_next_states(mask, upper, flag, jnp, rules)
     grid = turn_end_grid(tables, after, total_score(own, rules), rival, share, mixed)
-    if joint is not None:
-        inside, turn = joint
-        grid = jnp.where(inside, joint_grid(tables.joint, grid, own, turn, rules), grid)
     next_state = jnp.asarray(next_state_of_roll(rules))
     chances = grid[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
+    if joint is not None:
+        inside, turn = joint
+        exact = joint_roll_chances(tables.joint, chances, own, reward, turn, rules)
+        chances = jnp.where(inside, exact, chances)
     return best_keep(jnp.where(legal, chances, -jnp.inf), reward + future, own)
 
 
