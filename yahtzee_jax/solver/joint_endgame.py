@@ -18,10 +18,10 @@ my last turn against its last:
 its points distributed as the expected-score player's from t' (the "expected" target table). A
 last turn depends on the card only through the reward each final roll would bring to the box
 left (its points, upper bonus and Yahtzee bonus): the one-box-open states fall into a few dozen
-classes by that reward vector (86 in Yahtzee), and L is a table over (my class, its class,
+classes by that reward vector (85 in Yahtzee), and L is a table over (my class, its class,
 margin), margins -MARGINS .. MARGINS (below: 0, above: 1; a box brings at most REWARD_BINS - 1
 points). It is the solver's widget on every (class, margin) column at once, cached beside the
-value table. In play a turn end costs 252 products, one per roll the opponent can end on.
+value table. In play a turn end costs one product over the 252 rolls the opponent can end on.
 """
 
 from __future__ import annotations
