@@ -98,10 +98,13 @@ def game_name(game: str) -> str:
     return game
 
 
+# The target-seeker as the committed results played it: its joint endgame by hindsight (the
+# thirty-first session's exact joint endgame came after them).
+_AS_PLAYED = {"joint_endgame": "hindsight"}
 PLAYERS = {  # name in the results: (match player, its options: `agents.resolve.BUILTINS`)
-    "target-seeker": ("target-seeker", {"hindsight_weight": 1.0}),
-    "target-seeker-w0": ("target-seeker", {"hindsight_weight": 0.0}),
-    "target-seeker-w0.5": ("target-seeker", {"hindsight_weight": 0.5}),
+    "target-seeker": ("target-seeker", {"hindsight_weight": 1.0, **_AS_PLAYED}),
+    "target-seeker-w0": ("target-seeker", {"hindsight_weight": 0.0, **_AS_PLAYED}),
+    "target-seeker-w0.5": ("target-seeker", {"hindsight_weight": 0.5, **_AS_PLAYED}),
     "win-seeker": ("win-seeker", {}),
     "optimal": ("optimal", {}),
 }

@@ -187,7 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         if v is not None
     }
-    agent = builtin_agent("target-seeker", args.rules, **options)
+    # As the committed calibration played: the joint endgame by hindsight (solved exactly since
+    # the thirty-first session, after it).
+    agent = builtin_agent("target-seeker", args.rules, joint_endgame="hindsight", **options)
     ends = played_turn_ends(
         agent, agent.rules, args.games, args.seed, args.players, args.batch_size
     )
