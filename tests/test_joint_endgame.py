@@ -40,7 +40,6 @@ from yahtzee_jax.solver.seeker_policy import (
     target_seeker_policy,
     win_chances,
 )
-from yahtzee_jax.solver.target_layout import target_layout
 from yahtzee_jax.solver.widget_tables import KEEP_OF_ACTION, ROLL_OF_CODE, ROLLS, dice_code
 
 RULES = get_rules("plain")
@@ -51,8 +50,7 @@ MOST = 100  # points to come of one box, plain rules: at most 30 + 35
 def joint() -> JointEndgame:
     """The joint endgame's tables of plain rules, from the last two layers' expected table."""
     _, _, follow = partial("plain", 11)
-    layout = target_layout(RULES)
-    classes, chances = solve_joint_endgame(RULES, follow, layout.rows, layout.lengths)
+    classes, chances = solve_joint_endgame(RULES, follow)
     return JointEndgame(jnp.asarray(classes), jnp.asarray(chances))
 
 
@@ -293,7 +291,6 @@ def test_the_tables_are_cached_whole_and_made_again_when_damaged(tmp_path, capsy
     """The joint endgame's tables are solved once, written (checksummed) and read back equal;
     a damaged file is made again with one line saying so; an unwritable cache is one line."""
     _, _, follow = partial("plain", 11)
-    layout = target_layout(RULES)
     solved = []
 
     def solve(*arguments):  # the solve is tested above; here only how it is kept
@@ -301,20 +298,20 @@ def test_the_tables_are_cached_whole_and_made_again_when_damaged(tmp_path, capsy
         return np.asarray(joint().classes), np.asarray(joint().last_turn)
 
     monkeypatch.setattr(joint_endgame, "solve_joint_endgame", solve)
-    made = joint_endgame_tables(RULES, tmp_path, follow, layout.rows, layout.lengths)
+    made = joint_endgame_tables(RULES, tmp_path, follow)
     (path,) = tmp_path.glob("joint-endgame-*.npz")
-    again = joint_endgame_tables(RULES, tmp_path, follow, layout.rows, layout.lengths)
+    again = joint_endgame_tables(RULES, tmp_path, follow)
     np.testing.assert_array_equal(made.last_turn, again.last_turn)
     np.testing.assert_array_equal(made.classes, joint().classes)
     assert len(solved) == 1
     path.write_bytes(path.read_bytes()[:100])
-    remade = joint_endgame_tables(RULES, tmp_path, follow, layout.rows, layout.lengths)
+    remade = joint_endgame_tables(RULES, tmp_path, follow)
     np.testing.assert_array_equal(remade.last_turn, made.last_turn)
     assert "joint endgame" in capsys.readouterr().err and len(solved) == 2
     blocked = tmp_path / "file"
     blocked.write_text("")
     with pytest.raises(UserError, match="joint endgame cache"):
-        joint_endgame_tables(RULES, blocked, follow, layout.rows, layout.lengths)
+        joint_endgame_tables(RULES, blocked, follow)
 
 
 @pytest.mark.slow

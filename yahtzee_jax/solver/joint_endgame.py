@@ -40,11 +40,22 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import cached, written_checked
 from yahtzee_jax.game.engine import State, total_score
 from yahtzee_jax.game.rules import NUM_DICE, Rules
-from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, next_state_of_roll
+from yahtzee_jax.solver.moments import (
+    box_outcomes,
+    box_rewards,
+    distinct_next_states,
+    next_state_of_roll,
+)
 from yahtzee_jax.solver.position import card_context
-from yahtzee_jax.solver.states import full_mask, num_upper_totals, table_shape, upper_cap
+from yahtzee_jax.solver.states import full_mask, num_upper_totals, table_shape
+from yahtzee_jax.solver.target_layout import state_chances, target_layout
 from yahtzee_jax.solver.value_table import cache_file
-from yahtzee_jax.solver.widget import best_keep_values, keep_values, turn_start_value
+from yahtzee_jax.solver.widget import (
+    best_keep_values,
+    keep_action_values,
+    keep_values,
+    turn_start_value,
+)
 from yahtzee_jax.solver.widget_tables import (
     KEEP_OF_ACTION,
     NUM_FLAGS,
@@ -70,7 +81,7 @@ def last_turn_rewards(rules: Rules) -> tuple[tuple[np.ndarray, ...], np.ndarray]
     """Every one-box-open state (mask, upper, flag) [n] and the reward int[n, 252] each final
     roll brings in the box left (points, upper bonus, Yahtzee bonus)."""
     states, rewards = [], []
-    cap, yahtzee = upper_cap(rules), rules.yahtzee_box
+    yahtzee = rules.yahtzee_box
     for box in range(rules.num_boxes):
         mask = full_mask(rules) & ~(1 << box)
         filled = mask_to_filled(np.array(mask), rules)
@@ -81,9 +92,7 @@ def last_turn_rewards(rules: Rules) -> tuple[tuple[np.ndarray, ...], np.ndarray]
             # The box left takes every roll: a last turn has no other choice.
             assert legal[:, box].all(), (rules.name, box)
             for upper in range(num_upper_totals(rules)):
-                upper_box = box < rules.num_upper
-                reaches = upper_box & (upper < cap) & (upper + points[:, box] >= cap)
-                reward = points[:, box] + rules.upper_bonus_points * reaches
+                reward = box_rewards(points, upper, np, rules)[:, box]
                 rewards.append(reward + rules.yahtzee_bonus_points * bonus)
                 states.append((mask, upper, flag))
     return tuple(np.array(part) for part in zip(*states, strict=True)), np.array(rewards)
@@ -99,21 +108,18 @@ def last_turn_classes(rules: Rules) -> tuple[np.ndarray, np.ndarray, tuple[np.nd
     return classes, vectors, states
 
 
-def its_points(
-    follow: np.ndarray, rows: np.ndarray, lengths: np.ndarray, classes: np.ndarray, states: tuple
-) -> np.ndarray:
+def its_points(rules: Rules, follow: np.ndarray, classes: np.ndarray, states: tuple) -> np.ndarray:
     """P(the expected-score player's last turn brings p points), p < REWARD_BINS, of each
-    class [classes, REWARD_BINS], from the "expected" target table (flat, its layout's rows and
-    lengths) at a solved state of the class (a class's states share their play: their rewards
-    are the same)."""
-    count = int(classes.max()) + 1
-    mass = np.zeros((count, REWARD_BINS))
+    class [classes, REWARD_BINS], from the flat "expected" target table at a reachable state
+    of the class (a class's states share their play: their rewards are the same)."""
+    layout = target_layout(rules)
+    mass = np.zeros((int(classes.max()) + 1, REWARD_BINS))
     for state in zip(*states, strict=True):
-        klass, row, length = classes[state], rows[state], lengths[state]
-        if row < 0 or mass[klass].any():
+        klass = classes[state]
+        if layout.rows[state] < 0 or mass[klass].any():
             continue  # unreachable, or the class has its distribution
-        at_least = np.append(follow[row : row + length], 0.0)  # P(F >= d), d = 0 .. length
-        mass[klass, :length] = at_least[:-1] - at_least[1:]
+        at_least = np.append(state_chances(follow, layout, state), 0.0)  # P(F >= d), then 0
+        mass[klass, : len(at_least) - 1] = at_least[:-1] - at_least[1:]
     return mass
 
 
@@ -134,29 +140,23 @@ def last_turn_chances(rewards: np.ndarray, points: np.ndarray) -> np.ndarray:
     return out
 
 
-def solve_joint_endgame(
-    rules: Rules, follow: np.ndarray, rows: np.ndarray, lengths: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def solve_joint_endgame(rules: Rules, follow: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(classes int32[masks, totals, 2], L float32[classes, classes, 2 MARGINS + 1]) of `rules`
-    from its "expected" target table (flat, with its layout's rows and lengths)."""
+    from its flat "expected" target table."""
     classes, rewards, states = last_turn_classes(rules)
-    points = its_points(follow, rows, lengths, classes, states)
+    points = its_points(rules, follow, classes, states)
     return classes, last_turn_chances(rewards, points)
 
 
 def joint_endgame_tables(
-    rules: Rules,
-    cache_dir: str | os.PathLike | None,
-    follow: np.ndarray,
-    rows: np.ndarray,
-    lengths: np.ndarray,
+    rules: Rules, cache_dir: str | os.PathLike | None, follow: np.ndarray
 ) -> JointEndgame:
     """`solve_joint_endgame` on the device, cached beside the value table (`files.cached`:
     checksummed, written whole; about 2 minutes the first time in Yahtzee on two cores)."""
     path = cache_file(rules, cache_dir, table="joint-endgame")
 
     def make() -> tuple[np.ndarray, np.ndarray]:
-        classes, chances = solve_joint_endgame(rules, follow, rows, lengths)
+        classes, chances = solve_joint_endgame(rules, follow)
         try:
             with written_checked(path, ".tmp.npz") as partial:
                 np.savez_compressed(partial, classes=classes, chances=chances)
@@ -195,7 +195,7 @@ _KEEP_ROLLS = np.asarray(keep_values(np.eye(len(ROLL_PROBABILITIES))), np.float3
 def _chosen_keeps(keep_value: jax.Array) -> jax.Array:
     """The keep [252] each roll takes: the first of its 32 keep actions of highest value, as the
     optimal agent takes them."""
-    by_action = keep_value[jnp.asarray(KEEP_OF_ACTION)]
+    by_action = keep_action_values(keep_value, jnp.arange(len(ROLL_PROBABILITIES)), jnp)
     action = jnp.argmax(by_action, axis=1)
     return jnp.asarray(KEEP_OF_ACTION)[jnp.arange(len(action)), action]
 

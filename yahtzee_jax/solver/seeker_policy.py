@@ -142,12 +142,7 @@ def target_seeker_tables(
     best = target_tables(rules, cache_dir, policy="target").flat
     follow = target_tables(rules, cache_dir, policy="expected").flat
     value = solve(rules, cache_dir=cache_dir).value_table
-    layout = target_layout(rules)
-    endgame = (
-        joint_endgame_tables(rules, cache_dir, follow, layout.rows, layout.lengths)
-        if joint
-        else None
-    )
+    endgame = joint_endgame_tables(rules, cache_dir, follow) if joint else None
     return seeker_tables(rules, best, follow, value, weight, endgame)
 
 
