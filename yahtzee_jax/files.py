@@ -16,6 +16,7 @@ import mmap
 import os
 import pathlib
 import sys
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,9 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 CHECKSUM_SUFFIX = ".crc32"  # the sidecar beside a cache file (`checksum`)
 _BLOCK = 1 << 26  # bytes of each block of a checksum: 24 blocks in official's target table
+# What reading a missing, truncated or foreign `.npz` archive raises: no file, a broken zip or
+# compressed stream, an entry missing, or one numpy refuses (a pickled object)
+ARCHIVE_ERRORS = (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error)
 
 
 PACKAGE = pathlib.Path(__file__).resolve().parent  # the package's sources, for `sources_digest`
@@ -126,6 +130,18 @@ def _alive(pid: int) -> bool:
     except OSError:  # EPERM: there, and not ours
         return True
     return True
+
+
+def read_arrays(path: str | os.PathLike, names: tuple[str, ...]) -> tuple[Any, ...] | None:
+    """The arrays `names` of an `.npz` archive, read whole, or None where the file is missing
+    or damaged (`ARCHIVE_ERRORS`): a cache's loader then checks their shapes and values."""
+    import numpy as np  # here: the floors that only write files do not import numpy
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return tuple(data[name] for name in names)
+    except ARCHIVE_ERRORS:
+        return None
 
 
 def checksum(path: pathlib.Path) -> str:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import os
 import time
-import zipfile
-import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.game_records import GameRecords
 from yahtzee_jax.evaluation.statistics import HIGH_SCORE, summarize
-from yahtzee_jax.files import cached, check_state, write_json, write_whole, written_checked
+from yahtzee_jax.files import (
+    ARCHIVE_ERRORS,
+    cached,
+    check_state,
+    write_json,
+    write_whole,
+    written_checked,
+)
 from yahtzee_jax.game.rules import Rules
 
 if TYPE_CHECKING:
@@ -84,7 +89,7 @@ def _load_reference(path: Path) -> GameRecords | None:
     """The cached games, or None where the file is missing or not `GameRecords.save`'s."""
     try:
         return GameRecords.load(path)
-    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile, zlib.error):
+    except (*ARCHIVE_ERRORS, TypeError):  # TypeError: entries of other fields
         return None
 
 

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import functools
 import os
-import zipfile
-import zlib
 from typing import Any
 
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, written_checked
+from yahtzee_jax.files import cached, read_arrays, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver.moments import box_outcomes, roll_options
 from yahtzee_jax.solver.states import filled_count, full_mask, table_shape
@@ -64,11 +62,10 @@ def load_endgame(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarra
     int32 of the table's shape in [-1, len(distributions)), distributions float32 [n, SCORE_BINS]
     of finite chances in [0, 1] up to float32's rounding (a negative row would index from the
     end, silently)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            rows, distributions = data["rows"], data["distributions"]
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+    found = read_arrays(path, ("rows", "distributions"))
+    if found is None:
         return None  # missing or damaged: solve again
+    rows, distributions = found
     if rows.dtype != np.int32 or rows.shape != table_shape(rules) or distributions.ndim != 2:
         return None
     if distributions.dtype != np.float32 or distributions.shape[1] != SCORE_BINS:

@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import functools
 import os
-import zipfile
-import zlib
 from typing import NamedTuple
 
 import jax
@@ -37,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, written_checked
+from yahtzee_jax.files import cached, read_arrays, written_checked
 from yahtzee_jax.game.engine import State, total_score
 from yahtzee_jax.game.rules import NUM_DICE, Rules
 from yahtzee_jax.solver.moments import (
@@ -171,11 +169,10 @@ def joint_endgame_tables(
 def load(path: os.PathLike, rules: Rules) -> tuple[np.ndarray, np.ndarray] | None:
     """The cached (classes, L), or None if missing or not this solver's output (shapes, class
     range, chances in [0, 1])."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            classes, chances = data["classes"], data["chances"]
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
-        return None
+    found = read_arrays(path, ("classes", "chances"))
+    if found is None:
+        return None  # missing or damaged: solve again
+    classes, chances = found
     count = len(chances)
     if (
         classes.shape != table_shape(rules)

@@ -28,13 +28,12 @@ import threading
 import time
 import warnings
 import zipfile
-import zlib
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, default_cache_dir, written_checked
+from yahtzee_jax.files import cached, default_cache_dir, read_arrays, written_checked
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 from yahtzee_jax.host import jax_computes_on_cpu, usable_cpus
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
@@ -298,11 +297,10 @@ def load_table(path: pathlib.Path, rules: Rules, most: float) -> np.ndarray | No
     an archive of float64 values of the right count, or a value that is not finite or lies
     outside [0, most] (a well-formed file with NaN or 1e300 in it would be played from)."""
     states = solved_states(rules)
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            values = data["values"]
-    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error):
+    found = read_arrays(path, ("values",))
+    if found is None:
         return None  # missing or damaged: solve again
+    (values,) = found
     if values.shape != (int(states.sum()),) or values.dtype != np.float64:
         return None
     if not (np.all(np.isfinite(values)) and values.min() >= 0.0 and values.max() <= most):
