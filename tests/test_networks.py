@@ -19,6 +19,7 @@ from yahtzee_jax.networks import (
     entropy,
     init_params,
     policy_log_probs,
+    value_head_modules,
 )
 from yahtzee_jax.runner.configs import from_dict
 
@@ -176,3 +177,40 @@ def test_value_scale_multiplies_the_value_outputs_only(params, value_head):
     np.testing.assert_array_equal(scaled.score_logits, plain.score_logits)
     with pytest.raises(Exception, match=r"^network.value_scale=0.0 must be > 0$"):
         NetworkConfig(value_scale=0.0)
+
+
+def test_critic_trunk_separates_the_value_from_the_policy():
+    """`network.critic_trunk`: the value head reads blocks of its own (`CriticBlock_0..`), so
+    the value's gradient reaches none of the policy's trunk and heads, the policy's none of the
+    critic's blocks; without it the value's gradient reaches the shared trunk."""
+    config = dataclasses.replace(SMALL, critic_trunk=True)
+    weights = init_params(config, FEATURES, jax.random.PRNGKey(5), OFFICIAL)
+    critic = {f"CriticBlock_{layer}" for layer in range(config.trunk_layers)}
+    assert critic <= set(weights)
+    assert set(value_head_modules(config)) == critic | {"Block_4", "Dense_2"}
+    net = YahtzeeNet(config, OFFICIAL.num_boxes)
+    x = jax.random.normal(jax.random.PRNGKey(6), (4, feature_size(FEATURES, OFFICIAL)))
+
+    def moved(loss) -> set[str]:
+        grads = jax.grad(loss)(weights)
+        return {
+            module
+            for module, leaves in grads.items()
+            if any(np.any(g) for g in jax.tree.leaves(leaves))
+        }
+
+    value_moves = moved(lambda w: net.apply({"params": w}, x).value.sum())
+    policy_moves = moved(
+        lambda w: sum(
+            out.sum()
+            for out in net.apply({"params": w}, x)[:2]  # roll log-probs, score logits
+        )
+    )
+    assert value_moves == set(value_head_modules(config))
+    assert not policy_moves & critic and {"Block_0", "Block_1"} <= policy_moves
+    shared = init_params(SMALL, FEATURES, jax.random.PRNGKey(5), OFFICIAL)
+    shared_grads = jax.grad(
+        lambda w: YahtzeeNet(SMALL, OFFICIAL.num_boxes).apply({"params": w}, x).value.sum()
+    )(shared)
+    assert np.any(shared_grads["Block_0"]["Dense_0"]["kernel"])
+    assert not critic & set(shared)

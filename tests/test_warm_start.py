@@ -119,3 +119,25 @@ def test_warm_start_continues_a_trained_planner_and_refuses_another_shape(tmp_pa
     with pytest.raises(ConfigError, match="network's shapes differ") as error:
         start_state(make_context(wider))
     assert "\n" not in str(error.value)
+
+
+def test_warm_start_widens_the_critics_own_trunk_too(tmp_path):
+    """With `network.critic_trunk` both trunks read the features: a2c-win from a solitaire run
+    widens the critic's first layer as the policy's (the source's rows, then zero rows)."""
+    sizes = ["network.hidden_size=16", "network.critic_trunk=true"]
+    source_config = resolve("paper-a2c-shaping", None, sizes)
+    source = init_train_state(make_context(source_config))
+    source = source.replace(params=jax.tree.map(lambda leaf: leaf + 0.5, source.params))
+    RunCheckpoints(tmp_path, 1).save(3, source, source_config, None)
+    config = resolve("a2c-win", None, [*sizes, f"algo.init_from={tmp_path}"])
+    context = make_context(config)
+    params = start_state(context).params
+    for block in ("Block_0", "CriticBlock_0"):
+        first, old = params[block]["Dense_0"]["kernel"], source.params[block]["Dense_0"]["kernel"]
+        assert first.shape == (context.env.feature_size(), 16) and first.shape[0] > old.shape[0]
+        np.testing.assert_array_equal(first[: old.shape[0]], old)
+        assert not np.any(first[old.shape[0] :])
+    np.testing.assert_array_equal(
+        params["CriticBlock_1"]["Dense_0"]["kernel"],
+        source.params["CriticBlock_1"]["Dense_0"]["kernel"],
+    )

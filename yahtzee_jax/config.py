@@ -133,6 +133,10 @@ class NetworkConfig:
     # The hidden blocks' arithmetic: "bfloat16" halves their memory traffic on a GPU's tensor
     # cores; the parameters, the optimizer and the heads' outputs stay float32.
     compute_dtype: str = "float32"
+    # True: the value head reads a trunk of its own (as many blocks as the shared one, on the
+    # same features) instead of the policy's, so the critic's regression and the policy's
+    # gradient share no weights (the paper's network shares them)
+    critic_trunk: bool = False
 
     def __post_init__(self) -> None:
         require(self.hidden_size >= 1, f"network.hidden_size={self.hidden_size} must be >= 1")

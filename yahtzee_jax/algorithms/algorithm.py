@@ -26,7 +26,7 @@ from yahtzee_jax.config import AlgoConfig, Config
 from yahtzee_jax.envs.environment import Environment
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import Rules
-from yahtzee_jax.networks import VALUE_OUTPUT, YahtzeeNet
+from yahtzee_jax.networks import CRITIC_BLOCK, VALUE_OUTPUT, YahtzeeNet
 
 
 @struct.dataclass
@@ -95,11 +95,13 @@ def widen_warm_params(context: Context, source: Any, same_task: bool) -> Any:
     start) and, unless the source learned this very task (`same_task`: its task, rules and
     reward, and so its critic's scale), a zeroed value output."""
     params = jax.tree.map(np.asarray, source)
-    first = params["Block_0"]["Dense_0"]["kernel"]
-    extra_rows = context.env.feature_size() - first.shape[0]
-    params["Block_0"]["Dense_0"]["kernel"] = np.concatenate(
-        [first, np.zeros((extra_rows, first.shape[1]), first.dtype)]
-    )
+    extra_rows = context.env.feature_size() - params["Block_0"]["Dense_0"]["kernel"].shape[0]
+    for block in ("Block_0", f"{CRITIC_BLOCK}0"):  # each trunk's first layer reads the features
+        if block in params:
+            first = params[block]["Dense_0"]["kernel"]
+            params[block]["Dense_0"]["kernel"] = np.concatenate(
+                [first, np.zeros((extra_rows, first.shape[1]), first.dtype)]
+            )
     # A zero critic would make the first TD(0) advantages the bare rewards and undo a trained
     # policy: it is zeroed only where the source's values mean something else.
     if not same_task or extra_rows:

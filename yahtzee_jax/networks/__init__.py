@@ -12,6 +12,7 @@ submodule names), so checkpoints load unchanged.
 """
 
 from yahtzee_jax.networks.actor_critic_net import (
+    CRITIC_BLOCK,
     HEADS,
     VALUE_OUTPUT,
     Block,
@@ -31,6 +32,7 @@ from yahtzee_jax.networks.q_network import QNetwork
 from yahtzee_jax.networks.value import ValueNet
 
 __all__ = [
+    "CRITIC_BLOCK",
     "HEADS",
     "VALUE_OUTPUT",
     "Block",

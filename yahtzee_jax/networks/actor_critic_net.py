@@ -14,6 +14,9 @@ Block = Dense -> activation -> LayerNorm -> Dropout (the order of the paper's co
   value[..., 1 + a] is D(s, a), and Q(s, a) = V(s) + D(s, a);
 - optional upper head: block -> Dense(1), the predicted normalised final upper total.
 
+With `critic_trunk` the value head reads its own `trunk_layers` blocks (`CriticBlock_i`, no
+dropout) over the features instead of the shared trunk's output.
+
 `policy_log_probs` merges both heads into one categorical over the engine's actions (45 in
 Yahtzee): keep actions at roll decisions, legal boxes at the scoring decision.
 """
@@ -103,9 +106,18 @@ VALUE_OUTPUT = "Dense_2"  # the value head's output layer (`YahtzeeNet` names it
 ACTION_VALUES = "ActionValues"  # the action-value head's offsets D(s, a) from V(s)
 
 
-def value_head_modules(config: NetworkConfig) -> tuple[str, str]:
-    """Names of the value head's parameter groups: its hidden block and its output layer."""
-    return f"Block_{config.trunk_layers + 2}", VALUE_OUTPUT
+CRITIC_BLOCK = "CriticBlock_"  # the critic's own trunk blocks (`network.critic_trunk`)
+
+
+def value_head_modules(config: NetworkConfig) -> tuple[str, ...]:
+    """Names of the value head's parameter groups: its own trunk's blocks (with
+    `critic_trunk`), its hidden block and its output layer."""
+    own_trunk = [f"{CRITIC_BLOCK}{layer}" for layer in range(config.trunk_layers)]
+    return (
+        *(own_trunk if config.critic_trunk else ()),
+        f"Block_{config.trunk_layers + 2}",
+        VALUE_OUTPUT,
+    )
 
 
 class YahtzeeNet(nn.Module):
@@ -131,6 +143,17 @@ class YahtzeeNet(nn.Module):
             name=f"Block_{salt}",
         )
 
+    def _critic_block(self, layer: int) -> Block:
+        config = self.config
+        return Block(
+            config.hidden_size,
+            config.activation,
+            config.layer_norm,
+            0.0,
+            dtype=config.compute_dtype,
+            name=f"{CRITIC_BLOCK}{layer}",
+        )
+
     @nn.compact
     def __call__(
         self,
@@ -147,6 +170,7 @@ class YahtzeeNet(nn.Module):
         a step whose decisions all keep needs no score head, and vice versa.
         """
         trunk = self.config.trunk_layers
+        features = x
         for layer in range(trunk):
             x = self._block(layer)(x, dropout_seed)
         rows = rows or {}
@@ -180,7 +204,13 @@ class YahtzeeNet(nn.Module):
                 out(score_hidden)
             )
         if "value" in heads:
-            value_hidden = self._block(trunk + 2, dropout=False)(head_input("value")[0], None)
+            if self.config.critic_trunk:  # its own blocks over the features, no dropout
+                value_input = features[rows.get("value", ())]
+                for layer in range(trunk):
+                    value_input = self._critic_block(layer)(value_input, None)
+            else:
+                value_input = head_input("value")[0]
+            value_hidden = self._block(trunk + 2, dropout=False)(value_input, None)
             scale = self.config.value_scale  # points per unit of the outputs
             value = scale * nn.elu(nn.Dense(1, name=VALUE_OUTPUT)(out(value_hidden)))
             if self.config.value_head == "action":
