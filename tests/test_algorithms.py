@@ -245,6 +245,14 @@ def test_an_agent_is_a_pytree_of_its_params_and_jits_once_per_kind():
             "network.value_head=action needs a learner that reads action values (ppo); a2c",
         ),
         (["network.value_head=q"], "network.value_head='q' is not one of: state, action"),
+        (
+            ["algo.name=td-planner", "network.critic_trunk=true"],
+            "network.critic_trunk needs an actor-critic learner (a2c, ppo, reinforce); td-planner",
+        ),
+        (
+            ["algo.name=dqn", "network.dropout=0", "network.critic_trunk=true"],
+            "network.critic_trunk needs an actor-critic learner (a2c, ppo, reinforce); dqn",
+        ),
         (["optim.lr=.inf"], "optim.lr=inf must be a finite number"),
         (["algo.gamma=nan"], "algo.gamma=nan must be a finite number"),
         (["env.id=YahtzeeTwoTurns-v0"], "env.id='YahtzeeTwoTurns-v0' is not one of: Yahtzee-v0"),

@@ -169,6 +169,9 @@ class AlgoConfig:
     evaluates_matches: ClassVar[bool] = False
     # True: the loss reads the action-value head (network.value_head=action), not one V(s)
     reads_action_values: ClassVar[bool] = False
+    # True: the loss trains the actor-critic network's value head (A2C, PPO, REINFORCE), which
+    # `network.critic_trunk` gives a trunk of its own
+    trains_value_head: ClassVar[bool] = False
 
     def check(self, config: Config) -> None:
         """Checks that involve other sections (called once the whole config is built)."""
@@ -351,6 +354,11 @@ class Config:
             self.network.value_head == "state" or self.algo.reads_action_values,
             f"network.value_head={self.network.value_head} needs a learner that reads action "
             f"values (ppo); {self.algo.name} reads one value per state",
+        )
+        require(
+            not self.network.critic_trunk or self.algo.trains_value_head,
+            f"network.critic_trunk needs an actor-critic learner (a2c, ppo, reinforce); "
+            f"{self.algo.name} trains no value head of that network",
         )
 
     def to_dict(self) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ Phi(s_{t+1}) by gamma; `shaping_discount` switches that on.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +36,8 @@ from yahtzee_jax.networks import entropy, policy_log_probs
 @dataclasses.dataclass(frozen=True)
 class ActorCriticConfig(AlgoConfig):
     """Loss settings of the actor-critic learners; defaults are Table 7's A2C column."""
+
+    trains_value_head: ClassVar[bool] = True  # V(s) is their critic or baseline
 
     name: str = "a2c"
     gamma: float = dynamic(0.99)
