@@ -142,6 +142,22 @@ def test_update_jits_and_reports_finite_scalars(name):
     assert_one_update(state, *make_chunk(context, 1)(state))
 
 
+def test_ppo_update_trains_a_critic_of_its_own():
+    """PPO with `network.critic_trunk`: one compiled update is sound, the critic's own blocks
+    and the policy's trunk both move (the value rows reach the critic's trunk through the
+    loss's per-head rows; test_networks.py: which gradient reaches which)."""
+    context = make_context(tiny_config("ppo", "network.critic_trunk=true"))
+    state = init_train_state(context)
+    after, metrics, failure = make_chunk(context, 1)(state)
+    assert_one_update(state, after, metrics, failure)
+    for module in ("CriticBlock_0", "Block_0"):
+        before_leaves = jax.tree.leaves(state.params[module])
+        after_leaves = jax.tree.leaves(after.params[module])
+        assert any(
+            not np.array_equal(a, b) for a, b in zip(before_leaves, after_leaves, strict=True)
+        ), module
+
+
 # The chunk's scan is the runner's, whatever the learner: PPO's, DQN's and the tabular learners'
 # updates keep it fast; A2C's and REINFORCE's (the actor-critic path PPO's update also takes)
 # wait for test-slow, their updates fast in test_checkpoint_resume_is_bit_identical below (and
