@@ -10,7 +10,13 @@ import os
 import numpy as np
 import pytest
 
-from yahtzee_jax.files import check_writable, replaced_whole, write_json, write_whole
+from yahtzee_jax.files import (
+    check_writable,
+    read_arrays,
+    replaced_whole,
+    write_json,
+    write_whole,
+)
 
 
 def test_a_written_file_replaces_the_old_one_and_leaves_no_temporary(tmp_path) -> None:
@@ -129,3 +135,21 @@ def test_text_cut_short_by_a_full_disk_leaves_the_old_file(tmp_path, monkeypatch
     monkeypatch.undo()
     assert path.read_text() == "old: 1\n"
     assert [entry.name for entry in tmp_path.iterdir()] == ["config.yaml"]
+
+
+def test_read_arrays_gives_the_named_arrays_or_none_for_a_missing_or_damaged_archive(tmp_path):
+    """`files.read_arrays`: a whole archive's named arrays; None for no file, a truncated file,
+    a name it lacks, and a pickled entry (never unpickled)."""
+    good = tmp_path / "good.npz"
+    np.savez(good, rows=np.arange(3, dtype=np.int32), chances=np.ones(2))
+    rows, chances = read_arrays(good, ("rows", "chances"))
+    np.testing.assert_array_equal(rows, [0, 1, 2])
+    np.testing.assert_array_equal(chances, [1.0, 1.0])
+    assert read_arrays(tmp_path / "none.npz", ("rows",)) is None
+    assert read_arrays(good, ("rows", "classes")) is None
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[:-40])
+    assert read_arrays(truncated, ("rows",)) is None
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, rows=np.array([{"a": 1}], dtype=object))
+    assert read_arrays(pickled, ("rows",)) is None
