@@ -96,6 +96,12 @@ FIXED_GAMMA = [DROP, "algo.gamma_hold=1.0", "algo.gamma_anneal=0.0"]
         ("ppo-250", ["train.total_games=10485760"], "ppo-250-10.5m-seed25", 25),
         ("ppo-250", ["network.critic_trunk=true"], "ppo-250-critic-trunk-seed0", 0),
         ("ppo-250", ["network.critic_trunk=true"], "ppo-250-critic-trunk-seed21", 21),
+        (
+            "ppo-250",
+            ["network.critic_trunk=true", "train.total_games=10485760"],
+            "ppo-250-critic-trunk-10.5m-seed26",
+            26,
+        ),
         ("ppo-253", [], "ppo-253-seed24", 24),
     ],
 )
