@@ -7,8 +7,8 @@ import json
 import jax
 import numpy as np
 import pytest
+from scripts import load_experiment_script
 
-from tests.scripts import load_experiment_script
 from yahtzee_jax.algorithms.algorithm import init_train_state, make_context
 from yahtzee_jax.runner.checkpointing import RunCheckpoints
 from yahtzee_jax.runner.configs import resolve
