@@ -22,7 +22,8 @@ from yahtzee_jax.runner.runlog import read_evals
 from yahtzee_jax.runner.single_run import EVALS_FILE, plot_learning_curve
 
 
-def _reference(text: str) -> tuple[str, float]:
+def reference_line(text: str) -> tuple[str, float]:
+    """A `--reference LABEL=NUMBER` argument as (label, value)."""
     label, _, value = text.rpartition("=")
     try:
         return label, float(value)
@@ -35,7 +36,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     parser.add_argument("--out", type=Path, default=None, help="output PNG")
-    parser.add_argument("--reference", type=_reference, action="append", default=[])
+    parser.add_argument("--reference", type=reference_line, action="append", default=[])
     parser.add_argument("--title", default="Learning curves", help="plot title (several runs)")
     parser.add_argument("--x", choices=("games", "wall"), default="games", help="x axis")
     parser.add_argument("--label", action="append", default=[], help="a line's name, per run")

@@ -306,6 +306,35 @@ def final_scores_figure(scores: dict[str, tuple[float, float]], title: str) -> F
     return _laid_out(figure)
 
 
+def final_vs_games_figure(
+    series: dict[str, list[tuple[int, float, float]]],
+    title: str,
+    references: dict[str, float] | None = None,
+) -> Figure:
+    """Final mean score (± 1.96 standard errors) against a run's training games, log2 axis:
+    one line per series (`series` maps a label to (games, mean, stderr) points); `references`
+    maps a label to a horizontal line (the optimum, a ceiling)."""
+    figure = Figure(figsize=(7, 4.5))
+    axes = figure.subplots()
+    for colour, (label, points) in enumerate(series.items()):
+        games, means, errors = (np.array(column) for column in zip(*sorted(points), strict=True))
+        axes.errorbar(games, means, yerr=1.96 * errors, marker="o", capsize=3, color=f"C{colour}",
+                      label=label)  # fmt: skip
+    for index, (label, value) in enumerate((references or {}).items()):
+        axes.axhline(value, color="gray", linestyle=("--", ":", "-.")[index % 3], linewidth=1,
+                     label=f"{label}: {value:.2f}")  # fmt: skip
+    axes.set_xscale("log", base=2)
+    budgets = sorted({games for points in series.values() for games, _, _ in points})
+    axes.set_xticks(budgets, [f"{games / 1e6:.1f}M" for games in budgets])
+    axes.minorticks_off()
+    axes.set_xlabel("training games (log scale)")
+    axes.set_ylabel("final mean score (± 1.96 s.e.)")
+    axes.set_title(title)
+    axes.grid(alpha=0.3, which="both")
+    axes.legend(fontsize="small", loc="lower right")
+    return _laid_out(figure)
+
+
 def frontier_figure(
     points: dict[str, tuple[float, float]], title: str, x_label: str, y_label: str
 ) -> Figure:
