@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -62,7 +63,10 @@ def main(argv: list[str]) -> int:
         }
         figure = final_vs_games_figure(series, args.title, dict(args.reference))
         if args.json:
-            args.json.write_text(json.dumps({"series": points}, indent=1) + "\n")
+            command = shlex.join(["python", "experiments/plot_final_vs_games.py", *argv])
+            args.json.write_text(
+                json.dumps({"command": command, "series": points}, indent=1) + "\n"
+            )
         print(save_figure(figure, args.out))
 
     return exit_status(plot)
