@@ -21,6 +21,8 @@ from plot_learning_curve import reference_line
 
 from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.plots import final_vs_games_figure, save_figure
+from yahtzee_jax.files import write_json
+from yahtzee_jax.runner.single_run import FINAL_EVAL_DIR, SUMMARY_FILE
 
 
 def _series(text: str) -> tuple[str, list[Path]]:
@@ -32,7 +34,7 @@ def _series(text: str) -> tuple[str, list[Path]]:
 
 def read_point(run_dir: Path) -> dict:
     """One finished run's training games, final mean and standard error, and seed."""
-    path = run_dir / "summary.json"
+    path = run_dir / SUMMARY_FILE
     try:
         summary = json.loads(path.read_text())
         final = summary["final_eval"]
@@ -40,8 +42,9 @@ def read_point(run_dir: Path) -> dict:
         point["stderr"] = float(final["stderr"])
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise UserError(f"{path}: not a finished run's summary ({error})") from None
-    seed = (run_dir / "final_eval_summary.json", run_dir / "final_eval" / "summary.json")
-    found = [json.loads(p.read_text()).get("seed") for p in seed if p.is_file()]
+    # the final report's own summary: beside it in a results/ folder, inside a run directory
+    reports = (run_dir / "final_eval_summary.json", run_dir / FINAL_EVAL_DIR / SUMMARY_FILE)
+    found = [json.loads(report.read_text()).get("seed") for report in reports if report.is_file()]
     return {"run": str(run_dir), **point, "final_eval_seed": found[0] if found else None}
 
 
@@ -64,9 +67,7 @@ def main(argv: list[str]) -> int:
         figure = final_vs_games_figure(series, args.title, dict(args.reference))
         if args.json:
             command = shlex.join(["python", "experiments/plot_final_vs_games.py", *argv])
-            args.json.write_text(
-                json.dumps({"command": command, "series": points}, indent=1) + "\n"
-            )
+            write_json(args.json, {"command": command, "series": points})
         print(save_figure(figure, args.out))
 
     return exit_status(plot)
