@@ -44,8 +44,17 @@ def read_point(run_dir: Path) -> dict:
         raise UserError(f"{path}: not a finished run's summary ({error})") from None
     # the final report's own summary: beside it in a results/ folder, inside a run directory
     reports = (run_dir / "final_eval_summary.json", run_dir / FINAL_EVAL_DIR / SUMMARY_FILE)
-    found = [json.loads(report.read_text()).get("seed") for report in reports if report.is_file()]
+    found = [_report_seed(report) for report in reports if report.is_file()]
     return {"run": str(run_dir), **point, "final_eval_seed": found[0] if found else None}
+
+
+def _report_seed(path: Path) -> int | None:
+    """The seed a final evaluation's summary names (None when it names none)."""
+    try:
+        report = json.loads(path.read_text())
+        return None if report.get("seed") is None else int(report["seed"])
+    except (OSError, ValueError, AttributeError, TypeError) as error:
+        raise UserError(f"{path}: not a final evaluation's summary ({error})") from None
 
 
 def main(argv: list[str]) -> int:

@@ -27,8 +27,9 @@ def test_points_are_each_runs_games_and_final_score_joined_in_order_of_games(
     """Two series from hand-made summaries: each point is its run's games, final mean and
     standard error (the seed of its final evaluation beside it), a series' line runs in order
     of games whatever order its runs were named in, its error bars are 1.96 standard errors,
-    and a horizontal reference is drawn; a folder without a finished run's summary, or a series
-    without '=', is refused in one line with exit status 2."""
+    and a horizontal reference is drawn; a folder without a finished run's summary, one whose
+    final evaluation's summary is damaged, or a series without '=', is refused in one line with
+    exit status 2."""
     monkeypatch.syspath_prepend(str(EXPERIMENTS))
     script = load_experiment_script("plot_final_vs_games")
     long = _run(tmp_path, "long", 8_000_000, 253.3, 0.2, seed=27)
@@ -65,6 +66,11 @@ def test_points_are_each_runs_games_and_final_score_joined_in_order_of_games(
     capsys.readouterr()
     assert script.main(["--series", f"a={empty}", "--out", str(out)]) == 2
     assert "summary.json: not a finished run's summary" in capsys.readouterr().err
+    short.joinpath("final_eval_summary.json").write_text('{"seed": 2')  # cut off mid-write
+    assert script.main(["--series", f"a={short}", "--out", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "final_eval_summary.json: not a final evaluation's summary" in error
+    assert "Traceback" not in error and len(error.strip().splitlines()) == 1
     with pytest.raises(SystemExit) as refused:  # argparse's own one-line refusal
         script.main(["--series", str(short), "--out", str(out)])
     assert refused.value.code == 2
