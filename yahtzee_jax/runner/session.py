@@ -14,6 +14,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Sequence
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,19 @@ def final_report(config: Config, run_dir: Path, params: Any, progress: bool) -> 
     return final
 
 
+def finish_modules(configs: Sequence[Config], final_eval: bool) -> list[str]:
+    """The modules a session's end imports: the learning curve's plots, and with `final_eval`
+    the final evaluation's (the optimal agent's beside it, a single turn's against its optimum)."""
+    names = ["yahtzee_jax.evaluation.plots"]
+    if final_eval:
+        names += ["yahtzee_jax.evaluation.reports", "yahtzee_jax.evaluation.records"]
+        if any(config.train.final_compare_optimal for config in configs):
+            names += ["yahtzee_jax.solver", "yahtzee_jax.agents.widget_agents"]
+        if not all(envs.environment_class(config).whole_games for config in configs):
+            names += ["yahtzee_jax.evaluation.single_turn", "yahtzee_jax.solver.widget"]
+    return names
+
+
 def train_session(
     configs: Sequence[Config | None],
     run_dirs: Sequence[Path],
@@ -270,6 +284,10 @@ def train_session(
             primary=False,
         )
         return summaries
+    # Imported now, not when the run ends hours later: an editable install's sources edited in
+    # between would otherwise meet modules loaded from the old ones at the last step.
+    for name in finish_modules(resolved, final_eval):
+        import_module(name)
     with contextlib.ExitStack() as locks:
         for run_dir in run_dirs:
             run_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,76 @@
+"""A training session imports what its end needs when it starts (`session.finish_modules`)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+
+import pytest
+from golden_cases import TINY
+
+from yahtzee_jax.evaluation import reports, single_turn
+from yahtzee_jax.runner import session
+from yahtzee_jax.runner.configs import resolve
+
+
+def _lazy_imports(*functions) -> set[str]:
+    """The yahtzee_jax modules imported inside the bodies of `functions`."""
+    found = set()
+    for function in functions:
+        for node in ast.walk(ast.parse(inspect.getsource(function).lstrip())):
+            if isinstance(node, ast.ImportFrom) and node.module.startswith("yahtzee_jax"):
+                # `from yahtzee_jax.evaluation import plots as drawing` imports a module
+                names = [f"{node.module}.{alias.name}" for alias in node.names]
+                found |= {name for name in names if name.endswith(".plots")} or {node.module}
+    return found
+
+
+def test_finish_modules_cover_every_import_the_end_of_a_run_makes():
+    """Every module the session's end imports inside a function (the learning curve, the
+    final evaluation beside the optimal agent, a single turn against its optimum) is among
+    those imported at the start, for a single-turn run that compares with the optimum; a
+    whole-game run without the final evaluation imports the plots only."""
+    single = ["env.id=YahtzeeSingleTurn-v0", "train.final_compare_optimal=true"]
+    config = resolve("quick", overrides=[*TINY, *single])
+    assert config.train.final_compare_optimal
+    end = _lazy_imports(
+        session.plot_learning_curve,
+        session.final_report,
+        reports.reference_path,
+        reports.optimal_reference,
+        reports.evaluate,
+        reports.write_report,
+        single_turn.turn_optimum,
+    )
+    assert end <= set(session.finish_modules([config], final_eval=True))
+    assert session.finish_modules([resolve("quick", overrides=TINY)], final_eval=False) == [
+        "yahtzee_jax.evaluation.plots"
+    ]
+
+
+def test_finish_modules_are_imported_before_training_starts(tmp_path, monkeypatch):
+    """`train_session` imports each finish module before the host loop runs (a run of hours
+    then ends with the code it started with, whatever was edited meanwhile)."""
+    imported, seen_by_training = [], []
+
+    class Stop(Exception):
+        pass
+
+    def train_members(*args, **kwargs):
+        seen_by_training.extend(imported)
+        raise Stop
+
+    monkeypatch.setattr(session, "import_module", imported.append)
+    monkeypatch.setattr(session, "train_members", train_members)
+    config = resolve("quick", overrides=TINY)
+    with pytest.raises(Stop):
+        session.train_session(
+            [config],
+            [tmp_path / "run"],
+            [False],
+            lambda configs: None,
+            progress=False,
+            final_eval=True,
+            resume_hint="",
+        )
+    assert seen_by_training == session.finish_modules([config], final_eval=True)
