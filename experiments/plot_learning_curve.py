@@ -6,7 +6,8 @@ Usage: python experiments/plot_learning_curve.py RUN_DIR [RUN_DIR ...] [--out OU
 One run: RUN_DIR/learning_curve.png (or --out) with a +-1 std band. Several runs: one line
 each in --out (default learning_curves.png), e.g. to compare the settings of an ablation;
 ``--reference "paper A2C 250K=230.38"`` draws a dashed horizontal line; ``--x wall`` puts
-wall time (minutes since each run started, as logged in evals.jsonl) on the x axis; ``--label``,
+wall time on the x axis (minutes since each run started, from evals.jsonl; a resumed run's
+sessions follow each other, the time a kill lost not counted); ``--label``,
 once per run in order, names the lines (default: each run directory's name).
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from yahtzee_jax.errors import UserError, exit_status
 from yahtzee_jax.evaluation.plots import plot_learning_curves
-from yahtzee_jax.runner.runlog import read_evals
+from yahtzee_jax.runner.runlog import read_evals, training_wall
 from yahtzee_jax.runner.single_run import EVALS_FILE, plot_learning_curve
 
 
@@ -55,6 +56,12 @@ def _plot(args: argparse.Namespace) -> Path:
         curves[label] = read_evals(run_dir / EVALS_FILE)
         if not curves[label]:
             raise UserError(f"no evaluations in {run_dir / EVALS_FILE}")
+        if args.x == "wall":  # each row's clock starts with its session; the run's does not
+            walls = training_wall(curves[label])
+            if walls is None:
+                raise UserError(f"{run_dir / EVALS_FILE}: a row without wall_s; use --x games")
+            rows = zip(curves[label], walls, strict=True)
+            curves[label] = [{**row, "wall_s": wall} for row, wall in rows]
     out = args.out or Path("learning_curves.png")
     return plot_learning_curves(curves, out, args.title, dict(args.reference), args.x)
 

@@ -149,3 +149,30 @@ def test_learning_curve_script_compares_runs(tmp_path, capsys, monkeypatch):
     with pytest.raises(SystemExit) as error:
         script.main([*argv, "--reference", "paper"])
     assert error.value.code == 2
+
+
+def test_wall_time_of_a_resumed_run_runs_on_across_its_sessions(tmp_path, capsys, monkeypatch):
+    """Each session's evaluations log `wall_s` from that session's start: `--x wall` draws a
+    run resumed after 300 s (its last evaluation at 300 s, a kill losing what came after) at
+    300 s plus the new session's clock, never back in time; a row without `wall_s` is refused
+    in one line."""
+    script = load_experiment_script("plot_learning_curve")
+    first = [
+        {"games": 100 * k, "wall_s": 100.0 * k, "num_games": 10, "mean": 50.0, "update": k}
+        for k in (1, 2, 3)
+    ]
+    second = [
+        {"games": 100 * k, "wall_s": 100.0 * (k - 3), "num_games": 10, "mean": 60.0, "update": k}
+        for k in (4, 5)
+    ]
+    (tmp_path / "run").mkdir()
+    evals = tmp_path / "run" / EVALS_FILE
+    evals.write_text("".join(json.dumps(row) + "\n" for row in first + second))
+    drawn = {}
+    monkeypatch.setattr(script, "plot_learning_curves", lambda curves, *_: drawn.update(curves))
+    assert script.main([str(tmp_path / "run"), "--x", "wall"]) == 0
+    assert [row["wall_s"] for row in drawn["run"]] == [100.0, 200.0, 300.0, 400.0, 500.0]
+    evals.write_text(json.dumps({"update": 1, "games": 1, "num_games": 1, "mean": 1.0}) + "\n")
+    capsys.readouterr()
+    assert script.main([str(tmp_path / "run"), "--x", "wall"]) == 2
+    assert "a row without wall_s; use --x games" in capsys.readouterr().err

@@ -18,7 +18,7 @@ from yahtzee_jax.commands.studies import (
     run_dir,
 )
 from yahtzee_jax.files import write_json, write_whole
-from yahtzee_jax.runner.runlog import read_evals, read_scalars
+from yahtzee_jax.runner.runlog import read_evals, read_scalars, training_wall
 from yahtzee_jax.runner.single_run import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE
 
 
@@ -215,7 +215,7 @@ def _seed_mean_curve(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Evaluation rows averaged over seeds at the points every seed has; their wall time too
     (summed over a resumed run's sessions) where every seed logged it."""
     length = min(len(seed["evals"]) for seed in per_seed)
-    walls = [_training_wall(seed["evals"]) for seed in per_seed]
+    walls = [training_wall(seed["evals"]) for seed in per_seed]
     rows = []
     for point in range(length):
         at_point = [seed["evals"][point] for seed in per_seed]
@@ -230,21 +230,6 @@ def _seed_mean_curve(per_seed: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if all(wall is not None for wall in walls):
             rows[-1]["wall_s"] = float(np.mean([wall[point] for wall in walls]))
     return rows
-
-
-def _training_wall(evals: list[dict[str, Any]]) -> list[float] | None:
-    """Each evaluation's seconds since the run began (None if any row lacks them). A row's
-    `wall_s` counts from the start of its session: where the clock goes back (a resume) the
-    earlier sessions' last readings are added, so the work a kill lost is not counted."""
-    if not all("wall_s" in row for row in evals):
-        return None
-    walls, offset, previous = [], 0.0, 0.0
-    for row in evals:
-        if row["wall_s"] < previous:  # a new session
-            offset += previous
-        previous = row["wall_s"]
-        walls.append(offset + previous)
-    return walls
 
 
 def _percent(value: float | None) -> str:

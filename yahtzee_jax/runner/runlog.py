@@ -129,6 +129,21 @@ def read_evals(path: Path, report: Callable[[str], None] = _to_stderr) -> list[d
     return rows
 
 
+def training_wall(evals: list[dict[str, Any]]) -> list[float] | None:
+    """Each evaluation's seconds since the run began (None if any row lacks them). A row's
+    `wall_s` counts from the start of its session: where the clock goes back (a resume) the
+    earlier sessions' last readings are added, so the work a kill lost is not counted."""
+    if not all("wall_s" in row for row in evals):
+        return None
+    walls, offset, previous = [], 0.0, 0.0
+    for row in evals:
+        if row["wall_s"] < previous:  # a new session
+            offset += previous
+        previous = row["wall_s"]
+        walls.append(offset + previous)
+    return walls
+
+
 def write_evals(path: Path, rows: list[dict[str, Any]]) -> None:
     """Write all evaluation rows atomically."""
     write_whole(path, "".join(json.dumps(row) + "\n" for row in rows))
