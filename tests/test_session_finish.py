@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+from importlib import import_module
+from types import ModuleType
 
 import pytest
 from golden_cases import TINY
@@ -19,9 +21,13 @@ def _lazy_imports(*functions) -> set[str]:
     for function in functions:
         for node in ast.walk(ast.parse(inspect.getsource(function).lstrip())):
             if isinstance(node, ast.ImportFrom) and node.module.startswith("yahtzee_jax"):
-                # `from yahtzee_jax.evaluation import plots as drawing` imports a module
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-                found |= {name for name in names if name.endswith(".plots")} or {node.module}
+                # `from package import module` loads that module; `from module import name`
+                # the module itself
+                source = import_module(node.module)
+                for alias in node.names:
+                    imported = getattr(source, alias.name)
+                    is_module = isinstance(imported, ModuleType)
+                    found.add(imported.__name__ if is_module else node.module)
     return found
 
 
