@@ -267,6 +267,9 @@ def test_runs_killed_at_any_moment_resume_with_every_point_logged_once(
 
     points = [(row["update"], row["mean"]) for row in read_evals(run_dir / EVALS_FILE)]
     assert points == [(row["update"], row["mean"]) for row in read_evals(finished_run / EVALS_FILE)]
+    sessions = [row["session"] for row in read_evals(run_dir / EVALS_FILE)]
+    assert sessions == sorted(sessions) and sessions[-1] > 1  # each row names its sitting
+    assert {row["session"] for row in read_evals(finished_run / EVALS_FILE)} == {1}
     scalars, expected = read_scalars(run_dir), read_scalars(finished_run)
     assert scalars.keys() == expected.keys()
     for tag, values in expected.items():

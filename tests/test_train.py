@@ -151,6 +151,20 @@ def test_learning_curve_script_compares_runs(tmp_path, capsys, monkeypatch):
     assert error.value.code == 2
 
 
+def test_wall_time_follows_the_session_each_row_names():
+    """A resumed session whose first evaluation comes later on its own clock than the earlier
+    session's last (a short first session) cannot be told by the clock: the rows' `session`
+    numbers tell it, and rows written before rows carried one still go by the clock."""
+    from yahtzee_jax.runner.runlog import training_wall
+
+    short_first = [{"wall_s": 100.0, "session": 1}]
+    later = [{"wall_s": 150.0, "session": 2}, {"wall_s": 250.0, "session": 2}]
+    assert training_wall(short_first + later) == [100.0, 250.0, 350.0]
+    unnumbered = [{"wall_s": 100.0}, {"wall_s": 50.0}]  # an old run: the clock went back
+    assert training_wall([*unnumbered, {"wall_s": 120.0, "session": 3}]) == [100.0, 150.0, 270.0]
+    assert training_wall([{"wall_s": 1.0}, {"games": 2}]) is None
+
+
 def test_wall_time_of_a_resumed_run_runs_on_across_its_sessions(tmp_path, capsys, monkeypatch):
     """Each session's evaluations log `wall_s` from that session's start: `--x wall` draws a
     run resumed after 300 s (its last evaluation at 300 s, a kill losing what came after) at

@@ -376,6 +376,7 @@ def train_members(
                     for member, config in enumerate(configs):
                         params = program.member(state.params, member)
                         row = evaluation_row(config, params, step, started)
+                        row["session"] = scalars[member].session  # the events file's number
                         scalars[member].add("eval/mean_score", row["mean"], row["games"])
                         scalars[member].add("eval/std_score", row["std"], row["games"])
                         for rate in ("win_rate", "upper_bonus_rate"):

@@ -131,15 +131,16 @@ def read_evals(path: Path, report: Callable[[str], None] = _to_stderr) -> list[d
 
 def training_wall(evals: list[dict[str, Any]]) -> list[float] | None:
     """Each evaluation's seconds since the run began (None if any row lacks them). A row's
-    `wall_s` counts from the start of its session: where the clock goes back (a resume) the
-    earlier sessions' last readings are added, so the work a kill lost is not counted."""
+    `wall_s` counts from the start of its session: at each new session (its `session` number
+    changes; in rows written before rows carried one, the clock goes back) the earlier
+    sessions' last readings are added, so the work a kill lost is not counted."""
     if not all("wall_s" in row for row in evals):
         return None
-    walls, offset, previous = [], 0.0, 0.0
-    for row in evals:
-        if row["wall_s"] < previous:  # a new session
+    walls, offset, previous, sitting = [], 0.0, 0.0, None
+    for index, row in enumerate(evals):
+        if index and (row.get("session") != sitting or row["wall_s"] < previous):
             offset += previous
-        previous = row["wall_s"]
+        previous, sitting = row["wall_s"], row.get("session")
         walls.append(offset + previous)
     return walls
 
@@ -204,14 +205,15 @@ class ScalarLog:
 
     def __init__(self, run_dir: str | Path, enabled: bool = True) -> None:
         self.enabled = enabled  # off on the processes of a multi-host run other than process 0
+        self.session = 0  # this sitting's number, 1 for a new run (0 where nothing is written)
         if not enabled:
             return
         run_dir = Path(run_dir)
         existing = events_files(run_dir)
-        session = (_session(existing[-1]) if existing else 0) + 1
+        self.session = (_session(existing[-1]) if existing else 0) + 1
         name = (
             f"events.out.{EVENTS_MARKER}.{int(time.time()):010d}.{socket.gethostname()}"
-            f".session{session:04d}"
+            f".session{self.session:04d}"
         )
         self.path = run_dir / name
         self._file = open(self.path, "ab")  # noqa: SIM115 (append: never truncate a log)
