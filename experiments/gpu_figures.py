@@ -46,7 +46,6 @@ Its pictures are drawn from OUT afterwards: `python experiments/plot_gpu_figures
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -59,6 +58,8 @@ from typing import Any
 from yahtzee_jax.commands.bench.machine import cpu_name
 from yahtzee_jax.commands.study_report import first_crossings
 from yahtzee_jax.files import write_json
+from yahtzee_jax.runner.finished_run import read_finished_run
+from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals
 
 THRESHOLDS = (230.0, 241.78, 248.0, 250.0)
 PRESET = "gpu-ppo"
@@ -211,17 +212,16 @@ def train_run(
     ]
     status, seconds, tail = run_command(argv, timeout_s)
     result: dict[str, Any] = {"command": " ".join(argv[1:]), "status": status, "wall_s": seconds}
-    if status == 0:
-        summary = json.loads((run_dir / "summary.json").read_text())
-        result |= {"final_eval": summary.get("final_eval"), "games": summary.get("games")}
-        report = run_dir / "final_eval" / "summary.json"  # the upper-bonus rate and more
-        if report.exists():
-            result["final_eval_summary"] = json.loads(report.read_text())
-    else:
+    finished = read_finished_run(run_dir, required=False) if status == 0 else None
+    if finished is not None:
+        result |= {"final_eval": finished.final_eval, "games": finished.games}
+        if finished.report:  # the upper-bonus rate and more
+            result["final_eval_summary"] = finished.report
+    else:  # failed, or exited 0 without its final evaluation: the output says why
         result["output_tail"] = tail
-    evals_path = run_dir / "evals.jsonl"
+    evals_path = run_dir / EVALS_FILE
     if evals_path.exists():  # a stopped run keeps the evaluations it wrote
-        evals = [json.loads(line) for line in evals_path.read_text().splitlines() if line]
+        evals = read_evals(evals_path)
         result |= {"first_reached": first_reached(evals), "evals": evals}
     return result
 

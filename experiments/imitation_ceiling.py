@@ -31,6 +31,12 @@ from imitation_agreement import agreement
 from matplotlib.figure import Figure
 
 from yahtzee_jax.evaluation.plots import save_figure
+from yahtzee_jax.runner.finished_run import (
+    FINAL_EVAL_DIR,
+    FINAL_REPORT_COPY,
+    SUMMARY_FILE,
+    read_finished_run,
+)
 from yahtzee_jax.runner.runlog import read_evals
 
 PRESET = "imitate-optimal"
@@ -71,7 +77,6 @@ OPTIMUM = 254.56  # the optimal agent on the final evaluation's 100,000 deals (s
 WIDTH_COLOURS = {128: "tab:blue", 256: "tab:green", 512: "tab:purple"}
 RESULTS = Path("results/imitation-ceiling")
 KEPT = ("summary.json", "evals.jsonl", "config.yaml")
-FINAL = "final_eval/summary.json"  # the final evaluation's report (kept as final_eval_summary)
 CLI = [sys.executable, "-m", "yahtzee_jax.commands.cli"]
 AGREEMENT_GAMES, AGREEMENT_SEED = 10_000, 5  # the student's own games, asked of the optimum
 
@@ -86,8 +91,7 @@ def command(name: str, out: Path) -> list[str]:
 
 def finished(run: Path) -> bool:
     """Whether a run directory holds its final evaluation."""
-    summary = run / "summary.json"
-    return summary.exists() and "final_eval" in json.loads(summary.read_text())
+    return read_finished_run(run, required=False) is not None
 
 
 def train(name: str, out: Path) -> None:
@@ -121,10 +125,10 @@ def collect(names: list[str], out: Path) -> list[dict]:
         (RESULTS / name).mkdir(parents=True, exist_ok=True)
         for file in KEPT:
             shutil.copy(run / file, RESULTS / name / file)
-        shutil.copy(run / FINAL, RESULTS / name / "final_eval_summary.json")
+        shutil.copy(run / FINAL_EVAL_DIR / SUMMARY_FILE, RESULTS / name / FINAL_REPORT_COPY)
         shutil.copy(run / "sittings.jsonl", RESULTS / name / "sittings.jsonl")
-        summary = json.loads((run / "summary.json").read_text())
-        report = json.loads((run / FINAL).read_text())
+        done = read_finished_run(run)
+        summary, report = done.summary, done.report
         agreed = RESULTS / name / "agreement.json"
         if not agreed.exists():  # once: 10,000 games of the student with the optimum asked
             measured = agreement(str(run), AGREEMENT_GAMES, AGREEMENT_SEED)

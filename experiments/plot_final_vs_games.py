@@ -12,17 +12,16 @@ are joined in order of their games (runs of the same budget on other seeds stand
 from __future__ import annotations
 
 import argparse
-import json
 import shlex
 import sys
 from pathlib import Path
 
 from plot_learning_curve import reference_line
 
-from yahtzee_jax.errors import UserError, exit_status
+from yahtzee_jax.errors import exit_status
 from yahtzee_jax.evaluation.plots import final_vs_games_figure, save_figure
 from yahtzee_jax.files import write_json
-from yahtzee_jax.runner.single_run import FINAL_EVAL_DIR, SUMMARY_FILE
+from yahtzee_jax.runner.finished_run import read_finished_run
 
 
 def _series(text: str) -> tuple[str, list[Path]]:
@@ -34,27 +33,10 @@ def _series(text: str) -> tuple[str, list[Path]]:
 
 def read_point(run_dir: Path) -> dict:
     """One finished run's training games, final mean and standard error, and seed."""
-    path = run_dir / SUMMARY_FILE
-    try:
-        summary = json.loads(path.read_text())
-        final = summary["final_eval"]
-        point = {"games": int(summary["games"]), "mean": float(final["mean"])}
-        point["stderr"] = float(final["stderr"])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise UserError(f"{path}: not a finished run's summary ({error})") from None
-    # the final report's own summary: beside it in a results/ folder, inside a run directory
-    reports = (run_dir / "final_eval_summary.json", run_dir / FINAL_EVAL_DIR / SUMMARY_FILE)
-    found = [_report_seed(report) for report in reports if report.is_file()]
-    return {"run": str(run_dir), **point, "final_eval_seed": found[0] if found else None}
-
-
-def _report_seed(path: Path) -> int | None:
-    """The seed a final evaluation's summary names (None when it names none)."""
-    try:
-        report = json.loads(path.read_text())
-        return None if report.get("seed") is None else int(report["seed"])
-    except (OSError, ValueError, AttributeError, TypeError) as error:
-        raise UserError(f"{path}: not a final evaluation's summary ({error})") from None
+    run = read_finished_run(run_dir)
+    final = run.final_eval
+    point = {"games": run.games, "mean": float(final["mean"]), "stderr": float(final["stderr"])}
+    return {"run": str(run_dir), **point, "final_eval_seed": run.final_eval_seed}
 
 
 def main(argv: list[str]) -> int:

@@ -156,12 +156,12 @@ def test_the_252_step_polishes_the_run_it_trained_and_reports_both(tmp_path, mon
         preset = argv[argv.index("--preset") + 1]
         run_dir = Path(argv[argv.index("--out") + 1])
         run_dir.mkdir(parents=True)
-        final = {"games": 100000, "mean": 252.5 if "polish" in preset else 251.5}
+        final = {"games": 100000, "mean": 252.5 if "polish" in preset else 251.5, "stderr": 0.2}
         summary = {"final_eval": final, "games": 7}
         (run_dir / "summary.json").write_text(json.dumps(summary))
         evals = [
-            {"games": 1, "mean": 249.0, "wall_s": 4.0},
-            {"games": 2, "mean": 250.5, "wall_s": 8.0},
+            {"update": 1, "games": 1, "mean": 249.0, "wall_s": 4.0},
+            {"update": 2, "games": 2, "mean": 250.5, "wall_s": 8.0},
         ]
         (run_dir / "evals.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
         return (1 if "fail" in str(run_dir.parent) else 0), 10.0, ""

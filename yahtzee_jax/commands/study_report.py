@@ -18,8 +18,8 @@ from yahtzee_jax.commands.studies import (
     run_dir,
 )
 from yahtzee_jax.files import write_json, write_whole
-from yahtzee_jax.runner.runlog import read_evals, read_scalars, training_wall
-from yahtzee_jax.runner.single_run import EVALS_FILE, FINAL_EVAL_DIR, SUMMARY_FILE
+from yahtzee_jax.runner.finished_run import read_finished_run
+from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars, training_wall
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -43,20 +43,20 @@ def collect_results(
         seeds_done = []
         for seed in range(seeds):
             directory = run_dir(out_dir, run, seed)
-            summary = _read_json(directory / SUMMARY_FILE)
-            if "final_eval" not in summary:
+            finished = read_finished_run(directory, required=False)
+            if finished is None:  # not trained to its end yet
                 continue
-            report = _read_json(directory / FINAL_EVAL_DIR / SUMMARY_FILE)
+            summary, report = finished.summary, finished.report
             seeds_done.append(
                 {
                     "seed": seed,
                     "dir": str(directory.relative_to(out_dir)),
-                    "mean": summary["final_eval"]["mean"],
-                    "stderr": summary["final_eval"]["stderr"],
-                    "eval_games": summary["final_eval"]["games"],
+                    "mean": finished.final_eval["mean"],
+                    "stderr": finished.final_eval["stderr"],
+                    "eval_games": finished.final_eval["games"],
                     "upper_bonus_rate": report.get("upper_bonus_rate"),
                     "yahtzee_rate": report.get("yahtzee_rate"),
-                    "games": summary["games"],
+                    "games": finished.games,
                     "wall_s": timings.get(str(directory.relative_to(out_dir))),
                     "single_turn_percent": summary.get("single_turn_eval", {}).get(
                         "percent_of_optimum"

@@ -29,12 +29,11 @@ from yahtzee_jax.runner.configs import (
     read_yaml,
     save_yaml,
 )
+from yahtzee_jax.runner.finished_run import FINAL_EVAL_DIR, SUMMARY_FILE
 from yahtzee_jax.runner.loop import Hook, Program, network_agent, train_members
 from yahtzee_jax.runner.runlog import EVALS_FILE, RunLock, read_evals
 
 CONFIG_FILE = "config.yaml"
-SUMMARY_FILE = "summary.json"
-FINAL_EVAL_DIR = "final_eval"
 CURVE_FILE = "learning_curve.png"
 FINAL_EVAL_SEED_OFFSET = 2  # the final evaluation's games differ from the periodic ones
 
