@@ -120,14 +120,14 @@ def collect(names: list[str], out: Path) -> list[dict]:
     entries = []
     for name in names:
         run = out / name
-        if not finished(run):
+        done = read_finished_run(run, required=False)
+        if done is None:
             continue
         (RESULTS / name).mkdir(parents=True, exist_ok=True)
         for file in KEPT:
             shutil.copy(run / file, RESULTS / name / file)
         shutil.copy(run / FINAL_EVAL_DIR / SUMMARY_FILE, RESULTS / name / FINAL_REPORT_COPY)
         shutil.copy(run / "sittings.jsonl", RESULTS / name / "sittings.jsonl")
-        done = read_finished_run(run)
         summary, report = done.summary, done.report
         agreed = RESULTS / name / "agreement.json"
         if not agreed.exists():  # once: 10,000 games of the student with the optimum asked
