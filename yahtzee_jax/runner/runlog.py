@@ -137,8 +137,8 @@ def training_wall(evals: list[dict[str, Any]]) -> list[float] | None:
     if not all("wall_s" in row for row in evals):
         return None
     walls, offset, previous, sitting = [], 0.0, 0.0, None
-    for index, row in enumerate(evals):
-        if index and (row.get("session") != sitting or row["wall_s"] < previous):
+    for row in evals:  # at the first row `previous` is 0: nothing is added
+        if row.get("session") != sitting or row["wall_s"] < previous:
             offset += previous
         previous, sitting = row["wall_s"], row.get("session")
         walls.append(offset + previous)
