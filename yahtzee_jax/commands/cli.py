@@ -29,6 +29,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "play many games of an agent and report its statistics",
     ),
     "match": ("yahtzee_jax.commands.match", "real matches against a built-in opponent"),
+    "compare": (
+        "yahtzee_jax.commands.compare",
+        "two players' match results on the same matches, paired",
+    ),
     "tournament": (
         "yahtzee_jax.commands.tournament",
         "play every pair of agents and report a win-rate matrix",

@@ -143,6 +143,7 @@ def evaluate_agent_matches(
     beating every opponent), Wilson 95 % CI, mean scores and margins (against the best);
     `progress`: a bar with the ETA."""
     from yahtzee_jax.agents import builtin_agent
+    from yahtzee_jax.evaluation.paired import per_match_record
 
     rules = agent.rules
     rivals = (builtin_agent(opponent, rules),) * (players - 1)
@@ -167,6 +168,7 @@ def evaluate_agent_matches(
         "mean_margin": float(margin.mean()),
         "margin_stderr": float(margin.std(ddof=1) / math.sqrt(num_games)),
         "by_opponent_score": by_opponent_score(result, other_total),
+        "per_match": per_match_record(result, other_total),  # for `paired` comparisons
         "wall_s": time.perf_counter() - started,
     }
 

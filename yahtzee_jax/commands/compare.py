@@ -1,0 +1,74 @@
+"""`yahtzee-jax compare A.json ... --against B.json ...`: two players' match results on the
+same matches (`match --out` files of the same seeds), their win rates and the paired interval
+of the difference."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.files import check_writable, write_json
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register `compare`."""
+    parser = subparsers.add_parser(
+        "compare", help="two players' match results on the same matches, paired"
+    )
+    parser.add_argument("first", nargs="+", help="the first player's match JSONs, a seed each")
+    parser.add_argument(
+        "--against", nargs="+", required=True, help="the second player's, the same seeds"
+    )
+    parser.add_argument("--out", help="write the comparison as JSON here")
+    parser.set_defaults(func=run)
+
+
+def read_match_file(path: str) -> dict[str, Any]:
+    """A `match --out` JSON, or a one-line error naming the file."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not a JSON file ({error})") from None
+    if not isinstance(record, dict) or "per_match" not in record:
+        raise ConfigError(f"{path}: no per-match results (not a `match --out` file of today's)")
+    return record
+
+
+def format_comparison(first: str, second: str, result: dict[str, Any]) -> str:
+    """One line: both win rates with their Wilson intervals, the difference with its paired
+    interval, the discordant matches."""
+
+    def rate(who: str) -> str:
+        low, high = result[f"{who}_win_interval_95"]
+        wins = result[f"{who}_wins"] / result["games"]
+        return f"{100 * wins:.2f} % [{100 * low:.2f}, {100 * high:.2f}]"
+
+    low, high = result["interval_95"]
+    seeds = ", ".join(str(seed) for seed in result["seeds"])
+    return (
+        f"{first} {rate('first')}, {second} {rate('second')} of the same {result['games']:,} "
+        f"matches (seeds {seeds}); difference {100 * result['difference']:+.2f} points "
+        f"[{100 * low:+.2f}, {100 * high:+.2f}] (paired 95 %; only {first} won "
+        f"{result['only_first_won']:,}, only {second} {result['only_second_won']:,})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Read both players' files, pair them by seed, print one line, write the JSON."""
+    from yahtzee_jax.evaluation.paired import compare_match_files
+
+    check_writable(args.out or None)
+    first = [read_match_file(path) for path in args.first]
+    second = [read_match_file(path) for path in args.against]
+    result = compare_match_files(first, second)
+    names = [str(records[0].get("run", "?")) for records in (first, second)]
+    if names[0] == names[1]:
+        names = ["first", "second"]
+    print(format_comparison(*names, result))
+    if args.out:
+        files = {"first_files": args.first, "second_files": args.against}
+        write_json(args.out, {"first": names[0], "second": names[1], **result, **files})
+    return 0
