@@ -14,14 +14,18 @@ a few cases per subcommand in `make test`; the slow one many more.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fuzzing import check_one_line, invoke_to_work, make_finished_run, stop_long_work
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from yahtzee_jax.evaluation.paired import per_match_record
 
 NOT_UTF8 = os.fsdecode(b"\xff\xfe")  # what Python makes of bytes that are not UTF-8 in argv
 NUMBERS = [
@@ -136,6 +140,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--no-progress": FLAG,
         "--solitaire": FLAG,
     },
+    "compare": {"--against": [*PATHS, "{tmp}/match.json"], "--out": PATHS},
     "tournament": {
         "--games": NUMBERS,
         "--seed": NUMBERS,
@@ -293,6 +298,7 @@ REFUSED: dict[str, dict[str, set[str]]] = {
         "--joint-endgame": {"nope", ""},
         "--out": UNWRITABLE,
     },
+    "compare": {"--against": MISSING, "--out": UNWRITABLE},
     "tournament": {
         "--games": COUNTS,
         "--seed": NOT_INTEGERS,
@@ -346,6 +352,7 @@ POSITIONAL: dict[str, list[list[str]]] = {
     "evaluate": [["random"], ["{tmp}/run"], ["nope"], [""], ["{tmp}/afile"], ["{tmp}/adir"]],
     "match": [["{tmp}/run"], ["win-seeker"], ["optimal"], ["nope"], ["{tmp}/adir"], [NOT_UTF8]],
     "tournament": [["random", "greedy1"], ["random"], ["random", "random"], ["nope", "random"]],
+    "compare": [["{tmp}/match.json"], ["{tmp}/afile"], ["{tmp}/run"], ["{tmp}/gone"], [NOT_UTF8]],
     "experiment": [[], ["nope"], ["entropy"], ["single-turn"], [NOT_UTF8]],
 }
 # Options every case gets: no progress bar, nothing written under the working directory's
@@ -379,6 +386,10 @@ def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "afile").write_text("not a config: [\n")
     (root / "adir").mkdir()
     make_finished_run(root / "run")
+    results, opponents = np.array([1, 0, -1, 1]), np.array([250, 240, 230, 260])
+    match = {"seed": 3, "games": 4, "rules": "official", "players": 2, "opponent": "optimal"}
+    match["per_match"] = per_match_record(results, opponents)
+    (root / "match.json").write_text(json.dumps(match))  # a `match --out` file `compare` reads
     return root
 
 
