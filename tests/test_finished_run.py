@@ -72,3 +72,18 @@ def test_damaged_files_are_refused_in_one_line_even_where_unfinished_runs_are_sk
         with pytest.raises(UserError, match=refusal) as refused:
             read_finished_run(tmp_path, required=required)
         assert len(str(refused.value).splitlines()) == 1
+
+
+def test_a_study_refuses_a_damaged_summary_in_one_line(tmp_path):
+    """A study deciding which of its runs to train again (`studies.is_finished`) reads a cut-off
+    summary as damaged, in one line naming the file, not as a traceback; a missing one is an
+    unfinished run."""
+    from yahtzee_jax.commands.studies import is_finished
+    from yahtzee_jax.runner.configs import resolve
+
+    config = resolve("quick")
+    assert is_finished(tmp_path, config) is False
+    (tmp_path / "summary.json").write_text('{"updates": 4')
+    with pytest.raises(UserError, match="summary.json: not a run's summary") as refused:
+        is_finished(tmp_path, config)
+    assert len(str(refused.value).splitlines()) == 1

@@ -5,12 +5,11 @@ of the difference."""
 from __future__ import annotations
 
 import argparse
-import json
-from pathlib import Path
 from typing import Any
 
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.files import check_writable, write_json
+from yahtzee_jax.runner.finished_run import read_json_object
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -28,11 +27,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 def read_match_file(path: str) -> dict[str, Any]:
     """A `match --out` JSON, or a one-line error naming the file."""
-    try:
-        record = json.loads(Path(path).read_text())
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not a JSON file ({error})") from None
-    if not isinstance(record, dict) or "per_match" not in record:
+    record = read_json_object(path, "a `match --out` file")
+    if "per_match" not in record:
         raise ConfigError(f"{path}: no per-match results (not a `match --out` file of today's)")
     return record
 

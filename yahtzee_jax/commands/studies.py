@@ -27,7 +27,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.resources
 import itertools
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError, UserError
 from yahtzee_jax.runner.checkpointing import LATEST_DIR
 from yahtzee_jax.runner.configs import available_presets, resolve
+from yahtzee_jax.runner.finished_run import read_json_object
 from yahtzee_jax.runner.single_run import SUMMARY_FILE
 
 STUDIES = importlib.resources.files("yahtzee_jax") / "studies"
@@ -198,7 +198,7 @@ def is_finished(directory: Path, config: Config) -> bool:
     summary_path = directory / SUMMARY_FILE
     if not summary_path.is_file():
         return False
-    summary = json.loads(summary_path.read_text())
+    summary = read_json_object(summary_path, "a run's summary")  # damaged: one line
     final_done = config.train.final_eval_games == 0 or "final_eval" in summary
     return summary.get("updates") == config.train.total_updates and final_done
 

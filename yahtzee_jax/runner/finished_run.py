@@ -45,8 +45,9 @@ class FinishedRun:
         return None if seed is None else int(seed)
 
 
-def _read_object(path: Path, what: str) -> dict[str, Any]:
+def read_json_object(path: str | Path, what: str) -> dict[str, Any]:
     """A JSON object from `path`; a one-line UserError naming `what` it should have been."""
+    path = Path(path)
     try:
         content = json.loads(path.read_text())
     except (OSError, ValueError) as error:
@@ -63,7 +64,7 @@ def read_finished_run(run_dir: str | Path, *, required: bool = True) -> Finished
     path = run_dir / SUMMARY_FILE
     if not path.exists() and not required:
         return None
-    summary = _read_object(path, "a finished run's summary")
+    summary = read_json_object(path, "a finished run's summary")
     if "final_eval" not in summary:
         if not required:
             return None
@@ -76,7 +77,7 @@ def read_finished_run(run_dir: str | Path, *, required: bool = True) -> Finished
     report: dict[str, Any] = {}
     for candidate in (run_dir / FINAL_EVAL_DIR / SUMMARY_FILE, run_dir / FINAL_REPORT_COPY):
         if candidate.is_file():
-            report = _read_object(candidate, "a final evaluation's summary")
+            report = read_json_object(candidate, "a final evaluation's summary")
             if not isinstance(report.get("seed", 0), int | None):
                 raise UserError(f"{candidate}: not a final evaluation's summary (its seed)")
             break
