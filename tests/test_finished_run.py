@@ -84,6 +84,6 @@ def test_a_study_refuses_a_damaged_summary_in_one_line(tmp_path):
     config = resolve("quick")
     assert is_finished(tmp_path, config) is False
     (tmp_path / "summary.json").write_text('{"updates": 4')
-    with pytest.raises(UserError, match="summary.json: not a run's summary") as refused:
+    with pytest.raises(UserError, match=r"summary\.json: not a run's summary") as refused:
         is_finished(tmp_path, config)
     assert len(str(refused.value).splitlines()) == 1

@@ -90,6 +90,11 @@ def test_comparisons_refuse_other_matches() -> None:
         "totals differ": _record(3, results, opponents + 1, "b"),
         "opponent 'optimal' against 'random'": {**first, "opponent": "random"},
         "no per-match": {key: value for key, value in first.items() if key != "per_match"},
+        "without seed": {key: value for key, value in first.items() if key != "seed"},
+        "per_match results damaged": {
+            **first,
+            "per_match": {**first["per_match"], "results": "x!"},
+        },
     }
     for message, second in cases.items():
         with pytest.raises(ConfigError, match=message.split()[0]) as raised:

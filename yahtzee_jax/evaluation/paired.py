@@ -53,7 +53,10 @@ def match_results(record: dict[str, Any]) -> np.ndarray:
         raise ConfigError("this match JSON keeps no per-match results (played before they were)")
     if per_match.get("encoding") != ENCODING:
         raise ConfigError(f"per_match encoding {per_match.get('encoding')!r} is not {ENCODING!r}")
-    raw = zlib.decompress(base64.b64decode(per_match["results"]))
+    try:
+        raw = zlib.decompress(base64.b64decode(per_match["results"], validate=True))
+    except (KeyError, TypeError, ValueError, zlib.error) as error:  # binascii.Error: a ValueError
+        raise ConfigError(f"per_match results damaged ({error!r})") from None
     result = np.frombuffer(raw, np.uint8).astype(np.int8) - 1
     if len(result) != record["games"] or result.max(initial=-1) > 1:
         raise ConfigError(f"per_match holds {len(result)} results for {record['games']} games")
@@ -98,6 +101,12 @@ def compare_match_files(
 ) -> dict[str, Any]:
     """The paired difference of two players over the seeds both played (one match JSON per
     seed each, paired by seed), each pair checked to be the same matches."""
+    for record in (*first, *second):
+        missing = [key for key in SAME_MATCHES if key not in record]
+        if missing:
+            raise ConfigError(
+                f"a match JSON without {', '.join(missing)}: not a `match --out` file"
+            )
     by_seed = {record["seed"]: record for record in second}
     if len(by_seed) != len(second) or len({r["seed"] for r in first}) != len(first):
         raise ConfigError("give each player one match JSON per seed")
