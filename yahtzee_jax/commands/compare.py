@@ -5,6 +5,7 @@ of the difference."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from yahtzee_jax.errors import ConfigError
@@ -60,7 +61,8 @@ def run(args: argparse.Namespace) -> int:
     first = [read_match_file(path) for path in args.first]
     second = [read_match_file(path) for path in args.against]
     result = compare_match_files(first, second)
-    names = [str(records[0].get("run", "?")) for records in (first, second)]
+    # A run folder's name, not its whole path; a built-in player's name as it is.
+    names = [Path(str(records[0].get("run", "?"))).name for records in (first, second)]
     if names[0] == names[1]:
         names = ["first", "second"]
     print(format_comparison(*names, result))
