@@ -44,10 +44,12 @@ def format_comparison(first: str, second: str, result: dict[str, Any]) -> str:
         return f"{100 * wins:.2f} % [{100 * low:.2f}, {100 * high:.2f}]"
 
     low, high = result["interval_95"]
-    seeds = ", ".join(str(seed) for seed in result["seeds"])
+    seeds = ("seed " if len(result["seeds"]) == 1 else "seeds ") + ", ".join(
+        str(seed) for seed in result["seeds"]
+    )
     return (
         f"{first} {rate('first')}, {second} {rate('second')} of the same {result['games']:,} "
-        f"matches (seeds {seeds}); difference {100 * result['difference']:+.2f} points "
+        f"matches ({seeds}); difference {100 * result['difference']:+.2f} points "
         f"[{100 * low:+.2f}, {100 * high:+.2f}] (paired 95 %; only {first} won "
         f"{result['only_first_won']:,}, only {second} {result['only_second_won']:,})"
     )
