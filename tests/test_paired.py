@@ -125,4 +125,5 @@ def test_two_players_on_the_same_matches(tmp_path, capsys) -> None:
     assert compared["first_wins"] == records["greedy2"]["wins"]
     assert compared["second_wins"] == records["greedy1"]["wins"]
     assert compared["seeds"] == [5] and compared["games"] == 60
+    assert compared["machine"]["command"].startswith("yahtzee-jax compare")
     assert main(["compare", str(files["greedy2"]), "--against", str(out)]) == 2

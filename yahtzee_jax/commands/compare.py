@@ -69,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
         names = ["first", "second"]
     print(format_comparison(*names, result))
     if args.out:
+        from yahtzee_jax.commands.bench.machine import run_record
+
         files = {"first_files": args.first, "second_files": args.against}
-        write_json(args.out, {"first": names[0], "second": names[1], **result, **files})
+        record = {"machine": run_record(getattr(args, "argv", []))}  # its command and commit
+        write_json(args.out, {"first": names[0], "second": names[1], **result, **files, **record})
     return 0
