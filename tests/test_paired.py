@@ -123,6 +123,7 @@ def test_two_players_on_the_same_matches(tmp_path, capsys) -> None:
     assert "greedy2" in capsys.readouterr().out
     compared = json.loads(out.read_text())
     assert compared["first_wins"] == records["greedy2"]["wins"]
+    assert compared["first_win_rate"] == records["greedy2"]["win_rate"]
     assert compared["second_wins"] == records["greedy1"]["wins"]
     assert compared["seeds"] == [5] and compared["games"] == 60
     assert compared["machine"]["command"].startswith("yahtzee-jax compare")

@@ -40,8 +40,7 @@ def format_comparison(first: str, second: str, result: dict[str, Any]) -> str:
 
     def rate(who: str) -> str:
         low, high = result[f"{who}_win_interval_95"]
-        wins = result[f"{who}_wins"] / result["games"]
-        return f"{100 * wins:.2f} % [{100 * low:.2f}, {100 * high:.2f}]"
+        return f"{100 * result[f'{who}_win_rate']:.2f} % [{100 * low:.2f}, {100 * high:.2f}]"
 
     low, high = result["interval_95"]
     seeds = ("seed " if len(result["seeds"]) == 1 else "seeds ") + ", ".join(

@@ -132,10 +132,11 @@ def compare_match_files(
         firsts.append(match_results(record))
         seconds.append(match_results(other))
     result = paired_difference(np.concatenate(firsts), np.concatenate(seconds))
-    intervals = {
-        f"{who}_win_interval_95": list(wilson_interval(result[f"{who}_wins"], result["games"]))
-        for who in ("first", "second")
-    }
+    intervals = {}
+    for who in ("first", "second"):
+        wins = result[f"{who}_wins"]
+        intervals[f"{who}_win_rate"] = wins / result["games"]
+        intervals[f"{who}_win_interval_95"] = list(wilson_interval(wins, result["games"]))
     seeds = sorted(record["seed"] for record in first)
     return {
         "seeds": seeds,
