@@ -30,7 +30,8 @@ def read_match_file(path: str) -> dict[str, Any]:
     """A `match --out` JSON, or a one-line error naming the file."""
     record = read_json_object(path, "a `match --out` file")
     if "per_match" not in record:
-        raise ConfigError(f"{path}: no per-match results (not a `match --out` file of today's)")
+        why = "written before match files kept them; play it again"
+        raise ConfigError(f"{path}: no per-match results ({why})")
     return record
 
 

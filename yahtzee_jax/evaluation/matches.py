@@ -168,7 +168,7 @@ def evaluate_agent_matches(
         "mean_margin": float(margin.mean()),
         "margin_stderr": float(margin.std(ddof=1) / math.sqrt(num_games)),
         "by_opponent_score": by_opponent_score(result, other_total),
-        "per_match": per_match_record(result, other_total),  # for `paired` comparisons
+        "per_match": per_match_record(result, other_total),  # what `compare` pairs
         "wall_s": time.perf_counter() - started,
     }
 
