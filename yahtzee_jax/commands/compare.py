@@ -8,7 +8,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.runner.finished_run import read_json_object
 
@@ -24,15 +23,6 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", help="write the comparison as JSON here")
     parser.set_defaults(func=run)
-
-
-def read_match_file(path: str) -> dict[str, Any]:
-    """A `match --out` JSON, or a one-line error naming the file."""
-    record = read_json_object(path, "a `match --out` file")
-    if "per_match" not in record:
-        why = "written before match files kept them; play it again"
-        raise ConfigError(f"{path}: no per-match results ({why})")
-    return record
 
 
 def format_comparison(first: str, second: str, result: dict[str, Any]) -> str:
@@ -60,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.evaluation.paired import compare_match_files
 
     check_writable(args.out or None)
-    first = [read_match_file(path) for path in args.first]
-    second = [read_match_file(path) for path in args.against]
+    first = [read_json_object(path, "a `match --out` file") for path in args.first]
+    second = [read_json_object(path, "a `match --out` file") for path in args.against]
     result = compare_match_files(first, second)
     # A run folder's name, not its whole path; a built-in player's name as it is.
     names = [Path(str(records[0].get("run", "?"))).name for records in (first, second)]

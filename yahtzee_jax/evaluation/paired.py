@@ -20,12 +20,11 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import ConfigError
-from yahtzee_jax.evaluation.statistics import wilson_interval
+from yahtzee_jax.evaluation.statistics import Z_95, wilson_interval
 
 # How `per_match` stores the results: one byte a match (result + 1: 0 loss, 1 draw, 2 win),
 # zlib-compressed, in base64 (about 18 KB for 100,000 matches).
 ENCODING = "base64(zlib(uint8 result + 1 per match, game order)): 0 loss, 1 draw, 2 win"
-Z_95 = 1.959963984540054  # the normal quantile of 0.975
 
 
 def opponent_digest(other_total: np.ndarray) -> str:
@@ -50,7 +49,10 @@ def match_results(record: dict[str, Any]) -> np.ndarray:
     """Each match's result (1 win, 0 draw, -1 loss) of a match JSON's `per_match`."""
     per_match = record.get("per_match")
     if per_match is None:
-        raise ConfigError("this match JSON keeps no per-match results (played before they were)")
+        why = "written before match files kept them; play it again"
+        raise ConfigError(
+            f"seed {record.get('seed')}: this match JSON keeps no per-match results ({why})"
+        )
     if per_match.get("encoding") != ENCODING:
         raise ConfigError(f"per_match encoding {per_match.get('encoding')!r} is not {ENCODING!r}")
     try:
@@ -121,16 +123,12 @@ def compare_match_files(
                 raise ConfigError(
                     f"seed {record['seed']}: {key} {record[key]!r} against {other[key]!r}"
                 )
-        digests = (
-            (record.get("per_match") or {}).get("opponent_digest"),
-            (other.get("per_match") or {}).get("opponent_digest"),
-        )
-        if digests[0] != digests[1]:
+        firsts.append(match_results(record))  # first: a file without results says so
+        seconds.append(match_results(other))
+        if record["per_match"].get("opponent_digest") != other["per_match"].get("opponent_digest"):
             raise ConfigError(
                 f"seed {record['seed']}: the opponents' totals differ; not the same matches"
             )
-        firsts.append(match_results(record))
-        seconds.append(match_results(other))
     result = paired_difference(np.concatenate(firsts), np.concatenate(seconds))
     intervals = {}
     for who in ("first", "second"):
@@ -140,7 +138,7 @@ def compare_match_files(
     seeds = sorted(record["seed"] for record in first)
     return {
         "seeds": seeds,
-        **{key: first[0][key] for key in SAME_MATCHES[2:]},
+        **{key: first[0][key] for key in ("rules", "players", "opponent")},
         **result,
         **intervals,
     }
