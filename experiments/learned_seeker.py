@@ -3,13 +3,15 @@
 Usage:
   python experiments/learned_seeker.py fit --out DIR [--rules official] [--epochs 8]
       [--hidden-size 512] [--layers 3] [--lr 1e-3] [--batch-size 1024] [--seed 0]
-      [--turn-balance 0] [--logit-scale 1] [--resume]
+      [--turn-balance 0] [--logit-scale 1] [--holdout 0.05] [--resume]
   yahtzee-jax match DIR --games 100000 --seed 14    (and `tournament`, `play --against DIR`)
 
 `fit` reads both target tables of the rules (the teacher: solved into the cache when missing),
 fits `algorithms.target_rows_fit.RowsFit` and writes DIR/params.msgpack (the network, not
 committed: megabytes), DIR/summary.json (the hyperparameters, each epoch's training loss and
-held-out errors, the machine) and DIR/curve.png. The commands that take a trained run take
+held-out errors, the errors over every state's rows, which play reads, and the machine) and
+DIR/curve.png. `--holdout 0` trains on every state (play reads them all) and measures the curve
+on a training sample. The commands that take a trained run take
 DIR and play the network by the target-seeker's rule, reading no solver table
 (`tests/test_learned_seeker.py` builds it with every table loader raising).
 
@@ -30,6 +32,7 @@ from yahtzee_jax.algorithms.target_rows_fit import (
     RowsFit,
     fit_rows,
     inputs_of,
+    row_errors,
     row_owners,
     save_fit,
     teacher_rows,
@@ -41,9 +44,9 @@ from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.target_layout import target_layout
 from yahtzee_jax.solver.target_table import target_tables
 
-# The fit's options on the command line (`RowsFit`'s fields but the held-out share).
+# The fit's options on the command line (`RowsFit`'s fields).
 HYPERPARAMETERS = ("hidden_size", "layers", "lr", "batch_size", "epochs", "seed")
-HYPERPARAMETERS += ("turn_balance", "logit_scale")
+HYPERPARAMETERS += ("turn_balance", "logit_scale", "holdout")
 PROGRESS = "fit-progress.msgpack"  # each finished epoch's state, until the fit is written
 
 
@@ -51,6 +54,8 @@ def fit_command(args: argparse.Namespace) -> None:
     """Fit the network and write its parameters, curve and summary."""
     rules = get_rules(args.rules)
     fit = RowsFit(**{name: getattr(args, name) for name in HYPERPARAMETERS})
+    if not 0 <= fit.holdout < 1:
+        raise UserError(f"--holdout must lie in [0, 1), not {fit.holdout}")
     out = Path(args.out)
     progress = check_progress(out, args.resume)
     record = script_record()
@@ -69,10 +74,12 @@ def fit_command(args: argparse.Namespace) -> None:
         flush=True,
     )
 
+    measured = "held-out" if fit.holdout else "training-sample"
+
     def report(entry: dict) -> None:
         left = entry["seconds"] / entry["epoch"] * (fit.epochs - entry["epoch"])
         print(
-            f"epoch {entry['epoch']}: loss {entry['train_loss']:.3e}, held-out rms T "
+            f"epoch {entry['epoch']}: loss {entry['train_loss']:.3e}, {measured} rms T "
             f"{entry['target_rms']:.2e} (max {entry['target_max']:.3f}), E "
             f"{entry['expected_rms']:.2e} (max {entry['expected_max']:.3f}), worst turn "
             f"{entry['target_worst_turn_rms']:.2e} / {entry['expected_worst_turn_rms']:.2e}, "
@@ -82,6 +89,9 @@ def fit_command(args: argparse.Namespace) -> None:
 
     turns = filled_count(rules)[states[:, 0]]
     params, curve = fit_rows(fit, inputs, rows, turns, report, progress)
+    # what play reads: every state's rows (the held-out ones included)
+    every_state = row_errors(params, fit.network(), inputs, rows, turns)
+    print(f"every state: {every_state}", flush=True)
     save_fit(
         out,
         fit,
@@ -92,11 +102,13 @@ def fit_command(args: argparse.Namespace) -> None:
             "features": int(inputs[0].shape[1]),
             "teacher": "the solver's target and expected target tables (solver.target_table)",
             "curve": curve,
+            "curve_measured_on": "held-out states" if fit.holdout else "a training sample",
+            "every_state": every_state,
             "wall_s": time.perf_counter() - started,
             "machine": record,
         },
     )
-    plot_curve(curve, out / "curve.png")
+    plot_curve(curve, out / "curve.png", measured)
     progress.unlink()
 
 
@@ -112,8 +124,8 @@ def check_progress(out: Path, resume: bool) -> Path:
     return progress
 
 
-def plot_curve(curve: list[dict], path: Path) -> None:
-    """Held-out root-mean-square errors of both rows by epoch."""
+def plot_curve(curve: list[dict], path: Path, measured: str) -> None:
+    """Both rows' root-mean-square errors by epoch, on the states `measured` names."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,7 +135,7 @@ def plot_curve(curve: list[dict], path: Path) -> None:
     epochs = [entry["epoch"] for entry in curve]
     for head in ("target", "expected"):
         axis.plot(epochs, [entry[f"{head}_rms"] for entry in curve], marker="o", label=head)
-    axis.set(xlabel="epoch", ylabel="held-out rms error of a row entry", yscale="log")
+    axis.set(xlabel="epoch", ylabel=f"{measured} rms error of a row entry", yscale="log")
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)

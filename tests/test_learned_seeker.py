@@ -293,3 +293,35 @@ def test_the_fit_script_resumes_an_unfinished_fit_and_refuses_in_one_line(
     fit, params, summary = load_fit(out)
     assert fit == RESUMABLE and [entry["epoch"] for entry in summary["curve"]] == [1, 2, 3]
     jax.tree.map(np.testing.assert_array_equal, params, fitted_whole(cache)[3][0])
+
+
+def test_a_fit_without_held_out_states_measures_a_training_sample_and_every_state(
+    cache, tmp_path, monkeypatch
+):
+    """`fit --holdout 0` trains on every state (play reads them all): its curve is measured on
+    the first twentieth of its seed's permutation, and its summary's `every_state` errors are
+    those of the saved network over every state's rows, computed here again with numpy alone;
+    a held-out share outside [0, 1) is refused in one line before any table is read."""
+    script = load_experiment_script("learned_seeker")
+    out = tmp_path / "fit"
+    argv = ["learned_seeker.py", "fit", "--out", str(out), *RESUMABLE_FLAGS, "--epochs", "1"]
+    monkeypatch.setattr(script, "target_tables", None)
+    monkeypatch.setattr(sys, "argv", [*argv, "--holdout", "1"])
+    with pytest.raises(SystemExit, match=r"--holdout must lie in \[0, 1\), not 1.0"):
+        script.main()
+    monkeypatch.setattr(script, "target_tables", target_tables)
+    monkeypatch.setattr(script, "get_rules", lambda name: RULES)
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
+    monkeypatch.setattr(sys, "argv", [*argv, "--holdout", "0"])
+    script.main()
+    fit, params, summary = load_fit(out)
+    assert fit.holdout == 0 and summary["curve_measured_on"] == "a training sample"
+    states, rows, _ = teacher(cache)
+    error = predicted_rows(params, fit.network(), inputs_of(states, RULES)) - rows
+    every = summary["every_state"]
+    assert every["target_rms"] == pytest.approx(np.sqrt(np.mean(error[:, 0] ** 2)), rel=1e-5)
+    assert every["expected_max"] == pytest.approx(np.abs(error[:, 1]).max(), rel=1e-5)
+    sample = np.random.default_rng(fit.seed).permutation(len(states))[: len(states) // 20]
+    assert summary["curve"][0]["target_rms"] == pytest.approx(
+        np.sqrt(np.mean(error[sample, 0] ** 2)), rel=1e-5
+    )
