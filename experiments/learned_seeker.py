@@ -4,6 +4,7 @@ Usage:
   python experiments/learned_seeker.py fit --out DIR [--rules official] [--epochs 8]
       [--hidden-size 512] [--layers 3] [--lr 1e-3] [--batch-size 1024] [--seed 0]
       [--turn-balance 0] [--logit-scale 1] [--holdout 0.05] [--resume]
+  python experiments/learned_seeker.py errors DIR [DIR ...] [--out FILE]
   yahtzee-jax match DIR --games 100000 --seed 14    (and `tournament`, `play --against DIR`)
 
 `fit` reads both target tables of the rules (the teacher: solved into the cache when missing),
@@ -11,9 +12,10 @@ fits `algorithms.target_rows_fit.RowsFit` and writes DIR/params.msgpack (the net
 committed: megabytes), DIR/summary.json (the hyperparameters, each epoch's training loss and
 held-out errors, the errors over every state's rows, which play reads, and the machine) and
 DIR/curve.png. `--holdout 0` trains on every state (play reads them all) and measures the curve
-on a training sample. The commands that take a trained run take
-DIR and play the network by the target-seeker's rule, reading no solver table
-(`tests/test_learned_seeker.py` builds it with every table loader raising).
+on a training sample. `errors` prints (`--out`: writes) fits' errors over every state's rows
+and those of their rows averaged. The commands that take a trained run take DIR and play the
+network by the target-seeker's rule, reading no solver table (`tests/test_learned_seeker.py`
+builds it with every table loader raising).
 
 Each finished epoch is written to DIR/fit-progress.msgpack (parameters, optimizer state, curve),
 so an interrupted fit loses at most the epoch it was in: the same command with `--resume`
@@ -28,10 +30,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from yahtzee_jax.algorithms.target_rows_fit import (
     RowsFit,
     fit_rows,
     inputs_of,
+    load_fit,
+    predicted_rows,
+    prediction_errors,
     row_errors,
     row_owners,
     save_fit,
@@ -39,6 +46,7 @@ from yahtzee_jax.algorithms.target_rows_fit import (
 )
 from yahtzee_jax.commands.bench.machine import script_record
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.files import write_json
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.target_layout import target_layout
@@ -112,6 +120,38 @@ def fit_command(args: argparse.Namespace) -> None:
     progress.unlink()
 
 
+def errors_command(args: argparse.Namespace) -> None:
+    """Print (and with --out write) each fit's errors over every state's rows, the rows play
+    reads, and those of the fits' rows averaged."""
+    fits = [load_fit(folder) for folder in args.fits]
+    names = {summary["rules"] for _, _, summary in fits}
+    if len(names) != 1:
+        raise UserError(f"the fits were fit to different rules: {', '.join(sorted(names))}")
+    rules = get_rules(names.pop())
+    record = script_record()
+    layout = target_layout(rules)
+    states = row_owners(layout)
+    rows = teacher_rows(
+        target_tables(rules, policy="target").flat,
+        target_tables(rules, policy="expected").flat,
+        layout,
+        states,
+    )
+    inputs, turns = inputs_of(states, rules), filled_count(rules)[states[:, 0]]
+    report: dict = {"rules": rules.name, "states": len(states), "fits": {}, "machine": record}
+    mean = np.zeros_like(rows)
+    for folder, (fit, params, _) in zip(args.fits, fits, strict=True):
+        predicted = predicted_rows(params, fit.network(), inputs)
+        report["fits"][folder] = prediction_errors(predicted, rows, turns)
+        mean += predicted / len(fits)
+        print(f"{folder}: {report['fits'][folder]}", flush=True)
+    if len(fits) > 1:
+        report["mean_of_rows"] = prediction_errors(mean, rows, turns)
+        print(f"the fits' rows averaged: {report['mean_of_rows']}", flush=True)
+    if args.out:
+        write_json(Path(args.out), report)
+
+
 def check_progress(out: Path, resume: bool) -> Path:
     """The progress file of a fit in `out`; one line when `--resume` finds none to continue
     or a fit without it would overwrite one."""
@@ -142,7 +182,7 @@ def plot_curve(curve: list[dict], path: Path, measured: str) -> None:
 
 
 def main() -> None:
-    """Run `fit`."""
+    """Run `fit` or `errors`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
     fit = sub.add_parser("fit", help="fit the network to the target tables")
@@ -153,8 +193,12 @@ def main() -> None:
     for name in HYPERPARAMETERS:
         flag = "--" + name.replace("_", "-")
         fit.add_argument(flag, type=type(getattr(defaults, name)), default=getattr(defaults, name))
+    errors = sub.add_parser("errors", help="the errors of fits over every state's rows")
+    errors.add_argument("fits", nargs="+", metavar="DIR", help="folders `fit` wrote")
+    errors.add_argument("--out", help="write the errors there as JSON")
+    args = parser.parse_args()
     try:
-        fit_command(parser.parse_args())
+        (fit_command if args.what == "fit" else errors_command)(args)
     except UserError as error:
         sys.exit(f"error: {error}")
 

@@ -325,3 +325,39 @@ def test_a_fit_without_held_out_states_measures_a_training_sample_and_every_stat
     assert summary["curve"][0]["target_rms"] == pytest.approx(
         np.sqrt(np.mean(error[sample, 0] ** 2)), rel=1e-5
     )
+
+
+def test_the_errors_script_measures_each_fit_and_their_mean_over_every_state(
+    cache, tmp_path, monkeypatch
+):
+    """`learned_seeker.py errors A B --out F` writes each fit's errors over every state's rows
+    and those of the two fits' rows averaged, as numpy computes them here from the saved
+    networks; fits of different rules are refused in one line."""
+    script = load_experiment_script("learned_seeker")
+    states, rows, _ = teacher(cache)
+    inputs = inputs_of(states, RULES)
+    folders = [tmp_path / "a", tmp_path / "b"]
+    predicted = []
+    for folder, (params, _) in zip(folders, [fitted(cache), fitted_whole(cache)[3]], strict=True):
+        fit = FIT if folder.name == "a" else RESUMABLE
+        save_fit(folder, fit, params, {"rules": RULES.name, "features": inputs[0].shape[1]})
+        predicted.append(predicted_rows(params, fit.network(), inputs))
+    monkeypatch.setattr(script, "get_rules", lambda name: RULES)
+    monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
+    out = tmp_path / "errors.json"
+    monkeypatch.setattr(sys, "argv", ["learned_seeker.py", "errors", *map(str, folders)])
+    monkeypatch.setattr(sys, "argv", [*sys.argv, "--out", str(out)])
+    script.main()
+    report = json.loads(out.read_text())
+    mean = (predicted[0] + predicted[1]) / 2
+    for errors, guess in [
+        (report["fits"][str(folders[1])], predicted[1]),
+        (report["mean_of_rows"], mean),
+    ]:
+        assert errors["expected_rms"] == pytest.approx(
+            np.sqrt(np.mean((guess - rows)[:, 1] ** 2)), rel=1e-5
+        )
+    summary = json.loads((folders[1] / "summary.json").read_text())
+    (folders[1] / "summary.json").write_text(json.dumps(summary | {"rules": "yatzy"}))
+    with pytest.raises(SystemExit, match="the fits were fit to different rules"):
+        script.main()

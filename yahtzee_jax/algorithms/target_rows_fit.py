@@ -144,7 +144,13 @@ def row_errors(
 ) -> dict[str, float]:
     """Each head's root-mean-square and largest error over the entries of `rows`, and its
     root-mean-square in the worst turn (`turns`: each row's boxes filled)."""
-    predicted = predicted_rows(params, net, inputs)
+    return prediction_errors(predicted_rows(params, net, inputs), rows, turns)
+
+
+def prediction_errors(
+    predicted: np.ndarray, rows: np.ndarray, turns: np.ndarray
+) -> dict[str, float]:
+    """`row_errors` of rows already predicted [n, 2, ROW_BINS]."""
     error = predicted - rows
     errors = {}
     for head, name in enumerate(("target", "expected")):
