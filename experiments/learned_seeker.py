@@ -47,7 +47,7 @@ from yahtzee_jax.algorithms.target_rows_fit import (
 from yahtzee_jax.commands.bench.machine import script_record
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import write_json
-from yahtzee_jax.game.rules import get_rules
+from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver.states import filled_count
 from yahtzee_jax.solver.target_layout import target_layout
 from yahtzee_jax.solver.target_table import target_tables
@@ -68,15 +68,7 @@ def fit_command(args: argparse.Namespace) -> None:
     progress = check_progress(out, args.resume)
     record = script_record()
     started = time.perf_counter()
-    layout = target_layout(rules)
-    states = row_owners(layout)
-    rows = teacher_rows(
-        target_tables(rules, policy="target").flat,
-        target_tables(rules, policy="expected").flat,
-        layout,
-        states,
-    )
-    inputs = inputs_of(states, rules)
+    states, rows, inputs, turns = teacher(rules)
     print(
         f"{len(states):,} rows of {rules.name} read in {time.perf_counter() - started:.0f} s",
         flush=True,
@@ -95,7 +87,6 @@ def fit_command(args: argparse.Namespace) -> None:
             flush=True,
         )
 
-    turns = filled_count(rules)[states[:, 0]]
     params, curve = fit_rows(fit, inputs, rows, turns, report, progress)
     # what play reads: every state's rows (the held-out ones included)
     every_state = row_errors(params, fit.network(), inputs, rows, turns)
@@ -120,6 +111,22 @@ def fit_command(args: argparse.Namespace) -> None:
     progress.unlink()
 
 
+def teacher(
+    rules: Rules,
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Every distinct row's owner (mask, upper, flag), its T and E rows from the solver's tables
+    (solved into the cache when missing), the network's inputs of it and its boxes filled."""
+    layout = target_layout(rules)
+    states = row_owners(layout)
+    rows = teacher_rows(
+        target_tables(rules, policy="target").flat,
+        target_tables(rules, policy="expected").flat,
+        layout,
+        states,
+    )
+    return states, rows, inputs_of(states, rules), filled_count(rules)[states[:, 0]]
+
+
 def errors_command(args: argparse.Namespace) -> None:
     """Print (and with --out write) each fit's errors over every state's rows, the rows play
     reads, and those of the fits' rows averaged."""
@@ -129,15 +136,7 @@ def errors_command(args: argparse.Namespace) -> None:
         raise UserError(f"the fits were fit to different rules: {', '.join(sorted(names))}")
     rules = get_rules(names.pop())
     record = script_record()
-    layout = target_layout(rules)
-    states = row_owners(layout)
-    rows = teacher_rows(
-        target_tables(rules, policy="target").flat,
-        target_tables(rules, policy="expected").flat,
-        layout,
-        states,
-    )
-    inputs, turns = inputs_of(states, rules), filled_count(rules)[states[:, 0]]
+    states, rows, inputs, turns = teacher(rules)
     report: dict = {"rules": rules.name, "states": len(states), "fits": {}, "machine": record}
     mean = np.zeros_like(rows)
     for folder, (fit, params, _) in zip(args.fits, fits, strict=True):
