@@ -345,8 +345,8 @@ def test_the_errors_script_measures_each_fit_and_their_mean_over_every_state(
     monkeypatch.setattr(script, "get_rules", lambda name: RULES)
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", cache)
     out = tmp_path / "errors.json"
-    monkeypatch.setattr(sys, "argv", ["learned_seeker.py", "errors", *map(str, folders)])
-    monkeypatch.setattr(sys, "argv", [*sys.argv, "--out", str(out)])
+    argv = ["learned_seeker.py", "errors", *map(str, folders), "--out", str(out)]
+    monkeypatch.setattr(sys, "argv", argv)
     script.main()
     report = json.loads(out.read_text())
     mean = (predicted[0] + predicted[1]) / 2
