@@ -138,14 +138,16 @@ def errors_command(args: argparse.Namespace) -> None:
     record = script_record()
     states, rows, inputs, turns = teacher(rules)
     report: dict = {"rules": rules.name, "states": len(states), "fits": {}, "machine": record}
-    mean = np.zeros_like(rows)
+    # the fits' rows summed, to average: only for several (a copy of every row, 1.8 GB official)
+    total = np.zeros_like(rows) if len(fits) > 1 else None
     for folder, (fit, params, _) in zip(args.fits, fits, strict=True):
         predicted = predicted_rows(params, fit.network(), inputs)
         report["fits"][folder] = prediction_errors(predicted, rows, turns)
-        mean += predicted / len(fits)
+        if total is not None:
+            total += predicted
         print(f"{folder}: {report['fits'][folder]}", flush=True)
-    if len(fits) > 1:
-        report["mean_of_rows"] = prediction_errors(mean, rows, turns)
+    if total is not None:
+        report["mean_of_rows"] = prediction_errors(total / len(fits), rows, turns)
         print(f"the fits' rows averaged: {report['mean_of_rows']}", flush=True)
     if args.out:
         write_json(Path(args.out), report)
