@@ -31,8 +31,10 @@ A spec entry that no longer matches a number fails too, so the list cannot go st
 from __future__ import annotations
 
 import argparse
+import bisect
 import contextlib
 import json
+import math
 import re
 import sys
 from collections import Counter
@@ -257,11 +259,16 @@ def leaves(data: Any) -> list[float]:
     return []
 
 
+def printed_as(text: str) -> tuple[float, float]:
+    """The number `text` prints and half a unit of its last digit."""
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return float(text.replace(",", "")), 0.5 * 10.0**-decimals
+
+
 def agrees(value: float, text: str) -> bool:
     """Whether `value` prints as `text` at the text's precision (half a unit of its last digit)."""
-    printed = float(text.replace(",", ""))
-    decimals = len(text.split(".")[1]) if "." in text else 0
-    return abs(value - printed) <= 0.5 * 10.0**-decimals * (1 + 1e-9)
+    printed, half = printed_as(text)
+    return abs(value - printed) <= half * (1 + 1e-9)
 
 
 def claims(text: str) -> list[tuple[str, float | None]]:
@@ -285,13 +292,31 @@ def held(artifacts: list[Path], text: str, seconds: float | None) -> bool:
     """Whether some number of the artifacts prints as `text` at some scale."""
     for path in artifacts:
         for file in data_files(path):
-            for value in numbers_of(file):
-                if seconds is not None:
-                    if abs(value - seconds) <= 0.5:
-                        return True
-                elif any(agrees(value * scale, text) for scale in SCALES):
+            values = sorted_numbers_of(file)
+            if seconds is not None:
+                if within(values, seconds - 0.5, seconds + 0.5):
+                    return True
+                continue
+            printed, half = printed_as(text)
+            for scale in SCALES:
+                # The values whose scaled print is near `printed` (bisected, a little wide for
+                # round-off), each then confirmed by `agrees` itself.
+                low, high = (printed - 2 * half) / scale, (printed + 2 * half) / scale
+                if any(agrees(v * scale, text) for v in within(values, low, high)):
                     return True
     return False
+
+
+@cache
+def sorted_numbers_of(file: Path) -> list[float]:
+    """The finite numbers of `numbers_of(file)`, sorted for `within` (NaN or infinity prints
+    as no number)."""
+    return sorted(v for v in numbers_of(file) if math.isfinite(v))
+
+
+def within(values: list[float], low: float, high: float) -> list[float]:
+    """The sorted `values` in [low, high]."""
+    return values[bisect.bisect_left(values, low) : bisect.bisect_right(values, high)]
 
 
 @cache

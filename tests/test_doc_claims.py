@@ -6,10 +6,14 @@ hand-made unit or line, with one thing wrong)."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import sys
 from collections import Counter
 
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scripts import EXPERIMENTS
 
 ROOT = EXPERIMENTS.parent
@@ -121,3 +125,37 @@ def test_the_pages_named_beside_the_topic_readmes_are_checked_once() -> None:
     assert {f"docs/two_player/{name}" for name in two_player} <= set(pages)
     assert "docs/learners/imitation_ceiling.md" in pages
     assert {"docs/learners/large_batch.md", "docs/speed/solver.md"} <= set(pages)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(-1e6, 1e6), st.integers(-100_000, 100_000).map(float), st.just(math.nan)
+        ),
+        max_size=30,
+    ),
+    number=st.floats(0, 1e5),
+    decimals=st.integers(0, 4),
+    seconds=st.one_of(st.none(), st.floats(0, 1e5)),
+)
+def test_the_bisected_lookup_finds_what_a_scan_of_every_number_finds(
+    tmp_path_factory, values, number, decimals, seconds
+) -> None:
+    """`held` (sorted numbers, bisected at each scale) says what scanning every number of the
+    artifact with `agrees` says, NaN among them, for printed numbers of 0 to 4 decimals and
+    for times; the number itself, when held, is found."""
+    path = tmp_path_factory.mktemp("artifact") / "a.json"
+    path.write_text(json.dumps({"v": values}))  # NaN written as JSON's NaN, read back as nan
+    text = f"{number:.{decimals}f}"
+
+    def scanned(text: str, seconds: float | None) -> bool:
+        numbers = CLAIMS.numbers_of(path)
+        if seconds is not None:
+            return any(abs(v - seconds) <= 0.5 for v in numbers)
+        return any(CLAIMS.agrees(v * s, text) for v in numbers for s in CLAIMS.SCALES)
+
+    assert CLAIMS.held([path], text, seconds) == scanned(text, seconds)
+    finite = [v for v in values if math.isfinite(v)]
+    if finite:
+        assert CLAIMS.held([path], f"{finite[0]:.{decimals}f}", None)
