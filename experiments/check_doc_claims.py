@@ -293,8 +293,8 @@ def held(artifacts: list[Path], text: str, seconds: float | None) -> bool:
     for path in artifacts:
         for file in data_files(path):
             values = sorted_numbers_of(file)
-            if seconds is not None:
-                if within(values, seconds - 0.5, seconds + 0.5):
+            if seconds is not None:  # a time: within half a second (bisected a little wide)
+                if any(abs(v - seconds) <= 0.5 for v in within(values, seconds - 1, seconds + 1)):
                     return True
                 continue
             printed, half = printed_as(text)
