@@ -290,21 +290,24 @@ def claims(text: str) -> list[tuple[str, float | None]]:
 
 def held(artifacts: list[Path], text: str, seconds: float | None) -> bool:
     """Whether some number of the artifacts prints as `text` at some scale."""
-    for path in artifacts:
-        for file in data_files(path):
-            values = sorted_numbers_of(file)
-            if seconds is not None:  # a time: within half a second (bisected a little wide)
-                if any(abs(v - seconds) <= 0.5 for v in within(values, seconds - 1, seconds + 1)):
-                    return True
-                continue
-            printed, half = printed_as(text)
-            for scale in SCALES:
-                # The values whose scaled print is near `printed` (bisected, a little wide for
-                # round-off), each then confirmed by `agrees` itself.
-                low, high = (printed - 2 * half) / scale, (printed + 2 * half) / scale
-                if any(agrees(v * scale, text) for v in within(values, low, high)):
-                    return True
-    return False
+    files = [file for path in artifacts for file in data_files(path)]
+    if seconds is not None:  # a time: within half a second (bisected a little wide)
+        return any(
+            abs(v - seconds) <= 0.5
+            for file in files
+            for v in within(sorted_numbers_of(file), seconds - 1, seconds + 1)
+        )
+    printed, half = printed_as(text)
+    # At each scale the values whose scaled print is near `printed` (bisected, a little wide
+    # for round-off), each then confirmed by `agrees` itself.
+    return any(
+        agrees(v * scale, text)
+        for file in files
+        for scale in SCALES
+        for v in within(
+            sorted_numbers_of(file), (printed - 2 * half) / scale, (printed + 2 * half) / scale
+        )
+    )
 
 
 @cache
