@@ -1,4 +1,4 @@
-"""`advise --beat X` (`solver.advise.advise_beat`): actions valued by the chance of a final
+"""`advise --beat X` (`solver.advisor.advise_beat`): actions valued by the chance of a final
 score above X, worked by hand on the Yahtzee box alone and tied to the target table."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from yahtzee_jax.commands.cli import main
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.reference import final_score
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, get_rules
-from yahtzee_jax.solver.advise import advise_beat, make_position
+from yahtzee_jax.solver.advisor import advise_beat, make_position
 from yahtzee_jax.solver.beat import host_tables
 from yahtzee_jax.solver.target_layout import state_chances, target_layout
 from yahtzee_jax.solver.widget_tables import ROLL_PROBABILITIES, ROLLS
@@ -81,8 +81,8 @@ def test_beat_refuses_a_single_turn():
 
 def test_cli_prints_the_chances(monkeypatch, capsys):
     """`advise --beat X` lists the chances, the sixes first; a negative X is one line."""
-    advise_module = importlib.import_module("yahtzee_jax.solver.advise")  # not the function
-    monkeypatch.setattr(advise_module, "beat_tables", lambda rules, cache_dir: tables())
+    advisor = importlib.import_module("yahtzee_jax.solver.advisor")
+    monkeypatch.setattr(advisor, "beat_tables", lambda rules, cache_dir: tables())
     card = ",".join(f"{box}={points}" for box, points in CARD.items())
     base = ["advise", "--rules", "plain", "--dice", "1,2,6,6,6", "--card", card, "--beat"]
     assert main([*base, str(START + 49)]) == 0
@@ -99,8 +99,8 @@ def test_play_hint_beat_shows_chances_and_costs(monkeypatch):
 
     from yahtzee_jax.commands import terminal
 
-    advise_module = importlib.import_module("yahtzee_jax.solver.advise")
-    monkeypatch.setattr(advise_module, "beat_tables", lambda rules, cache_dir: tables())
+    advisor = importlib.import_module("yahtzee_jax.solver.advisor")
+    monkeypatch.setattr(advisor, "beat_tables", lambda rules, cache_dir: tables())
     console = ScriptedConsole(box_order_player(errors_on_turn=0))
     assert terminal.run(args(hint=True, beat=150, rules="plain"), console) == 0
     text = console.text

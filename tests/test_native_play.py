@@ -1,5 +1,5 @@
 """Optimal play on the solver's C kernel (`solver.native_play`, `evaluate optimal --engine
-native`): every decision it makes is one the NumPy advisor (`solver.advise`, float64 from the
+native`): every decision it makes is one the NumPy advisor (`solver.advisor`, float64 from the
 value table, written apart from the kernel) values best; its cards add up by the rules; its
 mean is the exact optimum; a seed gives the same games on any number of threads; the command
 plays it without importing JAX."""

@@ -232,6 +232,21 @@ def test_end_of_input_and_quit_leave_with_status_0(monkeypatch, capsys) -> None:
     assert capsys.readouterr().out.rstrip().endswith("You left the game.")
 
 
+def test_the_readme_hint_command_in_a_fresh_process() -> None:
+    """`yahtzee-jax play --hint` as a person starts it, in a fresh process (the import order
+    of the command itself, not of this test session): the first decision shows the advisor's
+    values, then 'quit' leaves with status 0. It printed a traceback once, when the command
+    imported the advisor's module before asking the solver package for `advise`."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "yahtzee_jax.commands.cli", "play", "--hint", "--seed", "1"]
+    done = subprocess.run(command, input="quit\n", capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "advisor (expected final score):" in done.stdout and "best" in done.stdout
+    assert done.stdout.rstrip().endswith("You left the game.")
+
+
 def test_ctrl_c_exits_130_with_one_line(monkeypatch, capsys) -> None:
     """Ctrl-C at a prompt: the prompt's line is ended, stderr has one line, status 130."""
 

@@ -15,8 +15,9 @@ def lazy_exports(package: str, modules: Mapping[str, str]) -> Callable[[str], An
     def __getattr__(name: str) -> Any:
         if name in modules:
             module = importlib.import_module(modules[name])
-            # Written into the package: importing `package.advise` sets the package's `advise`
-            # to the submodule, which would hide the function of the same name.
+            # Written into the package, with the names the same module gives: later lookups
+            # find them there. (A name must not also be a submodule's: importing the submodule
+            # would set the package's name to it; `tests/test_lazy_imports.py` checks.)
             package_names = vars(sys.modules[package])
             for other, source in modules.items():
                 if source == modules[name]:

@@ -218,7 +218,7 @@ def run_advise(args: argparse.Namespace) -> int:
         raise UserError(f"--top must be >= 0 (0 lists every action), got {args.top}")
     if args.beat is not None and args.beat < 0:
         raise UserError(f"--beat must be >= 0, got {args.beat}")
-    from yahtzee_jax.solver.advise import advise, advise_beat, beat_tables, make_position
+    from yahtzee_jax.solver.advisor import advise, advise_beat, beat_tables, make_position
 
     state = make_position(
         parse_dice(args.dice),

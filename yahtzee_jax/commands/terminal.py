@@ -132,7 +132,7 @@ class Advisor:
     def values(self, card: State) -> Any:
         """`ActionValues` of the card's position (expected final score, or chance, of each)."""
         from yahtzee_jax.solver import advise, solve
-        from yahtzee_jax.solver.advise import advise_beat, beat_tables
+        from yahtzee_jax.solver.advisor import advise_beat, beat_tables
 
         if self._solution is None:
             self.console.say(f"(loading the optimal advisor for {self.rules.name} rules ...)")

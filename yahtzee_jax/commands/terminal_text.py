@@ -17,7 +17,7 @@ import numpy as np
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import LAST_ROLL, State
 from yahtzee_jax.game.rules import KEEP_ALL, NUM_DICE, NUM_KEEP_ACTIONS, Rules
-from yahtzee_jax.solver.advise import action_text
+from yahtzee_jax.solver.advisor import action_text
 
 # The printed labels of Yahtzee's boxes; any other box is labelled from its table name.
 _LABELS = {

@@ -17,12 +17,12 @@ from yahtzee_jax.solver.value_table import (
 )
 
 if TYPE_CHECKING:
-    from yahtzee_jax.solver.advise import ActionValues, advise, make_position
+    from yahtzee_jax.solver.advisor import ActionValues, advise, make_position
 
 # The advisor reads engine states: it imports JAX, which a solve alone never needs.
 __getattr__ = lazy_exports(
     __name__,
-    dict.fromkeys(("ActionValues", "advise", "make_position"), "yahtzee_jax.solver.advise"),
+    dict.fromkeys(("ActionValues", "advise", "make_position"), "yahtzee_jax.solver.advisor"),
 )
 
 __all__ = [
