@@ -45,7 +45,6 @@ def test_light_modules_import_no_jax_and_lazy_names_are_the_modules_own():
     ]
 
 
-
 def exported_submodule_names() -> list[tuple[str, str]]:
     """(package, name) for each name a package exports that is also one of its submodules."""
     import importlib
