@@ -86,6 +86,18 @@ def test_a_config_written_before_the_env_section_still_loads():
     assert solitaire.env == from_dict({}).env == EnvConfig(id="Yahtzee-v0")
 
 
+def test_a_match_field_set_in_algo_today_is_the_envs_or_an_error():
+    """`--set algo.reward=...` on today's presets (no `algo.opponent`, which the old form always
+    wrote): on a match preset it is `env.reward`, checked as that (it was dropped without a
+    word, a bad value too); on a solitaire preset it is refused in one line."""
+    assert resolve("dqn-two-player").env.reward == "gradient"
+    assert resolve("dqn-two-player", overrides=["algo.reward=naive"]).env.reward == "naive"
+    with pytest.raises(ConfigError, match=r"env\.reward='bogus' is not one of"):
+        resolve("dqn-two-player", overrides=["algo.reward=bogus"])
+    with pytest.raises(ConfigError, match=r"algo\.reward: a match's setting, env\.reward today"):
+        resolve("quick", overrides=["algo.reward=naive"])
+
+
 def test_a_match_without_its_opponents_cannot_play():
     """An environment built to observe with (no seats) refuses to start a match, in one line,
     rather than play one in which the opponents never move."""

@@ -137,7 +137,9 @@ _LEGACY_MATCH_KEYS = ("opponent", "reward", "opponent_features", "opponent_refre
 def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
     """A config written before the `env` section (run directories, old YAML files) in the
     keys of the next form: the two-player fields of `algo` move to `env`, `algo.name=a2c-2p`
-    is A2C on `train.task=match`, and `algo.opponent=none` is the solitaire task."""
+    is A2C on `train.task=match`, and `algo.opponent=none` is the solitaire task. The old form
+    always wrote `algo.opponent`; without it (`--set algo.reward=...` on today's presets) the
+    fields are today's user's: moved to a match's `env`, refused beside a solitaire one."""
     algo = data.get("algo")
     if not isinstance(algo, dict):
         return data
@@ -145,10 +147,20 @@ def migrate_legacy(data: dict[str, Any]) -> dict[str, Any]:
     if not legacy and algo.get("name") != "a2c-2p":
         return data
     algo, env, train = dict(algo), dict(data.get("env") or {}), dict(data.get("train") or {})
-    was_match = algo.get("name") == "a2c-2p" or algo.get("opponent", "none") != "none"
+    values = {key: algo.pop(key) for key in legacy}
+    if "opponent" not in values and algo.get("name") != "a2c-2p":
+        named = ", ".join(f"algo.{key}" for key in legacy)
+        current = env.get("id", DEFAULT_ENV)
+        check_env_id(current)
+        require(
+            ENVIRONMENTS[ENV_IDS[current][1]].has_opponents,
+            f"{named}: a match's setting, env.{legacy[0]} today; env.id={current} has no opponents",
+        )
+        env.update(values)
+        return {**data, "algo": algo, "env": env}
+    was_match = algo.get("name") == "a2c-2p" or values.get("opponent", "none") != "none"
     if algo.get("name") == "a2c-2p":
         algo["name"] = "a2c"
-    values = {key: algo.pop(key) for key in legacy}
     if was_match:
         env.update(values)
         if train.get("task", "game") == "game":
