@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -81,8 +82,9 @@ def _record(seed: int, results: np.ndarray, opponents: np.ndarray, run: str) -> 
 
 
 def test_comparisons_refuse_other_matches() -> None:
-    """Files that are not the same matches are refused in one line: other seeds, other
-    opponents' totals, another opponent, no per-match results."""
+    """Files that are not the same matches, or not match files, are refused in one line: other
+    seeds, other opponents' totals, another opponent, no per-match results, a field missing or
+    of another type (a seed list and a per_match string were tracebacks once)."""
     results, opponents = np.array([1, -1, 1, 0]), np.array([200, 250, 230, 240])
     first = _record(3, results, opponents, "a")
     cases = {
@@ -90,14 +92,17 @@ def test_comparisons_refuse_other_matches() -> None:
         "totals differ": _record(3, results, opponents + 1, "b"),
         "opponent 'optimal' against 'random'": {**first, "opponent": "random"},
         "no per-match": {key: value for key, value in first.items() if key != "per_match"},
-        "without seed": {key: value for key, value in first.items() if key != "seed"},
+        "no seed": {key: value for key, value in first.items() if key != "seed"},
+        "seed is [3], not an integer": {**first, "seed": [3]},
+        "games is '4', not an integer": {**first, "games": "4"},
+        "per_match is not a mapping": {**first, "per_match": "abc"},
         "per_match results damaged": {
             **first,
             "per_match": {**first["per_match"], "results": "x!"},
         },
     }
     for message, second in cases.items():
-        with pytest.raises(ConfigError, match=message.split()[0]) as raised:
+        with pytest.raises(ConfigError, match=re.escape(message)) as raised:
             compare_match_files([first], [second])
         assert "\n" not in str(raised.value)
     with pytest.raises(ConfigError, match="one match JSON per seed"):
@@ -128,3 +133,8 @@ def test_two_players_on_the_same_matches(tmp_path, capsys) -> None:
     assert compared["seeds"] == [5] and compared["games"] == 60
     assert compared["machine"]["command"].startswith("yahtzee-jax compare")
     assert main(["compare", str(files["greedy2"]), "--against", str(out)]) == 2
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps(records["greedy1"] | {"seed": [5]}))
+    capsys.readouterr()
+    assert main(["compare", str(files["greedy2"]), "--against", str(hostile)]) == 2
+    assert f"{hostile}: seed is [5], not an integer" in capsys.readouterr().err

@@ -98,17 +98,34 @@ def paired_difference(first: np.ndarray, second: np.ndarray) -> dict[str, Any]:
 SAME_MATCHES = ("seed", "games", "rules", "players", "opponent")
 
 
+# Each shared field's type in a `match --out` file (bool is an int to Python: refused apart).
+FIELD_TYPES = {"seed": int, "games": int, "rules": str, "players": int, "opponent": str}
+KIND_NAMES = {int: "an integer", str: "a string"}
+
+
+def check_match_record(record: dict[str, Any], source: str) -> None:
+    """One line naming `source` when `record` is not a `match --out` file's shape: the shared
+    fields missing or of another type, or `per_match` not a mapping."""
+    missing = [key for key in SAME_MATCHES if key not in record]
+    if missing:
+        raise ConfigError(f"{source}: no {', '.join(missing)}: not a `match --out` file")
+    for key, kind in FIELD_TYPES.items():
+        value = record[key]
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise ConfigError(f"{source}: {key} is {value!r}, not {KIND_NAMES[kind]}")
+    if record["games"] < 0:
+        raise ConfigError(f"{source}: games is {record['games']}")
+    if "per_match" in record and not isinstance(record["per_match"], dict):
+        raise ConfigError(f"{source}: per_match is not a mapping: not a `match --out` file")
+
+
 def compare_match_files(
     first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
     """The paired difference of two players over the seeds both played (one match JSON per
     seed each, paired by seed), each pair checked to be the same matches."""
-    for record in (*first, *second):
-        missing = [key for key in SAME_MATCHES if key not in record]
-        if missing:
-            raise ConfigError(
-                f"a match JSON without {', '.join(missing)}: not a `match --out` file"
-            )
+    for number, record in enumerate((*first, *second), 1):
+        check_match_record(record, f"match JSON {number}")
     by_seed = {record["seed"]: record for record in second}
     if len(by_seed) != len(second) or len({r["seed"] for r in first}) != len(first):
         raise ConfigError("give each player one match JSON per seed")
