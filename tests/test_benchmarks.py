@@ -165,7 +165,8 @@ def test_bench_solve_puts_our_solve_beside_the_published_times(capsys) -> None:
 
 
 def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
-    """Random and greedy level-1 on 64 games in batches of 32; an unknown agent is skipped."""
+    """Random and greedy level-1 on 64 games in batches of 32; an unknown agent is skipped,
+    and with none left the command fails in one line."""
     argv = ["bench", "evaluate", "--agents", "random", "greedy1", "nonsense"]
     result = run_bench([*argv, "--games", "64", "--batch-size", "32"], tmp_path / "eval.json")
     assert "skipping nonsense" in capsys.readouterr().err
@@ -174,6 +175,11 @@ def test_bench_evaluate_times_each_agent(tmp_path, capsys) -> None:
     assert all(row["games_per_second"] > 0 for row in result["agents"])
     assert all(row["cpu_seconds"] > 0 for row in result["agents"])
     assert result["published"] is None  # official rules, and no optimal row
+    # Only unknown names: one line and exit 2, no file (it exited 0 with an empty table once).
+    empty = tmp_path / "empty.json"
+    assert main(["bench", "evaluate", "--agents", "nonsense", "--json", str(empty)]) == 2
+    assert "no agent to time: nonsense skipped" in capsys.readouterr().err
+    assert not empty.exists()
     assert result["machine"]["command"] == "yahtzee-jax " + " ".join(
         [*argv, "--games", "64", "--batch-size", "32", "--json", str(tmp_path / "eval.json")]
     )

@@ -60,6 +60,24 @@ FOUND = {
         "at most 1024",
     ),
     "match games beyond int32": (["match", "win-seeker", "--games", str(2**40)], "at most"),
+    # Found by a review session (2026-12-01), each once a traceback, a misleading line or exit 0:
+    "match a built-in agent that is no match player": (
+        ["match", "greedy1", "--games", "10"],
+        "'greedy1': built in, but not a match player; give a run or checkpoint folder or optimal",
+    ),
+    "match a name that is nothing": (
+        ["match", "nosuch", "--games", "10"],
+        "'nosuch': no run folder",
+    ),
+    "bench train zero minibatches": (
+        ["bench", "train", "--minibatches", "0"],
+        "--minibatches 0 must be a positive divisor",
+    ),
+    "bench train a population of none": (["bench", "train", "--population", "0"], "must be >= 1"),
+    "bench env batch sizes not numbers": (
+        ["bench", "env", "--batch-sizes", "abc"],
+        "--batch-sizes 'abc' must be comma-separated positive integers",
+    ),
 }
 
 

@@ -1,11 +1,13 @@
-"""The commands' shared argparse options: a seed, `--set SECTION.KEY=VALUE` overrides, and the
-rule set a built-in agent plays when a command's `--rules` is left out."""
+"""The commands' shared argparse options: a seed, `--set SECTION.KEY=VALUE` overrides, lists of
+positive integers (`--batches 20,64`), and the rule set a built-in agent plays when a command's
+`--rules` is left out."""
 
 from __future__ import annotations
 
 import argparse
 
 from yahtzee_jax.config import MAX_SEED
+from yahtzee_jax.errors import UserError
 
 # The commands' default rule set: a built-in agent's when `--rules` is left out (a checkpoint
 # plays its own). The one place it is chosen; everything below the commands is passed it.
@@ -32,3 +34,14 @@ def add_override_argument(
     parser.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar=metavar, help=help
     )
+
+
+def positive_integers(text: str | None, option: str) -> list[int]:
+    """`"20,64"` -> [20, 64]; anything else (empty, not integers, <= 0) is a one-line error."""
+    try:
+        values = [int(part) for part in (text or "").split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) <= 0:
+        raise UserError(f"{option} {text!r} must be comma-separated positive integers")
+    return values

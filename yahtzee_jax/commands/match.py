@@ -4,6 +4,7 @@ real matches against a built-in opponent: win rate with its Wilson interval, sco
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from yahtzee_jax.agents.agent import alone
 from yahtzee_jax.agents.resolve import (
@@ -120,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
     options = {name: getattr(args, name) for name in PLAYER_OPTIONS}
     options = {name: value for name, value in options.items() if value is not None}
     builtin = args.run in MATCH_PLAYERS
+    if not builtin and not Path(args.run).exists():
+        kind = "built in, but not a match player" if args.run in BUILTINS else "no run folder"
+        players = ", ".join((*MATCH_PLAYERS, CEILING))
+        raise ConfigError(f"{args.run!r}: {kind}; give a run or checkpoint folder or {players}")
     if builtin and args.overrides:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
     if options and not builtin:

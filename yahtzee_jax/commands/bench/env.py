@@ -18,6 +18,7 @@ from typing import Any
 import jax
 
 from yahtzee_jax.agents.agent import make_random_agent
+from yahtzee_jax.commands.arguments import positive_integers
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.envs.solitaire_play import agent_policy, play
 from yahtzee_jax.files import check_writable, write_json
@@ -90,8 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `bench env`."""
     parser.add_argument(
         "--batch-sizes",
-        type=lambda text: tuple(int(x) for x in text.split(",")),
-        default=DEFAULT_BATCH_SIZES,
+        default=",".join(map(str, DEFAULT_BATCH_SIZES)),
         help="comma-separated batch sizes (default 1,256,4096,65536)",
     )
     parser.add_argument("--rules", default="official", help="rule variant (default official)")
@@ -105,14 +105,13 @@ def run(args: argparse.Namespace) -> int:
     check_writable(args.json_path or None)
     from yahtzee_jax.errors import UserError
 
-    if any(size < 1 for size in args.batch_sizes):
-        raise UserError("--batch-sizes must all be >= 1")
+    batch_sizes = positive_integers(args.batch_sizes, "--batch-sizes")
     if not 0 < args.seconds < math.inf:  # NaN too: an infinite or empty measurement
         raise UserError(f"--seconds must be a positive number, got {args.seconds}")
     device = jax.devices()[0]
     print(f"device: {device.platform} ({device.device_kind}), rules: {rules.name}")
     reference = measure_reference(rules.name, args.seconds)
-    rows = [measure_engine(size, rules, args.seconds) for size in args.batch_sizes]
+    rows = [measure_engine(size, rules, args.seconds) for size in batch_sizes]
     header = f"{'batch':>8} {'games/s':>12} {'steps/s':>14} {'compile s':>10} {'x reference':>12}"
     print(header)
     print("-" * len(header))

@@ -136,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
                 "decisions_per_second": args.games * rules.decisions_per_game / steady,
             }
         )
+    if not results:  # every name skipped: no timing to print or write
+        raise UserError(f"no agent to time: {', '.join(args.agents)} skipped (above)")
     reference = _yatzy_solver_row(args, rules, results)
     rows = [
         [

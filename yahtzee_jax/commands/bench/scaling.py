@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from yahtzee_jax.commands.arguments import add_override_argument
+from yahtzee_jax.commands.arguments import add_override_argument, positive_integers
 from yahtzee_jax.commands.bench.machine import run_record
 from yahtzee_jax.commands.bench.train_speed import time_chunk, transitions_per_update
 from yahtzee_jax.config import Config
@@ -82,17 +82,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--plot", default=None, help="write games/s against games per update to this PNG"
     )
-
-
-def positive_integers(text: str | None, option: str) -> list[int]:
-    """`"20,64"` -> [20, 64]; anything else (empty, not integers, <= 0) is a one-line error."""
-    try:
-        values = [int(part) for part in (text or "").split(",")]
-    except ValueError:
-        values = []
-    if not values or min(values) <= 0:
-        raise UserError(f"{option} {text!r} must be comma-separated positive integers")
-    return values
 
 
 def default_max_transitions(width: int) -> int:

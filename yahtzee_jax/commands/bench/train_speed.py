@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--population",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="instead: time N members (seeds 0..N-1, learning rates 1x..1.7x) trained together "
         "as one vmapped population against N sequential single runs (same total work)",
@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--minibatches",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
         help="PPO: cut each cell's batch into N minibatches (algo.games_per_minibatch = B / N), "
         "so every B runs the same optimizer steps an update (default: the preset's minibatch)",
@@ -286,10 +286,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError:
         raise UserError(f"--widths {args.widths!r} must be comma-separated integers") from None
     dtypes = [text.strip() for text in args.dtypes.split(",")] if args.dtypes else [None]
-    if args.population < 0:
+    # Not given is None: 0 was the hidden default once, and was then taken as not given.
+    if args.population is not None and args.population < 1:
         raise UserError(f"--population {args.population} must be >= 1")
-    if args.minibatches < 0 or any(
-        args.minibatches and games % args.minibatches for games in batches
+    if args.minibatches is not None and (
+        args.minibatches < 1 or any(games % args.minibatches for games in batches)
     ):
         raise UserError(
             f"--minibatches {args.minibatches} must be a positive divisor of every batch"
