@@ -92,6 +92,26 @@ def test_found_by_fuzzing_is_one_line_and_exit_2(case, tmp_path, monkeypatch):
     assert expected in stderr, stderr
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [*ADVISE, "--cache-dir", "{file}"],
+        ["evaluate", "optimal", "--games", "8", "--cache-dir", "{file}"],
+    ],
+    ids=["advise", "evaluate"],
+)
+def test_a_file_given_as_the_cache_folder_is_named_in_one_line(argv, tmp_path, monkeypatch):
+    """--cache-dir naming a file: one line naming it, exit 2; it said the table in it was
+    damaged and it would make it again, then failed to write it (found by a review session)."""
+    blocker = tmp_path / "a-file.json"
+    blocker.write_text("{}")
+    stop_long_work(monkeypatch)
+    status, stderr = invoke([arg.format(file=blocker) for arg in argv])
+    check_one_line(status, stderr, allowed=(2,))
+    assert stderr.strip().endswith(f"error: a file where a folder must be: {blocker}"), stderr
+    assert blocker.read_text() == "{}"
+
+
 @pytest.fixture
 def finished_run(tmp_path):
     """A finished tiny run (built without training: `fuzzing.make_finished_run`)."""

@@ -86,6 +86,14 @@ def write_json(path: str | os.PathLike, data: Any) -> None:
     write_whole(path, json.dumps(data, indent=2) + "\n")
 
 
+def check_folders(path: pathlib.Path) -> None:
+    """Raise NotADirectoryError naming the file when one stands where a folder of `path` must
+    be (what making its folders would meet first)."""
+    existing = next(folder for folder in path.parents if folder.exists())  # "/" at the latest
+    if not existing.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "a file where a folder must be", str(existing))
+
+
 def check_writable(path: str | os.PathLike | None) -> None:
     """Raise now the OSError that writing `path` would raise when the work is done (a file
     where a folder must be, a directory named as the file, a folder not writable): its folders
@@ -97,9 +105,7 @@ def check_writable(path: str | os.PathLike | None) -> None:
         raise IsADirectoryError(
             errno.EISDIR, "a directory where a file is to be written", str(path)
         )
-    existing = next(folder for folder in path.parents if folder.exists())  # "/" at the latest
-    if not existing.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "a file where a folder must be", str(existing))
+    check_folders(path)
     probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -260,6 +266,7 @@ def cached(
     waits, then loads what the first made. A damaged file is made again with one line on
     stderr naming it; one with no checksum (an earlier version's) is checked by `load` and given
     one. `force` makes it whatever is there. Temporary files of killed writers are removed."""
+    check_folders(path)  # a file given as the cache folder: not a damaged table to make again
     remove_abandoned(path)
     remove_abandoned(checksum_path(path))
     if not force and check_state(path) == "whole" and (value := load(path)) is not None:
