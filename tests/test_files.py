@@ -72,12 +72,17 @@ def test_json_is_written_whole_or_the_old_file_stays(tmp_path) -> None:
 
 
 def test_an_unwritable_result_path_is_refused_naming_the_culprit(tmp_path) -> None:
-    """`check_writable` makes a writable path's folders and leaves nothing else; it refuses a
+    """`check_writable` tries a writable path's folders and leaves nothing behind (input refused
+    after it left an empty report folder once; the writers make the folders); it refuses a
     directory named as the file and a file where a folder must be, naming each; None passes."""
     check_writable(None)
     fine = tmp_path / "new" / "deeper" / "result.json"
     check_writable(fine)
-    assert fine.parent.is_dir() and list(fine.parent.iterdir()) == []
+    assert list(tmp_path.iterdir()) == []
+    write_json(fine, {"a": 1})  # the writer makes the folders
+    (tmp_path / "new" / "kept").mkdir()
+    check_writable(tmp_path / "new" / "kept" / "x" / "y.json")
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["deeper", "kept"]
     with pytest.raises(IsADirectoryError) as error:
         check_writable(tmp_path / "new")
     assert error.value.filename == str(tmp_path / "new")

@@ -112,6 +112,23 @@ def test_a_file_given_as_the_cache_folder_is_named_in_one_line(argv, tmp_path, m
     assert blocker.read_text() == "{}"
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["evaluate", "optimal", "--games", "10", "--batch-size", "0", "--no-plots", "--out"],
+        ["tournament", "optimal", "greedy1", "--games", "10", "--batch-size", "0", "--out"],
+    ],
+    ids=["evaluate", "tournament"],
+)
+def test_refused_input_leaves_no_report_folder(argv, tmp_path, monkeypatch):
+    """A batch size of 0 refused after the report folder was checked: no empty folder is left
+    where the report would have gone (found by a review session)."""
+    stop_long_work(monkeypatch)
+    status, stderr = invoke([*argv, str(tmp_path / "report" / "here")])
+    check_one_line(status, stderr, allowed=(2,))
+    assert "batch size must be at least 1" in stderr and list(tmp_path.iterdir()) == []
+
+
 @pytest.fixture
 def finished_run(tmp_path):
     """A finished tiny run (built without training: `fuzzing.make_finished_run`)."""

@@ -97,7 +97,9 @@ def check_folders(path: pathlib.Path) -> None:
 def check_writable(path: str | os.PathLike | None) -> None:
     """Raise now the OSError that writing `path` would raise when the work is done (a file
     where a folder must be, a directory named as the file, a folder not writable): its folders
-    are made and a file is tried beside it and removed. Nothing to check for None."""
+    are made, a file is tried beside it, and both are removed again (the writers make the
+    folders when they write: input refused after this check leaves no empty folder behind).
+    Nothing to check for None."""
     if path is None:
         return
     path = pathlib.Path(path)
@@ -106,6 +108,7 @@ def check_writable(path: str | os.PathLike | None) -> None:
             errno.EISDIR, "a directory where a file is to be written", str(path)
         )
     check_folders(path)
+    made = [folder for folder in path.parents if not folder.exists()]  # deepest first
     probe = path.with_name(f".{path.name}.{os.getpid()}.probe")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -113,6 +116,10 @@ def check_writable(path: str | os.PathLike | None) -> None:
         probe.unlink()
     except OSError as error:  # the user's path in the message, not the probe's
         raise type(error)(error.errno, error.strerror, str(path)) from None
+    finally:
+        for folder in made:
+            with contextlib.suppress(OSError):  # another writer's file in it: it stays
+                folder.rmdir()
 
 
 def remove_abandoned(path: pathlib.Path) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 
+from yahtzee_jax.files import replaced_whole
 from yahtzee_jax.game.rules import get_rules
 
 if TYPE_CHECKING:
@@ -254,7 +255,8 @@ def save_figure(figure: Figure, path: str | Path, dpi: int = DPI) -> Path:
     figure.savefig(buffer, dpi=dpi, format="png")
     image = Image.open(buffer).convert("RGB")
     palette = image.quantize(256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    palette.save(path, format="PNG", optimize=True)
+    with replaced_whole(path) as partial:  # its folder made; whole or the old file
+        palette.save(partial, format="PNG", optimize=True)
     return path
 
 
