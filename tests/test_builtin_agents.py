@@ -47,6 +47,28 @@ def test_the_seats_are_the_documented_ones() -> None:
     assert set(TEACHER_AGENTS) == {*OPPONENTS, "optimal-table"}
 
 
+def _listed(sentence_start: str) -> list[str]:
+    """The names in backticks of the docs/usage.md sentence beginning `sentence_start`, up to
+    the sentence's first semicolon."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "usage.md").read_text()
+    start = text.index(sentence_start)
+    sentence = text[start : text.index(";", start)].replace("`--target X`", "")
+    return re.findall(r"`([a-z0-9-]+)`", sentence)
+
+
+def test_the_manual_lists_every_agent_and_learner() -> None:
+    """docs/usage.md's lists of AGENT names and of `algo.name` values are the code's own, in
+    its order (they had fallen behind: no target-seeker, optimal-table, target or td-win)."""
+    from yahtzee_jax.agents.resolve import TARGET
+    from yahtzee_jax.algorithms import algorithm_names
+
+    assert _listed("AGENT is one of") == [*BUILTINS, TARGET]
+    assert _listed("`algo.name` is one of") == list(algorithm_names())
+
+
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [

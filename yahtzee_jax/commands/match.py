@@ -35,9 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"run or checkpoint directory, a built-in player: {', '.join(MATCH_PLAYERS)}, or "
         f"{CEILING} (the oracle told the opponents' final score, against optimal only)",
     )
-    parser.add_argument("--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)}")
-    parser.add_argument("--games", type=int, default=100_000)
-    parser.add_argument("--seed", type=seed_argument, default=2)
+    parser.add_argument(
+        "--opponent", default="optimal", help=f"one of {', '.join(OPPONENTS)} (optimal)"
+    )
+    parser.add_argument("--games", type=int, default=100_000, help="matches (100000)")
+    parser.add_argument("--seed", type=seed_argument, default=2, help="the matches' dice (2)")
     parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
     parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
     parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
@@ -90,7 +92,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register `match`."""
-    parser = subparsers.add_parser("match", help="real matches against a built-in opponent")
+    parser = subparsers.add_parser(
+        "match",
+        help="real matches against a built-in opponent",
+        description="Play matches of a run or a built-in match player against built-in "
+        "opponents, seats alternated: wins with their Wilson interval, draws, scores, margins.",
+    )
     add_arguments(parser)
     parser.set_defaults(func=run)
 
