@@ -74,6 +74,19 @@ FOUND = {
         "--minibatches 0 must be a positive divisor",
     ),
     "bench train a population of none": (["bench", "train", "--population", "0"], "must be >= 1"),
+    "population seeds beside --set train.seed": (
+        ["train", "--population-seeds", "0,1", "--set", "train.seed=5"],
+        "--set train.seed=5 and --population-seeds: give the seeds once",
+    ),
+    "population seed range going down": (
+        ["train", "--population-seeds", "3-1"],
+        "the range 3-1 goes down",
+    ),
+    "tournament more games for one agent than for all": (
+        ["tournament", "optimal", "greedy1", "--games", "10", "--games-for", "optimal=50"],
+        "--games-for optimal=50: more than --games 10",
+    ),
+    "experiment --list with a name": (["experiment", "--list", "nosuch"], "drop 'nosuch'"),
     "bench env batch sizes not numbers": (
         ["bench", "env", "--batch-sizes", "abc"],
         "--batch-sizes 'abc' must be comma-separated positive integers",

@@ -161,6 +161,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `yahtzee-jax experiment`."""
     if args.list:
+        require_spec(args.name is None, f"--list lists every study; drop {args.name!r}")
         print(list_studies())
         return 0
     require_spec(args.name is not None, "name a study, or pass --list to see them")

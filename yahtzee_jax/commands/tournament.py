@@ -93,8 +93,10 @@ def run(args: argparse.Namespace) -> int:
     unknown = sorted(set(games_for) - set(args.agents))
     if unknown:
         raise UserError(f"--games-for names agents not in the tournament: {', '.join(unknown)}")
-    for count in games_for.values():
+    for spec, count in games_for.items():
         check_num_games(count)
+        if count > args.games:  # "fewer games": more would be cut to --games without a word
+            raise UserError(f"--games-for {spec}={count}: more than --games {args.games}")
     rules, asked = args.rules or BUILTIN_RULES, args.rules is not None
     agents = {
         spec: resolve_agent(spec, rules, args.cache_dir, rules_asked=asked) for spec in args.agents

@@ -129,6 +129,11 @@ def _run_population(args: argparse.Namespace, preset: str, out_dir: Path) -> int
     sweeps = parse_sweeps(args.sweep)
     if args.population_seeds is not None:
         seeds = parse_seeds(args.population_seeds)
+        seed_set = [
+            text for text in args.overrides if text.replace(" ", "").startswith("train.seed=")
+        ]
+        if seed_set:  # each member's seed is its own: a --set of one would be dropped
+            raise ConfigError(f"--set {seed_set[0]} and --population-seeds: give the seeds once")
     else:
         seeds = [resolve(preset, args.config, args.overrides).train.seed]
     planned = plan_members(out_dir, seeds, sweeps)

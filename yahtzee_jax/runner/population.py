@@ -217,6 +217,7 @@ def parse_seeds(text: str) -> list[int]:
             raise ConfigError(f"--population-seeds {text!r} must look like 0,1,2 or 0-3") from None
         for seed in (first, last):
             check_seed("--population-seeds", seed)
+        require(last >= first, f"--population-seeds {text!r}: the range {part.strip()} goes down")
         # counted before the range is built: `0-4000000000` would fill the memory
         require(
             len(seeds) + last - first + 1 <= MAX_MEMBERS,
