@@ -105,6 +105,20 @@ def test_under_noop_an_illegal_action_changes_nothing():
         assert same_cards(after, state) and int(after.steps) == 1
 
 
+def test_an_integer_beyond_int32_is_out_of_range_not_its_low_bits():
+    """Called as it is, not under jit: 2**32 + 44 (a Python int, NumPy's int64 and uint64) is out
+    of range and forfeits at `at_last_box`, where JAX's narrowing to int32 made it 44, the
+    legal chance box, and played it; uint32's 2**32 - 1 too. NumPy's int64 44 is still 44."""
+    params = yahtzee_jax.make("Yahtzee-v0").default_params
+    state = at_last_box(params)
+    wide = 2**32 + CHANCE
+    for action in (wide, np.int64(wide), np.uint64(wide), np.uint32(2**32 - 1)):
+        after = core.step(state, action, jax.random.key(0), params)
+        assert after.rewards.tolist() == [-24.0] and same_cards(after, state), repr(action)
+    played = core.step(state, np.int64(CHANCE), jax.random.key(0), params)
+    assert bool(played.match.cards.filled[0, 12])
+
+
 def test_by_default_an_illegal_action_forfeits_the_game():
     """`make`'s default ``illegal_action="terminate"``: at `at_last_box` (24 points so far) every
     illegal action, 44.9 included, ends the game with reward -24 (a return of 0: a forfeited

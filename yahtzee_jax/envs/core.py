@@ -41,6 +41,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
@@ -380,14 +381,29 @@ def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvPar
     return _limited(state, illegal, _moved(state, match, rewards, params), params)
 
 
+# Beyond every action of every game, and exact in float32: what is out of range is -1.
+ACTION_LIMIT = 2**24
+
+
 def whole_action(action: jax.Array | int | float) -> jax.Array:
     """int32 action(s): a float that is not a whole number becomes -1, which no mask allows
-    (the engine would truncate 44.9 to 44, a legal move the caller did not choose)."""
+    (the engine would truncate 44.9 to 44, a legal move the caller did not choose), and so does
+    an integer beyond int32 (JAX narrows 2**32 + 31 to 31, a legal move). Under `jit`, JAX
+    narrows 64-bit NumPy integers when the call is made, before this sees them: pass int32."""
+    if isinstance(action, int) or (
+        isinstance(action, np.ndarray | np.generic) and np.issubdtype(action.dtype, np.integer)
+    ):  # on the host, in its own width: Python's ints and NumPy's int64 and uint64
+        action = np.asarray(action)
+        in_range = (action >= -1) & (action <= ACTION_LIMIT)
+        action = np.where(in_range, action, -1).astype(np.int32)
     action = jnp.asarray(action)
     if jnp.issubdtype(action.dtype, jnp.floating):
         # Clipped first: a float beyond int32 would convert to an arbitrary (maybe legal) int.
         whole = action == jnp.floor(action)
-        action = jnp.where(whole, jnp.clip(action, -1, 2**24), -1)
+        action = jnp.where(whole, jnp.clip(action, -1, ACTION_LIMIT), -1)
+    elif action.dtype != jnp.int32:  # uint32, int64 under x64: compared in their own width
+        in_range = (action >= 0) & (action <= ACTION_LIMIT)
+        action = jnp.where(in_range, action.astype(jnp.int32), -1)
     return action.astype(jnp.int32)
 
 
