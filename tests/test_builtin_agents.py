@@ -113,3 +113,26 @@ def test_the_options_given_reach_the_maker_over_the_defaults(monkeypatch) -> Non
         2,
         "normal",
     )
+
+
+def test_the_python_api_page_names_what_imports() -> None:
+    """Every dotted `yahtzee_jax....` name of docs/reference_api.md's Python API section imports
+    (eight of them had moved in the floors' reorganisation and failed), and its code runs."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "reference_api.md").read_text()
+    section = text[text.index("## Python API") : text.index("## Layout")]
+    names = set(re.findall(r"\b(yahtzee_jax(?:\.\w+)+)", section))
+    assert len(names) >= 12
+    for name in sorted(names):
+        module, _, attribute = name.rpartition(".")
+        try:
+            importlib.import_module(name)  # a module
+        except ModuleNotFoundError:
+            assert hasattr(importlib.import_module(module), attribute), name
+    code = section[
+        section.index("```python") + 9 : section.index("```", section.index("```python") + 9)
+    ]
+    exec(compile(code, "reference_api.md", "exec"), {})
