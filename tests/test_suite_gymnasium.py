@@ -41,13 +41,16 @@ def test_gymnasium_check_env_passes(env_id, params):
 
 def test_a_game_played_by_its_mask_ends_with_its_score():
     """Random play by `info["action_mask"]` ends after 39 decisions, terminated and never
-    truncated; `action_masks()` agrees with the info; the returns add up to the card's total."""
+    truncated; `action_masks()` agrees with the info, reached as docs/adapters/usage.md says
+    (`env.unwrapped`, `get_wrapper_attr`); the returns add up to the card's total."""
     env = gymnasium.make("yahtzee_jax/Yahtzee-v0")
     obs, info = env.reset(seed=3)
     rng = np.random.default_rng(0)
     total, steps, terminated = 0.0, 0, False
     while not terminated:
         assert np.array_equal(info["action_mask"], env.unwrapped.action_masks())
+        # what sb3-contrib's vectorised env calls through `gymnasium.make`'s wrappers
+        assert np.array_equal(info["action_mask"], env.get_wrapper_attr("action_masks")())
         obs, reward, terminated, truncated, info = env.step(
             masked_random(rng, [info["action_mask"]])[0]
         )
@@ -168,6 +171,26 @@ def test_masks_and_observations_are_writable_copies_and_need_a_reset():
     obs += 1.0
     vec.action_masks()[:] = False
     assert vec.action_masks()[:, :32].all()
+
+
+def test_a_list_of_seeds_seeds_each_slot_and_bad_ones_are_refused():
+    """`reset(seed=[...])`, one seed per slot as Gymnasium's vector envs take it: a slot's first
+    episode follows from its own seed (equal seeds, equal dice; the list was cut to its first
+    seed once, so [1, 9, 9] and [1, 2, 3] dealt the same); a list of another length or with a
+    seed that is not one, a step with too few actions and `num_envs=0` are one-line errors."""
+    vec = gymnasium.make_vec("yahtzee_jax/Yatzy-v0", num_envs=3)
+    first, _ = vec.reset(seed=[1, 2, 3])
+    second, _ = vec.reset(seed=[1, 9, 9])
+    assert np.array_equal(first[0], second[0]) and np.array_equal(second[1], second[2])
+    assert not np.array_equal(first[1], second[1])
+    assert np.array_equal(vec.reset(seed=[1, 2, 3])[0], first)
+    for seeds in ([1, 2], [1, 2, None], [1, 2, -3], [1, 2, True]):
+        with pytest.raises(ValueError, match=r"one integer in 0\.\.2\*\*32-1 per slot \(3\)"):
+            vec.reset(seed=seeds)
+    with pytest.raises(ValueError, match=r"one action per slot \(3\), got 2"):
+        vec.step(np.array([31, 31]))
+    with pytest.raises(ValueError, match="num_envs must be an integer >= 1, got 0"):
+        gymnasium.make_vec("yahtzee_jax/Yatzy-v0", num_envs=0)
 
 
 def test_the_vector_env_checks_every_slot_before_any_moves():

@@ -28,6 +28,7 @@ from typing import Any
 
 import gymnasium
 import jax
+import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -57,9 +58,24 @@ def _reward(state: EnvState, params: EnvParams) -> jax.Array:
 
 @functools.partial(jax.jit, static_argnames="batch")
 def _reset(key: jax.Array, params: EnvParams, batch: int) -> tuple[EnvState, jax.Array]:
-    keys = jax.random.split(key, batch)
+    return _reset_each(jax.random.split(key, batch), params)
+
+
+@jax.jit
+def _reset_each(keys: jax.Array, params: EnvParams) -> tuple[EnvState, jax.Array]:
     state = jax.vmap(core.init, in_axes=(0, None))(keys, params)
     return state, jax.vmap(core.observe, in_axes=(0, None))(state, params)
+
+
+def _slot_seeds(seeds: Any, num_envs: int) -> list[int]:
+    """A list of seeds, one per slot as Gymnasium's vector envs take it, checked in one line."""
+    values = list(seeds)
+    if len(values) != num_envs or not all(
+        isinstance(seed, int | np.integer) and not isinstance(seed, bool) and 0 <= seed < 2**32
+        for seed in values
+    ):
+        raise ValueError(f"seed: one integer in 0..2**32-1 per slot ({num_envs}), got {seeds!r}")
+    return [int(seed) for seed in values]
 
 
 @jax.jit
@@ -191,6 +207,8 @@ class YahtzeeVectorEnv(VectorEnv):
         illegal_action: str = "terminate",
         **params: Any,
     ) -> None:
+        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+            raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         self.env = make(env_id, **actions.adapter_params(illegal_action, params))
         self.params = self.env.default_params
         self._strict = illegal_action == "raise"
@@ -212,13 +230,21 @@ class YahtzeeVectorEnv(VectorEnv):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """New episodes in every slot; `seed` (one int) fixes all of their dice."""
-        if isinstance(seed, list):
-            seed = seed[0]
+        """New episodes in every slot; `seed` (one int) fixes all of their dice, a list of one
+        seed per slot each slot's first episode (equal seeds, equal episodes) and, together,
+        the episodes after them."""
+        seeds = None if seed is None or isinstance(seed, int | np.integer) else seed
+        if seeds is not None:  # a list was cut to its first seed once, without a word
+            seeds = _slot_seeds(seeds, self.num_envs)
+            seed = int(np.random.SeedSequence(seeds).generate_state(1)[0])
         super().reset(seed=seed)
         self._key = jax.random.key(int(self.np_random.integers(2**32, dtype=np.uint64)))
         self._key, key = jax.random.split(self._key)
-        self._state, obs = _reset(key, self.params, self.num_envs)
+        if seeds is None:
+            self._state, obs = _reset(key, self.params, self.num_envs)
+        else:
+            keys = jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
+            self._state, obs = _reset_each(keys, self.params)
         self._masks = np.array(self._state.legal_action_mask)
         return np.array(obs), {"action_mask": self.action_masks().astype(np.int8)}
 
@@ -229,7 +255,10 @@ class YahtzeeVectorEnv(VectorEnv):
         if self._state is None or self._key is None or self._masks is None:
             raise ResetNeeded("call reset() before step()")
         rules, strict = self.params.rules, self._strict
-        batch = np.asarray(actions_, dtype=object).reshape(self.num_envs)
+        batch = np.asarray(actions_, dtype=object)
+        if batch.size != self.num_envs:
+            raise ValueError(f"step takes one action per slot ({self.num_envs}), got {batch.size}")
+        batch = batch.reshape(self.num_envs)
         moves = np.array(
             [
                 actions.check_action(a, mask, rules, f"episode {i}", IllegalAction, strict)
