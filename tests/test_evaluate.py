@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents import Agent, make_random_agent
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.plots import report_figures, save_figure
 from yahtzee_jax.evaluation.records import GameRecords, IncompleteGameError, _play_batch, play_games
 from yahtzee_jax.evaluation.reports import (
@@ -85,6 +86,22 @@ def test_same_seed_same_games_whatever_the_batch_size(random_records: GameRecord
     np.testing.assert_array_equal(prefix.total, random_records.total[:300])
     other_seed = play_games(agent, 300, seed=12, batch_size=250)
     assert not np.array_equal(other_seed.total, prefix.total)
+
+
+@pytest.mark.parametrize(
+    ("seed", "message"),
+    [(2**32, "must be in 0..4294967295"), (-1, "must be in 0.."), (1.5, "must be an integer")],
+)
+def test_a_seed_outside_the_keys_range_is_refused_not_wrapped(seed, message) -> None:
+    """JAX's key takes 2**32 as seed 0 and -1 as 2**32 - 1: such a seed would play another
+    seed's games and record itself; `play_games` and `match_totals` refuse it in one line."""
+    from yahtzee_jax.evaluation.matches import match_totals
+
+    agent = make_random_agent(PLAIN)
+    with pytest.raises(UserError, match=message):
+        play_games(agent, 8, seed)
+    with pytest.raises(UserError, match=message):
+        match_totals(agent, (agent,), agent.rules, 8, seed)
 
 
 def test_batches_on_several_host_threads_give_the_same_records(

@@ -20,6 +20,7 @@ from yahtzee_jax.agents.agent import Agent
 from yahtzee_jax.config import Config, FeatureConfig
 from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.rollout import agent_policy, rollout
+from yahtzee_jax.evaluation.game_records import check_game_seed
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
@@ -52,6 +53,7 @@ def match_totals(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The learner's totals [N] and its opponents' [N, P-1] (k-th player after the learner at
     index k) in matches 0..N-1 of a seed, in game order; the learner sits in seat i % P."""
+    check_game_seed(seed)
     players = len(opponents) + 1
     seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in opponents)
     env = Match(rules, FeatureConfig(), seats, players=players, reward="score")

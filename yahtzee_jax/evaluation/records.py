@@ -30,6 +30,7 @@ from yahtzee_jax.evaluation.game_records import (  # noqa: F401 (re-exported)
     CPU_BATCH_SIZE,
     MAX_GAMES,
     GameRecords,
+    check_game_seed,
     check_num_games,
 )
 from yahtzee_jax.game import engine
@@ -138,6 +139,7 @@ def play_games(
     """
     check_num_games(num_games)
     check_num_games(first_game + num_games)  # the last game's index is an int32 too
+    check_game_seed(seed)
     batch_size = default_batch_size(agent.policy) if batch_size is None else batch_size
     if batch_size < 1:
         raise UserError(f"the batch size must be at least 1 (got {batch_size})")
