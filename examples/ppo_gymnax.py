@@ -225,12 +225,16 @@ def main() -> None:
     parser.add_argument("--games", type=int, default=10_000, help="evaluation games")
     parser.add_argument("--json", help="write the result here")
     args = parser.parse_args()
+    per_update = CONFIG["NUM_STEPS"] * CONFIG["NUM_ENVS"]
+    if args.timesteps < per_update or args.games < 1:
+        parser.error(f"--timesteps must be at least one update's {per_update}, --games at least 1")
     config = {**CONFIG, "TOTAL_TIMESTEPS": args.timesteps}
     start = time.time()
     out = jax.block_until_ready(jax.jit(make_train(config))(jax.random.key(args.seed)))
     seconds = time.time() - start
     metrics = jax.tree.map(np.asarray, out["metrics"])
-    for update in np.linspace(0, len(metrics["mean_return"]) - 1, 10).astype(int):
+    # Ten updates spread over the run, each once (a short run has fewer than ten).
+    for update in np.unique(np.linspace(0, len(metrics["mean_return"]) - 1, 10).astype(int)):
         print(f"update {update + 1:5d}  training mean return {metrics['mean_return'][update]:.1f}")
     params = out["runner_state"][0].params
     scores = np.asarray(evaluate(params, config, args.games, jax.random.key(10_000 + args.seed)))

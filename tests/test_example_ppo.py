@@ -39,3 +39,17 @@ def test_a_tiny_ppo_run_trains_on_the_gymnax_env():
     evaluate = jax.jit(lambda params, key: example.evaluate(params, config, 8, key))
     scores = evaluate(out["runner_state"][0].params, jax.random.key(1))
     assert scores.shape == (8,) and (np.asarray(scores) > 0).all()
+
+
+def test_a_budget_under_one_update_is_refused_in_one_line(monkeypatch, capsys):
+    """`--timesteps 1000` (under one update's 256 x 39 steps) trained nothing and then failed
+    with an IndexError printing the curve; now argparse's one-line error, exit 2."""
+    example = load_example()
+    monkeypatch.setattr(sys, "argv", ["ppo_gymnax.py", "--timesteps", "1000"])
+    try:
+        example.main()
+    except SystemExit as stop:
+        assert stop.code == 2
+    else:
+        raise AssertionError("the example trained on a budget under one update")
+    assert "--timesteps must be at least one update's 9984" in capsys.readouterr().err
