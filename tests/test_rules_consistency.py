@@ -391,3 +391,24 @@ def test_training_evaluations_total_each_card_by_its_card(name, match_cards) -> 
     by_hand, other = caught_totals(match_cards, card)
     np.testing.assert_array_equal(np.sort(own), np.sort(by_hand))
     assert details["win_rate"] == pytest.approx(np.mean(by_hand > other))
+
+
+def test_a_rule_set_named_instead_of_given_is_one_type_error() -> None:
+    """The engine takes a `Rules`: `init`, `step` and `legal_action_mask` given the name
+    "official" raise a TypeError saying so, where `step` raised an AttributeError about
+    `yahtzee_box` from deep inside (found by a review session)."""
+    import jax
+    import pytest
+
+    from yahtzee_jax.game import get_rules, init, legal_action_mask, step
+
+    state = init(jax.random.key(0), get_rules("official"))
+    calls = {
+        "init": lambda: init(jax.random.key(0), "official"),
+        "step": lambda: step(state, 31, jax.random.key(1), "official"),
+        "legal_action_mask": lambda: legal_action_mask(state, "official"),
+    }
+    for name, call in calls.items():
+        with pytest.raises(TypeError, match=r"rules must be a Rules \(get_rules\('official'\)"):
+            call()
+            raise AssertionError(f"{name} took a name for its rules")

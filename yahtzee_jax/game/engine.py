@@ -96,9 +96,17 @@ def roll_dice(key: jax.Array) -> jax.Array:
     return _sorted_dice(face_counts(_random_faces(key)))
 
 
+def checked_rules(rules: Rules) -> Rules:
+    """`rules` itself, or a TypeError in one line when it is not a `Rules` (a name such as
+    "official" gave an AttributeError about a field deep in the engine)."""
+    if not isinstance(rules, Rules):
+        raise TypeError(f"rules must be a Rules (get_rules({rules!r}) for a name), got {rules!r}")
+    return rules
+
+
 def init(key: jax.Array, rules: Rules) -> State:
     """Start a full game of `rules`: empty score card, first roll of the first turn."""
-    return State.empty(rules, dice=roll_dice(key))
+    return State.empty(checked_rules(rules), dice=roll_dice(key))
 
 
 def batch_of_one(tree: State | jax.Array) -> State | jax.Array:
@@ -143,7 +151,7 @@ def current_score_options(state: State, rules: Rules) -> tuple[jax.Array, jax.Ar
 
 def legal_action_mask(state: State, rules: Rules) -> jax.Array:
     """Legal actions, bool[num_actions]; all true once terminated (a policy never divides by 0)."""
-    _, legal_boxes, _ = current_score_options(state, rules)
+    _, legal_boxes, _ = current_score_options(state, checked_rules(rules))
     keeping = state.roll_index < LAST_ROLL
     mask = jnp.concatenate([jnp.broadcast_to(keeping, (NUM_KEEP_ACTIONS,)), legal_boxes & ~keeping])
     return mask | state.terminated
@@ -175,6 +183,7 @@ def _score(
 
 def step(state: State, action: jax.Array, key: jax.Array, rules: Rules) -> State:
     """Apply one decision; the key supplies the re-rolled (or next turn's) dice."""
+    rules = checked_rules(rules)
     action = jnp.asarray(action, jnp.int32)
     fresh = _random_faces(key)
     options = current_score_options(state, rules)
