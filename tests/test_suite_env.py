@@ -236,6 +236,16 @@ def test_no_seat_sees_another_seats_dice():
     assert not jnp.array_equal(core.observe(state, params, 1), core.observe(other, params, 1))
 
 
+def test_a_seat_that_is_not_one_is_refused_when_it_can_be_seen():
+    """`observe(state, params, player)` with a concrete seat outside 0..players-1 (2, -1, 5):
+    a ValueError naming it, where 2 was clamped and -1 wrapped to seat 1's view in silence."""
+    params, init, _ = jitted("YahtzeeMatch-v0", opponent=None)
+    state = init(jax.random.key(0), params)
+    for player in (2, -1, np.int64(5)):
+        with pytest.raises(ValueError, match=f"player {player} is not a seat of this 2-player"):
+            core.observe(state, params, player)
+
+
 def play(env_id: str, seed: int, **params: object) -> tuple[list, int]:
     """Random legal play of one episode from `seed`: (its states, decisions), checking the mask
     and the observation's bounds at every step."""

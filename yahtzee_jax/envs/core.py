@@ -449,6 +449,10 @@ def observe(state: EnvState, params: EnvParams, player: jax.Array | int | None =
     upper total and the score difference; never another seat's dice.
     """
     seat = state.current_player if player is None else player
+    if isinstance(player, int | np.integer) and not 0 <= player < params.players:
+        # A traced seat cannot be checked; a concrete one out of range was clamped or wrapped
+        # to another seat's view without a word.
+        raise ValueError(f"player {player} is not a seat of this {params.players}-player env")
     opponents = params.players > 1
     return match_features(state.match, seat, params.features, params.rules, opponents)
 
