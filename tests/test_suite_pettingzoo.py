@@ -17,9 +17,11 @@ def test_pettingzoo_api_test_passes_on_the_aec_match():
     api_test(YahtzeeAEC("YatzyMatch-v0", players=3, reward="score"), num_cycles=100)
 
 
-def test_pettingzoo_render_test_passes():
-    """PettingZoo's render test on the "ansi" mode: a line of each seat's total."""
+def test_pettingzoo_render_test_passes(capsys):
+    """PettingZoo's render test on the "ansi" mode (a line of each seat's total) and on
+    "human", which prints that line and returns None."""
     render_test(env, custom_tests={"ansi": lambda text: text.startswith("player_0: ")})
+    assert "player_0: " in capsys.readouterr().out
 
 
 def test_pettingzoo_parallel_api_test_passes():
@@ -121,6 +123,31 @@ def test_a_step_before_reset_raises():
     for match in (env(), parallel_env()):
         with pytest.raises(ValueError, match="reset"):
             match.step({"player_0": 0} if isinstance(match, YahtzeeParallel) else 0)
+
+
+def test_the_aec_match_outside_its_steps_answers_in_one_line():
+    """`observe` and `last` before `reset`, an agent that is not one, a step after every agent
+    took its dead step, `opponent=` and a render mode it lacks: each a ValueError saying what
+    to do, where they were an AttributeError, "'player_9' is not in list", a KeyError, a
+    "multiple values" TypeError and a silent None ("human" was taken and drew nothing: it
+    prints the "ansi" line now) (found by a review session)."""
+    match = env(players=2)
+    for call in (lambda: match.observe("player_0"), match.last):
+        with pytest.raises(ValueError, match="call reset"):
+            call()
+    match.reset(seed=0)
+    with pytest.raises(ValueError, match="'player_9' is not an agent of this match"):
+        match.observe("player_9")
+    for _agent in match.agent_iter():
+        observation, _, terminated, truncated, _ = match.last()
+        done = terminated or truncated
+        match.step(None if done else int(np.flatnonzero(observation["action_mask"])[0]))
+    with pytest.raises(ValueError, match="every agent has left: call reset"):
+        match.step(0)
+    with pytest.raises(ValueError, match="every seat of a PettingZoo match is an agent"):
+        env(opponent="greedy1")
+    with pytest.raises(ValueError, match="render_mode='rgb_array': this env renders ansi, human"):
+        parallel_env(players=2, render_mode="rgb_array")
 
 
 def test_terminate_forfeits_the_match_as_terminate_illegal_wrapper_does():

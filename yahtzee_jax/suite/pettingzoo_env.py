@@ -73,12 +73,17 @@ def _advance(
 class _Match:
     """What both envs share: the params, the agents, their spaces and the JAX key."""
 
-    metadata: dict[str, Any] = {"render_modes": ["ansi"], "is_parallelizable": True}  # noqa: RUF012
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "is_parallelizable": True}  # noqa: RUF012
 
     def _setup(
         self, env_id: str, players: int, reward: str, illegal_action: str, params: dict[str, Any]
     ) -> None:
         self.render_mode = params.pop("render_mode", None)
+        if self.render_mode not in (None, *self.metadata["render_modes"]):
+            modes = ", ".join(self.metadata["render_modes"])
+            raise ValueError(f"render_mode={self.render_mode!r}: this env renders {modes} only")
+        if "opponent" in params:  # every seat is an agent here: none is played by the env
+            raise ValueError("opponent: every seat of a PettingZoo match is an agent of yours")
         params = actions.adapter_params(illegal_action, params)
         self.illegal_action = illegal_action
         self.env = make(env_id, players=players, opponent=None, reward=reward, **params)
@@ -97,13 +102,19 @@ class _Match:
         self.state: EnvState | None = None
 
     def render(self) -> str | None:
-        """With ``render_mode="ansi"``: each seat's total and boxes used, one line."""
-        if getattr(self, "render_mode", None) != "ansi" or self.state is None:
+        """Each seat's total and boxes used, one line: returned with ``render_mode="ansi"``,
+        printed with ``"human"`` (the text is the picture)."""
+        mode = getattr(self, "render_mode", None)
+        if mode is None or self.state is None:
             return None
         totals = jax.device_get(core.total_scores(self.state, self.params))
         used = jax.device_get(self.state.match.cards.filled.sum(axis=-1))
         seats = zip(self.possible_agents, totals, used, strict=True)
-        return "  ".join(f"{agent}: {total} ({boxes} boxes)" for agent, total, boxes in seats)
+        line = "  ".join(f"{agent}: {total} ({boxes} boxes)" for agent, total, boxes in seats)
+        if mode == "human":
+            print(line)
+            return None
+        return line
 
     def close(self) -> None:
         """Nothing to release (no window)."""
@@ -157,7 +168,7 @@ class YahtzeeAEC(_Match, AECEnv):
 
     metadata: dict[str, Any] = {  # noqa: RUF012
         "name": "yahtzee_jax_match_v0",
-        "render_modes": ["ansi"],
+        "render_modes": ["ansi", "human"],
         "is_parallelizable": False,
     }
 
@@ -184,16 +195,28 @@ class YahtzeeAEC(_Match, AECEnv):
 
     def observe(self, agent: str) -> dict[str, np.ndarray]:
         """`agent`'s view; its mask is all zeros when it is not on turn."""
+        if self.state is None:
+            raise ResetNeeded("call reset() before observe()")
+        if agent not in self.possible_agents:
+            raise ValueError(f"{agent!r} is not an agent of this match: {self.possible_agents}")
         seat = self.possible_agents.index(agent)
         on_turn = agent == self.agent_selection and not self.terminations[agent]
         mask = self._masks[seat] if on_turn else np.zeros_like(self._masks[seat])
         return {"observation": self._obs[seat].copy(), "action_mask": mask.copy()}
+
+    def last(self, observe: bool = True) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        """The agent on turn's view, reward, ends and info (PettingZoo's), after a reset."""
+        if self.state is None:
+            raise ResetNeeded("call reset() before last()")
+        return super().last(observe)
 
     def step(self, action: Any) -> None:
         """The seat on turn decides; at the match's end every agent is terminated (truncated
         at the step limit); an illegal action as `illegal_action` says."""
         if self.state is None:
             raise ResetNeeded("call reset() before step()")
+        if not self.agents:  # each took its dead step: nothing is left to step
+            raise ResetNeeded("the match is over and every agent has left: call reset()")
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
@@ -215,7 +238,7 @@ class YahtzeeParallel(_Match, ParallelEnv):
 
     metadata: dict[str, Any] = {  # noqa: RUF012
         "name": "yahtzee_jax_match_parallel_v0",
-        "render_modes": ["ansi"],
+        "render_modes": ["ansi", "human"],
     }
 
     def __init__(
