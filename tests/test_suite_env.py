@@ -328,6 +328,12 @@ def test_vmapped_episodes_match_single_ones():
         ("YahtzeeMatch-v0", {"rules": "yatzy"}, "unknown env params rules; known: players"),
         ("Yahtzee-v0", {"illegal_action": "raise"}, "not one of: terminate, noop"),
         ("Yahtzee-v0", {"max_steps": 0}, "max_steps=0 must be a positive integer"),
+        # found by a review session: taken as 1, a silent default or an error from deep inside
+        ("YahtzeeMatch-v0", {"players": True}, "players=True must be an integer"),
+        ("Yahtzee-v0", {"max_steps": True}, "max_steps=True must be an integer"),
+        ("YahtzeeMatch-v0", {"reward": ""}, "reward='' is not one of: score, win"),
+        ("YahtzeeMatch-v0", {"features": {"kind": "kang"}}, "must be a FeatureConfig"),
+        ("YahtzeeMatch-v0", {"cache_dir": 3}, "cache_dir=3 must be a path"),
     ],
 )
 def test_a_bad_id_or_param_is_one_line(env_id, params, words):
@@ -335,3 +341,10 @@ def test_a_bad_id_or_param_is_one_line(env_id, params, words):
     with pytest.raises(UserError) as error:
         yahtzee_jax.make(env_id, **params)
     assert words in str(error.value) and "\n" not in str(error.value)
+
+
+def test_numpy_integers_are_integers_to_make():
+    """`players=np.int64(2)` and `seat=np.int64(1)` (a value read from an array) are taken as
+    the integers they are; "players=np.int64(2) must be an integer >= 1" said so once."""
+    params = yahtzee_jax.make("YahtzeeMatch-v0", players=np.int64(2), seat=np.int64(1))
+    assert (params.default_params.players, params.default_params.seat) == (2, 1)

@@ -21,6 +21,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from yahtzee_jax.agents.resolve import OPPONENTS, builtin_agent
 from yahtzee_jax.config import FeatureConfig
@@ -54,6 +55,14 @@ def _choose(name: str, value: Any, choices: tuple[Any, ...]) -> None:
         raise UserError(f"{name}={value!r} is not one of: {', '.join(map(str, choices))}")
 
 
+def _whole(name: str, value: object) -> int:
+    """`value` as an int when it is one (NumPy's integers too; not a bool, which Python counts
+    as 1 or 0), else a one-line UserError."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise UserError(f"{name}={value!r} must be an integer")
+    return int(value)
+
+
 def make_params(
     env_id: str,
     players: int | None = None,
@@ -74,7 +83,8 @@ def make_params(
     solitaire = not environment.has_opponents
     if players is None:
         players = 1 if solitaire else 2
-    if not isinstance(players, int) or players < 1 or (solitaire and players != 1):
+    players = _whole("players", players)
+    if players < 1 or (solitaire and players != 1):
         allowed = "1" if solitaire else "an integer >= 1"
         raise UserError(f"players={players!r} for {env_id}: must be {allowed}")
     if opponent is _UNSET:
@@ -83,15 +93,20 @@ def make_params(
         _choose("opponent", opponent, OPPONENTS)
         if players == 1:
             raise UserError("opponent is for a match of 2 or more players (solitaire has none)")
-    reward = reward or ("win" if players > 1 else "score")
+    reward = ("win" if players > 1 else "score") if reward is None else reward
     _choose("reward", reward, core.REWARDS)
     if reward == "win" and players == 1:
         raise UserError("reward='win' needs a match of 2 or more players; use reward='score'")
-    if not isinstance(seat, int) or not 0 <= seat < players:
+    seat = _whole("seat", seat)
+    if not 0 <= seat < players:
         raise UserError(f"seat={seat!r} must be an integer in 0..{players - 1}")
     _choose("illegal_action", illegal_action, core.ILLEGAL_ACTIONS)
-    if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
+    if max_steps is not None and _whole("max_steps", max_steps) < 1:
         raise UserError(f"max_steps={max_steps!r} must be a positive integer (or None)")
+    if features is not None and not isinstance(features, FeatureConfig):
+        raise UserError(f"features={features!r} must be a FeatureConfig (yahtzee_jax.config)")
+    if cache_dir is not None and not isinstance(cache_dir, str | os.PathLike):
+        raise UserError(f"cache_dir={cache_dir!r} must be a path (a str or os.PathLike)")
     agent = builtin_agent(opponent, rules, cache_dir) if opponent else None
     params = EnvParams(
         rules=rules,
