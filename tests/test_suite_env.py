@@ -4,6 +4,7 @@ key, the legal mask under random legal play, and one-line errors for a bad id or
 from __future__ import annotations
 
 import functools
+import re
 
 import jax
 import jax.numpy as jnp
@@ -348,3 +349,40 @@ def test_numpy_integers_are_integers_to_make():
     the integers they are; "players=np.int64(2) must be an integer >= 1" said so once."""
     params = yahtzee_jax.make("YahtzeeMatch-v0", players=np.int64(2), seat=np.int64(1))
     assert (params.default_params.players, params.default_params.seat) == (2, 1)
+
+
+def test_calls_with_wrong_shapes_or_arguments_say_which_argument():
+    """What an outsider gets wrong, each a one-line error naming the argument, where JAX said
+    "select cases must have the same shapes", "invalid PRNG key data" or an AttributeError
+    from deep inside (found by a review session): a batch of actions or keys to an unbatched
+    call (the message says to vmap), an int for a key, None for params, a Yahtzee state
+    stepped with Yatzy's params, `step_all` with an action too few. Shapes only, so the
+    checks hold under jit and vmap: a vmapped step of four episodes still plays."""
+    env = yahtzee_jax.make("Yahtzee-v0")
+    params, key = env.default_params, jax.random.key(1)
+    state = env.init(jax.random.key(0), params)
+    cases = {
+        "action must be one action, got shape (1,): for a batch, jax.vmap": lambda: env.step(
+            state, jnp.array([31]), key, params
+        ),
+        "got shape (3,): for a batch, jax.vmap the call": lambda: env.init(
+            jax.random.split(key, 3), params
+        ),
+        "key must be one JAX key (jax.random.key(seed)), got 0": lambda: env.init(0, params),
+        "params must be the env's EnvParams": lambda: env.init(key, None),
+        "a state of 13 boxes given params of yatzy (15)": lambda: env.step(
+            state, 31, key, yahtzee_jax.make("Yatzy-v0").default_params
+        ),
+    }
+    match_params = yahtzee_jax.make("YahtzeeMatch-v0", opponent=None).default_params
+    match = core.init(key, match_params)
+    cases["one action per seat, shape (2,), got shape (1,)"] = lambda: core.step_all(
+        match, jnp.array([31]), key, match_params
+    )
+    for words, call in cases.items():
+        with pytest.raises((ValueError, TypeError), match=re.escape(words)):
+            call()
+    keys = jax.random.split(key, 4)
+    states = jax.vmap(env.init, in_axes=(0, None))(keys, params)
+    stepped = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    assert stepped(states, jnp.full(4, 31), keys, params).decisions.tolist() == [[1]] * 4

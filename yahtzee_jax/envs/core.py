@@ -336,8 +336,38 @@ def _final_rewards(
     return jnp.where(ended, terminal_rewards(match, params), 0.0)
 
 
+def check_call(params: EnvParams, key: jax.Array, state: EnvState | None = None) -> None:
+    """One-line errors for what a caller can get wrong before JAX's own, deep inside, would say
+    it: params that are not, a key that is not one key (a batch wants `jax.vmap`), a state of
+    another game. Shapes only: they are known under `jit` and `vmap` too."""
+    if not isinstance(params, EnvParams):
+        raise TypeError(f"params must be the env's EnvParams (env.default_params), got {params!r}")
+    typed = jnp.issubdtype(jnp.result_type(key), jax.dtypes.prng_key)
+    one = () if typed else (2,)  # a typed key, or the raw uint32[2] of jax.random.PRNGKey
+    if jnp.shape(key) != one:
+        batch = jnp.ndim(key) > len(one) and jnp.shape(key)[len(jnp.shape(key)) - len(one) :] == one
+        hint = ": for a batch, jax.vmap the call" if batch else ""
+        got = f"shape {jnp.shape(key)}" if batch else repr(key)
+        raise ValueError(f"key must be one JAX key (jax.random.key(seed)), got {got}{hint}")
+    if state is not None and state.match.cards.scores.shape[-1] != params.rules.num_boxes:
+        raise ValueError(
+            f"a state of {state.match.cards.scores.shape[-1]} boxes given params of "
+            f"{params.rules.name} ({params.rules.num_boxes}): not this env's state"
+        )
+
+
+def _check_actions(action: Any, shape: tuple[int, ...]) -> None:
+    """A one-line error when `action` has another shape than one per seat that acts."""
+    if jnp.shape(action) != shape:
+        where = "one action" if shape == () else f"one action per seat, shape {shape}"
+        raise ValueError(
+            f"action must be {where}, got shape {jnp.shape(action)}: for a batch, jax.vmap"
+        )
+
+
 def init(key: jax.Array, params: EnvParams) -> EnvState:
     """A fresh episode; seats before the outside one have already played their first turn."""
+    check_call(params, key)
     state = deal(key, params)
     if params.opponent is None:
         return state
@@ -350,6 +380,8 @@ def step(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) 
     """The player on turn takes `action` (the key rolls its dice, as the engine's step takes
     it); then any built-in opponents take theirs, from their own dice streams. An illegal
     action and the step limit do what `params` says (the module's doc)."""
+    check_call(params, key, state)
+    _check_actions(action, ())
     action = whole_action(action)
     moved = move(state, action, key, params)
     if params.opponent is not None:
@@ -368,6 +400,8 @@ def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvPar
     seat sees the others' cards as they stood after the last round. Each seat's dice come from
     ``fold_in(key, seat)``.
     """
+    check_call(params, key, state)
+    _check_actions(actions, (params.players,))
     rules, cards = params.rules, state.match.cards
     actions = whole_action(actions)
     keys = jax.vmap(lambda seat: jax.random.fold_in(key, seat))(jnp.arange(params.players))
