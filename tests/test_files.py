@@ -158,3 +158,17 @@ def test_read_arrays_gives_the_named_arrays_or_none_for_a_missing_or_damaged_arc
     pickled = tmp_path / "pickled.npz"
     np.savez(pickled, rows=np.array([{"a": 1}], dtype=object))
     assert read_arrays(pickled, ("rows",)) is None
+
+
+def test_a_cache_under_a_file_is_missing_not_damaged(tmp_path, capsys) -> None:
+    """A cache file whose folder is a file cannot be there: `check_state` says "missing" and
+    `cached` makes it without the line that a damaged file is made again (it said so of a
+    table that never was); the make's own write then says why it cannot be kept."""
+    from yahtzee_jax.files import cached, check_state
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("{}")
+    path = blocker / "table.npy"
+    assert check_state(path) == "missing"
+    assert cached(path, lambda _: None, lambda: "made", "value table") == "made"
+    assert "damaged" not in capsys.readouterr().err

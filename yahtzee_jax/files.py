@@ -202,15 +202,17 @@ def written_checked(path: pathlib.Path, suffix: str = ".tmp") -> Iterator[pathli
 def check_state(path: pathlib.Path) -> str:
     """The state of the cache file at `path`: "missing", "whole" (its checksum matches),
     "damaged" (it does not), or "unchecked" (no checksum beside it: an earlier version's)."""
+    # Under a file where its folder must be (NotADirectoryError) it cannot be there: missing,
+    # not damaged (the write that follows says why it cannot be made).
     try:
         stored = checksum_path(path).read_text().strip()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return "unchecked" if path.exists() else "missing"
     except (OSError, UnicodeError):
         stored = None
     try:
         return "whole" if checksum(path) == stored else "damaged"
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError:
         return "damaged"
@@ -273,7 +275,6 @@ def cached(
     waits, then loads what the first made. A damaged file is made again with one line on
     stderr naming it; one with no checksum (an earlier version's) is checked by `load` and given
     one. `force` makes it whatever is there. Temporary files of killed writers are removed."""
-    check_folders(path)  # a file given as the cache folder: not a damaged table to make again
     remove_abandoned(path)
     remove_abandoned(checksum_path(path))
     if not force and check_state(path) == "whole" and (value := load(path)) is not None:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import pathlib
 import sys
 from collections.abc import MutableMapping
 from typing import Any, NoReturn
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import default_cache_dir
+from yahtzee_jax.files import check_folders, default_cache_dir
 
 # command -> (the module that registers it with `add_cli(subparsers)`, its one-line help).
 # Only the chosen command's module is imported: `yahtzee-jax --help` loads no JAX.
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     args.argv = argv  # what a result file records as its command
     try:
+        if getattr(args, "cache_dir", None) is not None:  # before any table is solved or read
+            check_folders(pathlib.Path(args.cache_dir) / "table")
         return int(args.func(args) or 0)
     except UserError as error:
         print(f"yahtzee-jax {args.command}: error: {error}", file=sys.stderr)

@@ -45,6 +45,7 @@ import numpy as np
 from flax import struct
 
 from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.envs.caller_input import check_actions, check_key, whole_action
 from yahtzee_jax.envs.environment import Policy, no_others
 from yahtzee_jax.envs.opponent_features import match_feature_size, match_features
 from yahtzee_jax.envs.rewards import FIXED_GOAL, terminal_reward
@@ -342,26 +343,11 @@ def check_call(params: EnvParams, key: jax.Array, state: EnvState | None = None)
     another game. Shapes only: they are known under `jit` and `vmap` too."""
     if not isinstance(params, EnvParams):
         raise TypeError(f"params must be the env's EnvParams (env.default_params), got {params!r}")
-    typed = jnp.issubdtype(jnp.result_type(key), jax.dtypes.prng_key)
-    one = () if typed else (2,)  # a typed key, or the raw uint32[2] of jax.random.PRNGKey
-    if jnp.shape(key) != one:
-        batch = jnp.ndim(key) > len(one) and jnp.shape(key)[len(jnp.shape(key)) - len(one) :] == one
-        hint = ": for a batch, jax.vmap the call" if batch else ""
-        got = f"shape {jnp.shape(key)}" if batch else repr(key)
-        raise ValueError(f"key must be one JAX key (jax.random.key(seed)), got {got}{hint}")
+    check_key(key)
     if state is not None and state.match.cards.scores.shape[-1] != params.rules.num_boxes:
         raise ValueError(
             f"a state of {state.match.cards.scores.shape[-1]} boxes given params of "
             f"{params.rules.name} ({params.rules.num_boxes}): not this env's state"
-        )
-
-
-def _check_actions(action: Any, shape: tuple[int, ...]) -> None:
-    """A one-line error when `action` has another shape than one per seat that acts."""
-    if jnp.shape(action) != shape:
-        where = "one action" if shape == () else f"one action per seat, shape {shape}"
-        raise ValueError(
-            f"action must be {where}, got shape {jnp.shape(action)}: for a batch, jax.vmap"
         )
 
 
@@ -381,7 +367,7 @@ def step(state: EnvState, action: jax.Array, key: jax.Array, params: EnvParams) 
     it); then any built-in opponents take theirs, from their own dice streams. An illegal
     action and the step limit do what `params` says (the module's doc)."""
     check_call(params, key, state)
-    _check_actions(action, ())
+    check_actions(action, ())
     action = whole_action(action)
     moved = move(state, action, key, params)
     if params.opponent is not None:
@@ -401,7 +387,7 @@ def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvPar
     ``fold_in(key, seat)``.
     """
     check_call(params, key, state)
-    _check_actions(actions, (params.players,))
+    check_actions(actions, (params.players,))
     rules, cards = params.rules, state.match.cards
     actions = whole_action(actions)
     keys = jax.vmap(lambda seat: jax.random.fold_in(key, seat))(jnp.arange(params.players))
@@ -413,32 +399,6 @@ def step_all(state: EnvState, actions: jax.Array, key: jax.Array, params: EnvPar
     masks = jax.vmap(lambda card: engine.legal_action_mask(card, rules))(cards)
     illegal = ~is_legal(masks, actions)
     return _limited(state, illegal, _moved(state, match, rewards, params), params)
-
-
-# Beyond every action of every game, and exact in float32: what is out of range is -1.
-ACTION_LIMIT = 2**24
-
-
-def whole_action(action: jax.Array | int | float) -> jax.Array:
-    """int32 action(s): a float that is not a whole number becomes -1, which no mask allows
-    (the engine would truncate 44.9 to 44, a legal move the caller did not choose), and so does
-    an integer beyond int32 (JAX narrows 2**32 + 31 to 31, a legal move). Under `jit`, JAX
-    narrows 64-bit NumPy integers when the call is made, before this sees them: pass int32."""
-    if isinstance(action, int) or (
-        isinstance(action, np.ndarray | np.generic) and np.issubdtype(action.dtype, np.integer)
-    ):  # on the host, in its own width: Python's ints and NumPy's int64 and uint64
-        action = np.asarray(action)
-        in_range = (action >= -1) & (action <= ACTION_LIMIT)
-        action = np.where(in_range, action, -1).astype(np.int32)
-    action = jnp.asarray(action)
-    if jnp.issubdtype(action.dtype, jnp.floating):
-        # Clipped first: a float beyond int32 would convert to an arbitrary (maybe legal) int.
-        whole = action == jnp.floor(action)
-        action = jnp.where(whole, jnp.clip(action, -1, ACTION_LIMIT), -1)
-    elif action.dtype != jnp.int32:  # uint32, int64 under x64: compared in their own width
-        in_range = (action >= 0) & (action <= ACTION_LIMIT)
-        action = jnp.where(in_range, action.astype(jnp.int32), -1)
-    return action.astype(jnp.int32)
 
 
 def is_legal(mask: jax.Array, action: jax.Array) -> jax.Array:
