@@ -357,7 +357,7 @@ def test_calls_with_wrong_shapes_or_arguments_say_which_argument():
     from deep inside (found by a review session): a batch of actions or keys to an unbatched
     call (the message says to vmap), an int for a key, None for params, a Yahtzee state
     stepped with Yatzy's params, `step_all` with an action too few. Shapes only, so the
-    checks hold under jit and vmap: a vmapped step of four episodes still plays."""
+    checks hold under jit and vmap (`test_vmapped_episodes_match_single_ones` plays vmapped)."""
     env = yahtzee_jax.make("Yahtzee-v0")
     params, key = env.default_params, jax.random.key(1)
     state = env.init(jax.random.key(0), params)
@@ -382,7 +382,3 @@ def test_calls_with_wrong_shapes_or_arguments_say_which_argument():
     for words, call in cases.items():
         with pytest.raises((ValueError, TypeError), match=re.escape(words)):
             call()
-    keys = jax.random.split(key, 4)
-    states = jax.vmap(env.init, in_axes=(0, None))(keys, params)
-    stepped = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
-    assert stepped(states, jnp.full(4, 31), keys, params).decisions.tolist() == [[1]] * 4
