@@ -48,7 +48,7 @@ def _ranges(indices: np.ndarray) -> str:
     return ", ".join(parts) or "none"
 
 
-def whole_action(action: Any) -> int | str:
+def action_index(action: Any) -> int | str:
     """`action` as an int (an integer, or a float that is a whole number), else why not."""
     value = np.asarray(action)
     if value.ndim != 0 or value.dtype == np.bool_:
@@ -73,7 +73,7 @@ def check_action(
     0..A-1) and, when `mask_checked`, `mask` (bool or int8[A]) allows it; else `error` (by
     default `IllegalActionError`, a ValueError) of one line: the action, why, the legal ones.
     `who` names the episode or agent in the message."""
-    index = whole_action(action)
+    index = action_index(action)
     in_space = isinstance(index, int) and 0 <= index < len(mask)
     if in_space and (not mask_checked or mask[index]):
         return index
