@@ -51,6 +51,7 @@ class YahtzeeGymnax(environment.Environment):
     ``illegal_action="terminate"`` (default) or ``"noop"``, ``max_steps``."""
 
     def __init__(self, env_id: str = "Yahtzee-v0", **params: Any) -> None:
+        """`make(env_id, **params)` behind gymnax's API; a match id needs one outside seat."""
         super().__init__()
         self.env = make(env_id, **params)
         _single_seat(self.env.default_params, env_id)

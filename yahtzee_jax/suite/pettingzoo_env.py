@@ -180,6 +180,8 @@ class YahtzeeAEC(_Match, AECEnv):
         illegal_action: str = "raise",
         **params: Any,
     ) -> None:
+        """A match of `players` agents of `env_id`, rewarded by `reward`; an illegal action
+        raises (or "terminate", "noop"); `render_mode` "ansi" or "human" among `params`."""
         super().__init__()
         self._setup(env_id, players, reward, illegal_action, params)
 
@@ -249,6 +251,7 @@ class YahtzeeParallel(_Match, ParallelEnv):
         illegal_action: str = "raise",
         **params: Any,
     ) -> None:
+        """As `YahtzeeAEC`'s, every seat deciding at each step."""
         self._setup(env_id, players, reward, illegal_action, params)
 
     def _observations(self) -> dict[str, dict[str, np.ndarray]]:
