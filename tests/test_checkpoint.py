@@ -179,6 +179,22 @@ def test_resume_falls_back_past_a_damaged_checkpoint(finished_run, tmp_path, cap
     assert_trees_equal(resumed["params"], reference["params"])
 
 
+def test_stopped_at_once_before_any_checkpoint_says_so(tmp_path, capsys):
+    """A second Ctrl-C (the run stops at once) before the first checkpoint: the line says no
+    checkpoint was written and that the resume starts from update 0, where it said "the
+    newest checkpoint is update None" (found by a review session)."""
+
+    def second_interrupt(point: str, update: int) -> None:
+        if point == "after_chunk":
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(CONFIG, tmp_path / "run", progress=False, final_eval=False, hook=second_interrupt)
+    out = capsys.readouterr().out
+    assert "stopped at once; no checkpoint was written yet:" in out and "None" not in out
+    assert "starts from update 0" in out
+
+
 def test_changed_numbers_fail_the_checksum_and_evaluate_falls_back(finished_run, tmp_path):
     """Bytes Orbax would restore without complaint are caught by the stored digest: a step
     directory alone is an error; the run directory falls back to an older checkpoint (and

@@ -413,10 +413,13 @@ def train_members(
                     raise KeyboardInterrupt
         except KeyboardInterrupt:
             if not saved_on_request:  # a second interrupt: nothing more is written
-                print(
-                    f"stopped at once; the newest checkpoint is update "
-                    f"{checkpoints[0].latest_step()}; continue with {resume_hint}"
+                newest = checkpoints[0].latest_step()
+                where = (
+                    f"the newest checkpoint is update {newest}; continue with {resume_hint}"
+                    if newest is not None
+                    else f"no checkpoint was written yet: {resume_hint} starts from update 0"
                 )
+                print(f"stopped at once; {where}")
             raise
         except Exception as error:
             if not is_disk_full(error):
