@@ -106,6 +106,16 @@ def _restore_step(directory: Path, step: int, with_config: bool) -> dict[str, An
     return restored
 
 
+def intact_at(run_dir: str | Path, step: int) -> bool:
+    """Whether the run's `checkpoints/<step>` restores cleanly and matches its checksum (read
+    only: nothing is reported or moved aside, as a resume would)."""
+    try:
+        _restore_step(Path(run_dir) / LATEST_DIR, step, with_config=False)
+    except Exception:  # orbax and tensorstore raise many kinds for missing or damaged files
+        return False
+    return True
+
+
 def _candidates(directory: Path) -> list[tuple[Path, int]]:
     """(manager directory, step) of every checkpoint under a run directory (or in one manager
     directory), newest first; at equal steps `checkpoints/` comes before `best/` (the same

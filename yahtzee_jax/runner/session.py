@@ -170,6 +170,31 @@ def check_resume_config(run_dir: Path, config: Config | None) -> Config:
     return saved
 
 
+def finished_summary(run_dir: Path, config: Config, final_eval: bool) -> dict[str, Any] | None:
+    """The run's summary when resuming it would only redo its end, else None: its config as
+    saved, its summary of every update with the final evaluation asked for, and its last
+    checkpoint whole. (Resuming a finished run replayed its final evaluation and wrote an
+    empty session's timing over the run's.)"""
+    from yahtzee_jax.runner.checkpointing import intact_at
+
+    try:
+        summary = json.loads((run_dir / SUMMARY_FILE).read_text())
+        saved = from_dict(saved_config_data(run_dir))
+    except (OSError, ValueError, ConfigError):
+        return None
+    updates = config.train.total_updates
+    wants_eval = final_eval and config.train.final_eval_games > 0
+    if (
+        not isinstance(summary, dict)
+        or config != saved
+        or summary.get("updates") != updates
+        or (wants_eval and "final_eval" not in summary)
+        or not intact_at(run_dir, updates)
+    ):
+        return None
+    return summary
+
+
 def _to_stderr(message: str) -> None:
     print(message, file=sys.stderr)
 
@@ -292,13 +317,26 @@ def train_session(
             run_dir.mkdir(parents=True, exist_ok=True)
             locks.enter_context(RunLock(run_dir))
         resolved = [
-            open_run_dir(run_dir, config, resumed)
+            open_run_dir(run_dir, config, resumed)  # its logs mended on a resume
+            for config, run_dir, resumed in zip(resolved, run_dirs, resumes, strict=True)
+        ]
+        # A member already at its end (`make train` run again) keeps its summary: resuming it
+        # replayed the final evaluation and wrote an empty session's timing over the run's.
+        done = [
+            finished_summary(run_dir, config, final_eval) if resumed else None
             for config, run_dir, resumed in zip(resolved, run_dirs, resumes, strict=True)
         ]
         state, summaries = train_members(
             resolved, run_dirs, program, progress=progress, resume_hint=resume_hint, hook=hook
         )
         for member, (config, run_dir) in enumerate(zip(resolved, run_dirs, strict=True)):
+            if done[member] is not None:
+                summaries[member] = done[member]
+                print(
+                    f"{run_dir} was finished ({done[member]['games']:,} games): its "
+                    "summary.json is kept (--set train.total_games=N trains on)"
+                )
+                continue
             summary = summaries[member]
             summary.update(summary_extras[member] if summary_extras else {})
             if summary["last_eval"]:
