@@ -160,6 +160,15 @@ def _damage(step_dir: Path) -> None:
                 handle.write(bytes(64))
 
 
+def test_a_file_given_as_a_run_is_named_as_a_file(tmp_path):
+    """`evaluate FILE`, `match FILE`, `play --against FILE` on an ordinary file: the error says
+    it is a file, where it said "checkpoint not found" of a path that exists."""
+    afile = tmp_path / "notes.txt"
+    afile.write_text("not a run")
+    with pytest.raises(CheckpointError, match=r"notes\.txt is a file, not a run or checkpoint"):
+        load_checkpoint(afile)
+
+
 def test_resume_falls_back_past_a_damaged_checkpoint(finished_run, tmp_path, capsys):
     """With the newest checkpoint (and its copy in best/) damaged, --resume says in one line
     what it skipped, moves it into damaged/ (never deletes it), continues from the older one

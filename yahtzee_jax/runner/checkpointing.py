@@ -308,6 +308,8 @@ def load_checkpoint(
     are reported through `report` and left in place); a step directory gives exactly that step.
     """
     path = Path(path)
+    if path.is_file():  # as `train` says of it: "not found" sent people looking for the path
+        raise CheckpointError(f"{path} is a file, not a run or checkpoint directory")
     if not path.is_dir():
         raise CheckpointError(f"checkpoint not found: {path}")
     directory, step = _locate(path)
