@@ -30,6 +30,7 @@ from yahtzee_jax.runner.checkpointing import (
 )
 from yahtzee_jax.runner.configs import from_dict
 from yahtzee_jax.runner.runlog import EVALS_FILE, read_evals, read_scalars
+from yahtzee_jax.runner.session import finished_summary
 from yahtzee_jax.runner.single_run import train
 
 FAULTS = Path(__file__).with_name("faults.py")  # runs `yahtzee-jax` with a fault hook
@@ -204,6 +205,12 @@ def test_resuming_a_finished_run_keeps_its_summary_and_trains_nothing(
     assert summary == json.loads(written)
     said = capsys.readouterr().out
     assert f"{run_dir} was finished (800 games): its summary.json is kept" in said
+    assert finished_summary(run_dir, CONFIG, final_eval=False) == json.loads(written)
+    # A changed config is not the run that finished (the saved config is its newest
+    # checkpoint's, whatever the resume writes into config.yaml): it writes a summary of its own
+    changed = from_dict({**TINY, "optim": {"lr": 2e-3}})
+    train(changed, run_dir, resume=True, progress=False, final_eval=False)
+    assert (run_dir / "summary.json").read_bytes() != written
 
 
 def test_stopped_at_once_before_any_checkpoint_says_so(tmp_path, capsys):
