@@ -47,14 +47,12 @@ def format_comparison(first: str, second: str, result: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Read both players' files, pair them by seed, print one line, write the JSON."""
-    from yahtzee_jax.evaluation.paired import check_match_record, compare_match_files
+    from yahtzee_jax.evaluation.paired import compare_match_files
 
     check_writable(args.out or None)
     first = [read_json_object(path, "a `match --out` file") for path in args.first]
     second = [read_json_object(path, "a `match --out` file") for path in args.against]
-    for path, record in zip([*args.first, *args.against], [*first, *second], strict=True):
-        check_match_record(record, path)  # one line naming the file
-    result = compare_match_files(first, second)
+    result = compare_match_files(first, second, [*args.first, *args.against])
     # A run folder's name, not its whole path; a built-in player's name as it is.
     names = [Path(str(records[0].get("run", "?"))).name for records in (first, second)]
     if names[0] == names[1]:

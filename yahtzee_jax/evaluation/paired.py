@@ -120,12 +120,17 @@ def check_match_record(record: dict[str, Any], source: str) -> None:
 
 
 def compare_match_files(
-    first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]
+    first: Sequence[dict[str, Any]],
+    second: Sequence[dict[str, Any]],
+    sources: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The paired difference of two players over the seeds both played (one match JSON per
-    seed each, paired by seed), each pair checked to be the same matches."""
-    for number, record in enumerate((*first, *second), 1):
-        check_match_record(record, f"match JSON {number}")
+    seed each, paired by seed), each pair checked to be the same matches; `sources` name the
+    records (first's, then second's) in the one-line errors (default: "match JSON n")."""
+    records = (*first, *second)
+    names = sources or [f"match JSON {number}" for number in range(1, len(records) + 1)]
+    for record, name in zip(records, names, strict=True):
+        check_match_record(record, name)
     by_seed = {record["seed"]: record for record in second}
     if len(by_seed) != len(second) or len({r["seed"] for r in first}) != len(first):
         raise ConfigError("give each player one match JSON per seed")
