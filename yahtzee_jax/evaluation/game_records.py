@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from yahtzee_jax.config import MAX_SEED
+from yahtzee_jax.config import check_seed
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
 
@@ -84,8 +84,7 @@ def check_game_seed(seed: int) -> None:
     and -1 as 2**32 - 1, so the games played would not be the seed recorded."""
     if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
         raise UserError(f"the seed must be an integer, got {seed!r}")
-    if not 0 <= seed <= MAX_SEED:
-        raise UserError(f"the seed must be in 0..{MAX_SEED} (2**32 - 1), got {seed}")
+    check_seed("seed", seed)
 
 
 def check_num_games(num_games: int) -> None:

@@ -34,6 +34,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from yahtzee_jax.config import MAX_SEED
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.game.engine import IllegalActionError
@@ -71,7 +72,7 @@ def _slot_seeds(seeds: Any, num_envs: int) -> list[int]:
     """A list of seeds, one per slot as Gymnasium's vector envs take it, checked in one line."""
     values = list(seeds)
     if len(values) != num_envs or not all(
-        isinstance(seed, int | np.integer) and not isinstance(seed, bool) and 0 <= seed < 2**32
+        isinstance(seed, int | np.integer) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED
         for seed in values
     ):
         raise ValueError(f"seed: one integer in 0..2**32-1 per slot ({num_envs}), got {seeds!r}")
