@@ -213,6 +213,29 @@ def test_resuming_a_finished_run_keeps_its_summary_and_trains_nothing(
     assert (run_dir / "summary.json").read_bytes() != written
 
 
+def test_a_resume_below_the_games_played_is_refused_and_a_longer_one_says_so(
+    finished_run, tmp_path, capsys
+):
+    """`--set train.total_games=400` on a run that has played 800 games is refused in one line
+    before anything is written (it was taken without a word, and config.yaml then disagreed
+    with summary.json); 802 games, not whole updates of 4, are noted as 804, and the bar says
+    it is compiling before the first chunk's silence (both found by a review session)."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(finished_run, run_dir)
+    saved = (run_dir / "config.yaml").read_bytes()
+    shorter = from_dict({**TINY, "train": {**TINY["train"], "total_games": 400}})
+    with pytest.raises(UserError, match=r"has played 800 games \(update 200\); give at least 800"):
+        train(shorter, run_dir, resume=True, progress=False, final_eval=False)
+    assert (run_dir / "config.yaml").read_bytes() == saved
+    longer = from_dict({**TINY, "train": {**TINY["train"], "total_games": 802}})
+    summary = train(longer, run_dir, resume=True, progress=True, final_eval=False)
+    said = capsys.readouterr().err
+    assert "train.total_games=802 is not a whole number of updates" in said
+    assert "plays 804 games (201 updates)" in said
+    assert "compiling the training step..." in said
+    assert summary["updates"] == 201
+
+
 def test_stopped_at_once_before_any_checkpoint_says_so(tmp_path, capsys):
     """A second Ctrl-C (the run stops at once) before the first checkpoint: the line says no
     checkpoint was written and that the resume starts from update 0, where it said "the

@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from yahtzee_jax import envs
 from yahtzee_jax.commands import cli
-from yahtzee_jax.config import EnvConfig, MatchConfig
+from yahtzee_jax.config import EnvConfig, MatchConfig, is_integer
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import get_rules
 from yahtzee_jax.runner.configs import (
@@ -167,6 +168,16 @@ def test_a_prime_evaluation_interval_is_noted():
     assert even.train.chunk_updates == 25 and even.train.chunk_note() is None
 
 
+def test_games_that_are_not_whole_updates_are_noted():
+    """200 games in updates of 128 play two whole updates, 256 games: a one-line note says so
+    (it was rounded up without a word, found by a review session); 256 games give none."""
+    rounded = from_dict({"train": {"total_games": 200, "games_per_update": 128}})
+    assert rounded.train.total_updates == 2
+    assert "plays 256 games (2 updates)" in rounded.train.rounding_note()
+    whole = from_dict({"train": {"total_games": 256, "games_per_update": 128}})
+    assert whole.train.rounding_note() is None
+
+
 def test_the_old_form_names_the_same_environment_as_the_new():
     """A hand-made pair: `train.task: match`, `train.rules: yatzy` and a match's settings (the
     old form, every run directory before issue 66) read as `env: {id: YatzyMatch-v0, ...}`, the
@@ -236,3 +247,13 @@ def test_every_preset_is_in_the_new_form_and_builds_its_environment():
         assert isinstance(config.env, MatchConfig) == env.has_opponents
     for study in STUDIES.glob("*.yaml"):
         assert "train.task" not in study.read_text() and "train.rules" not in study.read_text()
+
+
+def test_an_integer_is_python_or_numpy_and_never_a_bool():
+    """The one predicate the seed, `num_envs` and `make` parameter checks share: Python's and
+    NumPy's integers pass; bools (Python counts True as 1), NumPy's bool, floats equal to an
+    integer and strings of digits do not."""
+    assert all(is_integer(value) for value in (3, -1, 2**40, np.int64(3), np.uint32(7)))
+    assert not any(
+        is_integer(value) for value in (True, False, np.bool_(True), 3.0, np.float32(3), "3", None)
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from typing import Any, ClassVar
 
 from yahtzee_jax.errors import ConfigError
@@ -17,6 +18,12 @@ from yahtzee_jax.errors import ConfigError
 MATCH_REWARDS = ("win", "score", "naive", "gradient", "fixed", "moving-average")
 
 DEFAULT_ALGO = "a2c"
+
+
+def is_integer(value: object) -> bool:
+    """Whether `value` is an integer, Python's or NumPy's, and not a bool (which Python
+    counts as 1 or 0)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def require(condition: bool, message: str) -> None:
@@ -253,6 +260,18 @@ class TrainConfig:
         """Updates per compiled chunk: the largest divisor of the eval interval <= K."""
         limit = min(self.updates_per_chunk, self.eval_interval)
         return max(d for d in range(1, limit + 1) if self.eval_interval % d == 0)
+
+    def rounding_note(self) -> str | None:
+        """One line when the games are not a whole number of updates (the last update is
+        played whole), else None."""
+        if self.total_games % self.games_per_update == 0:
+            return None
+        played, updates = self.total_updates * self.games_per_update, self.total_updates
+        return (
+            f"note: train.total_games={self.total_games} is not a whole number of updates of "
+            f"train.games_per_update={self.games_per_update}: the run plays {played:,} games "
+            f"({updates} update{'s' if updates > 1 else ''})"
+        )
 
     def chunk_note(self) -> str | None:
         """One line when the chunk shrinks below half its size (a prime evaluation interval

@@ -321,7 +321,11 @@ def train_members(
     compiled: dict[int, Callable[[Any], tuple[Any, Any, Any]]] = {}
     compile_seconds = 0.0
     warnings: list[list[str]] = [[] for _ in configs]
-    notes = {config.train.chunk_note() for config in configs} - {None}
+    notes = {
+        note
+        for config in configs
+        for note in (config.train.rounding_note(), config.train.chunk_note())
+    } - {None}
     for note in sorted(notes) if primary else ():
         bar.write(note, file=sys.stderr)
     started = time.perf_counter()
@@ -337,9 +341,12 @@ def train_members(
             while step < total:
                 length = chunk_length(template, step)
                 if length not in compiled:
+                    if progress and primary and not compiled:  # silent for up to a minute
+                        bar.write("compiling the training step...", file=sys.stderr)
                     compile_start = time.perf_counter()
                     compiled[length] = program.compile(length, state)
                     compile_seconds += time.perf_counter() - compile_start
+                    bar.unpause()  # the ETA counts training, not the compile
                 next_state, metrics, failure = compiled[length](state)
                 reached("after_chunk", step + length)
                 metrics, failure = jax.device_get(host_local((metrics, failure)))

@@ -95,6 +95,13 @@ def _refuse_fixed(saved: dict[str, Any], new: dict[str, Any]) -> list[str]:
 def _checkpoint_config(run_dir: Path) -> dict[str, Any] | None:
     """The config stored in the run's newest checkpoint whose config reads (`checkpoints/`
     before `best/` at equal steps), None when it has no checkpoint."""
+    newest = _newest_checkpoint(run_dir)
+    return None if newest is None else newest[1]
+
+
+def _newest_checkpoint(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
+    """The update and stored config of the run's newest checkpoint whose config reads
+    (`checkpoints/` before `best/` at equal steps), None when it has none."""
     from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
 
     found = [
@@ -109,7 +116,7 @@ def _checkpoint_config(run_dir: Path) -> dict[str, Any] | None:
             from_dict(data)
         except (OSError, ValueError):  # damaged (a ConfigError is a ValueError)
             continue
-        return data
+        return int(step_dir.name), data
     return None
 
 
@@ -164,10 +171,19 @@ def check_resume_config(run_dir: Path, config: Config | None) -> Config:
     """The config the run in `run_dir` continues with: its saved one when `config` is None,
     else `config`, which may differ from it only in fields outside `FIXED_ON_RESUME`."""
     saved = from_dict(saved_config_data(run_dir))
-    if config is not None and config != saved:
-        _refuse_fixed(saved.to_dict(), config.to_dict())
-        return config
-    return saved
+    if config is None or config == saved:
+        return saved
+    _refuse_fixed(saved.to_dict(), config.to_dict())
+    newest = _newest_checkpoint(run_dir)
+    # A total below the games played was taken without a word: config.yaml then said 640
+    # games where summary.json said 960 (found by a review session).
+    if newest is not None and newest[0] > config.train.total_updates:
+        played = newest[0] * config.train.games_per_update
+        raise ConfigError(
+            f"cannot resume {run_dir} with train.total_games={config.train.total_games}: it "
+            f"has played {played:,} games (update {newest[0]}); give at least {played}"
+        )
+    return config
 
 
 def finished_summary(run_dir: Path, config: Config, final_eval: bool) -> dict[str, Any] | None:
