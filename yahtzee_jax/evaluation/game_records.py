@@ -9,7 +9,7 @@ import os
 
 import numpy as np
 
-from yahtzee_jax.config import check_seed
+from yahtzee_jax.config import check_seed, is_integer
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.game.rules import Rules, get_rules
 
@@ -82,7 +82,7 @@ MAX_GAMES = 2**31 - 1  # games are numbered by int32 indices on the device
 def check_game_seed(seed: int) -> None:
     """Reject a seed that is not an integer in 0..2**32 - 1: JAX's key would take 2**32 as 0
     and -1 as 2**32 - 1, so the games played would not be the seed recorded."""
-    if not isinstance(seed, int | np.integer) or isinstance(seed, bool):
+    if not is_integer(seed):
         raise UserError(f"the seed must be an integer, got {seed!r}")
     check_seed("seed", seed)
 

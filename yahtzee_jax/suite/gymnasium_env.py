@@ -34,7 +34,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from yahtzee_jax.config import MAX_SEED
+from yahtzee_jax.config import MAX_SEED, is_integer
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.game.engine import IllegalActionError
@@ -72,8 +72,7 @@ def _slot_seeds(seeds: Any, num_envs: int) -> list[int]:
     """A list of seeds, one per slot as Gymnasium's vector envs take it, checked in one line."""
     values = list(seeds)
     if len(values) != num_envs or not all(
-        isinstance(seed, int | np.integer) and not isinstance(seed, bool) and 0 <= seed <= MAX_SEED
-        for seed in values
+        is_integer(seed) and 0 <= seed <= MAX_SEED for seed in values
     ):
         raise ValueError(f"seed: one integer in 0..2**32-1 per slot ({num_envs}), got {seeds!r}")
     return [int(seed) for seed in values]
@@ -208,13 +207,13 @@ class YahtzeeVectorEnv(VectorEnv):
         illegal_action: str = "terminate",
         **params: Any,
     ) -> None:
-        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
+        if not is_integer(num_envs) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         self.env = make(env_id, **actions.adapter_params(illegal_action, params))
         self.params = self.env.default_params
         self._strict = illegal_action == "raise"
         _single_seat(self.params, env_id)
-        self.num_envs = num_envs
+        self.num_envs = num_envs = int(num_envs)
         self.single_observation_space, self.single_action_space = _spaces(self.params)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)

@@ -21,10 +21,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from yahtzee_jax.agents.resolve import OPPONENTS, builtin_agent
-from yahtzee_jax.config import FeatureConfig
+from yahtzee_jax.config import FeatureConfig, is_integer
 from yahtzee_jax.envs import core
 from yahtzee_jax.envs.core import EnvParams, EnvState
 from yahtzee_jax.envs.tasks import ENV_IDS, ENVIRONMENTS, GAMES
@@ -58,7 +57,7 @@ def _choose(name: str, value: Any, choices: tuple[Any, ...]) -> None:
 def _whole(name: str, value: object) -> int:
     """`value` as an int when it is one (NumPy's integers too; not a bool, which Python counts
     as 1 or 0), else a one-line UserError."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+    if not is_integer(value):
         raise UserError(f"{name}={value!r} must be an integer")
     return int(value)
 
