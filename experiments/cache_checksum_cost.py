@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         del chances
     elif files.check_state(path) == "unchecked":
         start = time.perf_counter()
-        files.write_whole(files.checksum_path(path), files.checksum(path) + "\n")
+        files.write_whole(files.checksum_path(path), files.named_checksum(path, path.name) + "\n")
         written = time.perf_counter() - start
     runs = []
     for _ in range(args.repeats):

@@ -10,6 +10,8 @@ import threading
 import time
 import zlib
 
+import pytest
+
 from yahtzee_jax import files
 
 
@@ -30,7 +32,8 @@ def test_the_checksum_is_zlibs_crc32_of_each_block(tmp_path, monkeypatch) -> Non
 
 def test_the_state_of_a_cache_file(tmp_path) -> None:
     """missing (no file), unchecked (no checksum beside it), whole (written by `written_checked`),
-    damaged (a byte changed, or the file cut short, or the checksum file garbled)."""
+    damaged (a byte changed, or the file cut short, or the checksum file garbled), foreign (a
+    copy under another name with its checksum), unnamed (a checksum of before names)."""
     path = tmp_path / "table.npy"
     assert files.check_state(path) == "missing"
     path.write_bytes(b"old table")
@@ -45,6 +48,35 @@ def test_the_state_of_a_cache_file(tmp_path) -> None:
     path.write_bytes(b"new table")
     files.checksum_path(path).write_bytes(b"\xff\xfe")
     assert files.check_state(path) == "damaged"
+    copy = tmp_path / "other.npy"  # the table and its checksum under another name
+    copy.write_bytes(path.read_bytes())
+    files.checksum_path(copy).write_text(f"{files.checksum(path)} of {path.name}\n")
+    assert files.check_state(copy) == "foreign"
+    files.checksum_path(copy).write_text(files.checksum(copy) + "\n")  # before names
+    assert files.check_state(copy) == "unnamed"
+
+
+def test_a_folder_in_the_way_or_too_little_space_is_said_before_the_work(
+    tmp_path, monkeypatch
+) -> None:
+    """A folder where the cache file goes, and less free space than the file needs, are one
+    line each before `make` runs (the folder was called "damaged" and the space ran out only
+    after the solve, both found by a review session); with room, `make` runs."""
+    made = []
+
+    def make() -> bytes:
+        made.append(1)
+        return b"made"
+
+    blocked = tmp_path / "table.npy"
+    blocked.mkdir()
+    with pytest.raises(IsADirectoryError, match=r"table\.npy is in the way of the table: it is"):
+        files.cached(blocked, lambda file: None, make, "table")
+    room = files.shutil.disk_usage(tmp_path).free
+    with pytest.raises(OSError, match=r"the table needs [\d,]+ MiB in .*MiB free: free some"):
+        files.cached(tmp_path / "big.npy", lambda file: None, make, "table", size=2 * room)
+    assert made == []
+    assert files.cached(tmp_path / "small.npy", lambda file: None, make, "table", size=1) == b"made"
 
 
 def test_only_dead_writers_files_are_removed(tmp_path) -> None:

@@ -15,6 +15,7 @@ import json
 import mmap
 import os
 import pathlib
+import shutil
 import sys
 import zipfile
 import zlib
@@ -179,6 +180,13 @@ def checksum(path: pathlib.Path) -> str:
     return f"crc32 {size} {_BLOCK} " + " ".join(f"{crc:08x}" for crc in crcs)
 
 
+def named_checksum(path: pathlib.Path, name: str) -> str:
+    """The sidecar's line: `checksum(path)` and the name of the cache file it vouches for, so a
+    table copied with its sidecar under another table's name (another rule set's) is not
+    taken for that table."""
+    return f"{checksum(path)} of {name}"
+
+
 def checksum_path(path: pathlib.Path) -> pathlib.Path:
     """The sidecar that holds the checksum of the cache file at `path`."""
     return path.with_name(path.name + CHECKSUM_SUFFIX)
@@ -196,12 +204,14 @@ def written_checked(path: pathlib.Path, suffix: str = ".tmp") -> Iterator[pathli
             os.fsync(descriptor)
         finally:
             os.close(descriptor)
-        write_whole(checksum_path(path), checksum(partial) + "\n")
+        write_whole(checksum_path(path), named_checksum(partial, path.name) + "\n")
 
 
 def check_state(path: pathlib.Path) -> str:
-    """The state of the cache file at `path`: "missing", "whole" (its checksum matches),
-    "damaged" (it does not), or "unchecked" (no checksum beside it: an earlier version's)."""
+    """The state of the cache file at `path`: "missing", "whole" (its checksum and name match),
+    "unnamed" (its bytes match a checksum that names no file: written before sidecars named
+    their file), "foreign" (its bytes match a checksum of another file: copied or renamed),
+    "damaged" (its bytes do not match), or "unchecked" (no checksum beside it)."""
     # Under a file where its folder must be (NotADirectoryError) it cannot be there: missing,
     # not damaged (the write that follows says why it cannot be made).
     try:
@@ -211,11 +221,38 @@ def check_state(path: pathlib.Path) -> str:
     except (OSError, UnicodeError):
         stored = None
     try:
-        return "whole" if checksum(path) == stored else "damaged"
+        actual = checksum(path)
     except (FileNotFoundError, NotADirectoryError):
         return "missing"
     except OSError:
         return "damaged"
+    if stored == f"{actual} of {path.name}":
+        return "whole"
+    if stored == actual:
+        return "unnamed"
+    return "foreign" if stored is not None and stored.startswith(f"{actual} of ") else "damaged"
+
+
+def check_room(path: pathlib.Path, what: str, size: int | None = None) -> None:
+    """An OSError in one line, before any work, when the cache file at `path` cannot be
+    written: something that is not a file in its place (it failed only after the solve, named
+    "damaged"), or less free space beside it than its `size` in bytes (where known)."""
+    if path.exists() and not path.is_file():
+        raise IsADirectoryError(
+            errno.EISDIR, f"{path} is in the way of the {what}: it is not a file (move it away)"
+        )
+    if size is None:
+        return
+    try:
+        free = shutil.disk_usage(path.parent).free + (path.stat().st_size if path.exists() else 0)
+    except OSError:  # no folder yet, or none to be had: the write says why
+        return
+    if free < size:
+        raise OSError(
+            errno.ENOSPC,
+            f"the {what} needs {size / 2**20:,.0f} MiB in {path.parent}, which has "
+            f"{free / 2**20:,.0f} MiB free: free some space or choose another --cache-dir",
+        )
 
 
 def lock_path(path: pathlib.Path) -> pathlib.Path:
@@ -269,24 +306,35 @@ def cached(
     make: Callable[[], T],
     what: str,
     force: bool = False,
+    size: int | None = None,
 ) -> T:
     """The cache file at `path` read by `load` (None: unusable) where its checksum matches, else
     `make()` (which writes it, through `written_checked`) under `cache_lock`: a second process
     waits, then loads what the first made. A damaged file is made again with one line on
-    stderr naming it; one with no checksum (an earlier version's) is checked by `load` and given
-    one. `force` makes it whatever is there. Temporary files of killed writers are removed."""
+    stderr naming it, as is one with no checksum beside it (nothing says what made it); one
+    whose checksum names no file (written before checksums did) is checked by `load` and its
+    checksum given the name. `force` makes it whatever is there. What is in the way of the file,
+    or too little free space for its `size` in bytes, is said before `make()` runs
+    (`check_room`). Temporary files of killed writers are removed."""
     remove_abandoned(path)
     remove_abandoned(checksum_path(path))
+    check_room(path, what)
     if not force and check_state(path) == "whole" and (value := load(path)) is not None:
         return value
     with cache_lock(path):
         state = "missing" if force else check_state(path)
-        if state in ("whole", "unchecked") and (value := load(path)) is not None:
-            if state == "unchecked":
+        if state in ("whole", "unnamed") and (value := load(path)) is not None:
+            if state == "unnamed":
                 with contextlib.suppress(OSError):
-                    write_whole(checksum_path(path), checksum(path) + "\n")
+                    write_whole(checksum_path(path), named_checksum(path, path.name) + "\n")
             return value
-        if state != "missing":
-            reason = "its checksum differs" if state == "damaged" else "unreadable or out of range"
+        if state == "unchecked":
+            print(f"the {what} {path} has no checksum beside it; making it again", file=sys.stderr)
+        elif state != "missing":
+            reason = {
+                "damaged": "its checksum differs",
+                "foreign": "its checksum is another file's: copied or renamed",
+            }.get(state, "unreadable or out of range")
             print(f"the {what} {path} is damaged ({reason}); making it again", file=sys.stderr)
+        check_room(path, what, size)
         return make()
