@@ -63,7 +63,8 @@ def test_a_write_killed_halfway_is_cleaned_and_two_processes_solve_once(tmp_path
     cache = tmp_path / "cache"
     path = target_cache_file(RULES, "target", cache)
     status, _, err = _finish(_start("kill", cache, kernels))
-    assert status == -9 and err.count("solving") == 1, err
+    assert status == -9 and err.count("solving the stand-in") == 1, err
+    assert err.count("solving the target table of yacht (the first time only") == 1, err
     (partial,) = cache.glob(f".{path.name}.*.tmp.npy")  # what the killed writer left
     assert partial.stat().st_size > 1 << 20 and not path.exists()
     first, second = (_start("load", cache, kernels, "2") for _ in range(2))
@@ -169,12 +170,33 @@ def test_a_full_disk_keeps_the_old_table_and_its_checksum(
     assert files.check_state(path) == "whole"
 
 
-def test_a_table_from_before_checksums_is_checked_and_given_one(stand_in_targets, capfd):
-    """A table with no checksum beside it (written by a version before them, as the caches of
-    898d267 are) loads once its values pass the range checks, silently, and gets its checksum."""
+def test_a_checksum_must_name_its_table_and_a_table_without_one_is_made_again(
+    stand_in_targets, capfd
+):
+    """A checksum written before checksums named their file loads once the values pass the
+    range checks, silently, and is given the name. Yacht's table copied with its checksum under
+    Yacht-clubhouse's name (which loaded as that game's, found by a review session) is made
+    again with one line, as is a table with no checksum beside it (it was given one unread)."""
     path = target_cache_file(RULES, "target", stand_in_targets)
-    files.checksum_path(path).unlink()
-    assert files.check_state(path) == "unchecked"
+    sidecar = files.checksum_path(path)
+    sidecar.write_text(files.checksum(path) + "\n")
+    assert files.check_state(path) == "unnamed"
     capfd.readouterr()
     assert target_tables(RULES, cache_dir=stand_in_targets).from_cache
     assert files.check_state(path) == "whole" and capfd.readouterr().err == ""
+    assert sidecar.read_text() == f"{files.checksum(path)} of {path.name}\n"
+    other = get_rules("yacht-clubhouse")
+    copied = target_cache_file(other, "target", stand_in_targets)
+    copied.write_bytes(path.read_bytes())
+    files.checksum_path(copied).write_bytes(sidecar.read_bytes())
+    assert files.check_state(copied) == "foreign"
+    assert not target_tables(other, cache_dir=stand_in_targets).from_cache
+    err = capfd.readouterr().err
+    assert f"{copied} is damaged (its checksum is another file's" in err
+    # what a command that needs the table says before minutes of solving (it said nothing)
+    assert "solving the target table of yacht-clubhouse (the first time only" in err
+    sidecar.unlink()
+    assert files.check_state(path) == "unchecked"
+    assert not target_tables(RULES, cache_dir=stand_in_targets).from_cache
+    assert f"{path} has no checksum beside it; making it again" in capfd.readouterr().err
+    assert files.check_state(path) == "whole"

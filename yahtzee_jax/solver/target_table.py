@@ -22,6 +22,7 @@ import dataclasses
 import mmap
 import os
 import pathlib
+import sys
 import threading
 import time
 import warnings
@@ -50,6 +51,7 @@ PIECE_ELEMENTS = 1 << 10
 KERNEL_PIECE_ELEMENTS = 1 << 14
 PIECE_TARGETS = 256  # the most targets in one piece
 _PROBABILITY_SLACK = 1e-9  # a mean of ones may round a hair above 1
+NPY_HEADER = 128  # bytes np.save writes before the array's (checked free space counts them)
 
 
 # What the forked workers read (set before they fork): (flat table, layout, rules, value table,
@@ -228,6 +230,13 @@ def target_tables(
             from yahtzee_jax.solver.value_table import solve
 
             values = solve(rules, cache_dir=cache_dir).value_table
+        if not progress:  # a command that needs the table waited minutes without a word
+            print(
+                f"solving the {'' if policy == 'target' else policy + ' '}target table of "
+                f"{rules.name} (the first time only: "
+                f"minutes for a 13-box game); kept in {path.parent}",
+                file=sys.stderr,
+            )
         flat = solve_target_table(
             rules, policy, values, workers=workers, cache_dir=path.parent, progress=progress
         )
@@ -239,7 +248,8 @@ def target_tables(
             raise UserError(f"cannot write the target-table cache {path}: {error}") from error
         return flat
 
-    flat = cached(path, lambda file: load_targets(file, rules), make, "target table", force)
+    size = target_layout(rules).size * np.dtype(np.float64).itemsize + NPY_HEADER
+    flat = cached(path, lambda file: load_targets(file, rules), make, "target table", force, size)
     from_cache = not solved
     return TargetResult(
         rules=rules,

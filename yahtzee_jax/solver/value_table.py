@@ -23,6 +23,7 @@ import mmap
 import multiprocessing
 import os
 import pathlib
+import signal
 import sys
 import threading
 import time
@@ -128,6 +129,12 @@ def solver_workers() -> int:
     return len(os.sched_getaffinity(0))
 
 
+def _ignore_interrupts() -> None:
+    """A worker's start: Ctrl-C is the parent's to handle (it ends the pool); a worker that took
+    it too printed its traceback under the command's one line."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _worker_pool(workers: int) -> Any:
     """A pool of forked workers, or None for one process.
 
@@ -139,7 +146,7 @@ def _worker_pool(workers: int) -> Any:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "os.fork", RuntimeWarning)
         try:
-            return multiprocessing.get_context("fork").Pool(workers)
+            return multiprocessing.get_context("fork").Pool(workers, _ignore_interrupts)
         except OSError:  # no processes to be had (a limit on them): solve in this one
             return None
 
