@@ -319,3 +319,33 @@ def test_an_agent_named_optimal_is_not_taken_for_the_optimum(tmp_path) -> None:
     assert not impostor.optimal
     evaluate(impostor, 8, seed=0, compare_optimal=False, progress=False, cache_dir=tmp_path)
     assert not reference_path(impostor.rules, 8, 0, tmp_path).exists()
+
+
+def test_reference_games_are_keyed_by_their_table_and_the_code_that_played_them(
+    tmp_path, monkeypatch
+) -> None:
+    """The optimal agent's cached games are named by the value table's checksum and the playing
+    code's digest: games kept under (rules, games, seed) alone outlived a repaired table
+    (found by a review session). A table re-made with other bytes, or other code, names other
+    games; storing them removes the games of the old key, not those of another seed."""
+    from yahtzee_jax import files
+    from yahtzee_jax.evaluation import reports
+    from yahtzee_jax.solver.value_table import cache_file, solve
+
+    plain = RULE_VARIANTS["plain"]
+    unsolved = reference_path(plain, 8, 1, tmp_path)
+    solve(plain, cache_dir=tmp_path)
+    first = reference_path(plain, 8, 1, tmp_path)
+    assert first != unsolved and first.name.startswith("optimal_plain_8g_seed1-")
+    games = play_games(make_random_agent(plain), 8, seed=1)
+    reports._save_reference(games, first)
+    other_seed = reference_path(plain, 8, 12, tmp_path)
+    reports._save_reference(games, other_seed)
+    sidecar = files.checksum_path(cache_file(plain, tmp_path))
+    sidecar.write_text("crc32 1 2 00000000 of another table\n")  # a table of other bytes
+    second = reference_path(plain, 8, 1, tmp_path)
+    assert second != first
+    reports._save_reference(games, second)
+    assert not first.exists() and second.exists() and other_seed.exists()
+    monkeypatch.setattr(reports, "PLAYING_SOURCES", ("errors.py",))  # other code
+    assert reference_path(plain, 8, 1, tmp_path) != second

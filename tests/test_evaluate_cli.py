@@ -9,8 +9,10 @@ import pytest
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.evaluation.records import GameRecords, play_games
 from yahtzee_jax.evaluation.reports import evaluate, reference_path
+from yahtzee_jax.files import written_checked
 from yahtzee_jax.game.rules import RULE_VARIANTS
 from yahtzee_jax.runner.checkpointing import resolve_agent
+from yahtzee_jax.solver.value_table import solve
 
 SUMMARY_KEYS = {
     "agent", "rules", "games", "seed", "score", "upper_bonus_rate", "yahtzee_rate",
@@ -29,10 +31,12 @@ def cache_dir(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("YAHTZEE_JAX_CACHE", str(cache))
     plain = RULE_VARIANTS["plain"]
+    solve(plain)  # the value table the games' key names (half a second)
     reference = play_games(resolve_agent("random", plain), 200, seed=99)
     path = reference_path(plain, 200, 0)
     path.parent.mkdir(parents=True)
-    reference.save(path)
+    with written_checked(path, ".tmp.npz") as partial:
+        reference.save(partial)
     return cache
 
 

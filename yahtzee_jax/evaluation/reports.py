@@ -7,6 +7,7 @@ agent's (`evaluation.statistics`) and writes summary.json, report.md and the plo
 
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 from pathlib import Path
@@ -19,6 +20,9 @@ from yahtzee_jax.files import (
     ARCHIVE_ERRORS,
     cached,
     check_state,
+    checksum_path,
+    remove_stale,
+    sources_digest,
     write_json,
     write_whole,
     written_checked,
@@ -33,14 +37,31 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 
 
+# The code the optimal agent's games are played by: a change to it plays them again.
+PLAYING_SOURCES = ("game/*.py", "envs/*.py", "agents/*.py", "solver/*.py", "evaluation/records.py")
+
+
 def reference_path(
     rules: Rules, num_games: int, seed: int, cache_dir: str | os.PathLike | None = None
 ) -> Path:
-    """Cache file of the optimal agent's games for (rules, games, seed)."""
+    """Cache file of the optimal agent's games for (rules, games, seed), keyed by the value
+    table they were played from (its checksum) and the code that played them: games kept
+    under a name alone outlived a repaired table and changed code. Before the table is solved
+    the key is one no games are stored under."""
     from yahtzee_jax.solver import default_cache_dir
+    from yahtzee_jax.solver.value_table import cache_file
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    return cache / "reference_games" / f"optimal_{rules.name}_{num_games}g_seed{seed}.npz"
+    try:
+        table = checksum_path(cache_file(rules, cache)).read_text()
+    except (OSError, UnicodeError):
+        table = "unsolved"
+    key = hashlib.sha256(f"{table}\0{sources_digest(*PLAYING_SOURCES)}".encode()).hexdigest()
+    return cache / "reference_games" / f"{_reference_stem(rules, num_games, seed)}-{key[:12]}.npz"
+
+
+def _reference_stem(rules: Rules, num_games: int, seed: int) -> str:
+    return f"optimal_{rules.name}_{num_games}g_seed{seed}"
 
 
 def optimal_reference(
@@ -58,10 +79,13 @@ def optimal_reference(
     (`files.cached`: written whole, a damaged one played again, one process plays it). Its play
     program is kept in `program_dir` where given (`records.play_games`).
     """
+    from yahtzee_jax.agents.widget_agents import make_optimal_agent
+    from yahtzee_jax.solver.value_table import solve
+
+    solve(rules, cache_dir=cache_dir)  # the table the games' key names (loaded: a checksum)
     path = reference_path(rules, num_games, seed, cache_dir)
 
     def make() -> GameRecords:
-        from yahtzee_jax.agents.widget_agents import make_optimal_agent
         from yahtzee_jax.evaluation.records import play_games
 
         agent = make_optimal_agent(rules, cache_dir=cache_dir)
@@ -80,9 +104,13 @@ def optimal_reference(
 
 
 def _save_reference(records: GameRecords, path: Path) -> None:
-    """Write the reference games whole, their checksum beside them (`files.written_checked`)."""
+    """Write the reference games whole, their checksum beside them (`files.written_checked`),
+    and remove those of the same games under an older key (another table or code)."""
     with written_checked(path, ".tmp.npz") as partial:  # npz: numpy adds none
         records.save(partial)
+    stem = path.name.rsplit("-", 1)[0]  # `_reference_stem`: "seed1*" would match seed 12
+    for pattern in (f"{stem}-*.npz", f"{stem}.npz"):  # the second: before keys
+        remove_stale(path, pattern)
 
 
 def _load_reference(path: Path) -> GameRecords | None:

@@ -275,7 +275,11 @@ def finish_modules(configs: Sequence[Config], final_eval: bool) -> list[str]:
     if final_eval:
         names += ["yahtzee_jax.evaluation.reports", "yahtzee_jax.evaluation.records"]
         if any(config.train.final_compare_optimal for config in configs):
-            names += ["yahtzee_jax.solver", "yahtzee_jax.agents.widget_agents"]
+            names += [
+                "yahtzee_jax.solver",
+                "yahtzee_jax.solver.value_table",
+                "yahtzee_jax.agents.widget_agents",
+            ]
         if not all(envs.environment_class(config).whole_games for config in configs):
             names += ["yahtzee_jax.evaluation.single_turn", "yahtzee_jax.solver.widget"]
     return names
