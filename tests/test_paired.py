@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import re
+import zlib
 
 import numpy as np
 import pytest
@@ -84,7 +86,8 @@ def _record(seed: int, results: np.ndarray, opponents: np.ndarray, run: str) -> 
 def test_comparisons_refuse_other_matches() -> None:
     """Files that are not the same matches, or not match files, are refused in one line: other
     seeds, other opponents' totals, another opponent, no per-match results, a field missing or
-    of another type (a seed list and a per_match string were tracebacks once)."""
+    of another type (a seed list and a per_match string were tracebacks once), per-match
+    results that do not decode, of another encoding, or out of range, each naming its file."""
     results, opponents = np.array([1, -1, 1, 0]), np.array([200, 250, 230, 240])
     first = _record(3, results, opponents, "a")
     cases = {
@@ -96,9 +99,22 @@ def test_comparisons_refuse_other_matches() -> None:
         "seed is [3], not an integer": {**first, "seed": [3]},
         "games is '4', not an integer": {**first, "games": "4"},
         "per_match is not a mapping": {**first, "per_match": "abc"},
-        "per_match results damaged": {
+        "match JSON 2: per_match results damaged": {
             **first,
             "per_match": {**first["per_match"], "results": "x!"},
+        },
+        # a long hostile value is cut, and the file named (the whole value was printed)
+        "match JSON 2: per_match encoding '" + "z" * 36 + "... is not": {
+            **first,
+            "per_match": {**first["per_match"], "encoding": "z" * 500},
+        },
+        # four results of which one is 2 (a byte 3): the count is right, the values are not
+        "match JSON 2: per_match holds results other than a win, draw or loss": {
+            **first,
+            "per_match": {
+                **first["per_match"],
+                "results": base64.b64encode(zlib.compress(bytes([2, 0, 3, 1]))).decode(),
+            },
         },
     }
     for message, second in cases.items():

@@ -45,23 +45,29 @@ def per_match_record(result: np.ndarray, other_total: np.ndarray) -> dict[str, A
     }
 
 
-def match_results(record: dict[str, Any]) -> np.ndarray:
-    """Each match's result (1 win, 0 draw, -1 loss) of a match JSON's `per_match`."""
+def match_results(record: dict[str, Any], source: str | None = None) -> np.ndarray:
+    """Each match's result (1 win, 0 draw, -1 loss) of a match JSON's `per_match`; `source`
+    names the file in the one-line errors (default: its seed)."""
+    where = source or f"seed {record.get('seed')}"
     per_match = record.get("per_match")
     if per_match is None:
         why = "written before match files kept them; play it again"
-        raise ConfigError(
-            f"seed {record.get('seed')}: this match JSON keeps no per-match results ({why})"
-        )
-    if per_match.get("encoding") != ENCODING:
-        raise ConfigError(f"per_match encoding {per_match.get('encoding')!r} is not {ENCODING!r}")
+        raise ConfigError(f"{where}: this match JSON keeps no per-match results ({why})")
+    encoding = per_match.get("encoding")
+    if encoding != ENCODING:
+        shown = repr(encoding) if len(repr(encoding)) <= 40 else f"{repr(encoding)[:37]}..."
+        raise ConfigError(f"{where}: per_match encoding {shown} is not {ENCODING!r}")
     try:
         raw = zlib.decompress(base64.b64decode(per_match["results"], validate=True))
     except (KeyError, TypeError, ValueError, zlib.error) as error:  # binascii.Error: a ValueError
-        raise ConfigError(f"per_match results damaged ({error!r})") from None
+        raise ConfigError(f"{where}: per_match results damaged ({error!r})") from None
     result = np.frombuffer(raw, np.uint8).astype(np.int8) - 1
-    if len(result) != record["games"] or result.max(initial=-1) > 1:
-        raise ConfigError(f"per_match holds {len(result)} results for {record['games']} games")
+    if len(result) != record["games"]:
+        raise ConfigError(
+            f"{where}: per_match holds {len(result)} results for {record['games']} games"
+        )
+    if result.max(initial=-1) > 1:  # the count was right: say what is wrong
+        raise ConfigError(f"{where}: per_match holds results other than a win, draw or loss")
     return result
 
 
@@ -131,6 +137,7 @@ def compare_match_files(
     names = sources or [f"match JSON {number}" for number in range(1, len(records) + 1)]
     for record, name in zip(records, names, strict=True):
         check_match_record(record, name)
+    source = {id(record): name for record, name in zip(records, names, strict=True)}
     by_seed = {record["seed"]: record for record in second}
     if len(by_seed) != len(second) or len({r["seed"] for r in first}) != len(first):
         raise ConfigError("give each player one match JSON per seed")
@@ -145,8 +152,8 @@ def compare_match_files(
                 raise ConfigError(
                     f"seed {record['seed']}: {key} {record[key]!r} against {other[key]!r}"
                 )
-        firsts.append(match_results(record))  # first: a file without results says so
-        seconds.append(match_results(other))
+        firsts.append(match_results(record, source[id(record)]))  # one without results says so
+        seconds.append(match_results(other, source[id(other)]))
         if record["per_match"].get("opponent_digest") != other["per_match"].get("opponent_digest"):
             raise ConfigError(
                 f"seed {record['seed']}: the opponents' totals differ; not the same matches"
