@@ -56,3 +56,15 @@ def test_a_second_evaluate_loads_the_programs_the_first_kept(tmp_path) -> None:
     programs = [name for name in kept[0] if not name.endswith(("-atime", ".lock"))]
     assert programs, kept[0]
     assert kept[1] == kept[0]
+
+
+def test_the_programs_follow_the_commands_cache_dir() -> None:
+    """`--cache-dir D` (or `--cache-dir=D`) puts JAX's kept programs in D/xla too: they went to
+    the default folder whatever the command was given (found by a review session)."""
+    from yahtzee_jax.commands.cli import _given_cache_dir
+
+    for argv in (["evaluate", "optimal", "--cache-dir", "/d"], ["evaluate", "--cache-dir=/d"]):
+        environ: dict[str, str] = {"YAHTZEE_JAX_CACHE": "/c"}
+        keep_compiled_programs("evaluate", environ, _given_cache_dir(argv))
+        assert environ["JAX_COMPILATION_CACHE_DIR"] == "/d/xla"
+    assert _given_cache_dir(["evaluate", "optimal"]) is None

@@ -20,6 +20,15 @@ from yahtzee_jax.commands.cli import main
         (["solve", "--players", "3"], "--players and --out go with --ceiling"),
         (["solve", "--out", "x.json"], "--players and --out go with --ceiling"),
         (["solve", "--ceiling", "--targets"], "--ceiling reads the target tables"),
+        # it said "solve them with --targets first", yet --ceiling solves missing ones itself
+        (["solve", "--ceiling", "--force"], "solve them again with --targets --force"),
+        # the one bad value named (one line named all three)
+        (["match", "optimal", "--games", "0"], "--games must be >= 1, got 0"),
+        (["match", "optimal", "--batch-size", "0"], "--batch-size must be >= 1, got 0"),
+        (["match", "optimal", "--players", "1"], "--players must be 2..6, got 1"),
+        # taken without a word by a built-in player, which plays alone or not by itself
+        (["match", "optimal", "--solitaire"], "--solitaire plays a trained run alone"),
+        (["evaluate", "optimal", "--cache-dir", ""], "--cache-dir is empty"),
         (["solve", "--ceiling", "--players", "7"], "--players must be 2..6"),
         (["match", "ceiling", "--opponent", "greedy3"], "ceiling plays against optimal only"),
         (["match", "ceiling", "--endgame-open", "2"], "ceiling is the oracle: it takes no"),

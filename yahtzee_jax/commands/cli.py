@@ -65,9 +65,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 CACHED_COMMANDS = frozenset({"train", "evaluate", "match", "tournament", "play", "experiment"})
 
 
-def keep_compiled_programs(command: str | None, environ: MutableMapping[str, str]) -> None:
+def keep_compiled_programs(
+    command: str | None, environ: MutableMapping[str, str], cache_dir: str | None = None
+) -> None:
     """Turn JAX's persistent compilation cache on for `command` in `environ` (before JAX is
-    imported), in `xla/` of the solver's cache folder, unless the user set a folder of their own.
+    imported), in `xla/` of the solver's cache folder (`cache_dir`, the command's `--cache-dir`,
+    where given), unless the user set a folder of their own.
 
     Compiling is most of a short command's time: 100,000 games of optimal Yatzy play took 13.4
     CPU s from a cold cache and 8.1 from a warm one (2-core AMD EPYC, 2026-11-29). Every program
@@ -76,7 +79,8 @@ def keep_compiled_programs(command: str | None, environ: MutableMapping[str, str
     """
     if command not in CACHED_COMMANDS:
         return
-    environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(default_cache_dir(environ) / "xla"))
+    folder = pathlib.Path(cache_dir) if cache_dir else default_cache_dir(environ)
+    environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(folder / "xla"))
     environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
     environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
     environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))
@@ -127,11 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_closed_loop_noise()
     argv = sys.argv[1:] if argv is None else list(argv)
     # JAX reads these when it is first imported: by the command's module, in `build_parser`
-    keep_compiled_programs(next((arg for arg in argv if not arg.startswith("-")), None), os.environ)
+    command = next((arg for arg in argv if not arg.startswith("-")), None)
+    keep_compiled_programs(command, os.environ, _given_cache_dir(argv))
     args = build_parser(argv).parse_args(argv)
     args.argv = argv  # what a result file records as its command
     try:
         if getattr(args, "cache_dir", None) is not None:  # before any table is solved or read
+            if not args.cache_dir.strip():  # "" was the current folder
+                raise UserError("--cache-dir is empty: give a folder, or leave it out")
             check_folders(pathlib.Path(args.cache_dir) / "table")
         return int(args.func(args) or 0)
     except UserError as error:
@@ -143,6 +150,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"yahtzee-jax {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _given_cache_dir(argv: list[str]) -> str | None:
+    """The value of `--cache-dir DIR` or `--cache-dir=DIR` in `argv` before it is parsed (JAX's
+    cache folder is set before the parser imports JAX), None when absent."""
+    for index, arg in enumerate(argv):
+        if arg.startswith("--cache-dir="):
+            return arg.split("=", 1)[1]
+        if arg == "--cache-dir" and index + 1 < len(argv):
+            return argv[index + 1]
+    return None
 
 
 def _describe(error: OSError) -> str:

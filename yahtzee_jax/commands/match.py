@@ -113,8 +113,11 @@ def run(args: argparse.Namespace) -> int:
     if args.opponent not in OPPONENTS:
         choices = ", ".join(OPPONENTS)
         raise ConfigError(f"--opponent={args.opponent!r}; choose one of: {choices}")
-    if args.games < 1 or args.batch_size < 1 or not 2 <= args.players <= 6:
-        raise ConfigError("--games and --batch-size must be >= 1 and --players in 2..6")
+    for flag, value in (("--games", args.games), ("--batch-size", args.batch_size)):
+        if value < 1:
+            raise ConfigError(f"{flag} must be >= 1, got {value}")
+    if not 2 <= args.players <= 6:
+        raise ConfigError(f"--players must be 2..6, got {args.players}")
     check_num_games(args.games)  # at most 2^31 - 1
     matches = dict(
         num_games=args.games,
@@ -134,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.run!r}: {kind}; give a run or checkpoint folder or {players}")
     if builtin and args.overrides:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
+    if builtin and args.solitaire:  # it was taken without a word
+        raise ConfigError(f"--solitaire plays a trained run alone; {args.run!r} is built in")
     if options and not builtin:
         flag = option_flag(next(iter(options)))
         raise ConfigError(f"{flag} is a built-in player's; a run takes --set algo.match_...")

@@ -153,8 +153,11 @@ def _run_ceiling(args: argparse.Namespace) -> int:
     from yahtzee_jax.solver.ceiling import rules_ceiling
     from yahtzee_jax.solver.target_table import target_cache_file
 
-    if args.targets or args.force:
-        raise UserError("--ceiling reads the target tables: solve them with --targets first")
+    if args.targets or args.force:  # it solves missing tables itself: "first" misled
+        raise UserError(
+            "--ceiling reads the target tables (solving those missing): solve them again with "
+            "--targets --force, not with --ceiling"
+        )
     check_writable(args.out)
     if not 2 <= args.players <= 6:
         raise UserError(f"--players must be 2..6, got {args.players}")
