@@ -233,6 +233,7 @@ def test_a_resume_below_the_games_played_is_refused_and_a_longer_one_says_so(
     assert "train.total_games=802 is not a whole number of updates" in said
     assert "plays 804 games (201 updates)" in said
     assert "compiling the training step..." in said
+    assert f"resuming {run_dir} at update 200 (800 of 804 games)" in said  # the bar alone said 99 %
     assert summary["updates"] == 201
 
 

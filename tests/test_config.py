@@ -11,6 +11,7 @@ import yaml
 
 from yahtzee_jax import envs
 from yahtzee_jax.commands import cli
+from yahtzee_jax.commands import train as train_command
 from yahtzee_jax.config import EnvConfig, MatchConfig, is_integer
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.game.rules import get_rules
@@ -257,3 +258,22 @@ def test_an_integer_is_python_or_numpy_and_never_a_bool():
     assert not any(
         is_integer(value) for value in (True, False, np.bool_(True), 3.0, np.float32(3), "3", None)
     )
+
+
+def test_train_ends_with_what_to_read(tmp_path, monkeypatch, capsys):
+    """`train` ends with the final score and its standard error, the report, the learning curve
+    and what to run next: a newcomer found only the mean (a review session). The run itself is
+    stood in for by the summary it returns (the resumed run's line: `test_checkpoint`)."""
+    run = tmp_path / "run"
+    summary = {
+        "last_eval": {"mean": 240.5, "num_games": 1000},
+        "final_eval": {"games": 100_000, "mean": 248.81, "stderr": 0.19, "report": str(run / "f")},
+        "learning_curve": str(run / "learning_curve.png"),
+    }
+    monkeypatch.setattr(train_command.training, "train", lambda *args, **kwargs: summary)
+    assert cli.main(["train", "--preset", "quick", "--out", str(run), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "final evaluation: 248.81 +- 0.19 (standard error) over 100,000 games" in out
+    assert f"report: {run / 'f' / 'report.md'}" in out
+    assert f"learning curve: {run / 'learning_curve.png'}" in out
+    assert f"next: yahtzee-jax evaluate {run}, yahtzee-jax play --watch {run}" in out

@@ -111,8 +111,13 @@ def run(args: argparse.Namespace) -> int:
     last = summary.get("last_eval")
     if last:
         print(f"last periodic evaluation: {last['mean']:.2f} over {last['num_games']} games")
-    if final:
-        print(f"final evaluation: {final['mean']:.2f} over {final['games']} games")
+    if final:  # with its error and where to look, which a newcomer had to find
+        print(
+            f"final evaluation: {final['mean']:.2f} +- {final['stderr']:.2f} (standard error) "
+            f"over {final['games']:,} games; report: {Path(final['report']) / 'report.md'}"
+        )
+    if summary.get("learning_curve"):
+        print(f"learning curve: {summary['learning_curve']}")
     single_turn = summary.get("single_turn_eval")
     if single_turn:
         print(
@@ -120,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
             f"{single_turn['percent_of_optimum']:.1f} % of the optimum "
             f"{single_turn['optimum_mean']:.3f}"
         )
-    print(f"run directory: {run_dir}")
+    print(
+        f"run directory: {run_dir} (summary.json; next: yahtzee-jax evaluate {run_dir}, "
+        f"yahtzee-jax play --watch {run_dir})"
+    )
     return 0
 
 

@@ -328,6 +328,13 @@ def train_members(
     } - {None}
     for note in sorted(notes) if primary else ():
         bar.write(note, file=sys.stderr)
+    if start_step and primary:  # the bar alone started at 15 % without a word
+        where = run_dirs[0] if size == 1 else f"{size} members"
+        bar.write(
+            f"resuming {where} at update {start_step:,} ({start_step * games_per_update:,} of "
+            f"{total * games_per_update:,} games)",
+            file=sys.stderr,
+        )
     started = time.perf_counter()
     stop = StopRequests()
     saved_on_request = False
