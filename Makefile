@@ -17,7 +17,7 @@ help:
 	@echo "                             default: cpu-ppo on a CPU ($(EXPECT.cpu-ppo)),"
 	@echo "                             gpu-ppo where the venv's JAX sees a GPU ($(EXPECT.gpu-ppo))"
 	@echo "make train PRESET=paper-a2c  reproduces the paper's A2C, 241.78 ($(EXPECT.paper-a2c))"
-	@echo "make test                    fast test suite (a few minutes on 2 CPU cores)"
+	@echo "make test                    fast test suite (about 8-10 minutes on 2 CPU cores)"
 	@echo "make test-slow / test-all    the slow tests only / everything"
 	@echo "make lint | format           ruff check + format check | apply ruff format"
 	@echo "make bench                   engine benchmark (bench env); see README for the others"
@@ -66,7 +66,7 @@ ON_GPU = $(if $(filter command line,$(origin GPU)),$(GPU),$(GPU_QUERY))
 # saved config (ARGS' --set values laid over it).
 train: setup
 	$(if $(PRESET),,$(eval PRESET := $(if $(filter 1,$(ON_GPU)),gpu-ppo,cpu-ppo)))
-	@echo "make train: preset $(PRESET)$(if $(EXPECT.$(PRESET)), ($(EXPECT.$(PRESET))),) into $(OUT)$(if $(wildcard $(OUT)/checkpoints), (resuming its checkpoints),)"
+	@echo "make train: preset $(PRESET)$(if $(EXPECT.$(PRESET)), ($(EXPECT.$(PRESET))),) into $(OUT)$(if $(wildcard $(OUT)/checkpoints), (resuming its checkpoints),); Ctrl-C stops it, make train again resumes"
 	$(BIN)/yahtzee-jax train --out $(OUT) \
 		$(if $(wildcard $(OUT)/checkpoints),--resume,--preset $(PRESET)) $(ARGS)
 
