@@ -308,3 +308,17 @@ def test_match_features_are_solitaire_features_then_opponents() -> None:
     without = np.asarray(match_features(state, 1, config, OFFICIAL, opponents=False))
     assert np.array_equal(without, own)
     assert match_feature_size(config, 2, False, OFFICIAL) == feature_size(config, OFFICIAL)
+
+
+def test_a_match_line_names_the_best_opponent_when_there_are_several() -> None:
+    """The one line `match` prints: with two or more opponents the score beside the player's is
+    the best of theirs, and says so (it said "opponent", found by a review session)."""
+    from yahtzee_jax.evaluation.matches import format_result
+
+    result = {
+        "opponent": "optimal", "win_rate": 0.35, "win_interval_95": [0.34, 0.36], "draws": 5,
+        "games": 1000, "mean_score": 247.7, "score_stderr": 0.4, "opponent_mean_score": 284.3,
+        "mean_margin": -37.4,
+    }  # fmt: skip
+    assert "(opponent 284.30)" in format_result("p", {**result, "players": 2})
+    assert "(best opponent 284.30)" in format_result("p", {**result, "players": 3})

@@ -144,6 +144,7 @@ def test_tournament_command_writes_matrix_markdown_and_heatmap(tmp_path, capsys)
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "Win rate of the row agent" in printed and "Mean score" in printed
+    assert "one stream per seat, 2N games" in printed  # why 2N, which went unsaid
     result = json.loads((out / "tournament.json").read_text())
     assert result["agents"] == ["random", "greedy1"] and result["dice"] == "independent"
     assert result["mean_scores"]["random"]["games"] == 120  # seat 0's and seat 1's dice

@@ -196,14 +196,16 @@ def by_opponent_score(result: np.ndarray, other_total: np.ndarray) -> dict[str, 
 
 
 def format_result(name: str, result: dict[str, Any]) -> str:
-    """One line: wins [95 % CI], draws, mean score, mean margin, games."""
+    """One line: wins [95 % CI], draws, mean score (and the best opponent's), mean margin, games."""
     low, high = result["win_interval_95"]
+    # With several opponents the score and margin are the best of theirs, which was unsaid.
+    rival = "opponent" if result.get("players", 2) == 2 else "best opponent"
     return (
         f"{name} vs {result['opponent']}: wins {100 * result['win_rate']:.2f} % "
         f"[{100 * low:.2f}, {100 * high:.2f}], "
         f"draws {100 * result['draws'] / result['games']:.2f} %, "
         f"mean {result['mean_score']:.2f} +- {result['score_stderr']:.2f} "
-        f"(opponent {result['opponent_mean_score']:.2f}), margin {result['mean_margin']:.2f}, "
+        f"({rival} {result['opponent_mean_score']:.2f}), margin {result['mean_margin']:.2f}, "
         f"{result['games']:,} games"
     )
 

@@ -303,8 +303,8 @@ def tables(tournament: Tournament) -> list[Table]:
         ("Draws", header, draw_rows),
         ("Mean margin, row minus column (± standard error)", header, margin_rows),
         (
-            "Mean score (solitaire games played; an agent that reads its opponent's card: its "
-            "matches)",
+            "Mean score (solitaire games played: with independent dice one stream per seat, "
+            "2N games; an agent that reads its opponent's card: its matches)",
             ["agent", "mean", "s.e.", "games"],
             score_rows,
         ),
