@@ -163,3 +163,35 @@ def test_the_sources_digest_frames_each_file_once_by_its_path_and_size():
     both = files.sources_digest("files.py", "errors.py", "e*.py")
     assert both == files.sources_digest("errors.py", "files.py") == by_hand("errors.py", "files.py")
     assert files.sources_digest("files.py") != files.sources_digest("errors.py")
+
+
+def test_a_table_made_in_a_read_only_folder_is_used_unkept(tmp_path, monkeypatch, capsys) -> None:
+    """A consumer (`evaluate optimal` with a read-only --cache-dir) that solves a table its
+    folder cannot take goes on with it and says so in one line: it solved, then exited 2 (a
+    review session). A full disk still fails, as its own tests show."""
+    import errno
+
+    from yahtzee_jax.errors import UserError
+    from yahtzee_jax.solver import value_table
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    files.kept_or_said(lambda: read_only(), "table", tmp_path / "t")
+    assert capsys.readouterr().err == (
+        f"cannot keep the table in {tmp_path / 't'} (Read-only file system): using it unkept\n"
+    )
+
+    def full() -> None:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as error:
+            raise UserError("cannot write the table") from error
+
+    with pytest.raises(UserError, match="cannot write the table"):
+        files.kept_or_said(full, "table", tmp_path / "t")
+    monkeypatch.setattr(value_table, "written_checked", read_only)
+    result = value_table.solve("plain", cache_dir=tmp_path)
+    assert abs(result.expected_score - 245.8707745141) < 1e-9  # docs/games.md's optimum
+    err = capsys.readouterr().err
+    assert "cannot keep the value table in" in err and "using it unkept" in err

@@ -233,6 +233,25 @@ def check_state(path: pathlib.Path) -> str:
     return "foreign" if stored is not None and stored.startswith(f"{actual} of ") else "damaged"
 
 
+# What a folder that cannot take a file says: a consumer of a table it has just made goes on
+# with it (a read-only cache folder refused the command after the work), and says so.
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def kept_or_said(write: Callable[[], None], what: str, path: pathlib.Path) -> None:
+    """Run `write` (a cache file's); when the folder cannot take files (read-only, no
+    permission) say in one line on stderr that the table is used without being kept. Other
+    failures (a full disk) go on."""
+    try:
+        write()
+    except Exception as error:  # an OSError, or the one-line error a writer made of one
+        cause = error if isinstance(error, OSError) else error.__cause__
+        if not isinstance(cause, OSError) or cause.errno not in _READ_ONLY:
+            raise
+        reason = cause.strerror or str(cause)
+        print(f"cannot keep the {what} in {path} ({reason}): using it unkept", file=sys.stderr)
+
+
 def check_room(path: pathlib.Path, what: str, size: int | None = None) -> None:
     """An OSError in one line, before any work, when the cache file at `path` cannot be
     written: something that is not a file in its place (it failed only after the solve, named

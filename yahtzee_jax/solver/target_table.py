@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, written_checked
+from yahtzee_jax.files import cached, kept_or_said, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver import native
 from yahtzee_jax.solver.states import chunk_indices, full_mask, layer_chunks
@@ -241,11 +241,15 @@ def target_tables(
             rules, policy, values, workers=workers, cache_dir=path.parent, progress=progress
         )
         solved.append(True)
-        try:
-            with written_checked(path, ".tmp.npy") as partial:  # npy: numpy adds none
-                np.save(partial, flat)
-        except OSError as error:
-            raise UserError(f"cannot write the target-table cache {path}: {error}") from error
+
+        def write() -> None:
+            try:
+                with written_checked(path, ".tmp.npy") as partial:  # npy: numpy adds none
+                    np.save(partial, flat)
+            except OSError as error:
+                raise UserError(f"cannot write the target-table cache {path}: {error}") from error
+
+        kept_or_said(write, "target table", path)
         return flat
 
     size = target_layout(rules).size * np.dtype(np.float64).itemsize + NPY_HEADER

@@ -34,7 +34,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, default_cache_dir, read_arrays, written_checked
+from yahtzee_jax.files import (
+    cached,
+    default_cache_dir,
+    kept_or_said,
+    read_arrays,
+    written_checked,
+)
 from yahtzee_jax.game.rules import OFFICIAL, Rules, get_rules
 from yahtzee_jax.host import jax_computes_on_cpu, usable_cpus
 from yahtzee_jax.solver.final_rolls import (  # noqa: F401 (re-exported: the solver's API)
@@ -370,7 +376,7 @@ def solve(
         )
         solved.append(True)
         if use_cache:
-            save_table(table, rules, path)
+            kept_or_said(lambda: save_table(table, rules, path), "value table", path)
         return table
 
     if use_cache:  # under the cache's lock: a second process waits and loads
