@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
     parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
     parser.add_argument(
+        "--cache-dir", default=None, help="solver cache (default $YAHTZEE_JAX_CACHE or ~/.cache)"
+    )
+    parser.add_argument(
         "--endgame-open",
         type=int,
         help="win-seeker: exact score distributions for the turns leaving at most this many "
@@ -120,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--players must be 2..6, got {args.players}")
     check_num_games(args.games)  # at most 2^31 - 1
     matches = dict(
+        cache_dir=args.cache_dir,
         num_games=args.games,
         seed=args.seed,
         batch_size=args.batch_size,
@@ -145,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     # Read before the matches (the load they start under), and only for a file to hold it.
     record = run_record(getattr(args, "argv", [])) if args.out else None
     if builtin:
-        learner = builtin_agent(args.run, get_rules(args.rules), **options)
+        learner = builtin_agent(args.run, get_rules(args.rules), args.cache_dir, **options)
         result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
         played = {**BUILTINS[args.run].options, **options}  # what it played with
         result |= {"run": args.run, **{k: v for k, v in played.items() if v is not None}}
@@ -180,7 +184,7 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
     if any(getattr(args, name) is not None for name in PLAYER_OPTIONS):
         raise ConfigError("ceiling is the oracle: it takes no player's option")
     rules = get_rules(args.rules)
-    exact = cached_ceiling(rules, args.players)  # None until both target tables are cached
+    exact = cached_ceiling(rules, args.players, args.cache_dir)  # None until both are cached
     rate = None if exact is None else exact["win_rate"]
     result = ceiling_matches(rules, players=args.players, exact=rate, **matches)
     result |= {"exact": exact}

@@ -9,6 +9,7 @@ learner by lane group, so a batch of games is laid out seat group by seat group
 from __future__ import annotations
 
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -140,15 +141,16 @@ def evaluate_agent_matches(
     batch_size: int = MATCH_BATCH,
     players: int = 2,
     progress: bool = False,
+    cache_dir: str | os.PathLike | None = None,
 ) -> dict[str, Any]:
     """Any agent against `players - 1` copies of a built-in opponent: win/draw/loss (a win is
     beating every opponent), Wilson 95 % CI, mean scores and margins (against the best);
-    `progress`: a bar with the ETA."""
+    `progress`: a bar with the ETA; `cache_dir`: the opponents' solver cache."""
     from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.evaluation.paired import per_match_record
 
     rules = agent.rules
-    rivals = (builtin_agent(opponent, rules),) * (players - 1)
+    rivals = (builtin_agent(opponent, rules, cache_dir),) * (players - 1)
     started = time.perf_counter()
     own_total, others = match_totals(agent, rivals, rules, num_games, seed, batch_size, progress)
     other_total = others.max(axis=1)
