@@ -122,6 +122,7 @@ OPTIONS: dict[str, dict[str, list[str] | None]] = {
         "--players": NUMBERS,
         "--batch-size": NUMBERS,
         "--rules": NAMES,
+        "--cache-dir": PATHS,
         "--endgame-open": NUMBERS,
         "--before-endgame": ["normal", "solitaire", "nope", ""],
         "--hindsight-weight": ["0", "1", "0.5", "1.5", "-0.1", "nan", "x"],
@@ -297,6 +298,7 @@ REFUSED: dict[str, dict[str, set[str]]] = {
         "--hindsight-schedule": MISSING,
         "--joint-endgame": {"nope", ""},
         "--out": UNWRITABLE,
+        "--cache-dir": UNWRITABLE,
     },
     "compare": {"--against": MISSING, "--out": UNWRITABLE},
     "tournament": {
