@@ -324,10 +324,13 @@ def test_an_agent_named_optimal_is_not_taken_for_the_optimum(tmp_path) -> None:
 def test_reference_games_are_keyed_by_their_table_and_the_code_that_played_them(
     tmp_path, monkeypatch
 ) -> None:
-    """The optimal agent's cached games are named by the value table's checksum and the playing
-    code's digest: games kept under (rules, games, seed) alone outlived a repaired table
-    (found by a review session). A table re-made with other bytes, or other code, names other
-    games; storing them removes the games of the old key, not those of another seed."""
+    """The optimal agent's cached games are named by their value table's file and checksum and
+    the playing code's digest: games kept under (rules, games, seed) alone outlived a repaired
+    table (found by a review session). A table re-made with other bytes, or other code, names
+    other games; storing them removes the games of the old key and of the name before keys,
+    not those of seed 12 beside seed 1, nor those of a rule set of the same name."""
+    import dataclasses
+
     from yahtzee_jax import files
     from yahtzee_jax.evaluation import reports
     from yahtzee_jax.solver.value_table import cache_file, solve
@@ -336,16 +339,24 @@ def test_reference_games_are_keyed_by_their_table_and_the_code_that_played_them(
     unsolved = reference_path(plain, 8, 1, tmp_path)
     solve(plain, cache_dir=tmp_path)
     first = reference_path(plain, 8, 1, tmp_path)
-    assert first != unsolved and first.name.startswith("optimal_plain_8g_seed1-")
+    assert first != unsolved
+    assert first.name.startswith(f"optimal_{cache_file(plain).stem}_8g_seed1-")
     games = play_games(make_random_agent(plain), 8, seed=1)
-    reports._save_reference(games, first)
+    legacy = first.parent / "optimal_plain_8g_seed1.npz"  # the name before keys
+    reports._save_reference(games, first, legacy.name)
+    legacy.write_bytes(b"old games")
     other_seed = reference_path(plain, 8, 12, tmp_path)
-    reports._save_reference(games, other_seed)
+    reports._save_reference(games, other_seed, "optimal_plain_8g_seed12.npz")
+    namesake = dataclasses.replace(plain, yahtzee_bonus=True)  # same name, another table
+    assert namesake.name == plain.name and cache_file(namesake) != cache_file(plain)
+    other_rules = reference_path(namesake, 8, 1, tmp_path)
+    reports._save_reference(games, other_rules, "unused.npz")
     sidecar = files.checksum_path(cache_file(plain, tmp_path))
     sidecar.write_text("crc32 1 2 00000000 of another table\n")  # a table of other bytes
     second = reference_path(plain, 8, 1, tmp_path)
     assert second != first
-    reports._save_reference(games, second)
-    assert not first.exists() and second.exists() and other_seed.exists()
-    monkeypatch.setattr(reports, "PLAYING_SOURCES", ("errors.py",))  # other code
+    reports._save_reference(games, second, legacy.name)
+    assert not first.exists() and not legacy.exists() and second.exists()
+    assert other_seed.exists() and other_rules.exists()
+    monkeypatch.setattr(reports, "PLAYING_DIGEST", "other code")
     assert reference_path(plain, 8, 1, tmp_path) != second

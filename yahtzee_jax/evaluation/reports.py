@@ -7,6 +7,7 @@ agent's (`evaluation.statistics`) and writes summary.json, report.md and the plo
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import time
@@ -21,6 +22,7 @@ from yahtzee_jax.files import (
     cached,
     check_state,
     checksum_path,
+    kept_or_said,
     remove_stale,
     sources_digest,
     write_json,
@@ -37,8 +39,12 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 
 
-# The code the optimal agent's games are played by: a change to it plays them again.
+# The code the optimal agent's games are played by: a change to it plays them again. Its digest
+# is taken when this module is imported (a run imports it at its start, `session.finish_modules`):
+# games played by the code loaded then are not stored under a key of sources edited since.
 PLAYING_SOURCES = ("game/*.py", "envs/*.py", "agents/*.py", "solver/*.py", "evaluation/records.py")
+PLAYING_DIGEST = sources_digest(*PLAYING_SOURCES)
+KEY_LENGTH = 12  # hex digits of the key in a reference file's name
 
 
 def reference_path(
@@ -52,16 +58,21 @@ def reference_path(
     from yahtzee_jax.solver.value_table import cache_file
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    table_file = cache_file(rules, cache)
     try:
-        table = checksum_path(cache_file(rules, cache)).read_text()
+        table = checksum_path(table_file).read_text()
     except (OSError, UnicodeError):
         table = "unsolved"
-    key = hashlib.sha256(f"{table}\0{sources_digest(*PLAYING_SOURCES)}".encode()).hexdigest()
-    return cache / "reference_games" / f"{_reference_stem(rules, num_games, seed)}-{key[:12]}.npz"
+    key = hashlib.sha256(f"{table}\0{PLAYING_DIGEST}".encode()).hexdigest()[:KEY_LENGTH]
+    # Named by the table's file, not the rules' name: rules of one name and another card or
+    # bonus have tables (and games) of their own.
+    stem = f"optimal_{table_file.stem}_{num_games}g_seed{seed}"
+    return cache / "reference_games" / f"{stem}-{key}.npz"
 
 
-def _reference_stem(rules: Rules, num_games: int, seed: int) -> str:
-    return f"optimal_{rules.name}_{num_games}g_seed{seed}"
+def _legacy_name(rules: Rules, num_games: int, seed: int) -> str:
+    """The name reference games were kept under before their key."""
+    return f"optimal_{rules.name}_{num_games}g_seed{seed}.npz"
 
 
 def optimal_reference(
@@ -97,19 +108,24 @@ def optimal_reference(
             progress=progress,
             program_dir=program_dir,
         )
-        _save_reference(records, path)
+        _save_reference(records, path, _legacy_name(rules, num_games, seed))
         return records
 
     return cached(path, _load_reference, make, "optimal reference games")
 
 
-def _save_reference(records: GameRecords, path: Path) -> None:
+def _save_reference(records: GameRecords, path: Path, legacy: str) -> None:
     """Write the reference games whole, their checksum beside them (`files.written_checked`),
-    and remove those of the same games under an older key (another table or code)."""
-    with written_checked(path, ".tmp.npz") as partial:  # npz: numpy adds none
-        records.save(partial)
-    stem = path.name.rsplit("-", 1)[0]  # `_reference_stem`: "seed1*" would match seed 12
-    for pattern in (f"{stem}-*.npz", f"{stem}.npz"):  # the second: before keys
+    and remove those of the same games under an older key (another table or code) or under
+    their `legacy` name; in a folder that takes no files they are used unkept."""
+
+    def write() -> None:
+        with written_checked(path, ".tmp.npz") as partial:  # npz: numpy adds none
+            records.save(partial)
+
+    kept_or_said(write, "optimal reference games", path)
+    stem = glob.escape(path.name[: -len(f"-{'0' * KEY_LENGTH}.npz")])
+    for pattern in (f"{stem}-{'?' * KEY_LENGTH}.npz", glob.escape(legacy)):
         remove_stale(path, pattern)
 
 
@@ -292,7 +308,7 @@ def evaluate(
     if agent.optimal:  # no column beside itself, but its games are the reference
         path = reference_path(agent.rules, num_games, seed, cache_dir)
         if check_state(path) != "whole":  # missing, damaged or without its checksum
-            _save_reference(records, path)
+            _save_reference(records, path, _legacy_name(agent.rules, num_games, seed))
     elif compare_optimal:
         optimal_records = optimal_reference(agent.rules, num_games, seed, cache_dir, **play)
     return report(records, optimal_records, elapsed, out_dir, json_path, plots)
