@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 import zlib
+from types import SimpleNamespace
 
 import pytest
 
@@ -77,6 +78,15 @@ def test_a_folder_in_the_way_or_too_little_space_is_said_before_the_work(
         files.cached(tmp_path / "big.npy", lambda file: None, make, "table", size=2 * room)
     assert made == []
     assert files.cached(tmp_path / "small.npy", lambda file: None, make, "table", size=1) == b"made"
+    # The old file is not counted as room (the new one is written beside it), and a folder
+    # that takes no files is not measured (its table is used unkept): both found reviewing.
+    old = tmp_path / "old.npy"
+    old.write_bytes(b"x" * 4096)
+    monkeypatch.setattr(files.shutil, "disk_usage", lambda path: SimpleNamespace(free=1000))
+    with pytest.raises(OSError, match=r"needs 0 MiB in .* 0 MiB free"):
+        files.check_room(old, "table", 2000)  # 1,000 free and the old 4,096: not room
+    monkeypatch.setattr(files.os, "access", lambda path, mode: False)
+    files.check_room(old, "table", 2000)
 
 
 def test_only_dead_writers_files_are_removed(tmp_path) -> None:

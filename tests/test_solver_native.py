@@ -455,3 +455,17 @@ def test_target_tables_by_the_kernel_are_numpys(monkeypatch, rules, layers, poli
         by_numpy = solve()
     assert np.isfinite(ours).sum() > 1000
     np.testing.assert_array_equal(ours, by_numpy)
+
+
+def test_a_folder_in_the_kernels_place_is_a_native_error(tmp_path):
+    """A folder where the kernel's file goes is a `NativeError` (the solve then falls back to
+    NumPy, as after a failed build), not the IsADirectoryError the cache's new check raised
+    before any build (found reviewing that check)."""
+    _, name = native.kernel_name("cc")
+    (tmp_path / name).mkdir()
+    native.load_kernel.cache_clear()
+    try:
+        with pytest.raises(native.NativeError, match="in the way of the solver kernel"):
+            native.load_kernel(str(tmp_path))
+    finally:
+        native.load_kernel.cache_clear()

@@ -263,8 +263,12 @@ def check_room(path: pathlib.Path, what: str, size: int | None = None) -> None:
     if size is None:
         return
     try:
-        free = shutil.disk_usage(path.parent).free + (path.stat().st_size if path.exists() else 0)
+        # The new file is written beside the old one before it replaces it: both at once.
+        read_only = os.statvfs(path.parent).f_flag & os.ST_RDONLY
+        free = shutil.disk_usage(path.parent).free
     except OSError:  # no folder yet, or none to be had: the write says why
+        return
+    if read_only or not os.access(path.parent, os.W_OK):  # used unkept (`kept_or_said`)
         return
     if free < size:
         raise OSError(

@@ -157,7 +157,10 @@ def _loaded(path: str, compiler: str, library: pathlib.Path) -> ctypes.CDLL:
         except OSError as error:
             raise NativeError(f"cannot load the solver kernel: {error}") from None
 
-    kernel = cached(library, _opened, build, "solver kernel")
+    try:
+        kernel = cached(library, _opened, build, "solver kernel")
+    except IsADirectoryError as error:  # `files.check_room`: fall back as a failed build does
+        raise NativeError(str(error)) from None
     kernel.solve_run.restype = kernel.target_run.restype = kernel.play_run.restype = ctypes.c_int
     kernel.solve_run.argtypes = [ctypes.POINTER(_Plan)] + [ctypes.c_int64] * 3 + [_POINTER] * 8
     kernel.target_run.argtypes = (
