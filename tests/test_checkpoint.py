@@ -227,6 +227,16 @@ def test_a_resume_below_the_games_played_is_refused_and_a_longer_one_says_so(
     with pytest.raises(UserError, match=r"has played 800 games \(update 200\); give at least 800"):
         train(shorter, run_dir, resume=True, progress=False, final_eval=False)
     assert (run_dir / "config.yaml").read_bytes() == saved
+    # The newest checkpoint's config item damaged (its state would still be resumed): 760
+    # games (190 updates) lie between it and the one before (found reviewing the check)
+    for manager in (LATEST_DIR, BEST_DIR):
+        if (run_dir / manager / "200").exists():
+            (run_dir / manager / "200" / "config" / "metadata").write_text("{damaged")
+    between = from_dict({**TINY, "train": {**TINY["train"], "total_games": 760}})
+    with pytest.raises(UserError, match=r"has played 800 games"):
+        train(between, run_dir, resume=True, progress=False, final_eval=False)
+    run_dir = tmp_path / "run2"
+    shutil.copytree(finished_run, run_dir)
     longer = from_dict({**TINY, "train": {**TINY["train"], "total_games": 802}})
     summary = train(longer, run_dir, resume=True, progress=True, final_eval=False)
     said = capsys.readouterr().err

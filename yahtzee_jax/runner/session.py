@@ -92,16 +92,9 @@ def _refuse_fixed(saved: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changed
 
 
-def _checkpoint_config(run_dir: Path) -> dict[str, Any] | None:
-    """The config stored in the run's newest checkpoint whose config reads (`checkpoints/`
-    before `best/` at equal steps), None when it has no checkpoint."""
-    newest = _newest_checkpoint(run_dir)
-    return None if newest is None else newest[1]
-
-
-def _newest_checkpoint(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
-    """The update and stored config of the run's newest checkpoint whose config reads
-    (`checkpoints/` before `best/` at equal steps), None when it has none."""
+def _step_dirs(run_dir: Path) -> list[Path]:
+    """The run's checkpoint folders, newest first (`checkpoints/` before `best/` at equal
+    steps)."""
     from yahtzee_jax.runner.checkpointing import BEST_DIR, LATEST_DIR
 
     found = [
@@ -110,13 +103,19 @@ def _newest_checkpoint(run_dir: Path) -> tuple[int, dict[str, Any]] | None:
         for step_dir in (run_dir / manager).glob("[0-9]*")
         if step_dir.name.isdigit()
     ]
-    for _, _, step_dir in sorted(found):
+    return [step_dir for _, _, step_dir in sorted(found)]
+
+
+def _checkpoint_config(run_dir: Path) -> dict[str, Any] | None:
+    """The config stored in the run's newest checkpoint whose config reads, None when it has
+    no checkpoint."""
+    for step_dir in _step_dirs(run_dir):
         try:  # the JSON item Orbax wrote (`checkpointing._save_args`)
             data = json.loads((step_dir / "config" / "metadata").read_text())
             from_dict(data)
         except (OSError, ValueError):  # damaged (a ConfigError is a ValueError)
             continue
-        return int(step_dir.name), data
+        return data
     return None
 
 
@@ -174,14 +173,15 @@ def check_resume_config(run_dir: Path, config: Config | None) -> Config:
     if config is None or config == saved:
         return saved
     _refuse_fixed(saved.to_dict(), config.to_dict())
-    newest = _newest_checkpoint(run_dir)
+    # The newest folder, its config read or not (a resume may restore its state anyway).
+    newest = next((int(step_dir.name) for step_dir in _step_dirs(run_dir)), None)
     # A total below the games played was taken without a word: config.yaml then said 640
     # games where summary.json said 960 (found by a review session).
-    if newest is not None and newest[0] > config.train.total_updates:
-        played = newest[0] * config.train.games_per_update
+    if newest is not None and newest > config.train.total_updates:
+        played = newest * config.train.games_per_update
         raise ConfigError(
             f"cannot resume {run_dir} with train.total_games={config.train.total_games}: it "
-            f"has played {played:,} games (update {newest[0]}); give at least {played}"
+            f"has played {played:,} games (update {newest}); give at least {played}"
         )
     return config
 
