@@ -68,3 +68,5 @@ def test_the_programs_follow_the_commands_cache_dir() -> None:
         keep_compiled_programs("evaluate", environ, _given_cache_dir(argv))
         assert environ["JAX_COMPILATION_CACHE_DIR"] == "/d/xla"
     assert _given_cache_dir(["evaluate", "optimal"]) is None
+    # argparse keeps the last of two
+    assert _given_cache_dir(["evaluate", "--cache-dir", "/a", "--cache-dir=/b"]) == "/b"

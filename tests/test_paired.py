@@ -116,6 +116,14 @@ def test_comparisons_refuse_other_matches() -> None:
                 "results": base64.b64encode(zlib.compress(bytes([2, 0, 3, 1]))).decode(),
             },
         },
+        # a byte of 200 read as -57 and passed (found reviewing the change)
+        "holds results other than a win, draw or loss": {
+            **first,
+            "per_match": {
+                **first["per_match"],
+                "results": base64.b64encode(zlib.compress(bytes([2, 0, 200, 1]))).decode(),
+            },
+        },
     }
     for message, second in cases.items():
         with pytest.raises(ConfigError, match=re.escape(message)) as raised:

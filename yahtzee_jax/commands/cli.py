@@ -153,14 +153,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _given_cache_dir(argv: list[str]) -> str | None:
-    """The value of `--cache-dir DIR` or `--cache-dir=DIR` in `argv` before it is parsed (JAX's
-    cache folder is set before the parser imports JAX), None when absent."""
+    """The value of the last `--cache-dir DIR` or `--cache-dir=DIR` in `argv` (the one argparse
+    keeps) before it is parsed (JAX's cache folder is set before the parser imports JAX), None
+    when absent. An abbreviated flag is missed: the programs then go to the default folder."""
+    given = None
     for index, arg in enumerate(argv):
         if arg.startswith("--cache-dir="):
-            return arg.split("=", 1)[1]
-        if arg == "--cache-dir" and index + 1 < len(argv):
-            return argv[index + 1]
-    return None
+            given = arg.split("=", 1)[1]
+        elif arg == "--cache-dir" and index + 1 < len(argv):
+            given = argv[index + 1]
+    return given
 
 
 def _describe(error: OSError) -> str:

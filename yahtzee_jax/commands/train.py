@@ -113,8 +113,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"last periodic evaluation: {last['mean']:.2f} over {last['num_games']} games")
     if final:  # with its error and where to look, which a newcomer had to find
         print(
-            f"final evaluation: {final['mean']:.2f} +- {final['stderr']:.2f} (standard error) "
-            f"over {final['games']:,} games; report: {Path(final['report']) / 'report.md'}"
+            f"final evaluation: {final['mean']:.2f} +- {final.get('stderr', float('nan')):.2f} "
+            f"(standard error) over {final['games']:,} games; report: "
+            f"{Path(final.get('report', run_dir / 'final_eval')) / 'report.md'}"
         )
     if summary.get("learning_curve"):
         print(f"learning curve: {summary['learning_curve']}")
