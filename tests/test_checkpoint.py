@@ -239,11 +239,11 @@ def test_a_resume_below_the_games_played_is_refused_and_a_longer_one_says_so(
     shutil.copytree(finished_run, run_dir)
     longer = from_dict({**TINY, "train": {**TINY["train"], "total_games": 802}})
     summary = train(longer, run_dir, resume=True, progress=True, final_eval=False)
-    said = capsys.readouterr().err
-    assert "train.total_games=802 is not a whole number of updates" in said
-    assert "plays 804 games (201 updates)" in said
-    assert "compiling the training step..." in said
-    assert f"resuming {run_dir} at update 200 (800 of 804 games)" in said  # the bar alone said 99 %
+    said = capsys.readouterr()
+    assert "train.total_games=802 is not a whole number of updates" in said.err
+    assert "plays 804 games (201 updates)" in said.err
+    assert "compiling the training step..." in said.err
+    assert f"resuming {run_dir} at update 200 (800 of 804 games)" in said.out  # the bar: 99 %
     assert summary["updates"] == 201
 
 

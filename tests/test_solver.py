@@ -206,14 +206,19 @@ def test_the_workers_leave_ctrl_c_to_the_command():
     """A forked worker ignores SIGINT: Ctrl-C reaches the whole process group, and workers that
     took it printed their tracebacks under the command's one line (3 of 11 interrupted solves,
     found by a review session); the parent's KeyboardInterrupt ends the pool."""
-    pool = value_table._worker_pool(2)
+    # A command's own handler (pytest's workers may ignore SIGINT: a fork would inherit that)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        handlers = pool.map(signal.getsignal, [signal.SIGINT] * 2)
+        pool = value_table._worker_pool(2)
+        try:
+            handlers = pool.map(signal.getsignal, [signal.SIGINT] * 2)
+        finally:
+            pool.terminate()
+            pool.join()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # left as it was
     finally:
-        pool.terminate()
-        pool.join()
+        signal.signal(signal.SIGINT, before)
     assert handlers == [signal.SIG_IGN, signal.SIG_IGN]
-    assert signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
 
 
 def test_last_turn_matches_brute_force(endgame_tables):

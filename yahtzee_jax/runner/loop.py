@@ -328,12 +328,12 @@ def train_members(
     } - {None}
     for note in sorted(notes) if primary else ():
         bar.write(note, file=sys.stderr)
-    if start_step and primary:  # the bar alone started at 15 % without a word
+    if 0 < start_step < total and primary:  # the bar alone began part-way without a word
         where = run_dirs[0] if size == 1 else f"{size} members"
-        bar.write(
+        bar.write(  # stdout, as the resume's other lines (stderr is for what went wrong)
             f"resuming {where} at update {start_step:,} ({start_step * games_per_update:,} of "
             f"{total * games_per_update:,} games)",
-            file=sys.stderr,
+            file=sys.stdout,
         )
     started = time.perf_counter()
     stop = StopRequests()
