@@ -40,16 +40,3 @@ def test_bad_target_and_ceiling_commands_are_one_line_errors(argv, message, caps
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
-
-
-def test_match_keeps_its_tables_in_the_cache_dir_it_is_given(tmp_path, capsys):
-    """`match --cache-dir D` (it had only $YAHTZEE_JAX_CACHE, found by a review session): the
-    players' value table is solved into D, and a file given as D is one line."""
-    argv = ["match", "optimal", "--opponent", "greedy1", "--games", "2", "--rules", "plain"]
-    assert main([*argv, "--cache-dir", str(tmp_path), "--no-progress"]) == 0
-    assert "optimal vs greedy1: wins" in capsys.readouterr().out
-    assert list(tmp_path.glob("values-v2-plain-*.npz"))
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    assert main([*argv, "--cache-dir", str(blocker), "--no-progress"]) == 2
-    assert capsys.readouterr().err.count("\n") == 1

@@ -227,22 +227,27 @@ def test_match_command_plays_the_target_seeker_and_records_its_run(tmp_path, mon
     rest 0, so the play is no guide) writes the counts that add up, the weight and joint
     endgame played and the run's record: the command, the CPU and the load; a weight outside
     [0, 1] and a weight or joint endgame given to another player are refused in one line before
-    any table is read."""
+    any table is read. `--cache-dir` reaches the player's tables and the opponents' value table
+    (match had only $YAHTZEE_JAX_CACHE, found by a review session)."""
     import json
 
     from yahtzee_jax.commands.cli import main
     from yahtzee_jax.solver import seeker_policy
 
-    joints = []
+    joints, caches = [], []
 
     def built(rules, cache, weight, joint):
         joints.append(joint)
+        caches.append(cache)
         return tables(float(weight[0, 0]))
 
     monkeypatch.setattr(seeker_policy, "target_seeker_tables", built)
     out = tmp_path / "seeker.json"
     argv = ["match", "target-seeker", "--rules", "plain", "--games", "6", "--seed", "5"]
-    assert main([*argv, "--hindsight-weight", "0", "--no-progress", "--out", str(out)]) == 0
+    cache = ["--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, *cache, "--hindsight-weight", "0", "--no-progress", "--out", str(out)]) == 0
+    assert caches == [str(tmp_path / "cache")]
+    assert list((tmp_path / "cache").glob("values-v2-plain-*.npz"))  # the opponents' table
     result = json.loads(out.read_text())
     assert result["wins"] + result["draws"] + result["losses"] == 6
     assert result["hindsight_weight"] == 0.0 and result["run"] == "target-seeker"
