@@ -298,3 +298,25 @@ def test_damaged_config_yaml_gives_way_to_the_checkpoints_config(finished_run):
     check_one_line(status, stderr, allowed=(0,))
     assert "missing, damaged or edited" in stderr, stderr
     assert read_yaml(path) == original
+
+
+def test_sigterm_ends_a_command_as_ctrl_c_does(monkeypatch, capsys) -> None:
+    """SIGTERM (a scheduler, `timeout`) during a command ends it in one line with status 130,
+    files being written cleaned up on the way out, and the handler is put back after: it
+    killed every command but `train` without a word (found by a review session)."""
+    import os
+    import signal
+    import time
+
+    from yahtzee_jax.commands import cli, solve
+
+    def terminated(args) -> int:
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # the handler raises before this ends
+        return 0
+
+    monkeypatch.setattr(solve, "run_solve", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    assert cli.main(["solve", "--rules", "plain"]) == 130
+    assert capsys.readouterr().err == "yahtzee-jax solve: interrupted\n"
+    assert signal.getsignal(signal.SIGTERM) == before

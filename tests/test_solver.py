@@ -205,20 +205,32 @@ def test_worker_processes_solve_bit_for_bit_like_one_process(endgame_tables):
 def test_the_workers_leave_ctrl_c_to_the_command():
     """A forked worker ignores SIGINT: Ctrl-C reaches the whole process group, and workers that
     took it printed their tracebacks under the command's one line (3 of 11 interrupted solves,
-    found by a review session); the parent's KeyboardInterrupt ends the pool."""
-    # A command's own handler (pytest's workers may ignore SIGINT: a fork would inherit that)
-    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    found by a review session); the parent's KeyboardInterrupt ends the pool. SIGTERM, which
+    the pool's end sends, ends a worker at once, whatever handler the command set."""
+
+    def command_handler(signum, frame):
+        raise KeyboardInterrupt
+
+    # A command's own handlers (pytest's workers may ignore SIGINT: a fork would inherit that)
+    before = {
+        sig: signal.signal(sig, handler)
+        for sig, handler in ((signal.SIGINT, signal.default_int_handler),
+                             (signal.SIGTERM, command_handler))
+    }  # fmt: skip
     try:
         pool = value_table._worker_pool(2)
         try:
             handlers = pool.map(signal.getsignal, [signal.SIGINT] * 2)
+            ends = pool.map(signal.getsignal, [signal.SIGTERM] * 2)
         finally:
             pool.terminate()
             pool.join()
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # left as it was
     finally:
-        signal.signal(signal.SIGINT, before)
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
     assert handlers == [signal.SIG_IGN, signal.SIG_IGN]
+    assert ends == [signal.SIG_DFL, signal.SIG_DFL]
 
 
 def test_last_turn_matches_brute_force(endgame_tables):

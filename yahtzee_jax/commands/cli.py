@@ -8,11 +8,14 @@ errors into a one-line message with a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pathlib
+import signal
 import sys
-from collections.abc import MutableMapping
+import threading
+from collections.abc import Iterator, MutableMapping
 from typing import Any, NoReturn
 
 from yahtzee_jax.errors import UserError
@@ -135,6 +138,32 @@ def main(argv: list[str] | None = None) -> int:
     keep_compiled_programs(command, os.environ, _given_cache_dir(argv))
     args = build_parser(argv).parse_args(argv)
     args.argv = argv  # what a result file records as its command
+    with _terminate_as_interrupt():
+        return _dispatch(args)
+
+
+def _interrupt(signum: int, frame: Any) -> NoReturn:
+    """SIGTERM ends a command as Ctrl-C does (`train` handles both itself, while it trains)."""
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt while inside: files being written are removed on the
+    way out and the command ends in one line with status 130, where SIGTERM (a scheduler,
+    `timeout`) killed it without a word and left its temporary files (a review session)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; a UserError, an OSError or an interrupt is one line."""
     try:
         if getattr(args, "cache_dir", None) is not None:  # before any table is solved or read
             if not args.cache_dir.strip():  # "" was the current folder

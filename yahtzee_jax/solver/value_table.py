@@ -137,8 +137,10 @@ def solver_workers() -> int:
 
 def _ignore_interrupts() -> None:
     """A worker's start: Ctrl-C is the parent's to handle (it ends the pool); a worker that took
-    it too printed its traceback under the command's one line."""
+    it too printed its traceback under the command's one line. SIGTERM, which the pool's end
+    sends, ends a worker at once (the command's own handler, inherited, would raise in it)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _worker_pool(workers: int) -> Any:
