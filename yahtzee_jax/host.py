@@ -12,11 +12,30 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # `one_thread_per_program` was asked for / took effect in JAX (before its CPU backend started).
 _asked = False
 _settled = False
+
+
+@contextlib.contextmanager
+def signals_handled(handler: Callable[[int, Any], None], *signals: int) -> Iterator[None]:
+    """`handler` for `signals` while inside, the previous handlers put back after; in a thread
+    other than the main one (where Python allows no handler) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def usable_cpus() -> int:

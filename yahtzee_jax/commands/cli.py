@@ -8,18 +8,17 @@ errors into a one-line message with a non-zero exit.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import os
 import pathlib
 import signal
 import sys
-import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any, NoReturn
 
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import check_folders, default_cache_dir
+from yahtzee_jax.host import signals_handled
 
 # command -> (the module that registers it with `add_cli(subparsers)`, its one-line help).
 # Only the chosen command's module is imported: `yahtzee-jax --help` loads no JAX.
@@ -138,28 +137,15 @@ def main(argv: list[str] | None = None) -> int:
     keep_compiled_programs(command, os.environ, _given_cache_dir(argv))
     args = build_parser(argv).parse_args(argv)
     args.argv = argv  # what a result file records as its command
-    with _terminate_as_interrupt():
+    # SIGTERM (a scheduler, `timeout`) killed a command without a word and left its temporary
+    # files: as KeyboardInterrupt they are removed on the way out, and the line says so (130).
+    with signals_handled(_interrupt, signal.SIGTERM):
         return _dispatch(args)
 
 
 def _interrupt(signum: int, frame: Any) -> NoReturn:
     """SIGTERM ends a command as Ctrl-C does (`train` handles both itself, while it trains)."""
     raise KeyboardInterrupt
-
-
-@contextlib.contextmanager
-def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt while inside: files being written are removed on the
-    way out and the command ends in one line with status 130, where SIGTERM (a scheduler,
-    `timeout`) killed it without a word and left its temporary files (a review session)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ from yahtzee_jax.algorithms import get_algorithm
 from yahtzee_jax.algorithms.algorithm import Context, TrainState, init_train_state
 from yahtzee_jax.config import Config
 from yahtzee_jax.errors import ConfigError, DiskFullError, UserError, is_disk_full
+from yahtzee_jax.host import signals_handled
 from yahtzee_jax.parallel import host_local
 from yahtzee_jax.runner.chunk import guard_quantities
 from yahtzee_jax.runner.collapse import CollapseError, CollapseWatch, collapse_warning
@@ -167,15 +167,8 @@ class StopRequests:
     @contextlib.contextmanager
     def installed(self) -> Iterator[StopRequests]:
         """Handle SIGINT and SIGTERM while inside (main thread only; elsewhere a no-op)."""
-        if threading.current_thread() is not threading.main_thread():
+        with signals_handled(self, signal.SIGINT, signal.SIGTERM):
             yield self
-            return
-        previous = {sig: signal.signal(sig, self) for sig in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield self
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
 
 
 def restore_members(
