@@ -157,6 +157,39 @@ def test_cached_makes_once_under_the_lock_and_says_what_it_remakes(tmp_path, cap
     assert capsys.readouterr().err == ""
 
 
+def test_stale_tables_go_unless_another_process_is_making_one(tmp_path) -> None:
+    """`remove_stale` removes the other keys' files with their checksums and lock files, and
+    leaves the one whose lock a process holds (another version of the code writing it now),
+    lock file and all; the current key's file stays."""
+    current, idle, busy = (tmp_path / f"table-{key}.npy" for key in ("now", "old", "busy"))
+    for path in (current, idle, busy):
+        for file in (path, files.checksum_path(path), files.lock_path(path)):
+            file.write_bytes(b"x")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys, time; handle = open(sys.argv[1], 'a+'); "
+            "fcntl.flock(handle, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)",
+            str(files.lock_path(busy)),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        files.remove_stale(current, "table-*.npy")
+    finally:
+        holder.kill()
+        holder.wait()
+    left = {path.name for path in tmp_path.iterdir()}
+    assert left == {
+        file.name
+        for path in (current, busy)
+        for file in (path, files.checksum_path(path), files.lock_path(path))
+    }
+
+
 def test_the_sources_digest_frames_each_file_once_by_its_path_and_size():
     """The cache keys' code digest is SHA-256 over each matched file once (two patterns naming
     the same file, in any order, give its digest alone), framed `path NUL size NUL bytes`, as

@@ -286,12 +286,26 @@ def lock_path(path: pathlib.Path) -> pathlib.Path:
 def remove_stale(path: pathlib.Path, pattern: str) -> None:
     """Remove the cache files beside `path` matching the glob `pattern` other than `path` (the
     same table of other code, which nothing reads again), each with its checksum and its lock
-    file (one would be left for every code change otherwise)."""
+    file (one would be left for every code change otherwise). A file whose lock another process
+    holds (another version of the code making it now) is left alone."""
     for old in path.parent.glob(pattern):
-        if old != path:
+        if old != path and not _locked_elsewhere(old):
             for file in (old, checksum_path(old), lock_path(old)):
                 with contextlib.suppress(OSError):
                     file.unlink()
+
+
+def _locked_elsewhere(path: pathlib.Path) -> bool:
+    """Whether another process holds `cache_lock` on `path` now (a lock file missing, or one
+    that cannot be opened or locked for other reasons, holds nothing)."""
+    try:
+        with open(lock_path(path), "rb") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when closed
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 @contextlib.contextmanager
