@@ -141,11 +141,13 @@ def test_by_default_an_illegal_action_forfeits_the_game():
 def test_a_forfeit_costs_the_seat_that_acted_a_loss_and_no_one_else_anything():
     """Two outside seats, "win" reward, seat 0 on turn at its first roll: its score action 44 at
     a keep decision ends the match with rewards [-1, 0] (PettingZoo's TerminateIllegalWrapper's
-    outcome); under "score" [-0, 0], no points taken yet."""
+    outcome); under "score" [0, 0], no points taken yet: +0.0, not -0.0, which a client's log
+    would print as "-0.0"."""
     for reward, expected in (("win", [-1.0, 0.0]), ("score", [0.0, 0.0])):
         params, init, step = jitted("YahtzeeMatch-v0", opponent=None, reward=reward)
         after = step(init(jax.random.key(0), params), jnp.int32(CHANCE), jax.random.key(1), params)
         assert bool(after.terminated) and after.rewards.tolist() == expected
+        assert not np.signbit(np.asarray(after.rewards[0])) or reward == "win"
 
 
 def mask_blind(env_id: str, action: int, **params: object) -> tuple[core.EnvState, float, int]:

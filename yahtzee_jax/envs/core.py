@@ -424,7 +424,7 @@ def _limited(before: EnvState, illegal: jax.Array, after: EnvState, params: EnvP
         else:
             worth = jnp.zeros(params.players)
         match = before.match.replace(terminated=jnp.bool_(True))
-        rewards = jnp.where(illegal, -worth, 0.0)
+        rewards = jnp.where(illegal, 0.0 - worth, 0.0)  # not -worth: -0.0 where nothing is lost
         forfeit = from_match(match, params, rewards, before.play_keys, before.decisions)
         after = _select(jnp.any(illegal), forfeit.replace(steps=after.steps), after)
     if params.max_steps is not None:
