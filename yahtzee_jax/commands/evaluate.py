@@ -19,6 +19,7 @@ from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.game_records import (
     ACCELERATOR_BATCH_SIZE,
     CPU_BATCH_SIZE,
+    check_batch_size,
     check_num_games,
 )
 from yahtzee_jax.evaluation.reports import evaluate_native, format_terminal, report_tables
@@ -128,6 +129,7 @@ def _run_target(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Run `yahtzee-jax evaluate`."""
     check_num_games(args.games)
+    check_batch_size(args.batch_size)  # before a solve of the optimal agent's table (minutes)
     check_writable(args.json_path)
     if (args.agent == TARGET) != (args.target is not None):
         raise UserError("--target X goes with the target agent, and the target agent needs it")

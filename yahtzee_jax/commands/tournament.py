@@ -13,7 +13,7 @@ import numpy as np
 from yahtzee_jax.agents.resolve import AGENT_NAMES
 from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.evaluation.records import check_num_games
+from yahtzee_jax.evaluation.records import check_batch_size, check_num_games
 from yahtzee_jax.evaluation.reports import format_terminal
 from yahtzee_jax.evaluation.round_robin import (
     DICE_MODES,
@@ -85,6 +85,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run `yahtzee-jax tournament`."""
     check_num_games(args.games)
+    check_batch_size(args.batch_size)  # before the agents' tables are solved (minutes)
     if len(args.agents) < 2:
         raise UserError("a tournament needs at least two agents")
     if len(set(args.agents)) != len(args.agents):

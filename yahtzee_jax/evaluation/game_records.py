@@ -93,3 +93,9 @@ def check_num_games(num_games: int) -> None:
         raise UserError(f"the number of games must be at least 1 (got {num_games})")
     if num_games > MAX_GAMES:
         raise UserError(f"the number of games must be at most {MAX_GAMES} (got {num_games})")
+
+
+def check_batch_size(batch_size: int | None) -> None:
+    """Reject a batch size below 1 with a clear message (None: the default's)."""
+    if batch_size is not None and batch_size < 1:
+        raise UserError(f"the batch size must be at least 1 (got {batch_size})")

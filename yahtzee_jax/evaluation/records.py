@@ -23,13 +23,13 @@ from yahtzee_jax.config import FeatureConfig
 from yahtzee_jax.envs.environment import no_others
 from yahtzee_jax.envs.rollout import learning_rollout
 from yahtzee_jax.envs.solitaire_play import SOLITAIRE, episode_keys
-from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation import stored_traces
 from yahtzee_jax.evaluation.game_records import (  # noqa: F401 (re-exported)
     ACCELERATOR_BATCH_SIZE,
     CPU_BATCH_SIZE,
     MAX_GAMES,
     GameRecords,
+    check_batch_size,
     check_game_seed,
     check_num_games,
 )
@@ -140,9 +140,8 @@ def play_games(
     check_num_games(num_games)
     check_num_games(first_game + num_games)  # the last game's index is an int32 too
     check_game_seed(seed)
+    check_batch_size(batch_size)
     batch_size = default_batch_size(agent.policy) if batch_size is None else batch_size
-    if batch_size < 1:
-        raise UserError(f"the batch size must be at least 1 (got {batch_size})")
     from tqdm.auto import tqdm
 
     batch_size = min(batch_size, num_games)
