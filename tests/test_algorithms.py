@@ -142,6 +142,9 @@ def test_update_jits_and_reports_finite_scalars(name):
     assert_one_update(state, *make_chunk(context, 1)(state))
 
 
+# slow: 12 s of make test, cold; the critic's trunk is fast in test_networks.py (which gradient
+# reaches which block) and PPO's update in test_golden.py
+@pytest.mark.slow
 def test_ppo_update_trains_a_critic_of_its_own():
     """PPO with `network.critic_trunk`: one compiled update is sound, the critic's own blocks
     and the policy's trunk both move (the value rows reach the critic's trunk through the
@@ -158,11 +161,12 @@ def test_ppo_update_trains_a_critic_of_its_own():
         ), module
 
 
-# The chunk's scan is the runner's, whatever the learner: PPO's, DQN's and the tabular learners'
-# updates keep it fast; A2C's and REINFORCE's (the actor-critic path PPO's update also takes)
-# wait for test-slow, their updates fast in test_checkpoint_resume_is_bit_identical below (and
-# A2C's in test_golden.py).
-CHUNK_SLOW_MARKED = slow_marked(SLOW_LEARNERS | {"a2c", "reinforce"})
+# The chunk's scan is the runner's, whatever the learner: the tabular learners' updates keep it
+# fast here; PPO's, DQN's and A2C's chunks are fast in test_golden.py (each a recorded chunk of
+# updates, to the bit: 26 s of make test here, cold) and REINFORCE's (the actor-critic path
+# PPO's update also takes) waits for test-slow, its update fast in
+# test_checkpoint_resume_is_bit_identical below.
+CHUNK_SLOW_MARKED = slow_marked(SLOW_LEARNERS | {"a2c", "reinforce", "ppo", "dqn"})
 
 
 @pytest.mark.parametrize("name", CHUNK_SLOW_MARKED)

@@ -408,11 +408,12 @@ def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
 @pytest.mark.parametrize(
     "preset", ["paper-ppo-50k", pytest.param("paper-reinforce", marks=pytest.mark.slow)]
 )
-def test_ppo_and_reinforce_train_in_the_match_against_greedy1(preset):
+def test_ppo_and_reinforce_train_in_the_match_against_a_built_in_opponent(preset):
     """Learners written for solitaire train in the match environment with no code of their
-    own: three updates against greedy1 (greedy3 compiled for longer, the same path) move every
-    parameter group, stay finite, remember the learner's totals for the moving goal and log
-    the match's win rate and scores."""
+    own: three updates against the random agent move every parameter group, stay finite,
+    remember the learner's totals for the moving goal and log the match's win rate and scores.
+    (greedy1 compiled 5 s longer, the same path: a built-in policy's turn inside the step, which
+    test_golden.py's DQN case trains against greedy3, bit for bit.)"""
     config = resolve(
         preset,
         None,
@@ -422,7 +423,7 @@ def test_ppo_and_reinforce_train_in_the_match_against_greedy1(preset):
             "train.games_per_update=4",
             "train.total_games=12",
             "env.id=YahtzeeMatch-v0",
-            "env.opponent=greedy1",
+            "env.opponent=random",
             "env.reward=win",
         ],
     )
@@ -446,7 +447,8 @@ def test_ppo_and_reinforce_train_in_the_match_against_greedy1(preset):
             )
         ), module
     assert 0.0 <= float(metrics["train/win_rate"]) <= 1.0
-    assert float(metrics["train/opponent_mean_score"]) > 100  # greedy1 writes its best box
+    # whole games of random moves were played (12 of them scored 48.75 on average here)
+    assert 20 < float(metrics["train/opponent_mean_score"]) < 100
 
 
 # make test-slow (issue 45: make test within 10 minutes); 25-50 s on the idle 2-core EPYC
