@@ -59,8 +59,9 @@ def test_a_second_evaluate_loads_the_programs_the_first_kept(tmp_path) -> None:
 
 
 def test_the_programs_follow_the_commands_cache_dir() -> None:
-    """`--cache-dir D` (or `--cache-dir=D`) puts JAX's kept programs in D/xla too: they went to
-    the default folder whatever the command was given (found by a review session)."""
+    """`--cache-dir D` (or `--cache-dir=D`, or an abbreviation argparse takes) puts JAX's kept
+    programs in D/xla too: they went to the default folder whatever the command was given
+    (found by a review session)."""
     from yahtzee_jax.commands.cli import _given_cache_dir
 
     for argv in (["evaluate", "optimal", "--cache-dir", "/d"], ["evaluate", "--cache-dir=/d"]):
@@ -70,3 +71,8 @@ def test_the_programs_follow_the_commands_cache_dir() -> None:
     assert _given_cache_dir(["evaluate", "optimal"]) is None
     # argparse keeps the last of two
     assert _given_cache_dir(["evaluate", "--cache-dir", "/a", "--cache-dir=/b"]) == "/b"
+    # and takes abbreviations: from --cac on none is another flag's (--ca may be --card's)
+    assert _given_cache_dir(["match", "optimal", "--cache", "/e"]) == "/e"
+    assert _given_cache_dir(["match", "optimal", "--cac=/f"]) == "/f"
+    assert _given_cache_dir(["advise", "--ca", "/g", "--c", "/h"]) is None
+    assert _given_cache_dir(["evaluate", "--", "--cache-dir", "/i"]) is None

@@ -170,12 +170,18 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _given_cache_dir(argv: list[str]) -> str | None:
     """The value of the last `--cache-dir DIR` or `--cache-dir=DIR` in `argv` (the one argparse
     keeps) before it is parsed (JAX's cache folder is set before the parser imports JAX), None
-    when absent. An abbreviated flag is missed: the programs then go to the default folder."""
+    when absent. argparse's abbreviations count from `--cac` on (no other flag starts so); a
+    shorter one is missed, and the programs then go to the default folder."""
     given = None
     for index, arg in enumerate(argv):
-        if arg.startswith("--cache-dir="):
-            given = arg.split("=", 1)[1]
-        elif arg == "--cache-dir" and index + 1 < len(argv):
+        if arg == "--":
+            break
+        name, equals, value = arg.partition("=")
+        if len(name) < len("--cac") or not "--cache-dir".startswith(name):
+            continue
+        if equals:
+            given = value
+        elif index + 1 < len(argv):
             given = argv[index + 1]
     return given
 
