@@ -30,6 +30,7 @@ from yahtzee_jax.solver.joint_endgame import (
     JointEndgame,
     joint_chances,
     joint_endgame_tables,
+    last_turn_chances,
     opponent_choices,
     opponent_turn,
     solve_joint_endgame,
@@ -40,6 +41,7 @@ from yahtzee_jax.solver.seeker_policy import (
     target_seeker_policy,
     win_chances,
 )
+from yahtzee_jax.solver.widget import turn_start_value
 from yahtzee_jax.solver.widget_tables import KEEP_OF_ACTION, ROLL_OF_CODE, ROLLS, dice_code
 
 RULES = get_rules("plain")
@@ -175,6 +177,30 @@ def test_a_turn_end_is_the_enumerated_best_chance_after_the_opponents_turn(writt
         klass = joint().classes[card_state(after)]
         got = joint_chances(joint(), klass[None], jnp.asarray([start + shift]), turn)
         np.testing.assert_allclose(got, [expected], atol=3e-6)
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), most=st.integers(0, 60))
+def test_last_turn_chances_skip_only_columns_the_widget_would_make_alike(seed, most):
+    """Random rewards of three classes and random last-turn points (up to `most`, and one
+    class that scores nothing): L equals, to the bit, the widget run on every (my class,
+    margin) column, as it was before the columns where no roll matters were left out."""
+    from yahtzee_jax.solver.joint_endgame import MARGINS, REWARD_BINS
+    from yahtzee_jax.solver.widget_tables import WIDGET_ORDER
+
+    rng = np.random.default_rng(seed)
+    rewards = rng.integers(0, 50, (3, 252))
+    points = np.zeros((3, REWARD_BINS))
+    points[:2, : most + 1] = rng.random((2, most + 1))
+    points[:2] /= points[:2].sum(axis=1, keepdims=True)
+    points[2, 0] = 1.0
+    below = np.cumsum(points, axis=1)
+    needed = rewards.T[WIDGET_ORDER[5]][:, :, None] + np.arange(-MARGINS, MARGINS + 1) - 1
+    chances = last_turn_chances(rewards, points)
+    for its in range(3):
+        final = np.where(needed < 0, 0.0, below[its][np.clip(needed, 0, REWARD_BINS - 1)])
+        every = turn_start_value(final.reshape(252, -1)).reshape(3, -1).astype(np.float32)
+        np.testing.assert_array_equal(chances[:, its], every)
 
 
 def test_the_opponents_turn_is_the_optimal_agents_play_roll_by_roll():
