@@ -171,7 +171,7 @@ def joint_endgame_tables(
     rules: Rules, cache_dir: str | os.PathLike | None, follow: np.ndarray
 ) -> JointEndgame:
     """`solve_joint_endgame` on the device, cached beside the value table (`files.cached`:
-    checksummed, written whole; about 8 s the first time in Yahtzee on two cores, once its
+    checksummed, written whole; about 10 s the first time in Yahtzee on two cores, once its
     "expected" target table is there: `experiments/joint_endgame_speed.py`)."""
     path = cache_file(rules, cache_dir, table="joint-endgame")
 
