@@ -155,24 +155,20 @@ def test_learned_tables_hold_the_networks_rows_where_the_solvers_would(cache):
         assert value[state] == pytest.approx(direct[1, 1:].sum(), abs=1e-3)
 
 
-def test_the_learned_seeker_plays_without_solver_tables_as_the_seeker_does(cache, monkeypatch):
-    """Built with every solver table loader raising, the learned seeker plays legal moves; over
-    200 whole seven-box matches against the optimal agent (played after the guard: the
-    opponent reads its table) it takes the target-seeker's own action at most decisions of its
-    own games and wins within 12 points of the target-seeker on the same dice."""
+def built_under_the_guard(cache, monkeypatch):
+    """(the learned seeker built with every solver table loader raising, the target-seeker)."""
     params, _ = fitted(cache)
     target_layout(RULES)
     forbid_solver_tables(monkeypatch)
     agent = learned_seeker_agent(params, FIT, RULES)
     monkeypatch.undo()
-    seeker = target_seeker_agent(RULES, cache, 1.0, False)
-    rival = (builtin_agent("optimal", RULES, cache_dir=cache),)
-    wins = []
-    for player in (agent, seeker):
-        own, others = match_totals(player, rival, RULES, 200, 5, 100, False)
-        wins.append(np.mean(own > others[:, 0]))
-    assert abs(wins[0] - wins[1]) < 0.12
-    # Mid-game cards at each roll, each decision against the seeker's.
+    return agent, target_seeker_agent(RULES, cache, 1.0, False)
+
+
+def test_the_learned_seeker_plays_without_solver_tables_as_the_seeker_does(cache, monkeypatch):
+    """Built with every solver table loader raising, the learned seeker plays legal moves at
+    mid-game cards at each roll, and takes the target-seeker's own action at most of them."""
+    agent, seeker = built_under_the_guard(cache, monkeypatch)
     cards = [card((d, d, 3, 4, 5), {0: 1, 1: 2}, r, rules=RULES) for d in (1, 6) for r in (0, 2)]
     own = jax.tree.map(lambda *x: jnp.stack(x), *cards)
     rivals = jax.tree.map(lambda x: x[:, None], own)
@@ -182,6 +178,20 @@ def test_the_learned_seeker_plays_without_solver_tables_as_the_seeker_does(cache
     assert bool(jnp.all(legal[jnp.arange(len(cards)), mine]))
     theirs = jax.jit(seeker.policy)(seeker.params, own, rivals, keys)
     assert np.mean(np.asarray(mine) == np.asarray(theirs)) >= 0.75
+
+
+@pytest.mark.slow  # 200 matches of each player: 15 s of make test; the moves are checked above
+def test_the_learned_seeker_wins_about_as_often_as_the_seeker(cache, monkeypatch):
+    """Over 200 whole seven-box matches against the optimal agent (played after the guard: the
+    opponent reads its table) the learned seeker wins within 12 points of the target-seeker on
+    the same dice."""
+    agent, seeker = built_under_the_guard(cache, monkeypatch)
+    rival = (builtin_agent("optimal", RULES, cache_dir=cache),)
+    wins = []
+    for player in (agent, seeker):
+        own, others = match_totals(player, rival, RULES, 200, 5, 100, False)
+        wins.append(np.mean(own > others[:, 0]))
+    assert abs(wins[0] - wins[1]) < 0.12
 
 
 def test_a_saved_fit_loads_to_the_same_rows_and_a_bad_folder_is_one_line(cache, tmp_path):
@@ -208,7 +218,7 @@ def test_match_command_plays_a_fit_folder(cache, tmp_path, monkeypatch):
     rules found by name: here the test's seven-box game, handed to the lookup) and records it;
     `--set` on it is refused in one line. Against the random agent: the default, the optimal
     agent, compiled its table into the play for 4 s more (its matches against the learned
-    seeker are the test above's)."""
+    seeker are test_the_learned_seeker_wins_about_as_often_as_the_seeker's, slow)."""
 
     from yahtzee_jax.algorithms import target_rows_fit
     from yahtzee_jax.commands.cli import main
