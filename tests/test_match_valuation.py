@@ -10,6 +10,7 @@ next decision; every valuation at or under the best play; refusals.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 
@@ -51,8 +52,10 @@ def _best_of(boxes, after) -> callable:
     return final
 
 
+@functools.cache  # the enumeration below asks for a few pairs of cards 756 times (20 s)
 def _hindsight(cache, its_card: int, my_card: int) -> np.ndarray:
-    """sum_y P(its points to come = y) T_mine(y + 1 - margin) over MARGINS, summed plainly."""
+    """sum_y P(its points to come = y) T_mine(y + 1 - margin) over MARGINS, summed plainly
+    (read-only: the cached array is shared)."""
     survival = target_tables(RULES, cache_dir=cache, policy="expected").chances((its_card, 0, 0))
     chances = np.append(survival, 0.0)[:-1] - np.append(survival, 0.0)[1:]
     target = target_tables(RULES, cache_dir=cache, policy="target").chances((my_card, 0, 0))
@@ -61,6 +64,7 @@ def _hindsight(cache, its_card: int, my_card: int) -> np.ndarray:
         for m, margin in enumerate(MARGINS):
             need = y + 1 - margin
             total[m] += p * (1.0 if need <= 0 else target[need] if need < len(target) else 0.0)
+    total.flags.writeable = False
     return total
 
 
