@@ -367,10 +367,14 @@ def test_a_bad_id_or_param_is_one_line(env_id, params, words):
 
 
 def test_numpy_integers_are_integers_to_make():
-    """`players=np.int64(2)` and `seat=np.int64(1)` (a value read from an array) are taken as
-    the integers they are; "players=np.int64(2) must be an integer >= 1" said so once."""
-    params = yahtzee_jax.make("YahtzeeMatch-v0", players=np.int64(2), seat=np.int64(1))
-    assert (params.default_params.players, params.default_params.seat) == (2, 1)
+    """`players=np.int64(2)`, `seat=np.int64(1)` and `max_steps=np.int64(50)` (values read
+    from an array) are taken as the integers they are; "players=np.int64(2) must be an integer
+    >= 1" said so once. `max_steps`, a static field, is kept as Python's int."""
+    env = yahtzee_jax.make(
+        "YahtzeeMatch-v0", players=np.int64(2), seat=np.int64(1), max_steps=np.int64(50)
+    )
+    assert (env.default_params.players, env.default_params.seat) == (2, 1)
+    assert type(env.default_params.max_steps) is int and env.default_params.max_steps == 50
 
 
 def test_calls_with_wrong_shapes_or_arguments_say_which_argument():
