@@ -46,10 +46,16 @@ def full_card_but(box: int, rules_name: str = "official", **fields: jax.Array) -
     )
 
 
-def same_cards(a: core.EnvState, b: core.EnvState) -> bool:
-    """Every card field equal but `reward` (the last step's, which a refused step zeroes)."""
+@jax.jit
+def _cards_equal(a: core.EnvState, b: core.EnvState) -> jax.Array:
     cards = (state.match.cards.replace(reward=jnp.int32(0)) for state in (a, b))
-    return jax.tree.all(jax.tree.map(jnp.array_equal, *cards))
+    return jnp.all(jnp.stack(jax.tree.leaves(jax.tree.map(jnp.array_equal, *cards))))
+
+
+def same_cards(a: core.EnvState, b: core.EnvState) -> bool:
+    """Every card field equal but `reward` (the last step's, which a refused step zeroes);
+    jitted: `play` asks at every step, where op by op it took longer than the step."""
+    return bool(_cards_equal(a, b))
 
 
 def _id_of(rules_name: str) -> str:
@@ -260,13 +266,6 @@ def engine_mask(state: core.EnvState, rules: Rules) -> jax.Array:
 observe = jax.jit(core.observe)
 
 
-@jax.jit
-def cards_equal(a: core.EnvState, b: core.EnvState) -> jax.Array:
-    """`same_cards`, jitted."""
-    cards = (state.match.cards.replace(reward=jnp.int32(0)) for state in (a, b))
-    return jnp.all(jnp.stack(jax.tree.leaves(jax.tree.map(jnp.array_equal, *cards))))
-
-
 def play(env_id: str, seed: int, **params: object) -> tuple[list, int]:
     """Random legal play of one episode from `seed`: (its states, decisions), checking the mask
     and the observation's bounds at every step."""
@@ -287,7 +286,7 @@ def play(env_id: str, seed: int, **params: object) -> tuple[list, int]:
         key, step_key = jax.random.split(key)
         if illegal.size:  # an illegal action is refused: nothing moves
             refused = step(state, jnp.int32(rng.choice(illegal)), step_key, params_)
-            assert bool(cards_equal(refused, state))
+            assert same_cards(refused, state)
         state = step(state, jnp.int32(rng.choice(np.flatnonzero(mask))), step_key, params_)
         states.append(state)
         decisions += 1
