@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from positions import card_state, card_without
 from test_ceiling import optimal_distribution
-from test_target_seeker import held_options, seeker_policy, stacked, state_of
+from test_target_seeker import held_options, jitted_seeker, stacked, state_of
 from test_targets import partial
 
 from yahtzee_jax.errors import UserError
@@ -268,7 +268,7 @@ def policy_keeps(with_joint: bool) -> tuple[int, ...]:
     dice = (2, 3, 4, 5, 6)
     own = stacked(state_of(MINE_KEEPING, dice, 1))
     others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(ITS_KEEPING)))
-    action = int(seeker_policy(False)(tables(1.0, with_joint), own, others, jnp.zeros((1, 2)))[0])
+    action = int(jitted_seeker(False)(tables(1.0, with_joint), own, others, jnp.zeros((1, 2)))[0])
     return tuple(d for i, d in enumerate(dice) if action >> i & 1)
 
 
@@ -281,7 +281,7 @@ def test_the_joint_endgame_changes_the_keep_at_a_hand_made_position():
     own = stacked(state_of(MINE_KEEPING, (2, 3, 4, 5, 6), 1))
     later = card_without("threes", three_of_a_kind=35)
     others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(later)))
-    policy = seeker_policy(False)  # jitted: op by op its four calls here took 17 s
+    policy = jitted_seeker(False)  # jitted: op by op its four calls here took 17 s
     actions = [policy(tables(1.0, joint), own, others, jnp.zeros((1, 2))) for joint in (1, 0)]
     assert int(actions[0][0]) == int(actions[1][0])
 

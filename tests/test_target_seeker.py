@@ -36,7 +36,7 @@ RULES = get_rules("plain")
 
 
 @functools.cache
-def seeker_policy(mixed: bool) -> callable:
+def jitted_seeker(mixed: bool) -> callable:
     """The target-seeker's policy of plain rules, jitted once (op by op a call took seconds)."""
     return jax.jit(target_seeker_policy(RULES, mixed=mixed))
 
@@ -161,7 +161,7 @@ def test_keep_is_the_enumerated_best_for_the_win(box, dice, roll_index):
     by_keep = best_keeps_for_the_win(tuple(sorted(dice)), 2 - roll_index, box, start, mass)
     own = stacked(state_of(mine, dice, roll_index))
     others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(rival)))
-    action = int(seeker_policy(False)(tables(1.0), own, others, jnp.zeros((1, 2)))[0])
+    action = int(jitted_seeker(False)(tables(1.0), own, others, jnp.zeros((1, 2)))[0])
     assert action < NUM_KEEP_ACTIONS
     held = tuple(sorted(d for i, d in enumerate(sorted(dice)) if action >> i & 1))
     assert by_keep[held] == pytest.approx(max(by_keep.values()), abs=2e-6)
@@ -186,7 +186,7 @@ def test_score_decision_takes_the_box_that_wins():
     own = stacked(state_of(mine, (4, 4, 4, 4, 6), 2))
     others = jax.tree.map(lambda leaf: leaf[:, None], stacked(state_of(rival)))
     for weight in (0.0, 1.0):
-        policy = seeker_policy(weight != 1)
+        policy = jitted_seeker(weight != 1)
         action = int(policy(tables(weight), own, others, jnp.zeros((1, 2)))[0])
         assert RULES.box_names[action - NUM_KEEP_ACTIONS] == max(exact, key=exact.get)
     assert abs(exact["fours"] - exact["chance"]) > 0.01
