@@ -238,3 +238,43 @@ def test_a_table_made_in_a_read_only_folder_is_used_unkept(tmp_path, monkeypatch
     assert abs(result.expected_score - 245.8707745141) < 1e-9  # docs/games.md's optimum
     err = capsys.readouterr().err
     assert "cannot keep the value table in" in err and "using it unkept" in err
+
+
+def test_the_endgame_joint_endgame_and_moment_tables_are_used_unkept_in_a_read_only_folder(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    """The three tables made from the value table go on unkept, with one line each, where their
+    folder takes no file: each solved, then failed with "cannot write" (forty-first session's
+    review). Their solves are stood in for by small hand-made arrays: only the write is tested."""
+    import errno
+
+    import numpy as np
+
+    from yahtzee_jax.game.rules import get_rules
+    from yahtzee_jax.solver import endgame, joint_endgame, moments
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    solved = SimpleNamespace(value_table=np.zeros(3))
+    for module in (endgame, joint_endgame):
+        monkeypatch.setattr(module, "written_checked", read_only)
+    monkeypatch.setattr(moments, "save_table", read_only)
+    monkeypatch.setattr(endgame, "solve", lambda *args: solved)
+    monkeypatch.setattr(moments, "solve", lambda *args, **kwargs: solved)
+    rows, distributions = np.arange(4, dtype=np.int32), np.full((2, 3), 0.5, np.float32)
+    monkeypatch.setattr(endgame, "solve_endgame", lambda *args: (rows, distributions))
+    monkeypatch.setattr(joint_endgame, "solve_joint_endgame", lambda *args: (rows, distributions))
+    monkeypatch.setattr(moments, "solve_moment_table", lambda *args: distributions)
+    plain = get_rules("plain")
+
+    found = endgame.endgame_distributions(plain, 2, tmp_path)
+    assert found[0] is rows and found[1] is distributions
+    tables = joint_endgame.joint_endgame_tables(plain, tmp_path, np.zeros(1))
+    assert np.array_equal(tables.classes, rows) and np.array_equal(tables.last_turn, distributions)
+    assert moments.score_moments(plain, tmp_path)[1] is distributions
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" in ")[0] for line in lines] == [
+        f"cannot keep the {what}" for what in ("endgame table", "joint endgame", "moment table")
+    ]
+    assert all(line.endswith("(Read-only file system): using it unkept") for line in lines)

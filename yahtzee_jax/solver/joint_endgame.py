@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, read_arrays, written_checked
+from yahtzee_jax.files import cached, kept_or_said, read_arrays, written_checked
 from yahtzee_jax.game.engine import State, total_score
 from yahtzee_jax.game.rules import NUM_DICE, Rules
 from yahtzee_jax.solver.moments import (
@@ -177,11 +177,15 @@ def joint_endgame_tables(
 
     def make() -> tuple[np.ndarray, np.ndarray]:
         classes, chances = solve_joint_endgame(rules, follow)
-        try:
-            with written_checked(path, ".tmp.npz") as partial:
-                np.savez_compressed(partial, classes=classes, chances=chances)
-        except OSError as error:
-            raise UserError(f"cannot write the joint endgame cache {path}: {error}") from error
+
+        def write() -> None:
+            try:
+                with written_checked(path, ".tmp.npz") as partial:
+                    np.savez_compressed(partial, classes=classes, chances=chances)
+            except OSError as error:
+                raise UserError(f"cannot write the joint endgame cache {path}: {error}") from error
+
+        kept_or_said(write, "joint endgame", path)
         return classes, chances
 
     classes, chances = cached(path, functools.partial(load, rules=rules), make, "joint endgame")

@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from yahtzee_jax.files import cached
+from yahtzee_jax.files import cached, kept_or_said
 from yahtzee_jax.game.rules import NUM_DICE, Rules, get_rules
 from yahtzee_jax.solver.final_rolls import score_transition
 from yahtzee_jax.solver.states import (
@@ -371,7 +371,7 @@ def score_moments(
 
     def make() -> np.ndarray:
         moment_table = solve_moment_table(rules, value_table)
-        save_table(moment_table, rules, path)
+        kept_or_said(lambda: save_table(moment_table, rules, path), "moment table", path)
         return moment_table
 
     moment_table = cached(path, lambda file: load_table(file, rules, most), make, "moment table")
