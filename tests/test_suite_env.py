@@ -247,13 +247,19 @@ def test_no_seat_sees_another_seats_dice():
 
 
 def test_a_seat_that_is_not_one_is_refused_when_it_can_be_seen():
-    """`observe(state, params, player)` with a concrete seat outside 0..players-1 (2, -1, 5):
-    a ValueError naming it, where 2 was clamped and -1 wrapped to seat 1's view in silence."""
+    """`observe(state, params, player)` with a concrete seat outside 0..players-1 (2, -1, 5, a
+    JAX 3), or not an integer (True, 1.0, a pair of seats): a ValueError naming it, where 2 was
+    clamped, -1 wrapped to seat 1's view and a bool or a JAX scalar taken in silence. Seats 0
+    and 1 as Python, NumPy and JAX integers are each one seat's view."""
     params, init, _ = jitted("YahtzeeMatch-v0", opponent=None)
     state = init(jax.random.key(0), params)
-    for player in (2, -1, np.int64(5)):
-        with pytest.raises(ValueError, match=f"player {player} is not a seat of this 2-player"):
+    for player in (2, -1, np.int64(5), jnp.int32(3), True, 1.0, np.array([0, 1])):
+        with pytest.raises(ValueError, match=r"player .* is not a seat of this 2-player env"):
             core.observe(state, params, player)
+    for seat in (0, 1):
+        views = [core.observe(state, params, player) for player in (seat, np.int8(seat))]
+        views.append(core.observe(state, params, jnp.int32(seat)))
+        assert all(jnp.array_equal(view, views[0]) for view in views)
 
 
 @functools.partial(jax.jit, static_argnums=1)

@@ -443,12 +443,24 @@ def observe(state: EnvState, params: EnvParams, player: jax.Array | int | None =
     upper total and the score difference; never another seat's dice.
     """
     seat = state.current_player if player is None else player
-    if isinstance(player, int | np.integer) and not 0 <= player < params.players:
+    if (
+        player is not None
+        and not isinstance(player, jax.core.Tracer)
+        and not _is_seat(player, params)
+    ):
         # A traced seat cannot be checked; a concrete one out of range was clamped or wrapped
-        # to another seat's view without a word.
-        raise ValueError(f"player {player} is not a seat of this {params.players}-player env")
+        # to another seat's view without a word, a bool or a float taken as a seat.
+        raise ValueError(f"player {player!r} is not a seat of this {params.players}-player env")
     opponents = params.players > 1
     return match_features(state.match, seat, params.features, params.rules, opponents)
+
+
+def _is_seat(player: object, params: EnvParams) -> bool:
+    """Whether a concrete `player` is one integer in 0 .. players - 1 (a JAX or NumPy scalar
+    of an integer type too; not a bool)."""
+    value = np.asarray(player)
+    integer = np.issubdtype(value.dtype, np.integer)
+    return value.ndim == 0 and integer and 0 <= int(value) < params.players
 
 
 def seat_card(state: EnvState, player: jax.Array | int) -> State:
