@@ -317,7 +317,7 @@ def test_match_agent_plays_early_turns_alone_and_late_ones_for_the_win(monkeypat
     actions = jax.jit(agent.policy)(agent.params, own, others, keys)
     legal = jax.vmap(legal_action_mask, in_axes=(0, None))(own, agent.rules)
     assert bool(jnp.all(legal[jnp.arange(6), actions]))
-    alone = agent.policy(agent.params, own, no_others(own), keys)
+    alone = jax.jit(agent.policy)(agent.params, own, no_others(own), keys)
     np.testing.assert_array_equal(actions[:3], alone[:3])
     config = distribution_config("algo.match_early=normal")
     normal = context.algorithm.make_agent(config, params, "td-planner").policy
