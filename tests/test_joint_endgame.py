@@ -31,8 +31,6 @@ from yahtzee_jax.solver.joint_endgame import (
     joint_chances,
     joint_endgame_tables,
     last_turn_chances,
-    opponent_choices,
-    opponent_turn,
     solve_joint_endgame,
 )
 from yahtzee_jax.solver.seeker_policy import (
@@ -45,6 +43,10 @@ from yahtzee_jax.solver.widget_tables import KEEP_OF_ACTION, ROLL_OF_CODE, ROLLS
 
 RULES = get_rules("plain")
 MOST = 100  # points to come of one box, plain rules: at most 30 + 35
+# The opponent's turn jitted, once per card shape (op by op each call compiled every operation:
+# seconds a call)
+opponent_turn = jax.jit(joint_endgame.opponent_turn, static_argnums=3)
+opponent_choices = jax.jit(joint_endgame.opponent_choices, static_argnums=2)
 
 
 @functools.cache

@@ -142,9 +142,10 @@ def best_keeps_for_the_win(dice, rerolls, box, start, mass):
     return {held: keep(held, rerolls) for held in held_options(dice)}
 
 
-def held_options(dice):
+@functools.cache  # the enumerations ask again and again for the same 252 rolls' keeps
+def held_options(dice: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
     """Every distinct sub-multiset of the dice."""
-    return sorted({tuple(dice[i] for i in range(5) if bits >> i & 1) for bits in range(32)})
+    return tuple(sorted({tuple(dice[i] for i in range(5) if bits >> i & 1) for bits in range(32)}))
 
 
 @pytest.mark.parametrize(
