@@ -430,7 +430,7 @@ def test_ppo_and_reinforce_train_in_the_match_against_a_built_in_opponent(preset
     context = make_context(config)
     start = init_train_state(context)
     blank = jax.tree.map(lambda leaf: leaf[None], context.env.blank_observation())
-    assert context.env.features(blank).shape == (1, context.env.feature_size())
+    assert jax.jit(context.env.features)(blank).shape == (1, context.env.feature_size())
     update = jax.jit(lambda s: train_step(context, s))
     state = start
     for _ in range(3):
