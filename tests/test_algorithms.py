@@ -187,7 +187,11 @@ def test_chunk_of_k_updates_equals_k_single_updates(name):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=2e-5, atol=2e-6)
 
 
-@pytest.mark.parametrize("name", REGISTRY_SLOW_MARKED)
+# a2c's and reinforce's train state is PPO's (parameters, Adam, key, counter, no extra): their
+# resume takes the checkpoint path checked fast here for PPO and by the kill test
+# (test_checkpoint.py: an a2c run killed and resumed, bit for bit), so they wait for test-slow
+# with the slow learners (13 s of make test)
+@pytest.mark.parametrize("name", slow_marked(SLOW_LEARNERS | {"a2c", "reinforce"}))
 def test_checkpoint_resume_is_bit_identical(name, tmp_path):
     """4 updates straight equal 2 updates, a checkpoint written and read back into a fresh
     state, and 2 more updates: params, optimizer state, key and counter, bit for bit."""
