@@ -17,7 +17,7 @@ help:
 	@echo "                             default: cpu-ppo on a CPU ($(EXPECT.cpu-ppo)),"
 	@echo "                             gpu-ppo where the venv's JAX sees a GPU ($(EXPECT.gpu-ppo))"
 	@echo "make train PRESET=paper-a2c  reproduces the paper's A2C, 241.78 ($(EXPECT.paper-a2c))"
-	@echo "make test                    fast test suite (about 8-12 minutes on 2 CPU cores)"
+	@echo "make test                    fast test suite (about 10 minutes on 2 CPU cores)"
 	@echo "make test-slow / test-all    the slow tests only / everything"
 	@echo "make lint | format           ruff check + format check | apply ruff format"
 	@echo "make bench                   engine benchmark (bench env); see README for the others"
