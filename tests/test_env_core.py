@@ -123,11 +123,18 @@ def test_the_learners_tasks_are_the_outside_ids_games():
         state = jax.vmap(core.init, in_axes=(0, None))(init_keys, params)
         env_step = jax.jit(env.step)
         protocol_step = jax.jit(jax.vmap(core.step, in_axes=(0, 0, 0, None)))
-        for decision in range(env.episode_length):
-            assert equal(cards, jax.vmap(core.seat_card, in_axes=(0, None))(state, 0))
+
+        @jax.jit  # op by op, a decision's checks and random move compiled each operation
+        def seat_and_move(cards, state, play_keys, decision):
+            """The protocol's card of seat 0, and a random legal move with its step keys."""
             step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
             mask = env.legal_action_mask(env.observation(cards))
             actions = jnp.argmax(mask * jax.random.uniform(step_keys[0], mask.shape), axis=-1)
+            return jax.vmap(core.seat_card, in_axes=(0, None))(state, 0), actions, step_keys
+
+        for decision in range(env.episode_length):
+            seat, actions, step_keys = seat_and_move(cards, state, play_keys, decision)
+            assert equal(cards, seat)
             cards, rewards = env_step(cards, actions, step_keys, jnp.int32(decision))
             state = protocol_step(state, actions, step_keys, params)
             np.testing.assert_array_equal(rewards, state.rewards[:, 0])
