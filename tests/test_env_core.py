@@ -4,6 +4,8 @@ for dice."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -109,6 +111,15 @@ def test_the_single_turn_deals_one_turn_on_a_random_card():
     assert bool(state.terminated)
 
 
+def _seat_and_move(env, cards, state, play_keys, decision):
+    """The protocol's card of seat 0, and a random legal move of the learners' `env` with its
+    step keys."""
+    step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
+    mask = env.legal_action_mask(env.observation(cards))
+    actions = jnp.argmax(mask * jax.random.uniform(step_keys[0], mask.shape), axis=-1)
+    return jax.vmap(core.seat_card, in_axes=(0, None))(state, 0), actions, step_keys
+
+
 def test_the_learners_tasks_are_the_outside_ids_games():
     """`envs.Game` and `envs.SingleTurn` (the batched driver the one rollout runs) give the
     cards and rewards of `core.init` and `core.step` vmapped by hand with the params of the
@@ -123,15 +134,8 @@ def test_the_learners_tasks_are_the_outside_ids_games():
         state = jax.vmap(core.init, in_axes=(0, None))(init_keys, params)
         env_step = jax.jit(env.step)
         protocol_step = jax.jit(jax.vmap(core.step, in_axes=(0, 0, 0, None)))
-
-        @jax.jit  # op by op, a decision's checks and random move compiled each operation
-        def seat_and_move(cards, state, play_keys, decision):
-            """The protocol's card of seat 0, and a random legal move with its step keys."""
-            step_keys = jax.vmap(jax.random.fold_in, in_axes=(0, None))(play_keys, decision)
-            mask = env.legal_action_mask(env.observation(cards))
-            actions = jnp.argmax(mask * jax.random.uniform(step_keys[0], mask.shape), axis=-1)
-            return jax.vmap(core.seat_card, in_axes=(0, None))(state, 0), actions, step_keys
-
+        # op by op, a decision's checks and random move compiled each operation
+        seat_and_move = jax.jit(functools.partial(_seat_and_move, env))
         for decision in range(env.episode_length):
             seat, actions, step_keys = seat_and_move(cards, state, play_keys, decision)
             assert equal(cards, seat)
