@@ -251,15 +251,13 @@ def test_the_endgame_joint_endgame_and_moment_tables_are_used_unkept_in_a_read_o
     import numpy as np
 
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.solver import endgame, joint_endgame, moments
+    from yahtzee_jax.solver import endgame, joint_endgame, moments, value_table
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
 
     solved = SimpleNamespace(value_table=np.zeros(3))
-    for module in (endgame, joint_endgame):
-        monkeypatch.setattr(module, "written_checked", read_only)
-    monkeypatch.setattr(moments, "save_table", read_only)
+    monkeypatch.setattr(value_table, "written_checked", read_only)  # how all three write
     monkeypatch.setattr(endgame, "solve", lambda *args: solved)
     monkeypatch.setattr(moments, "solve", lambda *args, **kwargs: solved)
     rows, distributions = np.arange(4, dtype=np.int32), np.full((2, 3), 0.5, np.float32)

@@ -16,12 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, kept_or_said, read_arrays, written_checked
+from yahtzee_jax.files import cached, read_arrays
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver.moments import box_outcomes, roll_options
 from yahtzee_jax.solver.states import filled_count, full_mask, table_shape
-from yahtzee_jax.solver.value_table import cache_file, solve
+from yahtzee_jax.solver.value_table import cache_file, keep_archive, solve
 from yahtzee_jax.solver.widget import best_keep_choice, expected_over_rolls, keep_values
 from yahtzee_jax.solver.widget_tables import solver_score_tables
 
@@ -47,15 +46,7 @@ def endgame_distributions(
     def make() -> tuple[np.ndarray, np.ndarray]:
         value_table = solve(rules, cache_dir).value_table
         rows, distributions = solve_endgame(rules, open_boxes, value_table)
-
-        def write() -> None:
-            try:
-                with written_checked(path, ".tmp.npz") as partial:  # npz: numpy's own name
-                    np.savez_compressed(partial, rows=rows, distributions=distributions)
-            except OSError as error:
-                raise UserError(f"cannot write the endgame cache {path}: {error}") from error
-
-        kept_or_said(write, "endgame table", path)
+        keep_archive(path, "endgame table", rows=rows, distributions=distributions)
         return rows, distributions
 
     return cached(path, lambda file: load_endgame(file, rules), make, "endgame table")

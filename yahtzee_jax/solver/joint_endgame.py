@@ -34,8 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, kept_or_said, read_arrays, written_checked
+from yahtzee_jax.files import cached, read_arrays
 from yahtzee_jax.game.engine import State, total_score
 from yahtzee_jax.game.rules import NUM_DICE, Rules
 from yahtzee_jax.solver.moments import (
@@ -47,7 +46,7 @@ from yahtzee_jax.solver.moments import (
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.states import full_mask, num_upper_totals, table_shape
 from yahtzee_jax.solver.target_layout import state_chances, target_layout
-from yahtzee_jax.solver.value_table import cache_file
+from yahtzee_jax.solver.value_table import cache_file, keep_archive
 from yahtzee_jax.solver.widget import (
     best_keep_values,
     keep_action_values,
@@ -177,15 +176,7 @@ def joint_endgame_tables(
 
     def make() -> tuple[np.ndarray, np.ndarray]:
         classes, chances = solve_joint_endgame(rules, follow)
-
-        def write() -> None:
-            try:
-                with written_checked(path, ".tmp.npz") as partial:
-                    np.savez_compressed(partial, classes=classes, chances=chances)
-            except OSError as error:
-                raise UserError(f"cannot write the joint endgame cache {path}: {error}") from error
-
-        kept_or_said(write, "joint endgame", path)
+        keep_archive(path, "joint endgame", classes=classes, chances=chances)
         return classes, chances
 
     classes, chances = cached(path, functools.partial(load, rules=rules), make, "joint endgame")

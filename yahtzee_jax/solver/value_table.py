@@ -326,6 +326,21 @@ def load_table(path: pathlib.Path, rules: Rules, most: float) -> np.ndarray | No
     return table
 
 
+def keep_archive(path: pathlib.Path, what: str, **arrays: np.ndarray) -> None:
+    """Write `arrays` to the cache file `path` as a compressed `.npz`, whole, its checksum beside
+    it (`written_checked`); a folder that takes no file is said in one line and the arrays go on
+    unkept (`kept_or_said`), another failure (a full disk) is one UserError naming the file."""
+
+    def write() -> None:
+        try:
+            with written_checked(path, ".tmp.npz") as partial:  # npz: numpy's own name for it
+                np.savez_compressed(partial, **arrays)
+        except OSError as error:
+            raise UserError(f"cannot write the {what} cache {path}: {error}") from error
+
+    kept_or_said(write, what, path)
+
+
 def save_table(table: np.ndarray, rules: Rules, path: pathlib.Path) -> None:
     """Store the solved states only (359,616 with the +100), float64: about 2.9 MB.
 
