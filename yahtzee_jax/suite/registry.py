@@ -101,9 +101,9 @@ def make_params(
         raise UserError(f"seat={seat!r} must be an integer in 0..{players - 1}")
     _choose("illegal_action", illegal_action, core.ILLEGAL_ACTIONS)
     if max_steps is not None:
-        if _whole("max_steps", max_steps) < 1:
+        max_steps = _whole("max_steps", max_steps)  # a static field: an int, not np.int64(50)
+        if max_steps < 1:
             raise UserError(f"max_steps={max_steps!r} must be a positive integer (or None)")
-        max_steps = int(max_steps)  # a static field: NumPy's 50 would be kept as np.int64(50)
     if features is not None and not isinstance(features, FeatureConfig):
         raise UserError(f"features={features!r} must be a FeatureConfig (yahtzee_jax.config)")
     if cache_dir is not None and not isinstance(cache_dir, str | os.PathLike):
