@@ -240,8 +240,8 @@ _READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 def kept_or_said(write: Callable[[], None], what: str, path: pathlib.Path) -> None:
     """Run `write` (a cache file's); when the folder cannot take files (read-only, no
-    permission) say in one line on stderr that the table is used without being kept. Other
-    failures (a full disk) go on."""
+    permission) say in one line on stderr that the table is used without being kept, and how
+    to keep it. Other failures (a full disk) go on."""
     try:
         write()
     except Exception as error:  # an OSError, or the one-line error a writer made of one
@@ -249,7 +249,11 @@ def kept_or_said(write: Callable[[], None], what: str, path: pathlib.Path) -> No
         if not isinstance(cause, OSError) or cause.errno not in _READ_ONLY:
             raise
         reason = cause.strerror or str(cause)
-        print(f"cannot keep the {what} in {path} ({reason}): using it unkept", file=sys.stderr)
+        print(
+            f"cannot keep the {what} in {path} ({reason}): using it unkept, and the next "
+            "command makes it again (YAHTZEE_JAX_CACHE names a folder that keeps it)",
+            file=sys.stderr,
+        )
 
 
 def check_room(path: pathlib.Path, what: str, size: int | None = None) -> None:
