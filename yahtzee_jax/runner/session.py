@@ -166,10 +166,13 @@ def resume_config(
     return from_dict(data)
 
 
-def check_resume_config(run_dir: Path, config: Config | None) -> Config:
+def check_resume_config(
+    run_dir: Path, config: Config | None, saved: Config | None = None
+) -> Config:
     """The config the run in `run_dir` continues with: its saved one when `config` is None,
-    else `config`, which may differ from it only in fields outside `FIXED_ON_RESUME`."""
-    saved = from_dict(saved_config_data(run_dir))
+    else `config`, which may differ from it only in fields outside `FIXED_ON_RESUME`. `saved`:
+    the run's saved config where the caller has read it already (else read here)."""
+    saved = from_dict(saved_config_data(run_dir)) if saved is None else saved
     if config is None or config == saved:
         return saved
     _refuse_fixed(saved.to_dict(), config.to_dict())
@@ -221,7 +224,7 @@ def open_run_dir(run_dir: Path, config: Config | None, resume: bool) -> Config:
 
     if resume:
         saved = from_dict(saved_config_data(run_dir, report=_to_stderr))
-        config = check_resume_config(run_dir, config)
+        config = check_resume_config(run_dir, config, saved)
         if config != saved:  # the changed values hold from now on, for later resumes too
             changed = changed_fields(saved.to_dict(), config.to_dict())
             print(f"resuming {run_dir} with a changed {', '.join(changed)}")
