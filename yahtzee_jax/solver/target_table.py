@@ -34,7 +34,7 @@ import numpy as np
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import cached, kept_or_said, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
-from yahtzee_jax.solver import native
+from yahtzee_jax.solver import native, target_keep
 from yahtzee_jax.solver.states import chunk_indices, full_mask, layer_chunks
 from yahtzee_jax.solver.target_layout import TargetLayout, state_chances, target_layout
 from yahtzee_jax.solver.target_turn import piece_chances
@@ -50,6 +50,9 @@ PIECE_ELEMENTS = 1 << 10
 # (one process, idle 2-core Intel Xeon, 2026-11-28).
 KERNEL_PIECE_ELEMENTS = 1 << 14
 PIECE_TARGETS = 256  # the most targets in one piece
+# A solve keeps its finished layers (`keep_file`) at a layer's end once this long has passed since
+# it last kept them, and when it is interrupted: a killed solve loses at most about this much.
+KEEP_EVERY_S = 60.0
 _PROBABILITY_SLACK = 1e-9  # a mean of ones may round a hair above 1
 NPY_HEADER = 128  # bytes np.save writes before the array's (checked free space counts them)
 
@@ -101,6 +104,7 @@ def solve_target_table(
     workers: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
+    keep_file: pathlib.Path | None = None,
 ) -> np.ndarray:
     """The flat float64 table of chances (`target_layout(rules)` says where each state's row is).
 
@@ -112,6 +116,8 @@ def solve_target_table(
     (`native.target_turn_start`, built into or loaded from `cache_dir`), the same bits as the
     NumPy passes it falls back to, with a warning, where the kernel cannot be built.
     `progress` shows a bar of the pieces solved, with the time left (minutes for Yahtzee).
+    `keep_file` keeps the finished layers while the solve runs (`target_keep`): a solve of the
+    same table that finds it goes on from its last kept layer.
     """
     global _CONTEXT
     rules = get_rules(rules)
@@ -132,13 +138,17 @@ def solve_target_table(
         full = layout.rows[full_mask(rules)]
         flat[full[full >= 0]] = 1.0  # the full card: nothing more to come, surely reached
         _CONTEXT = (flat, layout, rules, value_table, kernel)
+        first = rules.num_boxes - 1
+        if keep_file is not None:
+            first = min(first, target_keep.resume(keep_file, flat, rules.num_boxes) - 1)
         pool = _worker_pool(workers)
-        layers = range(rules.num_boxes - 1, down_to_filled - 1, -1)
+        layers = range(first, down_to_filled - 1, -1)
         elements = PIECE_ELEMENTS if kernel is None else KERNEL_PIECE_ELEMENTS
         by_layer = [list(_pieces(rules, layout, filled, elements)) for filled in layers]
         bar = _progress_bar(sum(map(len, by_layer)), rules, progress)
+        keeper = target_keep.Keeper(keep_file, flat, first + 1, KEEP_EVERY_S)
         try:
-            for pieces in by_layer:
+            for filled, pieces in zip(layers, by_layer, strict=True):
                 if pool is None:
                     done = map(_solve_piece, pieces)
                 else:
@@ -146,6 +156,13 @@ def solve_target_table(
                     done = pool.imap_unordered(_solve_piece, pieces, chunksize=chunksize)
                 for _ in done:  # a layer's pieces all solved before the next layer starts
                     bar.update()
+                keeper.layer_done(filled, last=filled == down_to_filled)
+        except KeyboardInterrupt:
+            bar.close()
+            if pool is not None:  # its workers stop before the finished layers are written
+                pool.terminate()
+            keeper.interrupted()
+            raise
         finally:
             bar.close()
             _CONTEXT = None
@@ -237,8 +254,15 @@ def target_tables(
                 f"minutes for a 13-box game); kept in {path.parent}",
                 file=sys.stderr,
             )
+        keep = target_keep.keep_path(path)
         flat = solve_target_table(
-            rules, policy, values, workers=workers, cache_dir=path.parent, progress=progress
+            rules,
+            policy,
+            values,
+            workers=workers,
+            cache_dir=path.parent,
+            progress=progress,
+            keep_file=keep,
         )
         solved.append(True)
 
@@ -250,6 +274,7 @@ def target_tables(
                 raise UserError(f"cannot write the target-table cache {path}: {error}") from error
 
         kept_or_said(write, "target table", path)
+        target_keep.remove(keep)  # after the table is written: a failed write keeps the layers
         return flat
 
     size = target_layout(rules).size * np.dtype(np.float64).itemsize + NPY_HEADER
