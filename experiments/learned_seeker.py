@@ -180,6 +180,7 @@ def plot_curve(curve: list[dict], path: Path, measured: str) -> None:
     axis.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=120)
+    plt.close(figure)  # pyplot keeps a figure until closed (a test after it found it open)
 
 
 def main() -> None:
