@@ -18,6 +18,7 @@ from yahtzee_jax.agents.resolve import (
 )
 from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
+from yahtzee_jax.evaluation.match_keep import MatchKeep, keep_path
 from yahtzee_jax.evaluation.matches import MATCH_BATCH
 from yahtzee_jax.evaluation.records import check_num_games
 from yahtzee_jax.files import check_writable, write_json
@@ -148,11 +149,18 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{flag} is a built-in player's; a run takes --set algo.match_...")
     # Read before the matches (the load they start under), and only for a file to hold it.
     record = run_record(getattr(args, "argv", [])) if args.out else None
+    # What is played, for the matches kept beside --out (`match_keep`) to be those of this
+    # command: the same player, options and matches.
+    played = {k: getattr(args, k) for k in ("opponent", "players", "seed", "games", "rules")}
     if builtin:
         learner = builtin_agent(args.run, get_rules(args.rules), args.cache_dir, **options)
-        result = evaluate_agent_matches(learner, args.opponent, players=args.players, **matches)
-        played = {**BUILTINS[args.run].options, **options}  # what it played with
-        result |= {"run": args.run, **{k: v for k, v in played.items() if v is not None}}
+        options = {**BUILTINS[args.run].options, **options}  # what it plays with
+        options = {k: v for k, v in options.items() if v is not None}
+        keep = _keep(args.out, played | {"player": args.run, "options": options})
+        result = evaluate_agent_matches(
+            learner, args.opponent, players=args.players, keep=keep, **matches
+        )
+        result |= {"run": args.run, **options}
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
@@ -161,14 +169,39 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
         if args.solitaire:
             agent = alone(agent)
-        result = evaluate_agent_matches(agent, args.opponent, players=args.players, **matches)
+        player = {"player": str(Path(args.run).resolve()), "update": step}
+        player |= {"params": _digest(agent.params), "overrides": args.overrides}
+        keep = _keep(args.out, played | player | {"solitaire": args.solitaire})
+        result = evaluate_agent_matches(
+            agent, args.opponent, players=args.players, keep=keep, **matches
+        )
         result |= {"run": args.run, "update": step}
         if args.overrides:
             result |= {"overrides": args.overrides}
         print(format_result(agent.name, result))
     if args.out:
         write_json(args.out, result | {"machine": record})
+        if keep is not None:
+            keep.remove()
     return 0
+
+
+def _keep(out: str | None, identity: dict) -> MatchKeep | None:
+    """Where the matches of `--out` are kept while they play (none without `--out`)."""
+    return MatchKeep(keep_path(out), identity) if out else None
+
+
+def _digest(params: object) -> str:
+    """A SHA-256 of a trained player's parameters (a run folder trained again differs)."""
+    import hashlib
+
+    import jax
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for leaf in jax.tree.leaves(params):
+        digest.update(np.ascontiguousarray(jax.device_get(leaf)).tobytes())
+    return digest.hexdigest()
 
 
 def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:

@@ -22,6 +22,7 @@ from yahtzee_jax.config import Config, FeatureConfig
 from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.rollout import agent_policy, rollout
 from yahtzee_jax.evaluation.game_records import check_game_seed
+from yahtzee_jax.evaluation.match_keep import MatchKeep
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
@@ -51,9 +52,11 @@ def match_totals(
     seed: int,
     batch_size: int = MATCH_BATCH,
     progress: bool = False,
+    keep: MatchKeep | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The learner's totals [N] and its opponents' [N, P-1] (k-th player after the learner at
-    index k) in matches 0..N-1 of a seed, in game order; the learner sits in seat i % P."""
+    index k) in matches 0..N-1 of a seed, in game order; the learner sits in seat i % P.
+    `keep` keeps the finished matches while they play, and plays only those it does not hold."""
     check_game_seed(seed)
     players = len(opponents) + 1
     seats = tuple(Seat(agent.name, agent.policy, agent.params) for agent in opponents)
@@ -72,14 +75,17 @@ def match_totals(
         return total(final.card), others
 
     run = jax.jit(totals_of)
-    own = np.zeros(num_games, np.int64)
-    other = np.zeros((num_games, players - 1), np.int64)
+    if keep is None:
+        own, other = np.zeros(num_games, np.int64), np.zeros((num_games, players - 1), np.int64)
+        done = np.zeros(num_games, bool)
+    else:
+        own, other, done = keep.resume(num_games, players - 1)
     batch_size = max(players, batch_size - batch_size % players)  # whole seat groups
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=num_games, unit="match", desc="matches")
+        bar = tqdm(total=num_games, initial=int(done.sum()), unit="match", desc="matches")
 
     def play_batch(first: int) -> tuple[int, int, np.ndarray, np.ndarray]:
         count = min(batch_size, num_games - first)
@@ -87,14 +93,25 @@ def match_totals(
         keys = game_keys(seed, first, count, players)
         return first, count, *jax.device_get(run(keys, learner.params))
 
-    # The batches go on the host's threads at once (`parallel.host_threads`).
-    firsts = range(0, num_games, batch_size)
-    for first, count, mine, theirs in ordered_map(play_batch, firsts, host_threads()):
-        order = game_order(first, count, players)
-        keep = order < num_games
-        own[order[keep]], other[order[keep]] = mine[keep], theirs[keep]
+    # The batches go on the host's threads at once (`parallel.host_threads`); those kept are
+    # not played again.
+    firsts = [f for f in range(0, num_games, batch_size) if not done[f : f + batch_size].all()]
+    try:
+        for first, count, mine, theirs in ordered_map(play_batch, firsts, host_threads()):
+            order = game_order(first, count, players)
+            real = order < num_games
+            own[order[real]], other[order[real]] = mine[real], theirs[real]
+            done[order[real]] = True
+            if bar is not None:
+                bar.update(int(real.sum()))
+            if keep is not None:
+                keep.played(own, other, done)
+    except KeyboardInterrupt:
         if bar is not None:
-            bar.update(int(keep.sum()))
+            bar.close()
+        if keep is not None:
+            keep.interrupted(own, other, done)
+        raise
     if bar is not None:
         bar.close()
     return own, other
@@ -142,17 +159,21 @@ def evaluate_agent_matches(
     players: int = 2,
     progress: bool = False,
     cache_dir: str | os.PathLike | None = None,
+    keep: MatchKeep | None = None,
 ) -> dict[str, Any]:
     """Any agent against `players - 1` copies of a built-in opponent: win/draw/loss (a win is
     beating every opponent), Wilson 95 % CI, mean scores and margins (against the best);
-    `progress`: a bar with the ETA; `cache_dir`: the opponents' solver cache."""
+    `progress`: a bar with the ETA; `cache_dir`: the opponents' solver cache; `keep`: where the
+    finished matches are kept while they play (`match_keep`)."""
     from yahtzee_jax.agents import builtin_agent
     from yahtzee_jax.evaluation.paired import per_match_record
 
     rules = agent.rules
     rivals = (builtin_agent(opponent, rules, cache_dir),) * (players - 1)
     started = time.perf_counter()
-    own_total, others = match_totals(agent, rivals, rules, num_games, seed, batch_size, progress)
+    own_total, others = match_totals(
+        agent, rivals, rules, num_games, seed, batch_size, progress, keep
+    )
     other_total = others.max(axis=1)
     seat = np.arange(num_games) % players
     result, counts = tally(own_total, others)

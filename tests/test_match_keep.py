@@ -1,0 +1,155 @@
+"""`match ... --out F` keeps its finished matches beside F while they play
+(`evaluation.match_keep`): stopped, the same command goes on from them and ends with the
+result an uninterrupted command gives, match for match; a keep of other matches is not used;
+the keep goes once F is written."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from yahtzee_jax.agents.resolve import builtin_agent
+from yahtzee_jax.commands.cli import main
+from yahtzee_jax.evaluation import match_keep, matches
+from yahtzee_jax.evaluation.match_keep import MatchKeep, keep_path
+from yahtzee_jax.evaluation.matches import evaluate_agent_matches
+
+# The optimal agent against greedy1: 12 matches in 3 batches of 4, every batch kept.
+ORDERED_MAP = matches.ordered_map
+IDENTITY = {"player": "greedy1", "seed": 5}
+COMMAND = ["match", "optimal", "--opponent", "greedy1", "--games", "12", "--batch-size", "4"]
+
+
+def _stopped_after(monkeypatch, batches: int | None) -> list[int]:
+    """Ctrl-C after `batches` batches are played (None: never); returns the batches played."""
+    played = []
+
+    def stopping(function, items, threads):
+        for result in ORDERED_MAP(function, items, 1):
+            if len(played) == batches:
+                raise KeyboardInterrupt
+            played.append(result[0])
+            yield result
+
+    monkeypatch.setattr(matches, "ordered_map", stopping)
+    return played
+
+
+def _result(path) -> dict:
+    """A result file without what differs between sittings (wall time, machine)."""
+    result = json.loads(path.read_text())
+    return {k: v for k, v in result.items() if k not in ("wall_s", "machine")}
+
+
+def test_stopped_matches_go_on_from_those_kept_to_the_same_results(tmp_path, monkeypatch, capsys):
+    """greedy1 against random in 60 plain matches, batches of 20 (test_paired.py's program):
+    Ctrl-C after two batches keeps 40 and says so; the same call plays the third batch alone
+    and gives every match's totals the call run whole gives."""
+    monkeypatch.setattr(match_keep, "KEEP_EVERY_S", 0.0)
+    agent = builtin_agent("greedy1", "plain")
+    play = dict(num_games=60, seed=5, batch_size=20)
+    whole = evaluate_agent_matches(agent, "random", **play)
+    path = tmp_path / "out.json.partial.npz"
+    _stopped_after(monkeypatch, 2)
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_agent_matches(agent, "random", keep=MatchKeep(path, IDENTITY), **play)
+    assert f"interrupted: 40 of 60 matches are kept in {path}" in capsys.readouterr().err
+    played = _stopped_after(monkeypatch, None)
+    again = evaluate_agent_matches(agent, "random", keep=MatchKeep(path, IDENTITY), **play)
+    assert f"going on from {path}: 40 of 60 matches kept" in capsys.readouterr().err
+    assert played == [40]
+    assert again["per_match"] == whole["per_match"]
+    assert {k: v for k, v in again.items() if k != "wall_s"} == {
+        k: v for k, v in whole.items() if k != "wall_s"
+    }
+
+
+def test_the_match_command_keeps_beside_its_out_file_what_it_plays(tmp_path, monkeypatch):
+    """`match PLAYER --out F` hands its matches a keep at F.partial.npz naming the player, its
+    options and the matches (another seed is another keep), and removes it once F is written;
+    without --out nothing is kept."""
+    handed = []
+    figures = ("win_rate", "draws", "mean_score", "score_stderr", "opponent_mean_score")
+    result = {"opponent": "random", "games": 6, "win_interval_95": [0.0, 1.0]}
+    result |= dict.fromkeys((*figures, "mean_margin"), 0.0)
+
+    def played(agent, opponent, keep=None, **_):
+        """The matches stood in for: only what the command hands them is tested."""
+        handed.append(keep)
+        if keep is not None:
+            keep.keep(np.zeros(2, np.int64), np.zeros((2, 1), np.int64), np.ones(2, bool))
+        return result
+
+    monkeypatch.setattr(matches, "evaluate_agent_matches", played)
+    out = tmp_path / "out.json"
+    argv = ["match", "win-seeker", "--opponent", "random", "--games", "6", "--out", str(out)]
+    assert main([*argv, "--no-progress"]) == 0
+    (keep,) = handed
+    assert keep.path == keep_path(out) and not keep.path.exists() and out.exists()
+    identity = json.loads(keep.identity)
+    assert identity["player"] == "win-seeker" and identity["seed"] == 2
+    assert identity["options"] == {"before_endgame": "normal"} and identity["games"] == 6
+    assert main(["match", "win-seeker", "--opponent", "random", "--games", "6"]) == 0
+    assert handed[-1] is None
+
+
+def test_a_keep_of_other_matches_or_damaged_is_not_used(tmp_path, monkeypatch, capsys):
+    """A keep made for another seed, or one whose bytes differ from its checksum, is said in
+    one line and every match is played."""
+    monkeypatch.setattr(match_keep, "KEEP_EVERY_S", 0.0)
+    path = tmp_path / "out.json.partial.npz"
+    identity = {"player": "optimal", "seed": 2}
+    kept = MatchKeep(path, identity)
+    own, other, done = kept.resume(4, 1)
+    assert not done.any()
+    done[:2], own[:2] = True, [250, 260]
+    kept.keep(own, other, done)
+    again = MatchKeep(path, identity).resume(4, 1)
+    np.testing.assert_array_equal(again[0], own)
+    np.testing.assert_array_equal(again[2], done)
+    assert "2 of 4 matches kept" in capsys.readouterr().err
+    for other_keep in (MatchKeep(path, {**identity, "seed": 3}),):
+        assert not other_keep.resume(4, 1)[2].any()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    path.write_bytes(bytes(data))
+    assert not MatchKeep(path, identity).resume(4, 1)[2].any()
+    said = capsys.readouterr().err.splitlines()
+    assert said == [f"{path} holds other matches or is damaged: not used"] * 2
+
+
+def test_a_keep_that_cannot_be_written_is_said_once(tmp_path, capsys):
+    """A folder that cannot take the keep: one line, and the matches go on unkept."""
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    kept = MatchKeep(blocked / "out.json.partial.npz", {"seed": 2})
+    arrays = (np.zeros(2, np.int64), np.zeros((2, 1), np.int64), np.zeros(2, bool))
+    kept.keep(*arrays)
+    kept.keep(*arrays)
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("cannot keep the matches in")
+    assert said[0].endswith("playing on without")
+
+
+@pytest.mark.slow  # three commands; the matches alone and the wiring stay fast, below
+def test_a_stopped_match_command_goes_on_from_its_kept_matches(tmp_path, monkeypatch, capsys):
+    """Ctrl-C after two of three batches: exit 130, 8 of 12 matches kept beside --out and
+    said; the same command plays the third batch alone and writes what the command run whole
+    writes (every match's result), and the keep is gone."""
+    monkeypatch.setattr(match_keep, "KEEP_EVERY_S", 0.0)
+    whole, out = tmp_path / "whole.json", tmp_path / "out.json"
+    assert main([*COMMAND, "--out", str(whole), "--no-progress"]) == 0
+    assert not keep_path(whole).exists()
+    _stopped_after(monkeypatch, 2)
+    assert main([*COMMAND, "--out", str(out), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted: 8 of 12 matches are kept in {keep_path(out)}" in err
+    assert not out.exists() and keep_path(out).exists()
+    played = _stopped_after(monkeypatch, None)
+    assert main([*COMMAND, "--out", str(out), "--no-progress"]) == 0
+    assert f"going on from {keep_path(out)}: 8 of 12 matches kept" in capsys.readouterr().err
+    assert played == [8]
+    assert _result(out) == _result(whole)
+    assert not keep_path(out).exists()
