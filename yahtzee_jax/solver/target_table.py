@@ -52,7 +52,10 @@ KERNEL_PIECE_ELEMENTS = 1 << 14
 PIECE_TARGETS = 256  # the most targets in one piece
 # A solve keeps its finished layers (`keep_file`) at a layer's end once this long has passed since
 # it last kept them, and when it is interrupted: a killed solve loses at most about this much.
-KEEP_EVERY_S = 60.0
+# A keep of official's table (1.6 GB written and checksummed) took about 6 s, so a minute
+# between them kept twice in a solve of about 140-160 s (experiments/target_keep_cost.py,
+# 2-core AMD EPYC, 2026-12-02): 90 s keeps once.
+KEEP_EVERY_S = 90.0
 _PROBABILITY_SLACK = 1e-9  # a mean of ones may round a hair above 1
 NPY_HEADER = 128  # bytes np.save writes before the array's (checked free space counts them)
 
