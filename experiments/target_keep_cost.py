@@ -31,10 +31,10 @@ def timed_solve(rules: str, keep: bool, every_s: float, down_to_filled: int) -> 
     keeps: list[dict[str, float]] = []
     write = target_keep.Keeper._keep
 
-    def timed_keep(keeper: target_keep.Keeper) -> None:
+    def timed_keep(keeper: target_keep.Keeper, done: int) -> None:
         start = time.perf_counter()
-        write(keeper)
-        keeps.append({"layer": keeper.done, "seconds": time.perf_counter() - start})
+        write(keeper, done)
+        keeps.append({"layer": done, "seconds": time.perf_counter() - start})
 
     target_keep.Keeper._keep = timed_keep
     try:

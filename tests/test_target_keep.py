@@ -41,6 +41,23 @@ def _counted(monkeypatch, stop_after: int | None = None) -> list[int]:
     return calls
 
 
+class InLine:
+    """`threading.Thread` as the keeper starts it, run at once in the caller's thread: each
+    keep written before the solve goes on (the count a test reads is then the last layer's)."""
+
+    def __init__(self, target, args=(), daemon=None):
+        self.target, self.args = target, args
+
+    def start(self) -> None:
+        self.target(*self.args)
+
+    def is_alive(self) -> bool:
+        return False
+
+    def join(self) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
 def whole() -> np.ndarray:
     """The four layers solved in one go, keeping nothing."""
@@ -73,6 +90,7 @@ def test_layers_are_kept_as_the_solve_runs_and_a_damaged_keep_is_solved_again(
     """Kept at every layer's end but the last (a killed solve loses one layer at most); a keep
     whose bytes differ from its checksum is said, removed and solved from the start."""
     monkeypatch.setattr(target_table, "KEEP_EVERY_S", 0.0)
+    monkeypatch.setattr(target_keep.Keeper, "thread", InLine)  # each keep written in turn
     keep = tmp_path / "targets.partial.npy"
     solve_target_table(RULES, down_to_filled=DOWN_TO, workers=1, keep_file=keep)
     assert np.load(keep)[-1] == DOWN_TO + 1  # the last layer is the table itself
@@ -84,6 +102,31 @@ def test_layers_are_kept_as_the_solve_runs_and_a_damaged_keep_is_solved_again(
     assert "damaged; the solve starts again" in capsys.readouterr().err
     assert len(calls) == sum(_pieces(f) for f in range(DOWN_TO, RULES.num_boxes))
     np.testing.assert_array_equal(again, whole)
+
+
+def test_a_keep_written_beside_the_solve_holds_its_finished_layers_whole(
+    whole, tmp_path, monkeypatch
+):
+    """Keeps on their own thread while two forked workers solve the next layers: the last
+    kept count names layers that are all there, each chance the whole solve's, and nothing of
+    the layers below is taken for finished."""
+    monkeypatch.setattr(target_table, "KEEP_EVERY_S", 0.0)
+    keep = tmp_path / "targets.partial.npy"
+    again = solve_target_table(RULES, down_to_filled=DOWN_TO, workers=2, keep_file=keep)
+    np.testing.assert_array_equal(again, whole)
+    kept = np.load(keep)
+    count = int(kept[-1])
+    assert DOWN_TO < count < RULES.num_boxes
+    layout = target_table.target_layout(RULES)
+    for mask in range(1 << RULES.num_boxes):
+        finished = bin(mask).count("1") >= count
+        for row, length in zip(
+            layout.rows[mask].ravel(), layout.lengths[mask].ravel(), strict=True
+        ):
+            if row >= 0 and finished:
+                np.testing.assert_array_equal(kept[row : row + length], whole[row : row + length])
+    solved = np.isfinite(kept[:-1])
+    np.testing.assert_array_equal(kept[:-1][solved], whole[solved])
 
 
 def test_a_keep_without_room_is_said_and_the_solve_goes_on(whole, tmp_path, monkeypatch, capsys):
