@@ -101,9 +101,9 @@ def match_totals(
             order = game_order(first, count, players)
             real = order < num_games
             own[order[real]], other[order[real]] = mine[real], theirs[real]
+            if bar is not None:  # a batch partly kept (another batch size) counts its new ones
+                bar.update(int(np.sum(~done[order[real]])))
             done[order[real]] = True
-            if bar is not None:
-                bar.update(int(real.sum()))
             if keep is not None:
                 keep.played(own, other, done)
     except KeyboardInterrupt:
