@@ -82,7 +82,8 @@ class Keeper:
     A keep is written on a thread of its own while the solve goes on with the next layer: it
     reads only the finished layers' rows, which nothing writes again (the next layer's rows it
     copies half-solved are counted as unfinished). Written in line, official's keep of 6 s
-    cost the solve about 10 s (`experiments/target_keep_cost.py`)."""
+    cost the solve about 10 s; on its thread, nothing two runs could tell
+    (`results/target-keep/official-inline.json` and `official.json`)."""
 
     thread = threading.Thread  # what writes a keep beside the solve
 
