@@ -22,14 +22,16 @@ IDENTITY = {"player": "greedy1", "seed": 5}
 COMMAND = ["match", "optimal", "--opponent", "greedy1", "--games", "12", "--batch-size", "4"]
 
 
-def _stopped_after(monkeypatch, batches: int | None) -> list[int]:
-    """Ctrl-C after `batches` batches are played (None: never); returns the batches played."""
+def _stopped_after(monkeypatch, batches: int | None, stop=KeyboardInterrupt) -> list[int]:
+    """`stop` raised after `batches` batches are played (None: never): KeyboardInterrupt for
+    Ctrl-C, SystemExit for a kill (nothing handles it: only what was kept before stays).
+    Returns the first match of each batch played."""
     played = []
 
     def stopping(function, items, threads):
         for result in ORDERED_MAP(function, items, 1):
             if len(played) == batches:
-                raise KeyboardInterrupt
+                raise stop
             played.append(result[0])
             yield result
 
@@ -44,18 +46,18 @@ def _result(path) -> dict:
 
 
 def test_stopped_matches_go_on_from_those_kept_to_the_same_results(tmp_path, monkeypatch, capsys):
-    """greedy1 against random in 60 plain matches, batches of 20 (test_paired.py's program):
-    Ctrl-C after two batches keeps 40 and says so; the same call plays the third batch alone
-    and gives every match's totals the call run whole gives."""
+    """greedy1 against random in 60 plain matches, batches of 20 (test_paired.py's program),
+    kept after every batch: killed after two batches, 40 are kept; the same call says so,
+    plays the third batch alone and gives every match's totals the call run whole gives."""
     monkeypatch.setattr(match_keep, "KEEP_EVERY_S", 0.0)
     agent = builtin_agent("greedy1", "plain")
     play = dict(num_games=60, seed=5, batch_size=20)
     whole = evaluate_agent_matches(agent, "random", **play)
     path = tmp_path / "out.json.partial.npz"
-    _stopped_after(monkeypatch, 2)
-    with pytest.raises(KeyboardInterrupt):
+    _stopped_after(monkeypatch, 2, stop=SystemExit)
+    with pytest.raises(SystemExit):
         evaluate_agent_matches(agent, "random", keep=MatchKeep(path, IDENTITY), **play)
-    assert f"interrupted: 40 of 60 matches are kept in {path}" in capsys.readouterr().err
+    assert "interrupted" not in capsys.readouterr().err  # a kill: kept as the batches ended
     played = _stopped_after(monkeypatch, None)
     again = evaluate_agent_matches(agent, "random", keep=MatchKeep(path, IDENTITY), **play)
     assert f"going on from {path}: 40 of 60 matches kept" in capsys.readouterr().err
@@ -118,6 +120,22 @@ def test_a_keep_of_other_matches_or_damaged_is_not_used(tmp_path, monkeypatch, c
     assert not MatchKeep(path, identity).resume(4, 1)[2].any()
     said = capsys.readouterr().err.splitlines()
     assert said == [f"{path} holds other matches or is damaged: not used"] * 2
+
+
+def test_an_interruption_keeps_what_is_done_and_says_where(tmp_path, capsys):
+    """Ctrl-C between keeps (the next one not due): what is done is written and the line says
+    how many and where, for the same command to go on from."""
+    path = tmp_path / "out.json.partial.npz"
+    kept = MatchKeep(path, {"seed": 2}, every_s=1e9)
+    own, other, done = kept.resume(4, 1)
+    done[:3] = True
+    kept.played(own, other, done)
+    assert not path.exists()
+    kept.interrupted(own, other, done)
+    assert capsys.readouterr().err == (
+        f"interrupted: 3 of 4 matches are kept in {path}; the same command goes on from there\n"
+    )
+    assert MatchKeep(path, {"seed": 2}).resume(4, 1)[2].sum() == 3
 
 
 def test_a_keep_that_cannot_be_written_is_said_once(tmp_path, capsys):

@@ -40,11 +40,13 @@ def keep_path(out: str | Path) -> Path:
 
 class MatchKeep:
     """The finished matches of one evaluation (`identity`: what is played, a JSON-able dict),
-    kept in `path` at most every `every_s` seconds and when interrupted."""
+    kept in `path` at most every `every_s` seconds (default `KEEP_EVERY_S`) and when
+    interrupted."""
 
-    def __init__(self, path: Path, identity: dict[str, Any], every_s: float = KEEP_EVERY_S):
+    def __init__(self, path: Path, identity: dict[str, Any], every_s: float | None = None):
         code = sources_digest("**/*.py")  # changed code may play other matches
-        self.path, self.every_s = path, every_s
+        self.path = path
+        self.every_s = KEEP_EVERY_S if every_s is None else every_s  # read when made
         self.identity = json.dumps({**identity, "code": code}, sort_keys=True)
         self.since = time.monotonic()
         self.unkept = False  # a write failed: the matches go on without keeping
