@@ -40,9 +40,10 @@ def _stopped_after(monkeypatch, batches: int | None, stop=KeyboardInterrupt) -> 
 
 
 def _result(path) -> dict:
-    """A result file without what differs between sittings (wall time, machine)."""
+    """A result file without what differs between sittings (wall time, machine, the matches
+    kept at its start)."""
     result = json.loads(path.read_text())
-    return {k: v for k, v in result.items() if k not in ("wall_s", "machine")}
+    return {k: v for k, v in result.items() if k not in ("wall_s", "machine", "kept_at_start")}
 
 
 def test_stopped_matches_go_on_from_those_kept_to_the_same_results(tmp_path, monkeypatch, capsys):
@@ -62,6 +63,7 @@ def test_stopped_matches_go_on_from_those_kept_to_the_same_results(tmp_path, mon
     again = evaluate_agent_matches(agent, "random", keep=MatchKeep(path, IDENTITY), **play)
     assert f"going on from {path}: 40 of 60 matches kept" in capsys.readouterr().err
     assert played == [40]
+    assert again.pop("kept_at_start") == 40  # its wall_s is the last 20 matches'
     assert again["per_match"] == whole["per_match"]
     assert {k: v for k, v in again.items() if k != "wall_s"} == {
         k: v for k, v in whole.items() if k != "wall_s"
@@ -170,4 +172,6 @@ def test_a_stopped_match_command_goes_on_from_its_kept_matches(tmp_path, monkeyp
     assert f"going on from {keep_path(out)}: 8 of 12 matches kept" in capsys.readouterr().err
     assert played == [8]
     assert _result(out) == _result(whole)
+    kept = [json.loads(path.read_text())["kept_at_start"] for path in (whole, out)]
+    assert kept == [0, 8]  # the second sitting's wall_s played the last 4
     assert not keep_path(out).exists()

@@ -50,6 +50,7 @@ class MatchKeep:
         self.identity = json.dumps({**identity, "code": code}, sort_keys=True)
         self.since = time.monotonic()
         self.unkept = False  # a write failed: the matches go on without keeping
+        self.kept_at_start = 0  # matches taken from the keep, not played in this sitting
 
     def resume(self, num_games: int, others: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(own totals [N], the others' [N, others], done [N]): the kept ones where this keep
@@ -69,8 +70,9 @@ class MatchKeep:
         if kept_own.shape != own.shape or kept_other.shape != other.shape:
             print(f"{self.path} holds other matches or is damaged: not used", file=sys.stderr)
             return own, other, done
+        self.kept_at_start = int(kept_done.sum())
         print(
-            f"going on from {self.path}: {int(kept_done.sum()):,} of {num_games:,} matches kept",
+            f"going on from {self.path}: {self.kept_at_start:,} of {num_games:,} matches kept",
             file=sys.stderr,
         )
         return kept_own.astype(np.int64), kept_other.astype(np.int64), kept_done.astype(bool)

@@ -195,6 +195,8 @@ def evaluate_agent_matches(
         "by_opponent_score": by_opponent_score(result, other_total),
         "per_match": per_match_record(result, other_total),  # what `compare` pairs
         "wall_s": time.perf_counter() - started,
+        # A sitting that went on from kept matches played only the rest in its wall_s.
+        **({"kept_at_start": keep.kept_at_start} if keep is not None else {}),
     }
 
 
