@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.commands.bench.machine import run_record
     from yahtzee_jax.evaluation.matches import evaluate_agent_matches, format_result
     from yahtzee_jax.game.rules import get_rules
-    from yahtzee_jax.runner.checkpointing import MATCH_PLAY, load_agent_and_step
+    from yahtzee_jax.runner.checkpointing import MATCH_PLAY, load_agent_and_step, state_digest
 
     if args.opponent not in OPPONENTS:
         choices = ", ".join(OPPONENTS)
@@ -170,7 +170,8 @@ def run(args: argparse.Namespace) -> int:
         if args.solitaire:
             agent = alone(agent)
         player = {"player": str(Path(args.run).resolve()), "update": step}
-        player |= {"params": _digest(agent.params), "overrides": args.overrides}
+        # The parameters' digest: a run folder trained again plays other matches.
+        player |= {"params": state_digest(agent.params), "overrides": args.overrides}
         keep = _keep(args.out, played | player | {"solitaire": args.solitaire})
         result = evaluate_agent_matches(
             agent, args.opponent, players=args.players, keep=keep, **matches
@@ -189,19 +190,6 @@ def run(args: argparse.Namespace) -> int:
 def _keep(out: str | None, identity: dict) -> MatchKeep | None:
     """Where the matches of `--out` are kept while they play (none without `--out`)."""
     return MatchKeep(keep_path(out), identity) if out else None
-
-
-def _digest(params: object) -> str:
-    """A SHA-256 of a trained player's parameters (a run folder trained again differs)."""
-    import hashlib
-
-    import jax
-    import numpy as np
-
-    digest = hashlib.sha256()
-    for leaf in jax.tree.leaves(params):
-        digest.update(np.ascontiguousarray(jax.device_get(leaf)).tobytes())
-    return digest.hexdigest()
 
 
 def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
