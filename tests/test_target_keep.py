@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from positions import seven_box_rules
 
+from yahtzee_jax.files import checksum_path
 from yahtzee_jax.solver import target_keep, target_table
 from yahtzee_jax.solver.target_table import solve_target_table, target_tables
 
@@ -153,7 +154,7 @@ def test_the_cached_table_written_removes_its_keep(tmp_path, monkeypatch):
     def stand_in(rules, policy="target", value_table=None, keep_file=None, **_):
         handed.append(keep_file)
         keep_file.write_bytes(b"kept")
-        target_keep.checksum_path(keep_file).write_text("checksum\n")
+        checksum_path(keep_file).write_text("checksum\n")
         flat = np.zeros(target_table.target_layout(rules).size)
         return flat
 

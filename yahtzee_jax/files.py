@@ -207,6 +207,13 @@ def written_checked(path: pathlib.Path, suffix: str = ".tmp") -> Iterator[pathli
         write_whole(checksum_path(path), named_checksum(partial, path.name) + "\n")
 
 
+def remove_checked(path: pathlib.Path) -> None:
+    """Remove a file written through `written_checked` and its checksum (either may be gone)."""
+    for file in (path, checksum_path(path)):
+        with contextlib.suppress(OSError):
+            file.unlink()
+
+
 def check_state(path: pathlib.Path) -> str:
     """The state of the cache file at `path`: "missing", "whole" (its checksum and name match),
     "unnamed" (its bytes match a checksum that names no file: written before sidecars named

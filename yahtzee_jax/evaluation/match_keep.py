@@ -11,7 +11,6 @@ a keep of anything else is said and not used.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 import time
@@ -20,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
+from yahtzee_jax.evaluation.stored_traces import package_digest
 from yahtzee_jax.files import (
     check_state,
-    checksum_path,
     read_arrays,
     remove_abandoned,
-    sources_digest,
+    remove_checked,
     written_checked,
 )
 
@@ -44,7 +43,7 @@ class MatchKeep:
     interrupted."""
 
     def __init__(self, path: Path, identity: dict[str, Any], every_s: float | None = None):
-        code = sources_digest("**/*.py")  # changed code may play other matches
+        code = package_digest()  # changed code (its C kernel too) may play other matches
         self.path = path
         self.every_s = KEEP_EVERY_S if every_s is None else every_s  # read when made
         self.identity = json.dumps({**identity, "code": code}, sort_keys=True)
@@ -63,13 +62,11 @@ class MatchKeep:
         if state == "missing":
             return own, other, done
         kept = read_arrays(self.path, NAMES) if state == "whole" else None
-        if kept is None or str(kept[3]) != self.identity:
+        usable = kept is not None and str(kept[3]) == self.identity
+        if not (usable and kept[0].shape == own.shape and kept[1].shape == other.shape):
             print(f"{self.path} holds other matches or is damaged: not used", file=sys.stderr)
             return own, other, done
         kept_own, kept_other, kept_done = kept[:3]
-        if kept_own.shape != own.shape or kept_other.shape != other.shape:
-            print(f"{self.path} holds other matches or is damaged: not used", file=sys.stderr)
-            return own, other, done
         self.kept_at_start = int(kept_done.sum())
         print(
             f"going on from {self.path}: {self.kept_at_start:,} of {num_games:,} matches kept",
@@ -112,6 +109,4 @@ class MatchKeep:
 
     def remove(self) -> None:
         """The result is written: the keep and its checksum go."""
-        for file in (self.path, checksum_path(self.path)):
-            with contextlib.suppress(OSError):
-                file.unlink()
+        remove_checked(self.path)

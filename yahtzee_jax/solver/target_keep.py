@@ -9,7 +9,6 @@ number after it, one float64 more; it is written whole or not at all, with its c
 
 from __future__ import annotations
 
-import contextlib
 import pathlib
 import shutil
 import sys
@@ -18,7 +17,7 @@ import time
 
 import numpy as np
 
-from yahtzee_jax.files import check_state, checksum_path, remove_abandoned, written_checked
+from yahtzee_jax.files import check_state, remove_abandoned, remove_checked, written_checked
 
 _PROBABILITY_SLACK = 1e-9  # a mean of ones may round a hair above 1
 
@@ -26,13 +25,6 @@ _PROBABILITY_SLACK = 1e-9  # a mean of ones may round a hair above 1
 def keep_path(table_path: pathlib.Path) -> pathlib.Path:
     """Where the solve of the cached table at `table_path` keeps its finished layers."""
     return table_path.with_name(table_path.stem + ".partial.npy")
-
-
-def remove(path: pathlib.Path) -> None:
-    """Remove a keep file and its checksum (the table it was for is written)."""
-    for file in (path, checksum_path(path)):
-        with contextlib.suppress(OSError):
-            file.unlink()
 
 
 def resume(path: pathlib.Path, flat: np.ndarray, num_boxes: int) -> int:
@@ -45,7 +37,7 @@ def resume(path: pathlib.Path, flat: np.ndarray, num_boxes: int) -> int:
     kept = _read(path, flat.size, num_boxes) if state == "whole" else None
     if kept is None:
         print(f"the kept layers {path} are damaged; the solve starts again", file=sys.stderr)
-        remove(path)
+        remove_checked(path)
         return num_boxes
     down_to = int(kept[-1])
     flat[...] = kept[:-1]

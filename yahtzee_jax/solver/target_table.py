@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from yahtzee_jax.errors import UserError
-from yahtzee_jax.files import cached, kept_or_said, written_checked
+from yahtzee_jax.files import cached, kept_or_said, remove_checked, written_checked
 from yahtzee_jax.game.rules import Rules, get_rules
 from yahtzee_jax.solver import native, target_keep
 from yahtzee_jax.solver.states import chunk_indices, full_mask, layer_chunks
@@ -277,7 +277,7 @@ def target_tables(
                 raise UserError(f"cannot write the target-table cache {path}: {error}") from error
 
         kept_or_said(write, "target table", path)
-        target_keep.remove(keep)  # after the table is written: a failed write keeps the layers
+        remove_checked(keep)  # after the table is written: a failed write keeps the layers
         return flat
 
     size = target_layout(rules).size * np.dtype(np.float64).itemsize + NPY_HEADER
