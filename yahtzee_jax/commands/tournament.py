@@ -5,27 +5,20 @@ win-rate matrix with 95 % Wilson intervals, draws, margins, mean scores and a he
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
-import numpy as np
-
+from yahtzee_jax.agents import Agent
 from yahtzee_jax.agents.resolve import AGENT_NAMES
 from yahtzee_jax.commands.arguments import BUILTIN_RULES, seed_argument
 from yahtzee_jax.errors import UserError
 from yahtzee_jax.evaluation.records import check_batch_size, check_num_games
 from yahtzee_jax.evaluation.reports import format_terminal
-from yahtzee_jax.evaluation.round_robin import (
-    DICE_MODES,
-    agent_games,
-    games_needed,
-    match_pair,
-    round_robin,
-    tables,
-    write_results,
-)
+from yahtzee_jax.evaluation.round_robin import DICE_MODES, round_robin, tables, write_results
+from yahtzee_jax.evaluation.tournament_games import KEEP_FOLDER, TournamentKeeps, tournament_games
 from yahtzee_jax.files import check_writable
-from yahtzee_jax.runner.checkpointing import resolve_agent
+from yahtzee_jax.runner.checkpointing import resolve_agent, state_digest
 
 
 def _games_override(text: str) -> tuple[str, int]:
@@ -38,6 +31,14 @@ def _games_override(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(
             f"expected AGENT=N with an integer N, got {text!r}"
         ) from None
+
+
+def _identity(spec: str, agent: Agent) -> dict[str, str]:
+    """What an agent is, for the keeps: a built-in agent's name, or a checkpoint's resolved path
+    and its parameters' digest (a run trained further plays other games)."""
+    if spec in AGENT_NAMES or not os.path.exists(spec):  # as `resolve_agent` tells them apart
+        return {"agent": spec}
+    return {"checkpoint": str(Path(spec).resolve()), "params": state_digest(agent.params)}
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
@@ -122,32 +123,24 @@ def run(args: argparse.Namespace) -> int:
             "are independent per seat; use --dice independent"
         )
     started = time.perf_counter()
-    totals, matches = {}, {}
-    for spec, agent in agents.items():
-        if spec not in readers:
-            count = games_needed(min(games_for.get(spec, args.games), args.games), args.dice)
-            totals[agent.name] = agent_games(
-                agent, count, args.seed, args.batch_size, args.cache_dir, not args.no_progress
-            )
-    match_totals = {agents[spec].name: [] for spec in readers}
-    specs = list(agents)
-    for index, a in enumerate(specs):
-        for b in specs[index + 1 :]:
-            if a in readers or b in readers:
-                count = min(games_for.get(a, args.games), games_for.get(b, args.games))
-                first, second = agents[a], agents[b]
-                pair, *pair_totals = match_pair(
-                    first, second, count, args.seed, args.batch_size, not args.no_progress
-                )
-                matches[(first.name, second.name)] = pair
-                for agent, agent_totals in zip((first, second), pair_totals, strict=True):
-                    if agent.name in match_totals:
-                        match_totals[agent.name].append(agent_totals)
-    for name, parts in match_totals.items():  # an agent that reads: its score over its matches
-        totals[name] = np.concatenate(parts)
-    totals = {agent.name: totals[agent.name] for agent in agents.values()}  # command-line order
+    # What is finished is kept in the results' folder: the same command goes on from it.
+    keeps = TournamentKeeps(out_dir / KEEP_FOLDER, rules_name, args.seed)
+    identities = {spec: _identity(spec, agent) for spec, agent in agents.items()}
+    totals, matches = tournament_games(
+        agents,
+        identities,
+        args.games,
+        games_for,
+        args.seed,
+        args.dice,
+        keeps,
+        batch_size=args.batch_size,
+        cache_dir=args.cache_dir,
+        progress=not args.no_progress,
+    )
     tournament = round_robin(totals, rules_name, args.seed, args.dice, matches)
     write_results(tournament, out_dir)
+    keeps.remove()
     print(format_terminal(tables(tournament)))
     seconds = time.perf_counter() - started
     print(f"\n{len(agents)} agents in {seconds:.1f} s; results in {out_dir}")

@@ -40,11 +40,17 @@ def keep_path(out: str | Path) -> Path:
 class MatchKeep:
     """The finished matches of one evaluation (`identity`: what is played, a JSON-able dict),
     kept in `path` at most every `every_s` seconds (default `KEEP_EVERY_S`) and when
-    interrupted."""
+    interrupted; `noun` names them in its lines (a tournament's solitaire agents keep games)."""
 
-    def __init__(self, path: Path, identity: dict[str, Any], every_s: float | None = None):
+    def __init__(
+        self,
+        path: Path,
+        identity: dict[str, Any],
+        every_s: float | None = None,
+        noun: str = "matches",
+    ):
         code = package_digest()  # changed code (its C kernel too) may play other matches
-        self.path = path
+        self.path, self.noun = path, noun
         self.every_s = KEEP_EVERY_S if every_s is None else every_s  # read when made
         self.identity = json.dumps({**identity, "code": code}, sort_keys=True)
         self.since = time.monotonic()
@@ -64,12 +70,12 @@ class MatchKeep:
         kept = read_arrays(self.path, NAMES) if state == "whole" else None
         usable = kept is not None and str(kept[3]) == self.identity
         if not (usable and kept[0].shape == own.shape and kept[1].shape == other.shape):
-            print(f"{self.path} holds other matches or is damaged: not used", file=sys.stderr)
+            print(f"{self.path} holds other {self.noun} or is damaged: not used", file=sys.stderr)
             return own, other, done
         kept_own, kept_other, kept_done = kept[:3]
         self.kept_at_start = int(kept_done.sum())
         print(
-            f"going on from {self.path}: {self.kept_at_start:,} of {num_games:,} matches kept",
+            f"going on from {self.path}: {self.kept_at_start:,} of {num_games:,} {self.noun} kept",
             file=sys.stderr,
         )
         return kept_own.astype(np.int64), kept_other.astype(np.int64), kept_done.astype(bool)
@@ -90,7 +96,7 @@ class MatchKeep:
         except OSError as error:
             self.unkept = True
             print(
-                f"cannot keep the matches in {self.path} ({error.strerror or error}): "
+                f"cannot keep the {self.noun} in {self.path} ({error.strerror or error}): "
                 "playing on without",
                 file=sys.stderr,
             )
@@ -98,11 +104,14 @@ class MatchKeep:
         self.since = time.monotonic()
 
     def interrupted(self, own: np.ndarray, other: np.ndarray, done: np.ndarray) -> None:
-        """Keep what is done and say where, for the same command to go on from."""
+        """Keep what is done and say where, for the same command to go on from (nothing done:
+        nothing to keep or say)."""
+        if not done.any():
+            return
         self.keep(own, other, done)
         if not self.unkept:
             print(
-                f"interrupted: {int(done.sum()):,} of {len(done):,} matches are kept in "
+                f"interrupted: {int(done.sum()):,} of {len(done):,} {self.noun} are kept in "
                 f"{self.path}; the same command goes on from there",
                 file=sys.stderr,
             )

@@ -50,6 +50,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from yahtzee_jax.agents import Agent
+from yahtzee_jax.evaluation.match_keep import MatchKeep
 from yahtzee_jax.evaluation.plots import save_figure
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.evaluation.reports import optimal_reference
@@ -217,17 +218,24 @@ def round_robin(
 
 
 def match_pair(
-    a: Agent, b: Agent, num_games: int, seed: int, batch_size: int | None, progress: bool = False
+    a: Agent,
+    b: Agent,
+    num_games: int,
+    seed: int,
+    batch_size: int | None,
+    progress: bool = False,
+    keep: MatchKeep | None = None,
 ) -> tuple[PairResult, np.ndarray, np.ndarray]:
     """N real two-player matches of `a` against `b`, for agents that read the opponent's card:
-    a sits first in the even games, the dice of `two_player.game_keys` (independent per seat).
+    a sits first in the even games, the dice of `two_player.game_keys` (independent per seat);
+    `keep` keeps the finished matches while they play (`match_keep`).
 
     Returns the pair's result and each agent's totals in these games.
     """
     from yahtzee_jax.evaluation import matches as two_player
 
     a_totals, b_totals = two_player.match_totals(
-        a, (b,), a.rules, num_games, seed, batch_size or two_player.MATCH_BATCH, progress
+        a, (b,), a.rules, num_games, seed, batch_size or two_player.MATCH_BATCH, progress, keep
     )
     b_totals = b_totals[:, 0]
     # By seat as `play_pair` reads them: a's total in the seat a sat in, b's in the other.
