@@ -21,6 +21,7 @@ from yahtzee_jax.evaluation.paired import (
     paired_difference,
     per_match_record,
 )
+from yahtzee_jax.evaluation.statistics import mean_stderr
 
 
 def test_paired_difference_by_hand() -> None:
@@ -133,6 +134,25 @@ def test_comparisons_refuse_other_matches() -> None:
         compare_match_files([first, first], [first])
 
 
+def test_pooled_seeds_are_one_kind_of_match_and_each_file_says_whose_matches() -> None:
+    """Found in review: seeds of other rules, players or opponents were pooled under the first
+    seed's (official two-player beside Yatzy three-player), a per_match without its opponents'
+    digest paired with any other (None equal to None), and the ceiling's file was told to
+    play again for its per-match results, which it never keeps. Each is one line now."""
+    results, opponents = np.array([1, -1, 1, 0]), np.array([200, 250, 230, 240])
+    seed3, seed4 = _record(3, results, opponents, "a"), _record(4, results, opponents, "a")
+    for key, value in (("rules", "yatzy"), ("players", 3), ("opponent", "greedy3")):
+        other = {**seed4, key: value}
+        with pytest.raises(ConfigError, match=f"the seeds' {key} differ"):
+            compare_match_files([seed3, other], [seed3, other])
+    undigested = {**seed3, "per_match": {**seed3["per_match"], "opponent_digest": None}}
+    with pytest.raises(ConfigError, match="match JSON 1: per_match has no opponent_digest"):
+        compare_match_files([undigested], [seed3])
+    ceiling = {**seed3, "player": "ceiling"}
+    with pytest.raises(ConfigError, match="the ceiling's oracle plays no real matches"):
+        compare_match_files([ceiling], [seed3])
+
+
 def test_two_players_on_the_same_matches(tmp_path, capsys) -> None:
     """Two different learners (greedy1, greedy2) against the random opponent on one seed face
     the same opponent totals match by match (the opponents' dice do not depend on the learner's
@@ -162,3 +182,22 @@ def test_two_players_on_the_same_matches(tmp_path, capsys) -> None:
     capsys.readouterr()
     assert main(["compare", str(files["greedy2"]), "--against", str(hostile)]) == 2
     assert f"{hostile}: seed is [5], not an integer" in capsys.readouterr().err
+
+
+def test_a_single_match_writes_a_result_strict_json_reads(monkeypatch) -> None:
+    """Found in review: one match's standard errors were NaN (a sample standard deviation of
+    one value), which `match --out` wrote as `NaN` and strict JSON readers refuse; a single
+    value has no spread to measure, and its standard error is 0 as in `evaluate`'s summaries.
+    The match itself is given (its totals), not played."""
+    from yahtzee_jax.evaluation import matches
+
+    def one_match(learner, rivals, rules, num_games, *args):
+        return np.array([250]), np.array([[240]])
+
+    monkeypatch.setattr(matches, "match_totals", one_match)
+    result = evaluate_agent_matches(builtin_agent("greedy1", "plain"), "random", num_games=1)
+    result = json.loads(json.dumps(result, allow_nan=False))
+    assert result["score_stderr"] == result["margin_stderr"] == 0.0
+    assert (result["wins"], result["mean_margin"]) == (1, 10.0)
+    # By hand: 1 and 3 lie 1 from their mean, sample variance 2, so sqrt(2) / sqrt(2).
+    assert mean_stderr(np.array([1, 3])) == pytest.approx(1.0)

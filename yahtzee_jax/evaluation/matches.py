@@ -8,7 +8,6 @@ learner by lane group, so a batch of games is laid out seat group by seat group
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from yahtzee_jax.envs.match_env import Match, Seat
 from yahtzee_jax.envs.rollout import agent_policy, rollout
 from yahtzee_jax.evaluation.game_records import check_game_seed
 from yahtzee_jax.evaluation.match_keep import MatchKeep
+from yahtzee_jax.evaluation.statistics import mean_stderr, wilson_interval
 from yahtzee_jax.game import engine
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
@@ -120,7 +120,6 @@ def match_totals(
 def tally(own_total: np.ndarray, others: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
     """Each match's result against the best other total [N, P-1] (1 win: beating every
     opponent, 0 draw, -1 loss) and their counts, rates and the wins' Wilson 95 % interval."""
-    from yahtzee_jax.evaluation.statistics import wilson_interval
 
     result = np.sign(own_total - others.max(axis=1))
     games = len(result)
@@ -188,10 +187,10 @@ def evaluate_agent_matches(
         "wins_by_seat": [int(np.sum((result == 1) & (seat == s))) for s in range(players)],
         "games_by_seat": [int(np.sum(seat == s)) for s in range(players)],
         "mean_score": float(own_total.mean()),
-        "score_stderr": float(own_total.std(ddof=1) / math.sqrt(num_games)),
+        "score_stderr": mean_stderr(own_total),
         "opponent_mean_score": float(other_total.mean()),
         "mean_margin": float(margin.mean()),
-        "margin_stderr": float(margin.std(ddof=1) / math.sqrt(num_games)),
+        "margin_stderr": mean_stderr(margin),
         "by_opponent_score": by_opponent_score(result, other_total),
         "per_match": per_match_record(result, other_total),  # what `compare` pairs
         "wall_s": time.perf_counter() - started,

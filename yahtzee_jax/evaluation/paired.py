@@ -50,6 +50,8 @@ def match_results(record: dict[str, Any], source: str | None = None) -> np.ndarr
     names the file in the one-line errors (default: its seed)."""
     where = source or f"seed {record.get('seed')}"
     per_match = record.get("per_match")
+    if record.get("player") == "ceiling":  # told the scores, on other dice: no one's matches
+        raise ConfigError(f"{where}: the ceiling's oracle plays no real matches to pair")
     if per_match is None:
         why = "written before match files kept them; play it again"
         raise ConfigError(f"{where}: this match JSON keeps no per-match results ({why})")
@@ -61,6 +63,8 @@ def match_results(record: dict[str, Any], source: str | None = None) -> np.ndarr
         raw = zlib.decompress(base64.b64decode(per_match["results"], validate=True))
     except (KeyError, TypeError, ValueError, zlib.error) as error:  # binascii.Error: a ValueError
         raise ConfigError(f"{where}: per_match results damaged ({error!r})") from None
+    if not isinstance(per_match.get("opponent_digest"), str):  # what tells the matches apart
+        raise ConfigError(f"{where}: per_match has no opponent_digest")
     codes = np.frombuffer(raw, np.uint8)
     result = codes.astype(np.int8) - 1
     if len(result) != record["games"]:
@@ -159,6 +163,10 @@ def compare_match_files(
             raise ConfigError(
                 f"seed {record['seed']}: the opponents' totals differ; not the same matches"
             )
+    for key in ("rules", "players", "opponent"):  # the seeds pooled are one kind of match
+        values = sorted({str(record[key]) for record in first})
+        if len(values) > 1:
+            raise ConfigError(f"the seeds' {key} differ ({', '.join(values)}): pool one kind")
     result = paired_difference(np.concatenate(firsts), np.concatenate(seconds))
     intervals = {}
     for who in ("first", "second"):

@@ -54,7 +54,7 @@ from yahtzee_jax.evaluation.match_keep import MatchKeep
 from yahtzee_jax.evaluation.plots import save_figure
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.evaluation.reports import optimal_reference
-from yahtzee_jax.evaluation.statistics import wilson_interval
+from yahtzee_jax.evaluation.statistics import mean_stderr, wilson_interval
 from yahtzee_jax.files import write_json, write_whole
 
 FIRST_SEAT, SECOND_SEAT = 0, 1
@@ -146,7 +146,7 @@ def play_pair(a: str, a_by_seat: np.ndarray, b: str, b_by_seat: np.ndarray) -> P
         a_wins_by_seat=tuple(int(np.sum((a_result > 0) & (a_seat == s))) for s in (0, 1)),
         b_wins_by_seat=tuple(int(np.sum((a_result < 0) & (a_seat != s))) for s in (0, 1)),
         mean_margin=float(margin.mean()),
-        margin_stderr=float(margin.std(ddof=1) / math.sqrt(games)) if games > 1 else 0.0,
+        margin_stderr=mean_stderr(margin),
     )
 
 
@@ -297,7 +297,7 @@ def tables(tournament: Tournament) -> list[Table]:
     score_rows = []
     for agent in agents:
         total = tournament.totals[agent]
-        stderr = total.std(ddof=1) / math.sqrt(total.size) if total.size > 1 else 0.0
+        stderr = mean_stderr(total)
         score_rows.append([agent, f"{total.mean():.2f}", f"{stderr:.2f}", f"{total.size:,}"])
     header = ["row vs column", *agents]
     return [

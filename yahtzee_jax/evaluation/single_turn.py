@@ -11,7 +11,6 @@ are played by the one play loop, so turn i depends only on (seed, i).
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import jax
@@ -21,6 +20,7 @@ import numpy as np
 from yahtzee_jax.agents.agent import Agent, Policy
 from yahtzee_jax.envs.solitaire_play import agent_policy, episode_keys, play, record_transition
 from yahtzee_jax.errors import UserError
+from yahtzee_jax.evaluation.statistics import mean_stderr
 from yahtzee_jax.game.engine import State
 from yahtzee_jax.game.rules import Rules
 
@@ -78,7 +78,7 @@ def evaluate_single_turn(
         "turns": num_turns,
         "seed": seed,
         "mean": mean,
-        "stderr": float(scores.std(ddof=1) / math.sqrt(num_turns)) if num_turns > 1 else 0.0,
+        "stderr": mean_stderr(scores),
         "optimum_mean": optimum_mean,
         "percent_of_optimum": 100.0 * mean / optimum_mean,
     }

@@ -113,6 +113,13 @@ def summarize(records: GameRecords, optimal_records: GameRecords | None = None) 
 Z_95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
 
 
+def mean_stderr(values: np.ndarray) -> float:
+    """The standard error of the values' mean; 0.0 for a single value (no spread to measure:
+    NaN was written into JSON files that strict readers refuse)."""
+    values = np.asarray(values, np.float64)
+    return float(values.std(ddof=1) / math.sqrt(values.size)) if values.size > 1 else 0.0
+
+
 def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
     """Wilson score interval of a binomial proportion (95 % by default)."""
     if trials < 1:

@@ -23,7 +23,7 @@ from yahtzee_jax.agents.target import load_target_tables, target_agent
 from yahtzee_jax.evaluation.matches import tally
 from yahtzee_jax.evaluation.records import play_games
 from yahtzee_jax.evaluation.reports import optimal_reference
-from yahtzee_jax.evaluation.statistics import wilson_interval
+from yahtzee_jax.evaluation.statistics import mean_stderr, wilson_interval
 from yahtzee_jax.game.rules import Rules
 
 
@@ -70,7 +70,7 @@ def _games(rules: Rules, seed: int, totals: np.ndarray) -> dict[str, Any]:
         "seed": seed,
         "games": len(totals),
         "mean_score": float(totals.mean()),
-        "score_stderr": float(totals.std(ddof=1) / math.sqrt(len(totals))),
+        "score_stderr": mean_stderr(totals),
     }
 
 
@@ -130,7 +130,7 @@ def ceiling_matches(
         # Exact over the oracle's dice, sampled over the opponents' (their s.e. alone): the
         # simulation's wins must match it within sqrt(mean T (1 - T) / N).
         "given_scores_win_rate": float(given.mean()),
-        "given_scores_stderr": float(given.std(ddof=1) / math.sqrt(num_games)),
+        "given_scores_stderr": mean_stderr(given),
         "given_scores_z": (win_rate - given.mean())
         / math.sqrt(np.mean(given * (1 - given)) / num_games),
         "exact_win_rate": exact,
