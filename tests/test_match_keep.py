@@ -175,3 +175,47 @@ def test_a_stopped_match_command_goes_on_from_its_kept_matches(tmp_path, monkeyp
     kept = [json.loads(path.read_text())["kept_at_start"] for path in (whole, out)]
     assert kept == [0, 8]  # the second sitting's wall_s played the last 4
     assert not keep_path(out).exists()
+
+
+def test_a_schedules_keep_names_its_bytes_and_a_runs_rules_are_its_own(
+    tmp_path, monkeypatch, capsys
+):
+    """Found in review: a keep named the hindsight schedule by its path, so matches kept under
+    a schedule edited since (or the same name in another folder) were mixed with the new
+    one's, and the result recorded the default weight 1 beside the schedule it did not play;
+    `match RUN --rules X` played the run's own rules without a word. The player and the
+    matches are stood in for: only what the command hands them is tested."""
+    from yahtzee_jax.commands import match as match_command
+    from yahtzee_jax.runner import checkpointing
+
+    handed = []
+    figures = ("win_rate", "draws", "mean_score", "score_stderr", "opponent_mean_score")
+    result = {"opponent": "random", "games": 6, "win_interval_95": [0.0, 1.0]}
+    result |= dict.fromkeys((*figures, "mean_margin"), 0.0)
+
+    def played(agent, opponent, keep=None, **_):
+        handed.append(keep)
+        return result
+
+    monkeypatch.setattr(matches, "evaluate_agent_matches", played)
+    monkeypatch.setattr(match_command, "builtin_agent", lambda *args, **options: None)
+    schedule, out = tmp_path / "schedule.json", tmp_path / "out.json"
+    argv = ["match", "target-seeker", "--hindsight-schedule", str(schedule), "--games", "6"]
+    digests = []
+    for weights in ([[1.0, 1.0]] * 13, [[0.5, 0.5]] * 13):
+        schedule.write_text(json.dumps({"weights": weights}))
+        assert main([*argv, "--out", str(out), "--no-progress"]) == 0
+        digests.append(json.loads(handed[-1].identity)["schedule_sha256"])
+    assert digests[0] != digests[1]
+    written = json.loads(out.read_text())
+    assert written["hindsight_schedule"] == str(schedule) and "hindsight_weight" not in written
+
+    run = tmp_path / "run"
+    run.mkdir()
+    plain = builtin_agent("greedy1", "plain")
+    monkeypatch.setattr(checkpointing, "load_agent_and_step", lambda *args: (plain, 10))
+    capsys.readouterr()
+    assert main(["match", str(run), "--rules", "official", "--games", "6"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "plays 'plain' rules, not 'official'" in error and "\n" not in error
+    assert main(["match", str(run), "--rules", "plain", "--games", "6", "--no-progress"]) == 0

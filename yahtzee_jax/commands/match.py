@@ -4,6 +4,7 @@ real matches against a built-in opponent: win rate with its Wilson interval, sco
 from __future__ import annotations
 
 import argparse
+import hashlib
 from pathlib import Path
 
 from yahtzee_jax.agents.agent import alone
@@ -16,7 +17,7 @@ from yahtzee_jax.agents.resolve import (
     builtin_agent,
     option_flag,
 )
-from yahtzee_jax.commands.arguments import add_override_argument, seed_argument
+from yahtzee_jax.commands.arguments import BUILTIN_RULES, add_override_argument, seed_argument
 from yahtzee_jax.errors import ConfigError
 from yahtzee_jax.evaluation.match_keep import MatchKeep, keep_path
 from yahtzee_jax.evaluation.matches import MATCH_BATCH
@@ -43,7 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_argument, default=2, help="the matches' dice (2)")
     parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
     parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
-    parser.add_argument("--rules", default="official", help="rules of a built-in player's games")
+    parser.add_argument(
+        "--rules",
+        default=None,
+        help="rules of a built-in player's games (official); a run plays its own",
+    )
     parser.add_argument(
         "--cache-dir", default=None, help="solver cache (default $YAHTZEE_JAX_CACHE or ~/.cache)"
     )
@@ -151,12 +156,16 @@ def run(args: argparse.Namespace) -> int:
     record = run_record(getattr(args, "argv", [])) if args.out else None
     # What is played, for the matches kept beside --out (`match_keep`) to be those of this
     # command: the same player, options and matches.
-    played = {k: getattr(args, k) for k in ("opponent", "players", "seed", "games", "rules")}
+    played = {k: getattr(args, k) for k in ("opponent", "players", "seed", "games")}
     if builtin:
-        learner = builtin_agent(args.run, get_rules(args.rules), args.cache_dir, **options)
+        rules = get_rules(args.rules or BUILTIN_RULES)
+        learner = builtin_agent(args.run, rules, args.cache_dir, **options)
         options = {**BUILTINS[args.run].options, **options}  # what it plays with
         options = {k: v for k, v in options.items() if v is not None}
-        keep = _keep(args.out, played | {"player": args.run, "options": options})
+        if "hindsight_schedule" in options:  # the schedule's weights, not the default weight
+            options.pop("hindsight_weight", None)
+        played |= {"rules": rules.name, "player": args.run, "options": options}
+        keep = _keep(args.out, played | _schedule_digest(options))
         result = evaluate_agent_matches(
             learner, args.opponent, players=args.players, keep=keep, **matches
         )
@@ -164,6 +173,12 @@ def run(args: argparse.Namespace) -> int:
         print(format_result(args.run, result))
     else:
         agent, step = load_agent_and_step(args.run, tuple(args.overrides))
+        if args.rules is not None and get_rules(args.rules) != agent.rules:
+            raise ConfigError(
+                f"{args.run} plays {agent.rules.name!r} rules, not {args.rules!r}; omit --rules "
+                "to play it under its own"
+            )
+        played |= {"rules": agent.rules.name}
         match_sets = any(text.strip().startswith(MATCH_PLAY) for text in args.overrides)
         if match_sets and not agent.reads_others:
             raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
@@ -187,6 +202,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _schedule_digest(options: dict) -> dict[str, str]:
+    """The hindsight schedule's file by its bytes, for a keep (an edited schedule, or the same
+    name in another folder, plays other matches)."""
+    if "hindsight_schedule" not in options:
+        return {}
+    schedule = Path(options["hindsight_schedule"])
+    return {"schedule_sha256": hashlib.sha256(schedule.read_bytes()).hexdigest()}
+
+
 def _keep(out: str | None, identity: dict) -> MatchKeep | None:
     """Where the matches of `--out` are kept while they play (none without `--out`)."""
     return MatchKeep(keep_path(out), identity) if out else None
@@ -204,7 +228,7 @@ def _run_ceiling(args: argparse.Namespace, matches: dict) -> int:
         raise ConfigError("ceiling plays against optimal only, without --set or --solitaire")
     if any(getattr(args, name) is not None for name in PLAYER_OPTIONS):
         raise ConfigError("ceiling is the oracle: it takes no player's option")
-    rules = get_rules(args.rules)
+    rules = get_rules(args.rules or BUILTIN_RULES)
     exact = cached_ceiling(rules, args.players, args.cache_dir)  # None until both are cached
     rate = None if exact is None else exact["win_rate"]
     result = ceiling_matches(rules, players=args.players, exact=rate, **matches)
