@@ -39,6 +39,9 @@ def test_wilson_interval_at_the_ends_and_mirrored() -> None:
     low, high = wilson_interval(0, 20)
     assert low == 0.0 and high == pytest.approx(z * z / (20 + z * z))
     assert wilson_interval(20, 20) == pytest.approx((1 - high, 1.0))
+    # Exactly 1 and 0, as the formula gives (10 of 10 reached 0.9999999999999999 and 0 of 7 a
+    # low end above 0 by round-off: found in review).
+    assert wilson_interval(10, 10)[1] == 1.0 and wilson_interval(0, 7)[0] == 0.0
     low3, high3 = wilson_interval(3, 11)
     assert wilson_interval(8, 11) == pytest.approx((1 - high3, 1 - low3))
     with pytest.raises(ValueError):

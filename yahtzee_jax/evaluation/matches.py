@@ -274,7 +274,8 @@ def plot_curves(
 
 def plot_win_rates(results: dict[str, dict[str, Any]], out: str | Path) -> Path:
     """PNG: each player's win rate against the optimal agent with its 95 % interval (the JSON of
-    `python -m yahtzee_jax.evaluation.matches ... --out`), a bar per player, and the 50 % line."""
+    `yahtzee-jax match ... --out`; `experiments/plot_win_rates.py` draws them), a bar per
+    player, and the 50 % line."""
     from matplotlib.figure import Figure
 
     from yahtzee_jax.evaluation.plots import save_figure

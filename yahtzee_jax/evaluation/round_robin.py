@@ -4,8 +4,8 @@
 agents N two-player games and reports, for each ordered pair, the share of games the row agent
 wins with its Wilson 95 % interval, the draws, each agent's mean score and the mean margin.
 
-How a game is played. Every agent that `evaluate` accepts sees only its own card, so the two
-players of a game do not interact: a game between A and B is one solitaire game of each,
+How a game is played. An agent that sees only its own card (all but the match players below)
+does not interact with the other player: a game between A and B is one solitaire game of each,
 compared at the end (`tests/test_multiplayer.py` plays such games through the two-player
 engine, in both seat orders, and gets the solitaire totals). So each agent plays its solitaire
 games once, with the keys of `play_games` (game j of seed S: ``fold_in(key(S), j)``, the

@@ -128,5 +128,8 @@ def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float
     z2n = z * z / trials
     center = (share + z2n / 2) / (1 + z2n)
     half = z / (1 + z2n) * math.sqrt(share * (1 - share) / trials + z2n / (4 * trials))
-    # Clamp the rounding error at the ends (0 or all successes give exactly 0 or 1 there).
-    return max(0.0, center - half), min(1.0, center + half)
+    # At 0 or all successes the bound is exactly 0 or 1 (center -+ half cancel), which floating
+    # point misses by an ulp (0.9999999999999999); elsewhere clamp the rounding error.
+    low = 0.0 if successes == 0 else max(0.0, center - half)
+    high = 1.0 if successes == trials else min(1.0, center + half)
+    return low, high
