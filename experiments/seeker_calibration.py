@@ -81,6 +81,7 @@ def played_turn_ends(
     run = jax.jit(play)
     parts: list[tuple[np.ndarray, ...]] = []
     started = time.perf_counter()
+    batch -= batch % players  # whole seat groups: a batch of 1,001 skipped every 1,001st match
     for first in range(0, games, batch):
         count = min(batch, games - first)
         count -= count % players

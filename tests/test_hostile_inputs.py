@@ -65,6 +65,11 @@ FOUND = {
         ["match", "greedy1", "--games", "10"],
         "'greedy1': built in, but not a match player; give a run or checkpoint folder or optimal",
     ),
+    # Found in review (2026-12-02): refused only once its tables were loaded (minutes at first).
+    "match the win-seeker with three players": (
+        ["match", "win-seeker", "--players", "3", "--games", "4"],
+        "win-seeker plays 2-player matches only, not --players 3",
+    ),
     "match a name that is nothing": (
         ["match", "nosuch", "--games", "10"],
         "'nosuch': no run folder",

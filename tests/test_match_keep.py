@@ -18,6 +18,7 @@ from yahtzee_jax.evaluation.matches import evaluate_agent_matches
 
 # The optimal agent against greedy1: 12 matches in 3 batches of 4, every batch kept.
 ORDERED_MAP = matches.ordered_map
+GAME_KEYS = matches.game_keys
 IDENTITY = {"player": "greedy1", "seed": 5}
 COMMAND = ["match", "optimal", "--opponent", "greedy1", "--games", "12", "--batch-size", "4"]
 
@@ -219,3 +220,24 @@ def test_a_schedules_keep_names_its_bytes_and_a_runs_rules_are_its_own(
     error = capsys.readouterr().err.strip()
     assert "plays 'plain' rules, not 'official'" in error and "\n" not in error
     assert main(["match", str(run), "--rules", "plain", "--games", "6", "--no-progress"]) == 0
+
+
+def test_the_last_batch_is_padded_to_the_others_size(monkeypatch):
+    """Found in review: 40 matches in batches of 36 were played as 36 and 4, two programs
+    compiled (7 s more for the target-seeker); now as two batches of 20, the matches batches
+    of 20 play (test_stopped_matches_go_on...'s program), match for match."""
+    counts = []
+
+    def recording(seed, first, count, players=2):
+        counts.append(count)
+        return GAME_KEYS(seed, first, count, players)
+
+    monkeypatch.setattr(matches, "game_keys", recording)
+    agent = builtin_agent("greedy1", "plain")
+    asked = evaluate_agent_matches(agent, "random", num_games=40, seed=5, batch_size=36)
+    assert counts == [20, 20]
+    twenties = evaluate_agent_matches(agent, "random", num_games=40, seed=5, batch_size=20)
+    assert asked["per_match"] == twenties["per_match"]
+    counts.clear()
+    evaluate_agent_matches(agent, "random", num_games=3, seed=5, batch_size=20)
+    assert counts == [4]  # whole seat groups: a fourth match played and dropped

@@ -98,6 +98,7 @@ class BuiltinAgent:
     match_player: bool = False  # may fill `match NAME`'s evaluated seat
     for_points: bool = True  # plays a card for its points (a match player plays for the win)
     loading: str = ""  # said before a build that may take minutes (its tables, the first time)
+    players: int | None = None  # the match seats it can play in, when not any number
 
 
 BUILTINS: dict[str, BuiltinAgent] = {
@@ -128,6 +129,7 @@ BUILTINS: dict[str, BuiltinAgent] = {
         {"endgame_open": None, "before_endgame": "normal"},
         match_player=True,
         for_points=False,
+        players=2,  # its tables are of one opponent's score
         loading="Loading the win-seeker's tables (the first time they are computed: about 3 "
         "minutes on a 2-core CPU, then cached).",
     ),

@@ -145,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
         kind = "built in, but not a match player" if args.run in BUILTINS else "no run folder"
         players = ", ".join((*MATCH_PLAYERS, CEILING))
         raise ConfigError(f"{args.run!r}: {kind}; give a run or checkpoint folder or {players}")
+    seats = BUILTINS[args.run].players if builtin else None
+    if seats is not None and args.players != seats:  # before its tables load (minutes at first)
+        raise ConfigError(
+            f"{args.run} plays {seats}-player matches only, not --players {args.players}"
+        )
     if builtin and args.overrides:
         raise ConfigError(f"--set plays a trained run otherwise; {args.run!r} is built in")
     if builtin and args.solitaire:  # it was taken without a word

@@ -8,6 +8,7 @@ learner by lane group, so a batch of games is laid out seat group by seat group
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -81,6 +82,10 @@ def match_totals(
     else:
         own, other, done = keep.resume(num_games, players - 1)
     batch_size = max(players, batch_size - batch_size % players)  # whole seat groups
+    # Batches of one size, the last padded with games past N that are dropped: one program is
+    # compiled, not a second for a shorter last batch (7 s for the target-seeker).
+    batches = max(1, math.ceil(num_games / batch_size))
+    batch_size = math.ceil(num_games / batches / players) * players
     bar = None
     if progress:
         from tqdm import tqdm
@@ -88,8 +93,7 @@ def match_totals(
         bar = tqdm(total=num_games, initial=int(done.sum()), unit="match", desc="matches")
 
     def play_batch(first: int) -> tuple[int, int, np.ndarray, np.ndarray]:
-        count = min(batch_size, num_games - first)
-        count += -count % players  # equal seat groups: play a few extra games, drop them below
+        count = batch_size  # the last batch's games past N are dropped below
         keys = game_keys(seed, first, count, players)
         return first, count, *jax.device_get(run(keys, learner.params))
 
@@ -107,13 +111,12 @@ def match_totals(
             if keep is not None:
                 keep.played(own, other, done)
     except KeyboardInterrupt:
-        if bar is not None:
-            bar.close()
         if keep is not None:
             keep.interrupted(own, other, done)
         raise
-    if bar is not None:
-        bar.close()
+    finally:
+        if bar is not None:
+            bar.close()
     return own, other
 
 
