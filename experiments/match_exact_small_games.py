@@ -49,6 +49,7 @@ _LOWER = (
     Box("three_of_a_kind", Kind.OF_A_KIND, 3),
     Box("small_straight", Kind.STRAIGHT, 4, 30),
     Box("four_of_a_kind", Kind.OF_A_KIND, 4),
+    Box("full_house", Kind.FULL_HOUSE, score=25),
 )
 
 
@@ -64,7 +65,7 @@ def small_game(boxes: int) -> Rules:
     )
 
 
-GAMES = {f"g{boxes}": boxes for boxes in (7, 8, 9, 10, 11)}
+GAMES = {f"g{boxes}": boxes for boxes in (7, 8, 9, 10, 11, 12)}
 # Whole 13-box games, too large for the exact solve (`--no-exact`): where the small games' share
 # of the gap stops carrying over, official rules with their bonuses taken away one by one.
 WHOLE_GAMES = {
