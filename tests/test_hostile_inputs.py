@@ -327,3 +327,47 @@ def test_sigterm_ends_a_command_as_ctrl_c_does(monkeypatch, capsys) -> None:
     assert cli.main(["solve", "--rules", "plain"]) == 130
     assert capsys.readouterr().err == "yahtzee-jax solve: interrupted\n"
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_an_interrupt_in_a_finalizer_is_delivered_again_not_lost(monkeypatch, capsys) -> None:
+    """Found in review: Ctrl-C landing inside JAX's garbage-collector callback was printed as
+    an ignored KeyboardInterrupt and lost, and the match played on to its end (exit 0). The
+    handler sends such a signal again a moment later; anywhere else it raises at once. And a
+    Ctrl-C while the command's module imports JAX is one line and 130, not a traceback."""
+    import gc
+    import signal
+    import sys
+    import time
+
+    from yahtzee_jax.commands import cli
+
+    again = []
+    monkeypatch.setattr(cli, "_deliver_again", again.append)
+    monkeypatch.setattr(cli, "REDELIVER_S", 0.0)
+
+    def collecting(phase: str, info: dict) -> None:
+        cli._interrupt(signal.SIGINT, sys._getframe())  # returns: it is not raised here
+
+    class Finalized:
+        def __del__(self) -> None:
+            cli._interrupt(signal.SIGTERM, sys._getframe())
+
+    gc.callbacks.append(collecting)
+    try:
+        gc.collect()
+    finally:
+        gc.callbacks.remove(collecting)
+    Finalized()  # its __del__ runs here
+    deadline = time.monotonic() + 5
+    while len(again) < 3 and time.monotonic() < deadline:  # the timers' threads
+        time.sleep(0.01)
+    assert signal.SIGINT in again and signal.SIGTERM in again
+    with pytest.raises(KeyboardInterrupt):
+        cli._interrupt(signal.SIGINT, sys._getframe())
+
+    def importing(argv):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", importing)
+    assert cli.main(["match", "optimal"]) == 130
+    assert capsys.readouterr().err == "yahtzee-jax match: interrupted\n"

@@ -8,11 +8,13 @@ errors into a one-line message with a non-zero exit.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pathlib
 import signal
 import sys
+import threading
 from collections.abc import MutableMapping
 from typing import Any, NoReturn
 
@@ -135,17 +137,50 @@ def main(argv: list[str] | None = None) -> int:
     # JAX reads these when it is first imported: by the command's module, in `build_parser`
     command = next((arg for arg in argv if not arg.startswith("-")), None)
     keep_compiled_programs(command, os.environ, _given_cache_dir(argv))
-    args = build_parser(argv).parse_args(argv)
-    args.argv = argv  # what a result file records as its command
     # SIGTERM (a scheduler, `timeout`) killed a command without a word and left its temporary
     # files: as KeyboardInterrupt they are removed on the way out, and the line says so (130).
-    with signals_handled(_interrupt, signal.SIGTERM):
+    with signals_handled(_interrupt, signal.SIGINT, signal.SIGTERM):
+        try:  # the command's module imports JAX here: seconds a Ctrl-C may land in
+            args = build_parser(argv).parse_args(argv)
+        except KeyboardInterrupt:
+            print(
+                f"yahtzee-jax {command}: interrupted" if command else "yahtzee-jax: interrupted",
+                file=sys.stderr,
+            )
+            return 130
+        args.argv = argv  # what a result file records as its command
         return _dispatch(args)
 
 
-def _interrupt(signum: int, frame: Any) -> NoReturn:
-    """SIGTERM ends a command as Ctrl-C does (`train` handles both itself, while it trains)."""
+REDELIVER_S = 0.05  # how soon a signal that landed in a finalizer is sent again
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C and SIGTERM end a command with KeyboardInterrupt (`train` handles both itself,
+    while it trains). Raised inside a garbage-collector callback or a finalizer it would be
+    printed as ignored and lost (JAX runs a callback at every collection: a match went on to
+    its end after Ctrl-C), so there the signal is sent again a moment later instead."""
+    if _inside_finalizer(frame):
+        timer = threading.Timer(REDELIVER_S, _deliver_again, (signum,))
+        timer.daemon = True
+        timer.start()
+        return
     raise KeyboardInterrupt
+
+
+def _inside_finalizer(frame: Any) -> bool:
+    """Is `frame` (or a caller of it) a garbage-collector callback or a `__del__`?"""
+    callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
+    while frame is not None:
+        if frame.f_code in callbacks or frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _deliver_again(signum: int) -> None:
+    """Send `signum` to this process again (from a timer thread: the main thread handles it)."""
+    os.kill(os.getpid(), signum)
 
 
 def _dispatch(args: argparse.Namespace) -> int:
