@@ -29,7 +29,7 @@ def _stopped_after(monkeypatch, batches: int | None, stop=KeyboardInterrupt) -> 
     Returns the first match of each batch played."""
     played = []
 
-    def stopping(function, items, threads):
+    def stopping(function, items, threads, salvage=None):
         for result in ORDERED_MAP(function, items, 1):
             if len(played) == batches:
                 raise stop
@@ -241,3 +241,55 @@ def test_the_last_batch_is_padded_to_the_others_size(monkeypatch):
     counts.clear()
     evaluate_agent_matches(agent, "random", num_games=3, seed=5, batch_size=20)
     assert counts == [4]  # whole seat groups: a fourth match played and dropped
+
+
+def test_ordered_map_hands_a_stopped_callers_running_items_to_salvage():
+    """Found in review: a Ctrl-C waited for the batches running on the other threads and then
+    dropped them. Five items on two threads, the caller stopped after the second result:
+    items 2 and 3 were running (they wait for the stop), 4 queued. The queued one is never
+    run, the running ones are waited for and handed to `salvage`, in order, after the one the
+    caller stopped on (it may not have taken it: taking one twice must do no harm)."""
+    import threading
+    import time
+
+    from yahtzee_jax.parallel import ordered_map
+
+    stopped, ran, salvaged = threading.Event(), [], []
+
+    def square(item: int) -> int:
+        ran.append(item)
+        if item >= 2:
+            assert stopped.wait(5)
+            time.sleep(0.2)  # the caller's shutdown cancels item 4 before a thread is free
+        return item * item
+
+    results = []
+    with pytest.raises(KeyboardInterrupt):
+        for result in ordered_map(square, [0, 1, 2, 3, 4], 2, salvage=salvaged.append):
+            results.append(result)
+            if len(results) == 2:
+                stopped.set()
+                raise KeyboardInterrupt
+    assert results == [0, 1] and salvaged == [1, 4, 9] and 4 not in ran
+
+
+def test_an_interrupt_keeps_the_batches_running_then(tmp_path, monkeypatch, capsys):
+    """greedy1 against random, 60 plain matches in batches of 20 on two threads (the first
+    test's program): Ctrl-C as the second batch ends (the first plays alone, compiling),
+    while the third plays, keeps all 60, and the next sitting plays none."""
+    monkeypatch.setattr(matches, "host_threads", lambda: 2)
+    path = tmp_path / "out.json.partial.npz"
+    agent = builtin_agent("greedy1", "plain")
+    play = dict(num_games=60, seed=5, batch_size=20)
+
+    class Stopping(MatchKeep):
+        def played(self, own, other, done):
+            if done.sum() == 40:
+                raise KeyboardInterrupt  # Ctrl-C between the batches
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate_agent_matches(agent, "random", keep=Stopping(path, IDENTITY), **play)
+    assert "interrupted: 60 of 60 matches are kept" in capsys.readouterr().err
+    played = _stopped_after(monkeypatch, None)
+    evaluate_agent_matches(agent, "random", keep=MatchKeep(path, IDENTITY), **play)
+    assert played == []

@@ -64,7 +64,7 @@ def _stopped_after(monkeypatch, batches: int | None) -> list[int]:
     played."""
     played = []
 
-    def stopping(function, items, threads):
+    def stopping(function, items, threads, salvage=None):
         for result in ORDERED_MAP(function, items, 1):
             if len(played) == batches:
                 raise KeyboardInterrupt

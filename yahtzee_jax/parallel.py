@@ -124,21 +124,33 @@ def host_threads() -> int:
 
 
 def ordered_map(
-    function: Callable[[Item], Result], items: Sequence[Item], threads: int
+    function: Callable[[Item], Result],
+    items: Sequence[Item],
+    threads: int,
+    salvage: Callable[[Result], None] | None = None,
 ) -> Iterator[Result]:
     """`map(function, items)` on `threads` host threads, the results in the items' order.
 
     The first item runs alone, on the calling thread: a jitted function compiles there once, not
     on every thread at once. The others run on other threads: JAX's thread-local contexts
     (`jax.enable_x64`, a mesh) must be entered inside `function`. A caller that stops early (an
-    error, an interrupt) leaves no item queued.
+    error, an interrupt) leaves no item queued, and waits for those running; `salvage` is
+    handed their results (a Ctrl-C's keep takes them instead of dropping finished work).
     """
     if threads <= 1 or len(items) <= 1:
         yield from map(function, items)
         return
     yield function(items[0])
     pool = ThreadPoolExecutor(threads, thread_name_prefix="yahtzee-jax")
+    futures = [pool.submit(function, item) for item in items[1:]]
+    handed = 0
     try:
-        yield from pool.map(function, items[1:])
+        for future in futures:
+            yield future.result()
+            handed += 1
     finally:
-        pool.shutdown(cancel_futures=True)
+        pool.shutdown(cancel_futures=True)  # waits for the items running
+        if salvage is not None:
+            for future in futures[handed:]:  # the one being handed may come again: no matter
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    salvage(future.result())

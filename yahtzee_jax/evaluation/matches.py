@@ -103,17 +103,24 @@ def match_totals(
         opponent_params = tuple(agent.params for agent in opponents)
         return first, count, *jax.device_get(run(keys, learner.params, opponent_params))
 
+    def record(batch: tuple[int, int, np.ndarray, np.ndarray]) -> int:
+        """A batch's matches into the totals; how many of them were not done before."""
+        first, count, mine, theirs = batch
+        order = game_order(first, count, players)
+        real = order[order < num_games]
+        own[real], other[real] = mine[order < num_games], theirs[order < num_games]
+        new = int(np.sum(~done[real]))  # a batch partly kept (another batch size) counts these
+        done[real] = True
+        return new
+
     # The batches go on the host's threads at once (`parallel.host_threads`); those kept are
-    # not played again.
+    # not played again. Stopped, the batches running then are waited for and kept too.
     firsts = [f for f in range(0, num_games, batch_size) if not done[f : f + batch_size].all()]
     try:
-        for first, count, mine, theirs in ordered_map(play_batch, firsts, host_threads()):
-            order = game_order(first, count, players)
-            real = order < num_games
-            own[order[real]], other[order[real]] = mine[real], theirs[real]
-            if bar is not None:  # a batch partly kept (another batch size) counts its new ones
-                bar.update(int(np.sum(~done[order[real]])))
-            done[order[real]] = True
+        for batch in ordered_map(play_batch, firsts, host_threads(), salvage=record):
+            new = record(batch)
+            if bar is not None:
+                bar.update(new)
             if keep is not None:
                 keep.played(own, other, done)
     except KeyboardInterrupt:
