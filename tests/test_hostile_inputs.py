@@ -371,3 +371,38 @@ def test_an_interrupt_in_a_finalizer_is_delivered_again_not_lost(monkeypatch, ca
     monkeypatch.setattr(cli, "build_parser", importing)
     assert cli.main(["match", "optimal"]) == 130
     assert capsys.readouterr().err == "yahtzee-jax match: interrupted\n"
+
+
+def test_out_of_memory_is_one_line_naming_what_to_ask_for_less_of(monkeypatch, capsys) -> None:
+    """Found in review: 20,000,000 games in one batch died in a JaxRuntimeError traceback
+    (RESOURCE_EXHAUSTED: 85 GB asked of the CPU), 2^31 - 1 native games in NumPy's
+    MemoryError. Both are one line and exit 2; any other error is still raised."""
+    import jax
+
+    from yahtzee_jax.commands import cli, solve
+
+    errors = [
+        jax.errors.JaxRuntimeError(
+            "RESOURCE_EXHAUSTED: Out of memory allocating 85680011472 bytes."
+        ),
+        MemoryError("Unable to allocate 64.0 GiB"),
+    ]
+    for error in errors:
+
+        def out_of_memory(args, error=error) -> int:
+            raise error
+
+        monkeypatch.setattr(solve, "run_solve", out_of_memory)
+        assert cli.main(["solve", "--rules", "plain"]) == 2
+        said = capsys.readouterr().err
+        assert (
+            said.startswith("yahtzee-jax solve: error: out of memory (") and said.count("\n") == 1
+        )
+        assert "smaller --batch-size" in said
+
+    def broken(args) -> int:
+        raise jax.errors.JaxRuntimeError("INTERNAL: something else")
+
+    monkeypatch.setattr(solve, "run_solve", broken)
+    with pytest.raises(jax.errors.JaxRuntimeError):
+        cli.main(["solve", "--rules", "plain"])

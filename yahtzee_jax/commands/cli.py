@@ -200,6 +200,24 @@ def _dispatch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"yahtzee-jax {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # memory the numbers asked for: said, not a traceback
+        if not _out_of_memory(error):
+            raise
+        why = str(error).strip().splitlines()[0][:160] if str(error).strip() else "MemoryError"
+        print(
+            f"yahtzee-jax {args.command}: error: out of memory ({why}); ask for fewer games "
+            "or a smaller --batch-size",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _out_of_memory(error: Exception) -> bool:
+    """Host memory (NumPy's MemoryError) or a device's (XLA's RESOURCE_EXHAUSTED) ran out."""
+    if isinstance(error, MemoryError):
+        return True
+    xla = type(error).__name__ in ("JaxRuntimeError", "XlaRuntimeError")
+    return xla and str(error).startswith("RESOURCE_EXHAUSTED")
 
 
 def _given_cache_dir(argv: list[str]) -> str | None:
