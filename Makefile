@@ -53,7 +53,7 @@ setup: $(STAMP) $(KERNEL_STAMP)
 # gpu-ppo results/gpu-h200 (48.7 / 50.2 s at its former 819,200 games, a warm compilation cache)
 # and results/gpu-ppo-983k-seed{0,1,2} (its 983,040 games, trained on a CPU), all with dropout;
 # paper-a2c docs/fast-cpu/paper-a2c-intel and docs/learners/gpu_h100/paper-a2c-1m).
-EXPECT.cpu-ppo = model-free PPO: about 7-8 min on 2 CPU cores, for about 249.6 (one seed so far)
+EXPECT.cpu-ppo = model-free PPO: about 7 min on 2 CPU cores (6.6 on an AMD EPYC), for about 249.6 (one seed so far)
 EXPECT.gpu-ppo = model-free PPO: about a minute on one H100/H200; 245-247 when it trained with dropout (not yet run without it)
 EXPECT.paper-a2c = about 40 min on 2 CPU cores, 6.5 min on an H100, for about 241.5-241.8
 # Whether the venv's JAX trains on a GPU, asked when `make train` starts (after setup, so a fresh
