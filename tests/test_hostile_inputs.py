@@ -65,6 +65,21 @@ FOUND = {
         ["match", "greedy1", "--games", "10"],
         "'greedy1': built in, but not a match player; give a run or checkpoint folder or optimal",
     ),
+    # Found in review (2026-12-02), each a misleading line, a silent no-op or a traceback:
+    "train a folder as its config": (["train", "--config", "."], "a folder, not a config file"),
+    "advise negative Yahtzee bonuses": (
+        [*ADVISE, "--yahtzee-bonuses", "-1"],
+        "--yahtzee-bonuses must be >= 0, got -1",
+    ),
+    "play common dice alone": (["play", "--common-dice"], "--common-dice goes with --against"),
+    "tournament games-for twice": (
+        ["tournament", "random", "greedy1", "--games-for", "random=5", "--games-for", "random=7"],
+        "--games-for names random more than once",
+    ),
+    "compare a file with itself": (
+        ["compare", "a.json", "--against", "./a.json"],
+        "a.json is on both sides",
+    ),
     # Found in review (2026-12-02): refused only once its tables were loaded (minutes at first).
     "match the win-seeker with three players": (
         ["match", "win-seeker", "--players", "3", "--games", "4"],

@@ -220,6 +220,9 @@ def test_a_schedules_keep_names_its_bytes_and_a_runs_rules_are_its_own(
     error = capsys.readouterr().err.strip()
     assert "plays 'plain' rules, not 'official'" in error and "\n" not in error
     assert main(["match", str(run), "--rules", "plain", "--games", "6", "--no-progress"]) == 0
+    # --solitaire for a run that reads no other card played the same matches without a word.
+    assert main(["match", str(run), "--solitaire", "--games", "6"]) == 2
+    assert "plays its own card only already" in capsys.readouterr().err
 
 
 def test_the_last_batch_is_padded_to_the_others_size(monkeypatch):

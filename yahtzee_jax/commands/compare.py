@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from yahtzee_jax.errors import UserError
 from yahtzee_jax.files import check_writable, write_json
 from yahtzee_jax.runner.finished_run import read_json_object
 
@@ -15,7 +16,11 @@ from yahtzee_jax.runner.finished_run import read_json_object
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Register `compare`."""
     parser = subparsers.add_parser(
-        "compare", help="two players' match results on the same matches, paired"
+        "compare",
+        help="two players' match results on the same matches, paired",
+        description="Two players' `match --out` files of the same seeds (one per seed each): "
+        "both win rates with their Wilson intervals, and the difference with the paired 95 % "
+        "interval of the per-match differences.",
     )
     parser.add_argument("first", nargs="+", help="the first player's match JSONs, a seed each")
     parser.add_argument(
@@ -50,6 +55,12 @@ def run(args: argparse.Namespace) -> int:
     from yahtzee_jax.evaluation.paired import compare_match_files
 
     check_writable(args.out or None)
+    both = sorted(
+        {str(Path(p).resolve()) for p in args.first}
+        & {str(Path(p).resolve()) for p in args.against}
+    )
+    if both:  # a player against itself differs by nothing, which was printed as a result
+        raise UserError(f"{both[0]} is on both sides: give each player's own files")
     first = [read_json_object(path, "a `match --out` file") for path in args.first]
     second = [read_json_object(path, "a `match --out` file") for path in args.against]
     result = compare_match_files(first, second, [*args.first, *args.against])

@@ -59,7 +59,7 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", dest="json_path", default=None, help="write the summary here")
     parser.add_argument(
-        "--out", default=None, help="report directory (default runs/evaluate/AGENT_RULES_NG_seedS)"
+        "--out", default=None, help="report directory (default runs/evaluate/AGENT_RULES_Ng_seedS)"
     )
     parser.add_argument(
         "--batch-size",

@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--games", type=int, default=100_000, help="matches (100000)")
     parser.add_argument("--seed", type=seed_argument, default=2, help="the matches' dice (2)")
-    parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too")
+    parser.add_argument("--players", type=int, default=2, help="seats, the evaluated one's too (2)")
     parser.add_argument("--batch-size", type=int, default=MATCH_BATCH)
     parser.add_argument(
         "--rules",
@@ -188,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
         if match_sets and not agent.reads_others:
             raise ConfigError(f"--set: {args.run} plays its own card only; nothing to change")
         if args.solitaire:
+            if not agent.reads_others:  # it played the same matches without a word
+                raise ConfigError(f"--solitaire: {args.run} plays its own card only already")
             agent = alone(agent)
         player = {"player": str(Path(args.run).resolve()), "update": step}
         # The parameters' digest: a run folder trained again plays other matches.

@@ -221,6 +221,8 @@ def run_advise(args: argparse.Namespace) -> int:
         raise UserError(f"--top must be >= 0 (0 lists every action), got {args.top}")
     if args.beat is not None and args.beat < 0:
         raise UserError(f"--beat must be >= 0, got {args.beat}")
+    if args.yahtzee_bonuses < 0:
+        raise UserError(f"--yahtzee-bonuses must be >= 0, got {args.yahtzee_bonuses}")
     from yahtzee_jax.solver.advisor import advise, advise_beat, beat_tables, make_position
 
     state = make_position(

@@ -409,6 +409,8 @@ def run(args: argparse.Namespace, console: Console | None = None) -> int:
     console = console if console is not None else StreamConsole()
     if args.beat is not None and (args.beat < 0 or not (args.hint or args.watch)):
         raise UserError("--beat X (X >= 0) goes with --hint or --watch")
+    if args.common_dice and not args.against:  # alone or watching, nothing shares the dice
+        raise UserError("--common-dice goes with --against: two players share one dice stream")
     rules = get_rules(args.rules) if args.rules is not None else None
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     spec = args.against or args.watch

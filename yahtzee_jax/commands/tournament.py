@@ -91,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("a tournament needs at least two agents")
     if len(set(args.agents)) != len(args.agents):
         raise UserError(f"each agent may appear once, got {' '.join(args.agents)}")
+    named = [spec for spec, _ in args.games_for]
+    twice = sorted({spec for spec in named if named.count(spec) > 1})
+    if twice:  # the last was taken without a word
+        raise UserError(f"--games-for names {', '.join(twice)} more than once")
     games_for = dict(args.games_for)
     unknown = sorted(set(games_for) - set(args.agents))
     if unknown:

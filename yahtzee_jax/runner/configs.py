@@ -210,7 +210,8 @@ def read_yaml(path: str | Path | Traversable) -> dict[str, Any]:
     """Read a YAML config file (a mapping of sections)."""
     path = Path(path) if isinstance(path, str) else path
     if not path.is_file():
-        raise ConfigError(f"config file not found: {path}")
+        why = "a folder, not a config file" if path.is_dir() else "config file not found"
+        raise ConfigError(f"{why}: {path}")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as error:
