@@ -421,3 +421,21 @@ def test_out_of_memory_is_one_line_naming_what_to_ask_for_less_of(monkeypatch, c
     monkeypatch.setattr(solve, "run_solve", broken)
     with pytest.raises(jax.errors.JaxRuntimeError):
         cli.main(["solve", "--rules", "plain"])
+
+
+def test_games_whose_records_outgrow_the_memory_are_refused_before_play(monkeypatch) -> None:
+    """Found in review: `tournament greedy1 random --games 2147483647` grew from 1.9 to 8 GB in
+    two seconds on its way to the system's kill (its records: 200 bytes a game, 400 GiB). On
+    a machine of 16 GiB: 10 million games (2 GB) are played, 100 million (20 GB) refused in
+    one line naming both sizes, and a match's smaller records (8 bytes a player, 24 more)
+    allow it 100 million."""
+    from yahtzee_jax.errors import UserError
+    from yahtzee_jax.evaluation import game_records
+
+    monkeypatch.setattr(game_records, "physical_memory", lambda: 16 * 2**30)
+    game_records.check_num_games(10_000_000)
+    with pytest.raises(UserError, match=r"100,000,000 games keep about 19 GiB of records; this"):
+        game_records.check_num_games(100_000_000)
+    game_records.check_num_games(100_000_000, bytes_per_game=8 * 2 + 24)
+    monkeypatch.setattr(game_records, "physical_memory", lambda: None)  # not said: not checked
+    game_records.check_num_games(2**31 - 1)

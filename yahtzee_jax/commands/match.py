@@ -127,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(f"{flag} must be >= 1, got {value}")
     if not 2 <= args.players <= 6:
         raise ConfigError(f"--players must be 2..6, got {args.players}")
-    check_num_games(args.games)  # at most 2^31 - 1
+    # At most 2^31 - 1, whose totals fit in memory: each player's, its result and margin.
+    check_num_games(args.games, bytes_per_game=8 * args.players + 24)
     matches = dict(
         cache_dir=args.cache_dir,
         num_games=args.games,

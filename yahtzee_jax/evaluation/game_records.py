@@ -87,12 +87,33 @@ def check_game_seed(seed: int) -> None:
     check_seed("seed", seed)
 
 
-def check_num_games(num_games: int) -> None:
-    """Reject a non-positive (or int32-overflowing) number of games with a clear message."""
+# What a game's records hold in memory (`GameRecords`: 13 boxes' and 13 turns' int32 scores and
+# boxes, the total, bonus flag and count: 165 bytes), rounded up for what is computed from them.
+RECORD_BYTES = 200
+
+
+def check_num_games(num_games: int, bytes_per_game: int = RECORD_BYTES) -> None:
+    """Reject a non-positive (or int32-overflowing) number of games with a clear message, and
+    one whose records (`bytes_per_game` each) would not fit in this machine's memory: it grew
+    until the system killed it (2^31 - 1 games keep about 400 GiB of records)."""
     if num_games < 1:
         raise UserError(f"the number of games must be at least 1 (got {num_games})")
     if num_games > MAX_GAMES:
         raise UserError(f"the number of games must be at most {MAX_GAMES} (got {num_games})")
+    needed, memory = num_games * bytes_per_game, physical_memory()
+    if memory is not None and needed > memory:
+        raise UserError(
+            f"{num_games:,} games keep about {needed / 2**30:,.0f} GiB of records; this machine "
+            f"has {memory / 2**30:,.0f} GiB: play fewer (a run of them at a time, other seeds)"
+        )
+
+
+def physical_memory() -> int | None:
+    """This machine's memory in bytes, None where the system does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def check_batch_size(batch_size: int | None) -> None:
