@@ -71,23 +71,29 @@ def test_stopped_matches_go_on_from_those_kept_to_the_same_results(tmp_path, mon
     }
 
 
-def test_the_match_command_keeps_beside_its_out_file_what_it_plays(tmp_path, monkeypatch):
-    """`match PLAYER --out F` hands its matches a keep at F.partial.npz naming the player, its
-    options and the matches (another seed is another keep), and removes it once F is written;
-    without --out nothing is kept."""
+def _matches_stood_in_for(monkeypatch) -> list:
+    """`evaluate_agent_matches` stood in for (only what the command hands it is tested): each
+    call's keep, in the list returned, keeps two matches."""
     handed = []
     figures = ("win_rate", "draws", "mean_score", "score_stderr", "opponent_mean_score")
     result = {"opponent": "random", "games": 6, "win_interval_95": [0.0, 1.0]}
     result |= dict.fromkeys((*figures, "mean_margin"), 0.0)
 
     def played(agent, opponent, keep=None, **_):
-        """The matches stood in for: only what the command hands them is tested."""
         handed.append(keep)
         if keep is not None:
             keep.keep(np.zeros(2, np.int64), np.zeros((2, 1), np.int64), np.ones(2, bool))
         return result
 
     monkeypatch.setattr(matches, "evaluate_agent_matches", played)
+    return handed
+
+
+def test_the_match_command_keeps_beside_its_out_file_what_it_plays(tmp_path, monkeypatch):
+    """`match PLAYER --out F` hands its matches a keep at F.partial.npz naming the player, its
+    options and the matches (another seed is another keep), and removes it once F is written;
+    without --out nothing is kept."""
+    handed = _matches_stood_in_for(monkeypatch)
     out = tmp_path / "out.json"
     argv = ["match", "win-seeker", "--opponent", "random", "--games", "6", "--out", str(out)]
     assert main([*argv, "--no-progress"]) == 0
@@ -189,16 +195,7 @@ def test_a_schedules_keep_names_its_bytes_and_a_runs_rules_are_its_own(
     from yahtzee_jax.commands import match as match_command
     from yahtzee_jax.runner import checkpointing
 
-    handed = []
-    figures = ("win_rate", "draws", "mean_score", "score_stderr", "opponent_mean_score")
-    result = {"opponent": "random", "games": 6, "win_interval_95": [0.0, 1.0]}
-    result |= dict.fromkeys((*figures, "mean_margin"), 0.0)
-
-    def played(agent, opponent, keep=None, **_):
-        handed.append(keep)
-        return result
-
-    monkeypatch.setattr(matches, "evaluate_agent_matches", played)
+    handed = _matches_stood_in_for(monkeypatch)
     monkeypatch.setattr(match_command, "builtin_agent", lambda *args, **options: None)
     schedule, out = tmp_path / "schedule.json", tmp_path / "out.json"
     argv = ["match", "target-seeker", "--hindsight-schedule", str(schedule), "--games", "6"]

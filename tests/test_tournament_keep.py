@@ -17,7 +17,8 @@ from yahtzee_jax.evaluation.tournament_games import TournamentKeeps
 from yahtzee_jax.game.rules import OFFICIAL
 
 AGENT_GAMES = tournament_games.agent_games
-ORDERED_MAP = matches.ordered_map
+GAME_KEYS = matches.game_keys
+KEPT_PLAYED = match_keep.MatchKeep.played
 COMMAND = ["tournament", "random", "greedy1", "--games", "60", "--seed", "3", "--no-progress"]
 
 
@@ -59,22 +60,6 @@ def test_a_stopped_tournament_goes_on_from_its_finished_agents(tmp_path, monkeyp
     assert not (out / "keep").exists()
 
 
-def _stopped_after(monkeypatch, batches: int | None) -> list[int]:
-    """Ctrl-C after `batches` match batches (None: never); the first match of each batch
-    played."""
-    played = []
-
-    def stopping(function, items, threads, salvage=None):
-        for result in ORDERED_MAP(function, items, 1):
-            if len(played) == batches:
-                raise KeyboardInterrupt
-            played.append(result[0])
-            yield result
-
-    monkeypatch.setattr(matches, "ordered_map", stopping)
-    return played
-
-
 def test_a_pair_of_real_matches_goes_on_from_the_matches_kept(tmp_path, monkeypatch, capsys):
     """The random agent marked as reading the other's card (test_tournament.py's reader)
     against the random agent, 12 matches in batches of 4: stopped after two batches, 8 are
@@ -91,13 +76,27 @@ def test_a_pair_of_real_matches_goes_on_from_the_matches_kept(tmp_path, monkeypa
         agents, identities, keeps=TournamentKeeps(None, "official", 4), **play
     )
     folder = tmp_path / "keep"
-    _stopped_after(monkeypatch, 2)
+    monkeypatch.setattr(matches, "host_threads", lambda: 1)  # no batch plays beside the stop
+    played = []
+
+    def recorded(seed, first, count, players=2):
+        played.append(first)
+        return GAME_KEYS(seed, first, count, players)
+
+    def stopping(self, own, other, done):
+        KEPT_PLAYED(self, own, other, done)
+        if done.sum() == 8:
+            raise KeyboardInterrupt  # Ctrl-C after two batches
+
+    monkeypatch.setattr(matches, "game_keys", recorded)
+    monkeypatch.setattr(match_keep.MatchKeep, "played", stopping)
     with pytest.raises(KeyboardInterrupt):
         tournament_games.tournament_games(
             agents, identities, keeps=TournamentKeeps(folder, "official", 4), **play
         )
     assert "interrupted: 8 of 12 matches are kept" in capsys.readouterr().err
-    played = _stopped_after(monkeypatch, None)
+    played.clear()
+    monkeypatch.setattr(match_keep.MatchKeep, "played", KEPT_PLAYED)
     keeps = TournamentKeeps(folder, "official", 4)
     totals, pairs = tournament_games.tournament_games(agents, identities, keeps=keeps, **play)
     err = capsys.readouterr().err
