@@ -238,9 +238,6 @@ def test_the_last_batch_is_padded_to_the_others_size(monkeypatch):
     assert counts == [20, 20]
     twenties = evaluate_agent_matches(agent, "random", num_games=40, seed=5, batch_size=20)
     assert asked["per_match"] == twenties["per_match"]
-    counts.clear()
-    evaluate_agent_matches(agent, "random", num_games=3, seed=5, batch_size=20)
-    assert counts == [4]  # whole seat groups: a fourth match played and dropped
 
 
 def test_ordered_map_hands_a_stopped_callers_running_items_to_salvage():

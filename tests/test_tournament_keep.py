@@ -64,8 +64,8 @@ def test_a_pair_of_real_matches_goes_on_from_the_matches_kept(tmp_path, monkeypa
     """The random agent marked as reading the other's card (test_tournament.py's reader)
     against the random agent, 12 matches in batches of 4: stopped after two batches, 8 are
     kept beside the random agent's solitaire games; the next sitting plays the last batch
-    alone, and both give what one uninterrupted sitting gives. A damaged keep is said and
-    played again, to the same results."""
+    alone, and both give what one uninterrupted sitting gives; the keeps go with their folder.
+    (A damaged keep: test_match_keep.py.)"""
     monkeypatch.setattr(match_keep, "KEEP_EVERY_S", 0.0)
     random = builtin_agent("random", OFFICIAL)
     reader = dataclasses.replace(random, name="reader", reads_others=True)
@@ -105,12 +105,6 @@ def test_a_pair_of_real_matches_goes_on_from_the_matches_kept(tmp_path, monkeypa
     assert pairs == whole_pairs
     assert all(np.array_equal(totals[name], whole_totals[name]) for name in whole_totals)
 
-    for path in folder.glob("*.partial.npz"):
-        path.write_bytes(path.read_bytes()[:-9] + b"damaged!!")
-    keeps = TournamentKeeps(folder, "official", 4)
-    totals, pairs = tournament_games.tournament_games(agents, identities, keeps=keeps, **play)
-    assert capsys.readouterr().err.count("is damaged: not used") == 2
-    assert pairs == whole_pairs
     keeps.remove()
     assert not folder.exists()
 
