@@ -77,7 +77,7 @@ WHOLE_GAMES = {
 
 def game_rules(game: str) -> Rules:
     """The rules of a game named on the command line: a whole game, or a small one (`g7` to
-    `g11`) with `-bonusT` for an upper bonus of 35 at T points (`g7-bonus42`)."""
+    `g12`) with `-bonusT` for an upper bonus of 35 at T points (`g7-bonus42`)."""
     if game in WHOLE_GAMES:
         return WHOLE_GAMES[game]
     found = re.fullmatch(r"(g\d+)(?:-bonus(\d+))?", game)
