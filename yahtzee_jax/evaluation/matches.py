@@ -97,20 +97,22 @@ def match_totals(
 
         bar = tqdm(total=num_games, initial=int(done.sum()), unit="match", desc="matches")
 
+    opponent_params = tuple(agent.params for agent in opponents)
+
     def play_batch(first: int) -> tuple[int, int, np.ndarray, np.ndarray]:
         count = batch_size  # the last batch's games past N are dropped below
         keys = game_keys(seed, first, count, players)
-        opponent_params = tuple(agent.params for agent in opponents)
         return first, count, *jax.device_get(run(keys, learner.params, opponent_params))
 
     def record(batch: tuple[int, int, np.ndarray, np.ndarray]) -> int:
         """A batch's matches into the totals; how many of them were not done before."""
         first, count, mine, theirs = batch
         order = game_order(first, count, players)
-        real = order[order < num_games]
-        own[real], other[real] = mine[order < num_games], theirs[order < num_games]
-        new = int(np.sum(~done[real]))  # a batch partly kept (another batch size) counts these
-        done[real] = True
+        real = order < num_games
+        games = order[real]
+        own[games], other[games] = mine[real], theirs[real]
+        new = int(np.sum(~done[games]))  # a batch partly kept (another batch size) counts these
+        done[games] = True
         return new
 
     # The batches go on the host's threads at once (`parallel.host_threads`); those kept are
