@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from yahtzee_jax.agents.resolve import builtin_agent
+from yahtzee_jax.commands import match as match_command
 from yahtzee_jax.commands.cli import main
 from yahtzee_jax.evaluation import match_keep, matches
 from yahtzee_jax.evaluation.match_keep import MatchKeep, keep_path
@@ -73,8 +74,16 @@ def test_stopped_matches_go_on_from_those_kept_to_the_same_results(tmp_path, mon
 
 def _matches_stood_in_for(monkeypatch) -> list:
     """`evaluate_agent_matches` stood in for (only what the command hands it is tested): each
-    call's keep, in the list returned, keeps two matches."""
+    call's keep, in the list returned, keeps two matches. The player's loader too: the
+    win-seeker's tables are minutes of solving on a fresh machine, and the stand-in plays
+    nothing; the player named and its rules are recorded in the list, before each keep."""
     handed = []
+
+    def loaded(name, rules, cache_dir, **options):
+        handed.append((name, rules.name, options))
+        return object()
+
+    monkeypatch.setattr(match_command, "builtin_agent", loaded)
     figures = ("win_rate", "draws", "mean_score", "score_stderr", "opponent_mean_score")
     result = {"opponent": "random", "games": 6, "win_interval_95": [0.0, 1.0]}
     result |= dict.fromkeys((*figures, "mean_margin"), 0.0)
@@ -97,7 +106,8 @@ def test_the_match_command_keeps_beside_its_out_file_what_it_plays(tmp_path, mon
     out = tmp_path / "out.json"
     argv = ["match", "win-seeker", "--opponent", "random", "--games", "6", "--out", str(out)]
     assert main([*argv, "--no-progress"]) == 0
-    (keep,) = handed
+    loaded, keep = handed
+    assert loaded == ("win-seeker", "official", {})
     assert keep.path == keep_path(out) and not keep.path.exists() and out.exists()
     identity = json.loads(keep.identity)
     assert identity["player"] == "win-seeker" and identity["seed"] == 2
@@ -192,11 +202,9 @@ def test_a_schedules_keep_names_its_bytes_and_a_runs_rules_are_its_own(
     one's, and the result recorded the default weight 1 beside the schedule it did not play;
     `match RUN --rules X` played the run's own rules without a word. The player and the
     matches are stood in for: only what the command hands them is tested."""
-    from yahtzee_jax.commands import match as match_command
     from yahtzee_jax.runner import checkpointing
 
     handed = _matches_stood_in_for(monkeypatch)
-    monkeypatch.setattr(match_command, "builtin_agent", lambda *args, **options: None)
     schedule, out = tmp_path / "schedule.json", tmp_path / "out.json"
     argv = ["match", "target-seeker", "--hindsight-schedule", str(schedule), "--games", "6"]
     digests = []
