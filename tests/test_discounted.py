@@ -121,6 +121,7 @@ def test_refusals(tmp_path):
         play_optimal(rules, 10, 0, cache_dir=tmp_path, value_table=np.zeros((2, 2, 2)))
 
 
+@pytest.mark.slow  # an experiment script; the discounted solve stays fast above (by enumeration)
 def test_script_writes_each_gamma(tmp_path, monkeypatch):
     """`experiments/discounted_optimum.py` writes one row a gamma with its machine; gamma 1's
     discounted value is the published optimum 254.5877287345."""

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from scripts import load_experiment_script
 
 
+@pytest.mark.slow  # an experiment script; both solves stay fast in test_joint_endgame.py
 def test_the_script_times_both_solves_and_compares_their_tables(tmp_path):
     """Against HEAD (the same module, read back from git): both solves timed, the tables the
     same to the bit, Yacht's 42 classes, and the command, commit and machine recorded."""

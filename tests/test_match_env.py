@@ -405,9 +405,9 @@ def test_win_rate_bars_plot_match_results(tmp_path, capsys, monkeypatch):
     assert "has no variant '9'" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(
-    "preset", ["paper-ppo-50k", pytest.param("paper-reinforce", marks=pytest.mark.slow)]
-)
+# A solitaire learner training in the match stays fast: test_golden.py, dqn/match-greedy3-gradient
+@pytest.mark.slow
+@pytest.mark.parametrize("preset", ["paper-ppo-50k", "paper-reinforce"])
 def test_ppo_and_reinforce_train_in_the_match_against_a_built_in_opponent(preset):
     """Learners written for solitaire train in the match environment with no code of their
     own: three updates against the random agent move every parameter group, stay finite,

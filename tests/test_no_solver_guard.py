@@ -136,6 +136,7 @@ def test_the_distilled_student(monkeypatch, tmp_path):
     assert_guard_is_live()
 
 
+@pytest.mark.slow  # td-win acting under the guard stays fast in test_td_win.py (self-play)
 def test_td_win_acting(monkeypatch):
     """td-win as its preset trains it (two players against the optimal agent). Only its acting
     is guarded: its training opponent, the optimal agent, reads the solver's table, so the

@@ -150,6 +150,7 @@ def test_calibration_recovers_the_weight_that_made_the_results():
         assert 0.02 < row["a_stderr"] < 0.2
 
 
+@pytest.mark.slow  # an experiment script; the schedule's rows and fit stay fast above
 def test_calibration_script_plays_a_schedule_values_and_writes_its_picture(tmp_path, monkeypatch):
     """The script on plain rules (its tables those of the last two layers, so its play is no
     guide) plays 4 matches by a schedule (the mixed rows' path), values 13 score decisions a
