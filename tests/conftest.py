@@ -13,6 +13,7 @@ The solver's cache (`$YAHTZEE_JAX_CACHE`) is the session's own too, fresh and re
 end: a test neither reads the tables a user's cache holds (written by other code, perhaps
 older) nor writes there, and every run starts as CI's fresh machine does. Behind a warm user
 cache one test solved the official moment and endgame tables unseen: 181 s on a fresh machine.
+`YAHTZEE_JAX_TEST_SOLVER_CACHE=DIR` names a folder of the tests' own to keep instead.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ import jax
 
 CACHE_VARIABLE = "YAHTZEE_JAX_TEST_COMPILATION_CACHE"
 SOLVER_CACHE_VARIABLE = "YAHTZEE_JAX_CACHE"  # `files.default_cache_dir` reads it
+# A folder of the tests' own to keep their tables in between sessions (`make test-slow` solves
+# official's target, moment and endgame tables, minutes, that a fresh folder solves each time).
+SOLVER_KEEP_VARIABLE = "YAHTZEE_JAX_TEST_SOLVER_CACHE"
 # Tests run tiny budgets, so compiling is most of their time. LLVM's optimisation level 0 cut
 # `test_algorithms.py` from 211 to 135 CPU seconds, and XLA's older loop emitters for fusions
 # (instead of the fusion emitters) compile a tiny PPO chunk in 5.2 CPU s against 8.7 at level 0
@@ -51,8 +55,12 @@ CACHE_SETTINGS = {
 def pytest_configure(config) -> None:
     """The controller (or a lone process) makes the directories; xdist workers inherit them."""
     if not hasattr(config, "workerinput"):  # not an xdist worker: even beside a kept XLA cache
-        os.environ[SOLVER_CACHE_VARIABLE] = tempfile.mkdtemp(prefix="yahtzee-jax-solver-")
-        config._yahtzee_jax_solver_cache = os.environ[SOLVER_CACHE_VARIABLE]
+        kept = os.environ.get(SOLVER_KEEP_VARIABLE)
+        if kept:  # asked for by name: its tables serve the next session too
+            os.environ[SOLVER_CACHE_VARIABLE] = kept
+        else:
+            os.environ[SOLVER_CACHE_VARIABLE] = tempfile.mkdtemp(prefix="yahtzee-jax-solver-")
+            config._yahtzee_jax_solver_cache = os.environ[SOLVER_CACHE_VARIABLE]
     if CACHE_VARIABLE not in os.environ:
         os.environ[CACHE_VARIABLE] = tempfile.mkdtemp(prefix="yahtzee-jax-xla-")
         config._yahtzee_jax_cache_owner = True
