@@ -33,7 +33,7 @@ from yahtzee_jax.game.engine import (
 )
 from yahtzee_jax.game.rules import NUM_KEEP_ACTIONS, Rules, get_rules
 from yahtzee_jax.solver import beat
-from yahtzee_jax.solver.beat import TargetTables, without_nan
+from yahtzee_jax.solver.beat import TargetTables
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.target_layout import TargetLayout
 from yahtzee_jax.solver.target_table import target_tables
@@ -51,11 +51,10 @@ class TargetParams(NamedTuple):
 
 def device_tables(flat: np.ndarray, layout: TargetLayout, value_table: np.ndarray) -> TargetTables:
     """`TargetTables` on the device from a flat table, its layout and the value table."""
-    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official); NaN
-    # (a partial solve's unsolved states, never read from solved ones) read as 0; offsets fit
-    # int32 (official: 2.1e8 chances).
+    # float32 chances are plenty to rank actions and halve the table (0.78 GiB official);
+    # offsets fit int32 (official: 2.1e8 chances).
     return TargetTables(
-        chances=jnp.asarray(without_nan(np.asarray(flat, np.float32))),
+        chances=jnp.asarray(np.asarray(flat, np.float32)),
         rows=jnp.asarray(layout.rows, jnp.int32),
         lengths=jnp.asarray(layout.lengths, jnp.int32),
         value=jnp.asarray(np.nan_to_num(value_table), jnp.float32),

@@ -32,16 +32,11 @@ class TargetTables(NamedTuple):
     value: Array  # [masks, totals, 2]: expected score to come (ties between equal chances)
 
 
-def without_nan(table: np.ndarray) -> np.ndarray:
-    """`table` with NaN (a partial solve's unsolved states) read as 0; the table itself when it
-    has none, as a whole solved table (1.6 GiB official) has not: no copy of it then."""
-    return np.nan_to_num(table) if np.isnan(table).any() else table
-
-
 def host_tables(flat: np.ndarray, layout: TargetLayout, value_table: np.ndarray) -> TargetTables:
-    """`TargetTables` in NumPy float64 (NaN read as 0)."""
+    """`TargetTables` in NumPy float64 (the value table's NaN, unsolved states, read as 0; a
+    target table has none: `solve_target_table` leaves a partial solve's other rows 0)."""
     values = np.nan_to_num(value_table)
-    return TargetTables(without_nan(flat), layout.rows, layout.lengths, values)
+    return TargetTables(flat, layout.rows, layout.lengths, values)
 
 
 def reach_chance(chances: Array, row: Array, length: Array, need: Array, xp: ModuleType) -> Array:

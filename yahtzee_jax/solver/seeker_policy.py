@@ -170,13 +170,13 @@ def seeker_tables(
 
 
 def padded(flat: np.ndarray, rules: Rules) -> jax.Array:
-    """A flat table as float32 (NaN, unsolved, as 0) with zeros after its end: a row's window
+    """A flat table as float32 with zeros after its end: a row's window
     is sliced whole, and a slice may not run past the array (XLA would move it back). Both
     slices fit: the rival's (the longest row) and mine (`WINDOW - 1` after a row's first
     entry), the longer where rows are shorter than the window (a game of few boxes)."""
     out = np.zeros(len(flat) + max(score_bins(rules)[0], WINDOW) + 1, np.float32)
     out[: len(flat)] = flat
-    return jnp.asarray(np.nan_to_num(out, copy=False))
+    return jnp.asarray(out)
 
 
 def final_score_cdf(tables: TargetSeekerTables, card: State, rules: Rules) -> jax.Array:
