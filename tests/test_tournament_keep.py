@@ -123,3 +123,23 @@ def test_a_checkpoints_keeps_name_its_parameters(tmp_path) -> None:
     identity = _identity(str(run), trained)
     assert identity["checkpoint"] == str(run.resolve())
     assert identity["params"] != _identity(str(run), further)["params"]
+
+
+def test_keeps_of_other_settings_are_left_and_said(tmp_path, capsys) -> None:
+    """Once the results are written a tournament removes its own keeps; a keep of other
+    settings in the same folder (a stopped tournament of other agents) is none of its work: it
+    stays, and one line says so, where the folder was left without a word before."""
+    folder = tmp_path / "keep"
+    folder.mkdir()
+    stale = folder / "0123456789abcdef.partial.npz"
+    stale.write_bytes(b"another tournament's matches")
+    keeps = TournamentKeeps(folder, "official", 4)
+    own = keeps.keep({"games_of": {"agent": "random"}, "games": 8}, "games")
+    own.path.write_bytes(b"this tournament's games")
+    keeps.remove()
+    assert not own.path.exists() and stale.exists()
+    err = capsys.readouterr().err
+    assert f"{folder} still holds 1 keep(s) of other settings" in err
+    stale.unlink()
+    keeps.remove()  # the folder empty: removed, nothing said
+    assert not folder.exists() and capsys.readouterr().err == ""

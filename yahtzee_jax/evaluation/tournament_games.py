@@ -51,12 +51,23 @@ class TournamentKeeps:
         return MatchKeep(path, identity, noun=noun)
 
     def remove(self) -> None:
-        """The results are written: every keep goes, and the folder if nothing else is in it."""
+        """The results are written: every keep goes, and the folder if nothing else is in it;
+        the keeps of other settings (a stopped tournament of other agents, games or seed, or
+        of older code) are left, and said."""
         for path in self.paths:
             remove_checked(path)
-        if self.folder is not None:  # missing, or holding another tournament's keeps: left
-            with contextlib.suppress(OSError):
-                self.folder.rmdir()
+        if self.folder is None:
+            return
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+        others = sorted(self.folder.glob("*.partial.npz")) if self.folder.is_dir() else []
+        if others:  # stale for this command: none of them is its work
+            print(
+                f"{self.folder} still holds {len(others)} keep(s) of other settings (stopped "
+                "tournaments of other agents, games, rules or seed, or of older code); remove "
+                "the folder if they are not wanted",
+                file=sys.stderr,
+            )
 
 
 def solitaire_totals(
