@@ -206,26 +206,33 @@ def test_weight_outside_zero_one_is_refused_in_one_line():
     np.testing.assert_array_equal(check_weight(schedule, RULES), schedule.astype(np.float32))
 
 
-def test_the_keeps_grid_equals_each_turn_ends_window():
-    """The keeps' grid (one matrix product over every reward) and the score decision's windows
-    (one dot product a turn end) give the same W for each next state and reward, to float32."""
-    from yahtzee_jax.solver.moments import distinct_next_states
-    from yahtzee_jax.solver.seeker_policy import turn_end_grid
-    from yahtzee_jax.solver.win_policy import REWARD_BINS
+def test_a_keeps_chances_are_each_roll_and_boxs_own_window():
+    """A keep reads W of each distinct turn end once, spread to the 252 rolls x boxes
+    (`roll_chances`); each legal entry equals W of its own turn end, the state and total that
+    writing its roll in its box leads to (`score_transition` entry by entry), to float32."""
+    from yahtzee_jax.solver.final_rolls import score_transition
+    from yahtzee_jax.solver.seeker_policy import roll_chances
+    from yahtzee_jax.solver.widget_tables import score_all_rolls
 
     mine = card_without("chance", "fives")
+    own = state_of(mine)
     others = stacked(state_of(RIVALS[1]))
-    after = distinct_next_states(*card_state(mine), np, RULES)
-    total = reference.final_score(mine, 0)
+    mask, upper, flag = card_state(mine)
+    points, legal, _ = score_all_rolls(np.asarray(own.filled), 0, RULES)
+    boxes = np.arange(RULES.num_boxes)
+    reward, uppers, flags = score_transition(boxes[None], points, upper, flag, np, RULES)
+    states = tuple(
+        jnp.asarray(part[legal])
+        for part in np.broadcast_arrays(mask | (1 << boxes)[None], uppers, flags)
+    )
+    totals = jnp.asarray(reference.final_score(mine, 0) + reward[legal])
     for weight, exact in ((1.0, False), (0.0, False), (0.0, True)):
         rival = best_rival_distribution(tables(weight), others, RULES)
-        states = tuple(jnp.asarray(part) for part in after)
         share = 1.0 if exact else weight
-        grid = turn_end_grid(tables(weight), states, jnp.int32(total), rival, share, weight != 1)
-        for reward in (0, 5, 17, 30, 135, REWARD_BINS - 1):
-            totals = jnp.full(len(after[0]), total + reward)
-            one = win_chances(tables(weight), states, totals, rival, share, weight != 1)
-            np.testing.assert_allclose(grid[:, reward], one, atol=2e-6)
+        spread, *_ = roll_chances(tables(weight), own, rival, share, weight != 1, RULES)
+        one = win_chances(tables(weight), states, totals, rival, share, weight != 1)
+        np.testing.assert_allclose(np.asarray(spread)[legal], one, atol=2e-6)
+        assert float(jnp.max(one)) > 0.1  # the rows read are solved ones
 
 
 def test_match_command_plays_the_target_seeker_and_records_its_run(tmp_path, monkeypatch, capsys):

@@ -40,6 +40,7 @@ from yahtzee_jax.solver.widget_tables import (
     WIDGET_ORDER,
     WIDGET_POSITION,
     YAHTZEE_ROLLS,
+    base_points,
     solver_score_tables,
 )
 
@@ -95,6 +96,36 @@ def next_state_of_roll(rules: Rules) -> np.ndarray:
         index[:, box] = num_upper * (NUM_DICE + 1) + position
     index[:, rules.yahtzee_box] = num_upper * (NUM_DICE + 1) + len(lower) + five_of_a_kind
     return index
+
+
+class TurnEnds(NamedTuple):
+    """The distinct turn ends of writing a roll in a box (NumPy, static): K of them."""
+
+    roll: np.ndarray  # int32[K]: a roll that stands for the turn end
+    box: np.ndarray  # int32[K]: the box it is written in
+    state: np.ndarray  # int32[K]: its next state among `distinct_next_states`
+    of_roll: np.ndarray  # int32[252, boxes]: the turn end each roll and box leads to
+
+
+@functools.lru_cache(maxsize=16)
+def distinct_turn_ends(rules: Rules) -> TurnEnds:
+    """Writing the 252 rolls in the boxes leads to few distinct turn ends (187 of 3,276 in
+    Yahtzee): the reward and next state of a roll that is no five of a kind depend on the card
+    only through its box and its points, which are the card's own (`base_points`); a five of
+    a kind's (the Joker, the +100) on the card too, so each of its (roll, box) is its own."""
+    points = base_points(rules)
+    state = next_state_of_roll(rules)
+    five = np.zeros(NUM_ROLLS, bool)
+    five[YAHTZEE_ROLLS] = True
+    ends: dict[tuple[int, ...], int] = {}
+    of_roll = np.empty((NUM_ROLLS, rules.num_boxes), np.int32)
+    for roll in range(NUM_ROLLS):
+        for box in range(rules.num_boxes):
+            key = (-1 - roll, box) if five[roll] else (box, points[roll, box], state[roll, box])
+            of_roll[roll, box] = ends.setdefault(key, len(ends))
+    _, first = np.unique(of_roll, return_index=True)  # each turn end's first (roll, box)
+    roll, box = np.divmod(first, rules.num_boxes)
+    return TurnEnds(roll.astype(np.int32), box.astype(np.int32), state[roll, box], of_roll)
 
 
 def roll_futures(

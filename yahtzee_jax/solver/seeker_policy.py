@@ -28,9 +28,9 @@ win-seeker's, `solver.win_policy`); near ties go to the play worth more points.
 
 The sum runs over d < `WINDOW`. R is non-increasing in d, so the part dropped is at most
 R_s'(WINDOW) P(Y >= X' + WINDOW - 1): at the game's start T(640) E(640) = 2.6e-8 in official
-Yahtzee. A keep values every roll's turn end: W on the grid of the 44 next states and every
-reward (`turn_end_grid`, one matrix product with the rival's Hankel matrix); the score decision
-only its roll's 13 (`win_chances`).
+Yahtzee. A keep values every roll's turn end: W of each distinct one once (187 of the 252 x 13
+in Yahtzee, `moments.distinct_turn_ends`), a few cards at a time (`CARDS_AT_ONCE`); the score
+decision only its roll's 13 (`win_chances`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from yahtzee_jax.solver.joint_endgame import (
     joint_roll_chances,
     opponent_turn,
 )
-from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, next_state_of_roll
+from yahtzee_jax.solver.moments import box_outcomes, distinct_next_states, distinct_turn_ends
 from yahtzee_jax.solver.position import card_context
 from yahtzee_jax.solver.target_layout import target_layout
 from yahtzee_jax.solver.target_table import target_tables
@@ -67,6 +67,10 @@ from yahtzee_jax.solver.win_policy import REWARD_BINS, best_by_chance_then_point
 # Targets d = 1 .. WINDOW - 1 of my rows are summed (official's T(512) E(512) at the start is
 # 3.9e-5, T(640) E(640) 2.6e-8: see the module's docstring).
 WINDOW = 640
+# Cards decided at once: a keep's turn ends of a few cards stay in the CPU's cache, where a
+# whole batch's (2,000 cards x 187 turn ends x 639 chances) went through memory: a keep took
+# 113 us a card in chunks of 16 and 431 as one batch (2-core AMD EPYC, 2026-12-02).
+CARDS_AT_ONCE = 16
 # Where a card is in the joint endgame and the opponent's turn to come (`opponent_turn`), or
 # None where the joint endgame is not played.
 Joint = tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]] | None
@@ -244,28 +248,29 @@ def win_chances(
     return below + jnp.sum(chances * rivals, axis=-1)
 
 
-def turn_end_grid(
+def roll_chances(
     tables: TargetSeekerTables,
-    states: tuple[jax.Array, jax.Array, jax.Array],
-    total: jax.Array,
+    own: State,
     rival: tuple[jax.Array, jax.Array],
     share: jax.Array | float,
     mixed: bool,
-) -> jax.Array:
-    """W(s', total + r) of next states [S] and every reward r = 0 .. REWARD_BINS - 1, [S, r]:
-    `win_chances` on a grid, as one product of my rows [S, d] with the rival's Hankel matrix
-    P(Y = total + r - 1 + d) [r, d] (a matrix product, where a window a turn end is a gather)."""
-    pmf, cdf = rival
-    chances = my_rows(tables, states, share, mixed)
-    # Row r of the Hankel matrix is the rival's P(Y = total + r + i), i = 0 .. WINDOW - 2: one
-    # slice tiled and cut at a stride of span + 1 (a copy, not a gather).
-    span = REWARD_BINS + WINDOW - 1
-    ahead = jax.lax.dynamic_slice(pmf, (total,), (span,))
-    hankel = jnp.tile(ahead, REWARD_BINS + 1)[: REWARD_BINS * (span + 1)]
-    hankel = hankel.reshape(REWARD_BINS, span + 1)[:, : WINDOW - 1]
-    # P(Y <= total + r - 1): the rival's cdf moved one place (0 before score 0).
-    below = jax.lax.dynamic_slice(jnp.concatenate([jnp.zeros(1), cdf]), (total,), (REWARD_BINS,))
-    return below + chances @ hankel.T
+    rules: Rules,
+) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
+    """W of writing each of the 252 rolls in each box of one card [252, boxes], and the
+    rewards, the next states' V and the legal entries of the same shape: W of each distinct
+    turn end once (187 in Yahtzee, `moments.distinct_turn_ends`), spread to its entries."""
+    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
+    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
+    value_pair = (tables.value, tables.value)
+    reward, future, _ = box_outcomes(
+        points, legal, bonus, mask, upper, flag, value_pair, jnp, rules
+    )
+    ends = distinct_turn_ends(rules)
+    after = distinct_next_states(mask, upper, flag, jnp, rules)
+    states = tuple(part[ends.state] for part in after)
+    totals = total_score(own, rules) + reward[ends.roll, ends.box]
+    chances = win_chances(tables, states, totals, rival, share, mixed)[ends.of_roll]
+    return chances, reward, future, legal
 
 
 def keep_action(
@@ -279,16 +284,7 @@ def keep_action(
 ) -> jax.Array:
     """The keep of one card with the highest expected W at its turn's end (exact where
     `joint` says the card is in the joint endgame)."""
-    mask, upper, flag = card_context(own.filled, own.scores, jnp, rules)
-    points, legal, bonus = score_all_rolls(own.filled, own.scores[rules.yahtzee_box], rules)
-    value_pair = (tables.value, tables.value)
-    reward, future, _ = box_outcomes(
-        points, legal, bonus, mask, upper, flag, value_pair, jnp, rules
-    )
-    after = distinct_next_states(mask, upper, flag, jnp, rules)
-    grid = turn_end_grid(tables, after, total_score(own, rules), rival, share, mixed)
-    next_state = jnp.asarray(next_state_of_roll(rules))
-    chances = grid[next_state, jnp.clip(reward, 0, REWARD_BINS - 1)]
+    chances, reward, future, legal = roll_chances(tables, own, rival, share, mixed, rules)
     if joint is not None:
         inside, turn = joint
         exact = joint_roll_chances(tables.joint, chances, own, reward, turn, rules)
@@ -388,28 +384,35 @@ def target_seeker_policy(rules: Rules, mixed: bool) -> Any:
     """The target-seeker's policy (`make_target_seeker`); `mixed` (static): some hindsight
     weight of its tables is below 1, so its rows read E as well as T."""
 
-    def one(
-        tables: TargetSeekerTables, own: State, others: State, scoring: bool, joint: bool
-    ) -> jax.Array:
+    def facing(tables: TargetSeekerTables, own: State, others: State, joint: bool) -> tuple:
+        """What one card's decision faces: the best rival's final score, T's share of my rows
+        and, with `joint` (static), where the joint endgame is and the opponent's turn in it."""
         rival = best_rival_distribution(tables, others, rules)
         share = hindsight_share(tables, own, others, rules)
-        exact = None
-        if joint:
-            other = jax.tree.map(lambda part: part[0], others)
-            turn = opponent_turn(tables.value, tables.joint, other, rules)
-            exact = (in_joint_endgame(own, other, rules), turn)
+        if not joint:
+            return rival, share, None
+        other = jax.tree.map(lambda part: part[0], others)
+        turn = opponent_turn(tables.value, tables.joint, other, rules)
+        return rival, share, (in_joint_endgame(own, other, rules), turn)
+
+    def one(tables: TargetSeekerTables, own: State, faced: tuple, scoring: bool) -> jax.Array:
         act = score_action if scoring else keep_action
-        return act(tables, own, rival, share, mixed, rules, exact)
+        return act(tables, own, faced[0], faced[1], mixed, rules, faced[2])
 
     def decide(tables: TargetSeekerTables, own: State, others: State, joint: bool) -> jax.Array:
+        # What the cards face, for the whole batch first: inside the chunks below XLA fused the
+        # rival's distribution into each read of it (a keep 298 us a card, against 116).
+        faced = jax.vmap(functools.partial(facing, joint=joint), in_axes=(None, 0, 0))(
+            tables, own, others
+        )
         # Lockstep matches take one kind of decision at a time: one branch runs.
         scoring = own.roll_index == LAST_ROLL
         branches = [
             functools.partial(
-                jax.vmap(functools.partial(one, scoring=kind, joint=joint), in_axes=(None, 0, 0)),
-                tables,
-                own,
-                others,
+                jax.lax.map,
+                lambda cards, kind=kind: one(tables, *cards, scoring=kind),
+                (own, faced),
+                batch_size=CARDS_AT_ONCE,
             )
             for kind in (False, True)
         ]
