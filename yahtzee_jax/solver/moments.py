@@ -110,9 +110,10 @@ class TurnEnds(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def distinct_turn_ends(rules: Rules) -> TurnEnds:
     """Writing the 252 rolls in the boxes leads to few distinct turn ends (187 of 3,276 in
-    Yahtzee): the reward and next state of a roll that is no five of a kind depend on the card
-    only through its box and its points, which are the card's own (`base_points`); a five of
-    a kind's (the Joker, the +100) on the card too, so each of its (roll, box) is its own."""
+    Yahtzee). A roll that is no five of a kind scores the same points in a box on every card
+    (`base_points`), so its reward and next state depend on the card only as the box's and
+    those points' do; a five of a kind's points and bonus (the Joker, the +100) depend on the
+    card itself, so each of its (roll, box) is a turn end of its own."""
     points = base_points(rules)
     state = next_state_of_roll(rules)
     five = np.zeros(NUM_ROLLS, bool)

@@ -68,8 +68,9 @@ from yahtzee_jax.solver.win_policy import REWARD_BINS, best_by_chance_then_point
 # 3.9e-5, T(640) E(640) 2.6e-8: see the module's docstring).
 WINDOW = 640
 # Cards decided at once: a keep's turn ends of a few cards stay in the CPU's cache, where a
-# whole batch's (2,000 cards x 187 turn ends x 639 chances) went through memory: a keep took
-# 113 us a card in chunks of 16 and 431 as one batch (2-core AMD EPYC, 2026-12-02).
+# whole batch's (2,000 cards x 187 turn ends x 639 chances) went through memory: a keep alone
+# took 113 us a card in chunks of 16, 431 as one batch (2-core AMD EPYC, 2026-12-02; 32 cards
+# at once played as fast as 16 within the machine's noise, 8 slower).
 CARDS_AT_ONCE = 16
 # Where a card is in the joint endgame and the opponent's turn to come (`opponent_turn`), or
 # None where the joint endgame is not played.
