@@ -60,10 +60,10 @@ class TournamentKeeps:
             return
         with contextlib.suppress(OSError):
             self.folder.rmdir()
-        others = sorted(self.folder.glob("*.partial.npz")) if self.folder.is_dir() else []
+        others = len(list(self.folder.glob("*.partial.npz"))) if self.folder.is_dir() else 0
         if others:  # stale for this command: none of them is its work
             print(
-                f"{self.folder} still holds {len(others)} keep(s) of other settings (stopped "
+                f"{self.folder} still holds {others} keep(s) of other settings (stopped "
                 "tournaments of other agents, games, rules or seed, or of older code); remove "
                 "the folder if they are not wanted",
                 file=sys.stderr,

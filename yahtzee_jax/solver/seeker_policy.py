@@ -397,8 +397,9 @@ def target_seeker_policy(rules: Rules, mixed: bool) -> Any:
         return rival, share, (in_joint_endgame(own, other, rules), turn)
 
     def one(tables: TargetSeekerTables, own: State, faced: tuple, scoring: bool) -> jax.Array:
+        rival, share, joint = faced
         act = score_action if scoring else keep_action
-        return act(tables, own, faced[0], faced[1], mixed, rules, faced[2])
+        return act(tables, own, rival, share, mixed, rules, joint)
 
     def decide(tables: TargetSeekerTables, own: State, others: State, joint: bool) -> jax.Array:
         # What the cards face, for the whole batch first: inside the chunks below XLA fused the
